@@ -1,0 +1,91 @@
+//! The envelope: what every port moves.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use uuid::Uuid;
+
+use crate::Hlc;
+
+/// Headers carried with a message, ordered by name.
+pub type Headers = BTreeMap<String, String>;
+
+/// One event on its way from an outbox to a consumer.
+///
+/// The payload is bytes; typed payloads exist only where a codec encodes
+/// them (staging) or decodes them (the consumer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    /// UUIDv7, stable across retries; consumers dedupe on it.
+    pub event_id: Uuid,
+    /// What happened, for example `order.placed`.
+    pub event_type: String,
+    /// The outbox spec the event was staged through.
+    pub route: String,
+    /// The queue the event is relayed to.
+    pub destination: String,
+    /// The encoded payload.
+    pub payload: Bytes,
+    /// The MIME type of the payload.
+    pub content_type: String,
+    /// Application headers, `traceparent` among them.
+    pub headers: Headers,
+    /// Events sharing a key are delivered in order where the spec asks.
+    pub ordering_key: Option<String>,
+    /// Correlates every event of one business flow.
+    pub correlation_id: Option<String>,
+    /// The event or command that caused this one.
+    pub causation_id: Option<String>,
+    /// The tenant the event belongs to.
+    pub tenant_id: Option<String>,
+    /// When the event was staged, at microsecond precision.
+    pub occurred_at: SystemTime,
+    /// Hybrid logical clock stamp, where the spec asks for one.
+    pub hlc: Option<Hlc>,
+    /// Publish attempts so far, this one included (0 before the first).
+    pub attempts: u32,
+}
+
+impl Envelope {
+    /// An envelope with a fresh UUIDv7 id, stamped now, and no optional
+    /// fields.
+    pub fn new(
+        route: impl Into<String>,
+        destination: impl Into<String>,
+        event_type: impl Into<String>,
+        payload: Bytes,
+        content_type: impl Into<String>,
+    ) -> Self {
+        Self {
+            event_id: Uuid::now_v7(),
+            event_type: event_type.into(),
+            route: route.into(),
+            destination: destination.into(),
+            payload,
+            content_type: content_type.into(),
+            headers: Headers::new(),
+            ordering_key: None,
+            correlation_id: None,
+            causation_id: None,
+            tenant_id: None,
+            occurred_at: truncate_to_micros(SystemTime::now()),
+            hlc: None,
+            attempts: 0,
+        }
+    }
+
+    /// The W3C trace context header, when the producer had one.
+    pub fn traceparent(&self) -> Option<&str> {
+        self.headers.get("traceparent").map(String::as_str)
+    }
+}
+
+/// Drops sub-microsecond precision, which databases do not keep, so a time
+/// read back equals the time written.
+pub fn truncate_to_micros(time: SystemTime) -> SystemTime {
+    match time.duration_since(UNIX_EPOCH) {
+        Ok(since) => UNIX_EPOCH + Duration::from_micros(since.as_micros() as u64),
+        Err(_) => time,
+    }
+}

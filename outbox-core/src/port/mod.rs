@@ -1,0 +1,23 @@
+//! The ports: traits the relay engine and the consumer runner are written
+//! against, implemented by each store and transport.
+//!
+//! All of them return `impl Future + Send`; implementors are cheap to clone
+//! (pools and channels inside). Each port has one `#[non_exhaustive]` error
+//! enum with `is_transient()`, and each backend maps its driver errors into
+//! it in one place.
+
+mod inbox_store;
+mod outbox_store;
+mod publisher;
+mod source;
+
+pub use inbox_store::{InboxError, InboxMark, InboxStore};
+pub use outbox_store::{
+    ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, OutboxStats, OutboxStore, Outcome,
+    PurgeRequest, PurgeStatus, Requeue, SettleReport, Settlement, StoreError,
+};
+pub use publisher::{PublishError, Publisher};
+pub use source::{AckError, Acker, Delivery, Redelivery, Source, SourceError};
+
+/// A boxed error from a driver, kept as the source of a port error.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

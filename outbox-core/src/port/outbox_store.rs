@@ -1,0 +1,255 @@
+//! The relay's side of an outbox store.
+
+use std::future::Future;
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use super::BoxError;
+use crate::{Envelope, Route};
+
+/// Identifies one claim. Every mark made under a claim is conditional on the
+/// rows still carrying its token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LeaseToken(pub Uuid);
+
+impl LeaseToken {
+    /// A fresh random token.
+    pub fn new() -> Self {
+        Self(Uuid::new_v4())
+    }
+}
+
+impl Default for LeaseToken {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A claimed row as the relay sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxRecord {
+    /// The event; its `attempts` equals `attempts_started`.
+    pub envelope: Envelope,
+    /// Claims of this row so far, this one included.
+    pub attempts_started: u32,
+    /// Claims that were settled (published, rescheduled or failed).
+    pub attempts_finished: u32,
+    /// Why the previous attempt failed.
+    pub last_error: Option<String>,
+}
+
+impl OutboxRecord {
+    /// Earlier claims that never settled: the relay holding them died or
+    /// lost its lease mid-publish.
+    pub fn crashes(&self) -> u32 {
+        self.attempts_started
+            .saturating_sub(1)
+            .saturating_sub(self.attempts_finished)
+    }
+}
+
+/// What to claim.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimRequest<'a> {
+    /// The outbox route, its ordering mode included.
+    pub route: &'a Route,
+    /// At most this many rows.
+    pub limit: usize,
+    /// How long the claim holds before a sweep may take the rows back.
+    pub lease: Duration,
+}
+
+/// How one claimed row ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The broker accepted it.
+    Published,
+    /// Publish again after `delay`, invisible to claims until then.
+    Retry {
+        /// How long the row stays invisible.
+        delay: Duration,
+        /// Why this attempt failed.
+        error: String,
+    },
+    /// Never publish again (until requeued).
+    Failed {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The outcome of one row of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settlement {
+    /// The row's event id.
+    pub event_id: Uuid,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+/// What settling a batch did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SettleReport {
+    /// Rows marked published.
+    pub published: usize,
+    /// Rows rescheduled.
+    pub rescheduled: usize,
+    /// Rows marked failed.
+    pub failed: usize,
+    /// Rows whose lease was lost (swept and possibly claimed again): the
+    /// mark was refused and changed nothing.
+    pub lost: Vec<Uuid>,
+}
+
+/// A batch claimed by a relay, settled once.
+///
+/// A store may hand out leased batches (the claim is committed with a lease
+/// token and expiry, settling writes under that token) or locked ones (the
+/// rows stay locked in an open transaction that settling commits). The relay
+/// does not care which.
+pub trait ClaimedBatch: Send + 'static {
+    /// The claim's token.
+    fn lease(&self) -> LeaseToken;
+
+    /// The claimed rows, oldest first.
+    fn records(&self) -> &[OutboxRecord];
+
+    /// Applies the outcomes in as few round trips as the store can, each
+    /// fenced on the lease. Rows without an outcome stay claimed until their
+    /// lease expires.
+    fn settle(
+        self,
+        settlements: Vec<Settlement>,
+    ) -> impl Future<Output = Result<SettleReport, StoreError>> + Send;
+}
+
+/// Which failed rows to requeue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requeue {
+    /// These events.
+    Ids(Vec<Uuid>),
+    /// Every failed row of the route.
+    All,
+}
+
+/// Which finished rows [`OutboxStore::purge`] deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PurgeStatus {
+    /// Published rows kept for a retention window.
+    Published,
+    /// Failed rows.
+    Failed,
+}
+
+/// A purge of finished rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PurgeRequest {
+    /// Which rows.
+    pub status: PurgeStatus,
+    /// Only rows finished at least this long ago.
+    pub older_than: Duration,
+    /// At most this many rows per call.
+    pub limit: usize,
+}
+
+/// A snapshot of one route's outbox.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutboxStats {
+    /// Rows waiting to be claimed, scheduled retries included.
+    pub pending: u64,
+    /// Rows claimed and not yet settled.
+    pub in_flight: u64,
+    /// Rows failed for good.
+    pub failed: u64,
+    /// Published rows still retained.
+    pub published: u64,
+    /// Age of the oldest pending row.
+    pub oldest_pending_age: Option<Duration>,
+}
+
+/// The relay's side of an outbox store.
+pub trait OutboxStore: Clone + Send + Sync + 'static {
+    /// A claimed batch.
+    type Batch: ClaimedBatch;
+
+    /// Claims up to `limit` claimable rows of the route, oldest first (in
+    /// hybrid-clock order where the route asks), stamping a fresh lease. With
+    /// [`OrderingMode::PerKey`](crate::OrderingMode::PerKey) it claims only
+    /// the oldest unfinished row of a key, and none while a row of that key
+    /// is in flight. An empty batch means nothing is claimable.
+    fn claim(
+        &self,
+        request: ClaimRequest<'_>,
+    ) -> impl Future<Output = Result<Self::Batch, StoreError>> + Send;
+
+    /// Returns up to `limit` rows whose lease expired to pending, where they
+    /// are claimable at once. The crash stays counted (attempts started
+    /// exceed attempts finished).
+    fn sweep_expired(
+        &self,
+        route: &str,
+        limit: usize,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Moves failed rows back to pending with fresh attempt counters.
+    fn requeue_failed(
+        &self,
+        route: &str,
+        which: Requeue,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Deletes finished rows.
+    fn purge(
+        &self,
+        route: &str,
+        request: PurgeRequest,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Depth, in-flight, failed and retained counts and the oldest pending
+    /// age of a route.
+    fn stats(&self, route: &str) -> impl Future<Output = Result<OutboxStats, StoreError>> + Send;
+}
+
+/// An outbox store operation that failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The database could not be reached or dropped the connection.
+    #[error("outbox store unavailable")]
+    Unavailable(#[source] BoxError),
+    /// The operation did not finish in time.
+    #[error("outbox store operation timed out")]
+    Timeout,
+    /// A concurrent transaction conflicted; retrying may succeed.
+    #[error("outbox store write conflict")]
+    Conflict(#[source] BoxError),
+    /// The table, collection or index the store needs is missing or out of
+    /// date.
+    #[error("outbox schema problem: {0}")]
+    Schema(String),
+    /// A stored row cannot be read back.
+    #[error("outbox row {event_id} is corrupt: {reason}")]
+    Corrupt {
+        /// The row's event id, nil where unreadable.
+        event_id: Uuid,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A request the store cannot serve (for example a hostile name).
+    #[error("invalid outbox request: {0}")]
+    Invalid(String),
+    /// Any other backend failure.
+    #[error("outbox store failed")]
+    Backend(#[source] BoxError),
+}
+
+impl StoreError {
+    /// Whether retrying the same operation later may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::Unavailable(_) | Self::Timeout | Self::Conflict(_)
+        )
+    }
+}

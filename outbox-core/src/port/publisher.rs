@@ -1,0 +1,82 @@
+//! Sending envelopes to a broker.
+
+use std::future::Future;
+
+use super::BoxError;
+use crate::Envelope;
+
+/// Sends envelopes to their destination.
+///
+/// `Ok` means the broker has accepted the message (a publisher confirm, a
+/// successful API response), never merely that it was written to a socket.
+pub trait Publisher: Clone + Send + Sync + 'static {
+    /// Publishes one envelope to `envelope.destination`.
+    fn publish(&self, envelope: &Envelope)
+    -> impl Future<Output = Result<(), PublishError>> + Send;
+
+    /// Publishes a batch; one result per envelope, in order. One failure
+    /// fails only its own envelope. The default publishes concurrently;
+    /// transports override it to pipeline or use batch APIs.
+    fn publish_batch(
+        &self,
+        envelopes: &[Envelope],
+    ) -> impl Future<Output = Vec<Result<(), PublishError>>> + Send {
+        futures::future::join_all(envelopes.iter().map(|e| self.publish(e)))
+    }
+}
+
+/// A publish that failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublishError {
+    /// The broker could not be reached or the connection dropped.
+    #[error("broker unavailable")]
+    Unavailable(#[source] BoxError),
+    /// No confirmation arrived in time; the message may or may not have
+    /// been accepted.
+    #[error("publish was not confirmed in time")]
+    Timeout,
+    /// The broker refused the message for now (a negative confirm, a
+    /// throttle).
+    #[error("broker refused the message: {reason}")]
+    Refused {
+        /// What the broker said.
+        reason: String,
+    },
+    /// The destination does not exist or routes nowhere; retrying cannot
+    /// help until the topology changes.
+    #[error("destination {destination:?} does not exist or routes nowhere")]
+    Unroutable {
+        /// The destination.
+        destination: String,
+    },
+    /// The message is larger than the broker accepts.
+    #[error("message of {size} bytes exceeds the broker limit of {limit} bytes")]
+    TooLarge {
+        /// The encoded size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The envelope cannot be represented on this transport (for example a
+    /// header the protocol cannot carry).
+    #[error("message cannot be sent: {reason}")]
+    Invalid {
+        /// Why.
+        reason: String,
+    },
+    /// Any other transport failure, assumed transient.
+    #[error("publish failed")]
+    Transport(#[source] BoxError),
+}
+
+impl PublishError {
+    /// Whether publishing the same message later may succeed. Non-transient
+    /// errors make the row poison: the relay fails it at once.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::Unavailable(_) | Self::Timeout | Self::Refused { .. } | Self::Transport(_)
+        )
+    }
+}

@@ -1,0 +1,75 @@
+use std::time::Duration;
+
+/// A spec that cannot be used as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// A name is empty.
+    #[error("{kind} name is empty")]
+    EmptyName {
+        /// What the name is for (`outbox`, `queue`, `destination`).
+        kind: &'static str,
+    },
+    /// A name is longer than [`MAX_NAME_LEN`](super::MAX_NAME_LEN).
+    #[error("{kind} name {name:?} is {len} bytes long, the limit is {max}")]
+    NameTooLong {
+        /// What the name is for.
+        kind: &'static str,
+        /// The offending name.
+        name: String,
+        /// Its length in bytes.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A name holds a character outside `[A-Za-z0-9._-]` or does not start
+    /// with a letter or digit.
+    #[error(
+        "{kind} name {name:?} has an illegal character {found:?} at byte {at}; use letters, digits, '.', '_' and '-', starting with a letter or digit"
+    )]
+    IllegalName {
+        /// What the name is for.
+        kind: &'static str,
+        /// The offending name.
+        name: String,
+        /// The first illegal character.
+        found: char,
+        /// Its byte offset.
+        at: usize,
+    },
+    /// An outbox spec has no destination, so its events cannot be relayed.
+    #[error("outbox spec {outbox:?} has no destination; call .to_queue(..)")]
+    NoDestination {
+        /// The outbox spec's name.
+        outbox: String,
+    },
+    /// An outbox spec's destination does not match the queue spec it is
+    /// paired with.
+    #[error(
+        "outbox spec {outbox:?} relays to {destination:?}, but the queue spec is named {queue:?}"
+    )]
+    DestinationMismatch {
+        /// The outbox spec's name.
+        outbox: String,
+        /// Where it relays to.
+        destination: String,
+        /// The queue spec's name.
+        queue: String,
+    },
+    /// A retry policy that cannot work.
+    #[error("retry policy of {outbox:?} is invalid: {reason}")]
+    InvalidRetry {
+        /// The outbox spec's name.
+        outbox: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// A delay or lease duration out of range.
+    #[error("{what} of {value:?} is out of range")]
+    OutOfRange {
+        /// What the value is.
+        what: &'static str,
+        /// The value.
+        value: Duration,
+    },
+}

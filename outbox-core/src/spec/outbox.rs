@@ -1,0 +1,263 @@
+use std::fmt;
+use std::marker::PhantomData;
+
+use super::{QueueSpec, RetryPolicy, SpecError, validate_name};
+use crate::codec::{Codec, JsonCodec};
+
+/// How the relay orders the events of one outbox spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum OrderingMode {
+    /// No ordering: rows are claimed oldest first but published
+    /// concurrently, retried independently. The fastest mode.
+    #[default]
+    Unordered,
+    /// At most one row per ordering key is in flight, oldest first, across
+    /// any number of relays. A retrying row holds back only its own key.
+    /// Rows without an ordering key are not held back.
+    PerKey,
+}
+
+/// The untyped part of an [`OutboxSpec`]: everything the relay and the
+/// stores need, without the payload type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    /// The spec's name, stored with every row as its route.
+    pub name: &'static str,
+    /// The queue (or exchange) events are relayed to.
+    pub destination: Option<&'static str>,
+    /// Ordering mode.
+    pub ordering: OrderingMode,
+    /// Retry policy of the relay.
+    pub retry: RetryPolicy,
+    /// Whether events carry a hybrid logical clock stamp and are claimed in
+    /// its order rather than in staging order.
+    pub hlc_ordering: bool,
+}
+
+impl Route {
+    /// Checks names and the retry policy.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        validate_name("outbox", self.name)?;
+        let destination = self.destination.ok_or_else(|| SpecError::NoDestination {
+            outbox: self.name.to_owned(),
+        })?;
+        validate_name("destination", destination)?;
+        if let Some(reason) = self.retry.problem() {
+            return Err(SpecError::InvalidRetry {
+                outbox: self.name.to_owned(),
+                reason,
+            });
+        }
+        Ok(())
+    }
+
+    /// The destination, or the error saying there is none.
+    pub fn require_destination(&self) -> Result<&'static str, SpecError> {
+        self.destination.ok_or_else(|| SpecError::NoDestination {
+            outbox: self.name.to_owned(),
+        })
+    }
+}
+
+/// Names an outbox stream: its route name, payload codec, destination queue,
+/// ordering mode and retry policy.
+///
+/// Built with `const fn`s so it can be a `static` shared by producer and
+/// relay. Typed only at the edge: staging encodes `T` with the codec; the
+/// relay sees bytes.
+pub struct OutboxSpec<T, C = JsonCodec> {
+    route: Route,
+    codec: C,
+    payload: PhantomData<fn(T) -> T>,
+}
+
+impl<T> OutboxSpec<T, JsonCodec> {
+    /// A spec whose payloads are JSON.
+    pub const fn json(name: &'static str) -> Self {
+        Self::with_codec(name, JsonCodec)
+    }
+}
+
+impl<T, C> OutboxSpec<T, C> {
+    /// A spec with the given codec.
+    pub const fn with_codec(name: &'static str, codec: C) -> Self {
+        Self {
+            route: Route {
+                name,
+                destination: None,
+                ordering: OrderingMode::Unordered,
+                retry: RetryPolicy::new(),
+                hlc_ordering: false,
+            },
+            codec,
+            payload: PhantomData,
+        }
+    }
+
+    /// Relays events to the queue named `queue`; it must equal the name of
+    /// the consumer's [`QueueSpec`].
+    pub const fn to_queue(mut self, queue: &'static str) -> Self {
+        self.route.destination = Some(queue);
+        self
+    }
+
+    /// Orders events per ordering key (see [`OrderingMode::PerKey`]).
+    pub const fn per_key(mut self) -> Self {
+        self.route.ordering = OrderingMode::PerKey;
+        self
+    }
+
+    /// Sets the retry policy.
+    pub const fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.route.retry = retry;
+        self
+    }
+
+    /// Stamps events with a hybrid logical clock and claims them in its
+    /// order, so a reaction sorts after its cause across replicas.
+    pub const fn hlc_ordering(mut self) -> Self {
+        self.route.hlc_ordering = true;
+        self
+    }
+
+    /// The spec's name (the route stored with every row).
+    pub const fn name(&self) -> &'static str {
+        self.route.name
+    }
+
+    /// The untyped part the relay and stores use.
+    pub const fn route(&self) -> &Route {
+        &self.route
+    }
+
+    /// The payload codec.
+    pub const fn codec(&self) -> &C {
+        &self.codec
+    }
+
+    /// Checks the spec: legal names, a destination, a workable retry policy.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        self.route.validate()
+    }
+
+    /// Checks that this spec relays to `queue`.
+    pub fn check_pair<Q>(&self, queue: &QueueSpec<T, Q>) -> Result<(), SpecError> {
+        self.validate()?;
+        queue.validate()?;
+        let destination = self.route.require_destination()?;
+        if destination != queue.name() {
+            return Err(SpecError::DestinationMismatch {
+                outbox: self.route.name.to_owned(),
+                destination: destination.to_owned(),
+                queue: queue.name().to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<T, C: Codec<T>> OutboxSpec<T, C> {
+    /// The content type of encoded payloads.
+    pub fn content_type(&self) -> &'static str {
+        self.codec.content_type()
+    }
+}
+
+impl<T, C: fmt::Debug> fmt::Debug for OutboxSpec<T, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OutboxSpec")
+            .field("route", &self.route)
+            .field("codec", &self.codec)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RawCodec;
+    use std::time::Duration;
+
+    static SPEC: OutboxSpec<u32> = OutboxSpec::json("order-events")
+        .to_queue("orders")
+        .per_key();
+
+    #[test]
+    fn const_spec_carries_its_settings() {
+        assert_eq!(SPEC.name(), "order-events");
+        assert_eq!(SPEC.route().destination, Some("orders"));
+        assert_eq!(SPEC.route().ordering, OrderingMode::PerKey);
+        assert_eq!(SPEC.content_type(), "application/json");
+        SPEC.validate().unwrap();
+    }
+
+    #[test]
+    fn missing_destination_is_reported() {
+        let spec: OutboxSpec<u32> = OutboxSpec::json("order-events");
+        assert_eq!(
+            spec.validate(),
+            Err(SpecError::NoDestination {
+                outbox: "order-events".into()
+            })
+        );
+    }
+
+    #[test]
+    fn illegal_names_are_reported() {
+        let spec: OutboxSpec<u32> = OutboxSpec::json("order events").to_queue("orders");
+        assert!(matches!(
+            spec.validate(),
+            Err(SpecError::IllegalName { kind: "outbox", .. })
+        ));
+        let spec: OutboxSpec<u32> = OutboxSpec::json("orders").to_queue("q;drop");
+        assert!(matches!(
+            spec.validate(),
+            Err(SpecError::IllegalName {
+                kind: "destination",
+                ..
+            })
+        ));
+        let spec: OutboxSpec<u32> = OutboxSpec::json("").to_queue("orders");
+        assert_eq!(
+            spec.validate(),
+            Err(SpecError::EmptyName { kind: "outbox" })
+        );
+    }
+
+    #[test]
+    fn bad_retry_policies_are_reported() {
+        for retry in [
+            RetryPolicy::new().max_attempts(0),
+            RetryPolicy::new().base_delay(Duration::ZERO),
+            RetryPolicy::new().max_backoff(Duration::from_millis(1)),
+        ] {
+            let spec: OutboxSpec<u32> = OutboxSpec::json("e").to_queue("q").retry(retry);
+            assert!(matches!(
+                spec.validate(),
+                Err(SpecError::InvalidRetry { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn pairing_checks_the_destination() {
+        let queue: QueueSpec<u32> = QueueSpec::json("orders");
+        SPEC.check_pair(&queue).unwrap();
+        let other: QueueSpec<u32> = QueueSpec::json("payments");
+        assert_eq!(
+            SPEC.check_pair(&other),
+            Err(SpecError::DestinationMismatch {
+                outbox: "order-events".into(),
+                destination: "orders".into(),
+                queue: "payments".into(),
+            })
+        );
+    }
+
+    #[test]
+    fn custom_codec_specs_are_const() {
+        static RAW: OutboxSpec<Vec<u8>, RawCodec> =
+            OutboxSpec::with_codec("blobs", RawCodec).to_queue("blobs");
+        assert_eq!(RAW.content_type(), "application/octet-stream");
+    }
+}

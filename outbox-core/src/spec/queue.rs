@@ -1,0 +1,61 @@
+use std::fmt;
+use std::marker::PhantomData;
+
+use super::{SpecError, validate_name};
+use crate::codec::{Codec, CodecError, JsonCodec};
+
+/// Names a queue a consumer reads and the codec its payloads decode with.
+pub struct QueueSpec<T, C = JsonCodec> {
+    name: &'static str,
+    codec: C,
+    payload: PhantomData<fn(T) -> T>,
+}
+
+impl<T> QueueSpec<T, JsonCodec> {
+    /// A queue whose payloads are JSON.
+    pub const fn json(name: &'static str) -> Self {
+        Self::with_codec(name, JsonCodec)
+    }
+}
+
+impl<T, C> QueueSpec<T, C> {
+    /// A queue with the given codec.
+    pub const fn with_codec(name: &'static str, codec: C) -> Self {
+        Self {
+            name,
+            codec,
+            payload: PhantomData,
+        }
+    }
+
+    /// The queue's name.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The payload codec.
+    pub const fn codec(&self) -> &C {
+        &self.codec
+    }
+
+    /// Checks the name.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        validate_name("queue", self.name)
+    }
+}
+
+impl<T, C: Codec<T>> QueueSpec<T, C> {
+    /// Decodes a payload received on this queue.
+    pub fn decode(&self, payload: &[u8]) -> Result<T, CodecError> {
+        self.codec.decode(payload)
+    }
+}
+
+impl<T, C: fmt::Debug> fmt::Debug for QueueSpec<T, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QueueSpec")
+            .field("name", &self.name)
+            .field("codec", &self.codec)
+            .finish()
+    }
+}

@@ -1,0 +1,365 @@
+//! The staging buffer every backend's transaction context shares.
+//!
+//! `ctx.outbox().stage(&SPEC, "order.placed", &payload)` encodes the payload
+//! with the spec's codec and buffers an envelope; options are set on the
+//! returned [`Staged`]. The backend writes the buffer in one statement when
+//! the context commits, and a context dropped or rolled back takes the buffer
+//! with it.
+
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use crate::cloudevents::is_reserved;
+use crate::envelope::truncate_to_micros;
+use crate::{Codec, CodecError, Envelope, HybridClock, OutboxSpec, SharedClock, SpecError};
+
+/// The longest ordering key accepted, in bytes.
+pub const MAX_ORDERING_KEY_LEN: usize = 128;
+/// The longest event type accepted, in bytes.
+pub const MAX_EVENT_TYPE_LEN: usize = 200;
+/// The longest header name accepted, in bytes.
+pub const MAX_HEADER_NAME_LEN: usize = 128;
+
+/// An event staged in a transaction, waiting for its commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagedEvent {
+    /// The event.
+    pub envelope: Envelope,
+    /// Keeps the row invisible to the relay for this long after commit.
+    pub delay: Option<Duration>,
+}
+
+/// Staging that cannot be done as asked. Nothing of the transaction is
+/// written when commit reports one of these.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StageError {
+    /// The spec is unusable.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// The payload does not encode.
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    /// The event type is empty, too long or holds control characters.
+    #[error("event type {0:?} is invalid: use 1 to 200 printable characters")]
+    EventType(String),
+    /// A header name is reserved for the envelope's own attributes.
+    #[error(
+        "header {0:?} is reserved; names starting with ce- or tidings-, and content-type, belong to the envelope"
+    )]
+    ReservedHeader(String),
+    /// A header name or value that transports cannot carry.
+    #[error("header {name:?} is invalid: {reason}")]
+    Header {
+        /// The header name.
+        name: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// An empty or over-long ordering key.
+    #[error("ordering key {0:?} is invalid: use 1 to 128 bytes")]
+    OrderingKey(String),
+    /// Two staged events share an event id.
+    #[error("event id {0} is staged twice in one transaction")]
+    DuplicateEventId(Uuid),
+}
+
+/// Buffers staged events until the owning context commits.
+#[derive(Debug)]
+pub struct OutboxBuffer {
+    clock: SharedClock,
+    hlc: HybridClock,
+    staged: Vec<StagedEvent>,
+}
+
+impl OutboxBuffer {
+    /// An empty buffer stamping events with `clock` and `hlc`.
+    pub fn new(clock: SharedClock, hlc: HybridClock) -> Self {
+        Self {
+            clock,
+            hlc,
+            staged: Vec::new(),
+        }
+    }
+
+    /// Encodes `payload` with the spec's codec and buffers an event of type
+    /// `event_type`. Set options on the returned [`Staged`].
+    pub fn stage<T, C: Codec<T>>(
+        &mut self,
+        spec: &OutboxSpec<T, C>,
+        event_type: &str,
+        payload: &T,
+    ) -> Result<Staged<'_>, StageError> {
+        spec.validate()?;
+        check_event_type(event_type)?;
+        let route = spec.route();
+        let bytes = spec.codec().encode(payload)?;
+        let mut envelope = Envelope::new(
+            route.name,
+            route.require_destination()?,
+            event_type,
+            bytes,
+            spec.content_type(),
+        );
+        envelope.occurred_at = truncate_to_micros(self.clock.now());
+        if route.hlc_ordering {
+            envelope.hlc = Some(self.hlc.now());
+        }
+        self.staged.push(StagedEvent {
+            envelope,
+            delay: None,
+        });
+        let event = self.staged.last_mut().expect("just pushed");
+        Ok(Staged { event })
+    }
+
+    /// The events staged so far.
+    pub fn staged(&self) -> &[StagedEvent] {
+        &self.staged
+    }
+
+    /// How many events are staged.
+    pub fn len(&self) -> usize {
+        self.staged.len()
+    }
+
+    /// Whether nothing is staged.
+    pub fn is_empty(&self) -> bool {
+        self.staged.is_empty()
+    }
+
+    /// Checks the options set on every staged event and empties the
+    /// buffer. Backends call this when committing.
+    pub fn take(&mut self) -> Result<Vec<StagedEvent>, StageError> {
+        let mut seen = std::collections::HashSet::with_capacity(self.staged.len());
+        for event in &self.staged {
+            check_options(&event.envelope)?;
+            if !seen.insert((event.envelope.route.as_str(), event.envelope.event_id)) {
+                return Err(StageError::DuplicateEventId(event.envelope.event_id));
+            }
+        }
+        Ok(std::mem::take(&mut self.staged))
+    }
+}
+
+/// Options of one staged event. Invalid options are reported when the
+/// context commits.
+#[derive(Debug)]
+pub struct Staged<'a> {
+    event: &'a mut StagedEvent,
+}
+
+impl Staged<'_> {
+    /// Uses this event id instead of a fresh UUIDv7, for idempotent staging.
+    pub fn event_id(self, id: Uuid) -> Self {
+        self.event.envelope.event_id = id;
+        self
+    }
+
+    /// Sets the ordering key (usually the aggregate id).
+    pub fn ordering_key(self, key: impl Into<String>) -> Self {
+        self.event.envelope.ordering_key = Some(key.into());
+        self
+    }
+
+    /// Adds an application header, such as `traceparent`.
+    pub fn header(self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.event
+            .envelope
+            .headers
+            .insert(name.into(), value.into());
+        self
+    }
+
+    /// Sets the correlation id.
+    pub fn correlation_id(self, id: impl Into<String>) -> Self {
+        self.event.envelope.correlation_id = Some(id.into());
+        self
+    }
+
+    /// Sets the causation id.
+    pub fn causation_id(self, id: impl Into<String>) -> Self {
+        self.event.envelope.causation_id = Some(id.into());
+        self
+    }
+
+    /// Sets the tenant id.
+    pub fn tenant_id(self, id: impl Into<String>) -> Self {
+        self.event.envelope.tenant_id = Some(id.into());
+        self
+    }
+
+    /// Keeps the event from being relayed until `delay` after commit.
+    pub fn delay(self, delay: Duration) -> Self {
+        self.event.delay = Some(delay);
+        self
+    }
+
+    /// The event as staged so far.
+    pub fn envelope(&self) -> &Envelope {
+        &self.event.envelope
+    }
+}
+
+fn check_event_type(event_type: &str) -> Result<(), StageError> {
+    let ok = !event_type.is_empty()
+        && event_type.len() <= MAX_EVENT_TYPE_LEN
+        && !event_type.chars().any(char::is_control);
+    if ok {
+        Ok(())
+    } else {
+        Err(StageError::EventType(event_type.to_owned()))
+    }
+}
+
+fn check_options(envelope: &Envelope) -> Result<(), StageError> {
+    if let Some(key) = &envelope.ordering_key {
+        if key.is_empty() || key.len() > MAX_ORDERING_KEY_LEN {
+            return Err(StageError::OrderingKey(key.clone()));
+        }
+    }
+    for (name, value) in &envelope.headers {
+        check_header(name, value)?;
+    }
+    Ok(())
+}
+
+fn check_header(name: &str, value: &str) -> Result<(), StageError> {
+    let invalid = |reason| {
+        Err(StageError::Header {
+            name: name.to_owned(),
+            reason,
+        })
+    };
+    if is_reserved(name) {
+        return Err(StageError::ReservedHeader(name.to_owned()));
+    }
+    if name.is_empty() || name.len() > MAX_HEADER_NAME_LEN {
+        return invalid("names are 1 to 128 bytes");
+    }
+    if !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+        return invalid("names are printable ASCII without spaces or ':'");
+    }
+    if value.chars().any(|c| c.is_control() && c != '\t') {
+        return invalid("values must not hold control characters");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ManualClock, OrderingMode};
+    use std::sync::Arc;
+
+    static SPEC: OutboxSpec<u32> = OutboxSpec::json("order-events").to_queue("orders");
+
+    fn buffer() -> OutboxBuffer {
+        let clock: SharedClock = Arc::new(ManualClock::starting_now());
+        OutboxBuffer::new(clock.clone(), HybridClock::new(clock))
+    }
+
+    #[test]
+    fn stage_encodes_and_applies_options() {
+        let mut buf = buffer();
+        let id = Uuid::now_v7();
+        buf.stage(&SPEC, "order.placed", &7)
+            .unwrap()
+            .event_id(id)
+            .ordering_key("o-1")
+            .header("traceparent", "00-1-2-01")
+            .correlation_id("c")
+            .delay(Duration::from_secs(3));
+        let staged = buf.take().unwrap();
+        assert_eq!(staged.len(), 1);
+        let env = &staged[0].envelope;
+        assert_eq!(
+            (env.event_id, env.route.as_str(), env.destination.as_str()),
+            (id, "order-events", "orders")
+        );
+        assert_eq!(&env.payload[..], b"7");
+        assert_eq!(env.ordering_key.as_deref(), Some("o-1"));
+        assert_eq!(env.traceparent(), Some("00-1-2-01"));
+        assert_eq!(staged[0].delay, Some(Duration::from_secs(3)));
+        assert!(buf.is_empty());
+        assert_eq!(SPEC.route().ordering, OrderingMode::Unordered);
+    }
+
+    #[test]
+    fn spec_problems_fail_at_stage() {
+        let mut buf = buffer();
+        let bad: OutboxSpec<u32> = OutboxSpec::json("order-events");
+        assert!(matches!(
+            buf.stage(&bad, "t", &1),
+            Err(StageError::Spec(SpecError::NoDestination { .. }))
+        ));
+        assert!(matches!(
+            buf.stage(&SPEC, "", &1),
+            Err(StageError::EventType(_))
+        ));
+        assert!(matches!(
+            buf.stage(&SPEC, "a\nb", &1),
+            Err(StageError::EventType(_))
+        ));
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn payloads_that_do_not_encode_fail_at_stage() {
+        static MAPS: OutboxSpec<std::collections::HashMap<(u8, u8), u8>> =
+            OutboxSpec::json("maps").to_queue("maps");
+        let mut buf = buffer();
+        let payload = [((1, 2), 3)].into_iter().collect();
+        assert!(matches!(
+            buf.stage(&MAPS, "t", &payload),
+            Err(StageError::Codec(_))
+        ));
+    }
+
+    #[test]
+    fn bad_options_fail_at_take() {
+        for (name, value) in [("ce-id", "x"), ("tidings-hlc", "1"), ("Content-Type", "x")] {
+            let mut buf = buffer();
+            buf.stage(&SPEC, "t", &1).unwrap().header(name, value);
+            assert!(
+                matches!(buf.take(), Err(StageError::ReservedHeader(_))),
+                "{name}"
+            );
+        }
+        for (name, value) in [("a b", "x"), ("", "x"), ("ok", "line\nbreak")] {
+            let mut buf = buffer();
+            buf.stage(&SPEC, "t", &1).unwrap().header(name, value);
+            assert!(
+                matches!(buf.take(), Err(StageError::Header { .. })),
+                "{name:?}"
+            );
+        }
+        let mut buf = buffer();
+        buf.stage(&SPEC, "t", &1)
+            .unwrap()
+            .ordering_key("k".repeat(129));
+        assert!(matches!(buf.take(), Err(StageError::OrderingKey(_))));
+    }
+
+    #[test]
+    fn duplicate_event_ids_fail_at_take() {
+        let mut buf = buffer();
+        let id = Uuid::now_v7();
+        buf.stage(&SPEC, "t", &1).unwrap().event_id(id);
+        buf.stage(&SPEC, "t", &2).unwrap().event_id(id);
+        assert!(matches!(buf.take(), Err(StageError::DuplicateEventId(d)) if d == id));
+    }
+
+    #[test]
+    fn hlc_ordering_stamps_events() {
+        static HLC: OutboxSpec<u32> = OutboxSpec::json("e").to_queue("q").hlc_ordering();
+        let mut buf = buffer();
+        buf.stage(&HLC, "t", &1).unwrap();
+        buf.stage(&HLC, "t", &2).unwrap();
+        buf.stage(&SPEC, "t", &3).unwrap();
+        let staged = buf.take().unwrap();
+        assert!(staged[0].envelope.hlc.unwrap() < staged[1].envelope.hlc.unwrap());
+        assert_eq!(staged[2].envelope.hlc, None);
+    }
+}
