@@ -1,0 +1,28 @@
+use std::future::Future;
+
+use tidings_core::{Publisher, Source};
+
+/// A fresh queue and the clients to use it.
+#[derive(Debug, Clone)]
+pub struct BrokerFixture<P, S> {
+    /// Publishes to `queue` (the envelope's destination).
+    pub publisher: P,
+    /// Consumes `queue` and `dead_letter_queue`.
+    pub source: S,
+    /// A queue no other test uses, declared with its dead-letter queue.
+    pub queue: String,
+    /// Where dead-lettered deliveries of `queue` land.
+    pub dead_letter_queue: String,
+}
+
+/// What a transport gives the broker conformance suite.
+pub trait BrokerHarness: Send + Sync + 'static {
+    /// The publisher under test.
+    type Publisher: Publisher;
+    /// The source under test.
+    type Source: Source;
+
+    /// Declares a fresh queue with a dead-letter queue. Panics with the setup
+    /// command when the broker does not answer.
+    fn fixture(&self) -> impl Future<Output = BrokerFixture<Self::Publisher, Self::Source>> + Send;
+}
