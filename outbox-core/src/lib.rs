@@ -7,6 +7,7 @@ mod codec;
 mod envelope;
 mod hlc;
 mod message;
+mod wakeup;
 pub mod port;
 pub mod spec;
 pub mod staging;
@@ -17,6 +18,7 @@ pub use codec::{Codec, CodecError, JSON_CONTENT_TYPE, JsonCodec, RAW_CONTENT_TYP
 pub use envelope::{Envelope, Headers, truncate_to_micros};
 pub use hlc::{DriftError, Hlc, HybridClock};
 pub use message::Message;
+pub use wakeup::Wakeup;
 pub use port::{
     AckError, Acker, BoxError, ClaimRequest, ClaimedBatch, Delivery, InboxError, InboxMark,
     InboxStore, LeaseToken, OutboxRecord, OutboxStats, OutboxStore, Outcome, PublishError,

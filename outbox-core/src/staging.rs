@@ -114,6 +114,12 @@ impl OutboxBuffer {
         Ok(Staged { event })
     }
 
+    /// Buffers an event built elsewhere, for example one forwarded from
+    /// another outbox. Its options are checked at commit like any other.
+    pub fn push(&mut self, event: StagedEvent) {
+        self.staged.push(event);
+    }
+
     /// The events staged so far.
     pub fn staged(&self) -> &[StagedEvent] {
         &self.staged
