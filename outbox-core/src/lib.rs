@@ -6,11 +6,14 @@ pub mod cloudevents;
 mod codec;
 mod envelope;
 mod hlc;
+pub mod lifecycle;
+pub mod memory;
 mod message;
-mod wakeup;
 pub mod port;
+pub mod relay;
 pub mod spec;
 pub mod staging;
+mod wakeup;
 
 pub use backoff::Backoff;
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock};
@@ -18,12 +21,12 @@ pub use codec::{Codec, CodecError, JSON_CONTENT_TYPE, JsonCodec, RAW_CONTENT_TYP
 pub use envelope::{Envelope, Headers, truncate_to_micros};
 pub use hlc::{DriftError, Hlc, HybridClock};
 pub use message::Message;
-pub use wakeup::Wakeup;
 pub use port::{
-    AckError, Acker, BoxError, ClaimRequest, ClaimedBatch, Delivery, InboxError, InboxMark,
-    InboxStore, LeaseToken, OutboxRecord, OutboxStats, OutboxStore, Outcome, PublishError,
-    Publisher, PurgeRequest, PurgeStatus, Redelivery, Requeue, SettleReport, Settlement, Source,
-    SourceError, StoreError,
+    AckError, Acker, BoxError, ClaimRequest, ClaimedBatch, DEAD_LETTER_REASON_HEADER, Delivery,
+    InboxError, InboxMark, InboxStore, LeaseToken, OutboxRecord, OutboxStats, OutboxStore, Outcome,
+    PublishError, Publisher, PurgeRequest, PurgeStatus, Redelivery, Requeue, SettleReport,
+    Settlement, Source, SourceError, StoreError,
 };
 pub use spec::{OrderingMode, OutboxSpec, QueueSpec, RetryPolicy, Route, SpecError};
 pub use staging::{OutboxBuffer, StageError, Staged, StagedEvent};
+pub use wakeup::Wakeup;

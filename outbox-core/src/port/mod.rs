@@ -17,7 +17,21 @@ pub use outbox_store::{
     PurgeRequest, PurgeStatus, Requeue, SettleReport, Settlement, StoreError,
 };
 pub use publisher::{PublishError, Publisher};
-pub use source::{AckError, Acker, Delivery, Redelivery, Source, SourceError};
+pub use source::{
+    AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, Redelivery, Source, SourceError,
+};
 
 /// A boxed error from a driver, kept as the source of a port error.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// An error and its sources, joined by `: `, for logs and stored reasons.
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

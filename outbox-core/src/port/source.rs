@@ -8,6 +8,10 @@ use futures::Stream;
 use super::BoxError;
 use crate::Envelope;
 
+/// The header a dead-lettered message carries its reason in, where the
+/// transport can add one.
+pub const DEAD_LETTER_REASON_HEADER: &str = "x-dead-letter-reason";
+
 /// Opens streams of deliveries from a queue.
 ///
 /// A stream ends or yields an error when the connection drops; the consumer

@@ -1,0 +1,192 @@
+//! Consuming from the in-memory broker.
+
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use tokio::time::Instant;
+
+use super::broker::{BrokerState, MemoryBroker, Stored};
+use crate::cloudevents::from_attributes;
+use crate::{AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, Redelivery, SourceError};
+
+/// How long a waiting stream sleeps before looking again, should a wake-up
+/// be missed.
+const IDLE_RECHECK: Duration = Duration::from_millis(100);
+
+/// Deliveries from one queue of a [`MemoryBroker`].
+pub struct MemoryStream {
+    inner: BoxStream<'static, Result<Delivery<MemoryAcker>, SourceError>>,
+}
+
+impl std::fmt::Debug for MemoryStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MemoryStream")
+    }
+}
+
+impl MemoryStream {
+    pub(super) fn new(broker: MemoryBroker, queue: String) -> Self {
+        let inner = futures::stream::unfold((broker, queue), |(broker, queue)| async move {
+            let delivery = next_delivery(&broker, &queue).await?;
+            Some((Ok(delivery), (broker, queue)))
+        });
+        Self {
+            inner: inner.boxed(),
+        }
+    }
+}
+
+impl Stream for MemoryStream {
+    type Item = Result<Delivery<MemoryAcker>, SourceError>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.inner.poll_next_unpin(cx)
+    }
+}
+
+async fn next_delivery(broker: &MemoryBroker, queue: &str) -> Option<Delivery<MemoryAcker>> {
+    loop {
+        let notified = broker.inner.notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let next_due = {
+            let mut state = broker.lock();
+            let q = state.queues.get_mut(queue)?;
+            let next_due = q.promote_due(Instant::now());
+            if let Some(delivery) = take_ready(broker, &mut state, queue) {
+                return Some(delivery);
+            }
+            next_due
+        };
+        let wake_at = next_due
+            .unwrap_or_else(|| Instant::now() + IDLE_RECHECK)
+            .min(Instant::now() + IDLE_RECHECK);
+        tokio::select! {
+            () = &mut notified => {}
+            () = tokio::time::sleep_until(wake_at) => {}
+        }
+    }
+}
+
+/// Pops ready messages until one forms an envelope; those that do not are
+/// dead-lettered with the reason.
+fn take_ready(
+    broker: &MemoryBroker,
+    state: &mut BrokerState,
+    queue: &str,
+) -> Option<Delivery<MemoryAcker>> {
+    loop {
+        let q = state.queues.get_mut(queue)?;
+        let mut stored = q.ready.pop_front()?;
+        stored.deliveries += 1;
+        let attrs = stored
+            .attributes
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()));
+        match from_attributes(attrs, stored.payload.clone()) {
+            Ok(envelope) => {
+                let count = stored.deliveries;
+                state.next_tag += 1;
+                let tag = state.next_tag;
+                state.queues.get_mut(queue)?.unacked.insert(tag, stored);
+                let acker = MemoryAcker {
+                    broker: broker.clone(),
+                    queue: queue.to_owned(),
+                    tag,
+                    settled: false,
+                };
+                return Some(Delivery::new(envelope, Some(count), acker));
+            }
+            Err(e) => {
+                tracing::warn!(messaging.destination.name = queue, error = %e, "dead-lettering a message that is not an envelope");
+                let dead_letter = q.dead_letter.clone();
+                dead_letter_into(state, dead_letter, stored, &e.to_string());
+            }
+        }
+    }
+}
+
+fn dead_letter_into(
+    state: &mut BrokerState,
+    dead_letter: Option<String>,
+    mut stored: Stored,
+    reason: &str,
+) {
+    stored
+        .attributes
+        .insert(DEAD_LETTER_REASON_HEADER.to_owned(), reason.to_owned());
+    stored.deliveries = 0;
+    if let Some(dlq) = dead_letter.and_then(|name| state.queues.get_mut(&name)) {
+        dlq.ready.push_back(stored);
+    }
+}
+
+/// Settles one delivery of a [`MemoryBroker`]. Dropped unsettled, it
+/// returns the message to the queue, as a closed channel would.
+#[derive(Debug)]
+pub struct MemoryAcker {
+    broker: MemoryBroker,
+    queue: String,
+    tag: u64,
+    settled: bool,
+}
+
+impl MemoryAcker {
+    fn settle(
+        &mut self,
+        then: impl FnOnce(&mut BrokerState, Option<String>, Stored),
+    ) -> Result<(), AckError> {
+        self.settled = true;
+        let mut state = self.broker.lock();
+        let q = state.queues.get_mut(&self.queue).ok_or(AckError::Expired)?;
+        let stored = q.unacked.remove(&self.tag).ok_or(AckError::Expired)?;
+        let dead_letter = q.dead_letter.clone();
+        then(&mut state, dead_letter, stored);
+        drop(state);
+        self.broker.inner.notify.notify_waiters();
+        Ok(())
+    }
+
+    fn requeue(&mut self, queue: String, at: Option<Instant>) -> Result<(), AckError> {
+        self.settle(move |state, _, stored| {
+            if let Some(q) = state.queues.get_mut(&queue) {
+                match at {
+                    Some(at) => q.delayed.push((at, stored)),
+                    None => q.ready.push_back(stored),
+                }
+            }
+        })
+    }
+}
+
+impl Acker for MemoryAcker {
+    async fn ack(mut self) -> Result<(), AckError> {
+        self.settle(|_, _, _| {})
+    }
+
+    async fn nack(mut self, redelivery: Redelivery) -> Result<(), AckError> {
+        let at = match redelivery {
+            Redelivery::Now => None,
+            Redelivery::After(delay) => Some(Instant::now() + delay),
+        };
+        self.requeue(self.queue.clone(), at)
+    }
+
+    async fn dead_letter(mut self, reason: String) -> Result<(), AckError> {
+        self.settle(|state, dead_letter, stored| {
+            dead_letter_into(state, dead_letter, stored, &reason)
+        })
+    }
+}
+
+impl Drop for MemoryAcker {
+    fn drop(&mut self) {
+        if !self.settled {
+            let _ = self.requeue(self.queue.clone(), None);
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! The in-memory unit of work.
+
+use std::collections::HashSet;
+
+use bytes::Bytes;
+use uuid::Uuid;
+
+use super::rows::{Row, Status};
+use super::store::MemoryStore;
+use crate::{OutboxBuffer, StageError, StagedEvent};
+
+/// A commit that was refused. Nothing of the unit of work was applied.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CommitError {
+    /// A staged event is invalid.
+    #[error(transparent)]
+    Stage(#[from] StageError),
+    /// An event with this id is already stored for the route.
+    #[error("event {event_id} already exists in outbox route {route:?}")]
+    DuplicateEvent {
+        /// The route.
+        route: String,
+        /// The event id.
+        event_id: Uuid,
+    },
+    /// Another unit of work committed the same inbox mark first.
+    #[error("inbox mark ({consumer}, {event_id}) was committed concurrently")]
+    InboxConflict {
+        /// The consumer.
+        consumer: String,
+        /// The event id.
+        event_id: Uuid,
+    },
+}
+
+/// A unit of work on a [`MemoryStore`]: staged events, inbox marks and
+/// table writes, applied together by [`commit`](Self::commit). Dropping it
+/// discards everything.
+#[derive(Debug)]
+pub struct MemoryContext {
+    store: MemoryStore,
+    outbox: OutboxBuffer,
+    pub(super) marks: Vec<(String, Uuid)>,
+    writes: Vec<(String, String, Bytes)>,
+}
+
+impl MemoryContext {
+    pub(super) fn new(store: MemoryStore) -> Self {
+        let outbox = OutboxBuffer::new(store.inner.clock.clone(), store.inner.hlc.clone());
+        Self {
+            store,
+            outbox,
+            marks: Vec::new(),
+            writes: Vec::new(),
+        }
+    }
+
+    /// The outbox of this unit of work: `ctx.outbox().stage(&SPEC, type, &payload)`.
+    pub fn outbox(&mut self) -> &mut OutboxBuffer {
+        &mut self.outbox
+    }
+
+    /// Writes a business row, visible once the unit of work commits.
+    pub fn insert(&mut self, table: &str, key: impl Into<String>, value: impl Into<Bytes>) {
+        self.writes
+            .push((table.to_owned(), key.into(), value.into()));
+    }
+
+    /// Reads a row: this unit of work's own writes first, then committed ones.
+    pub fn get(&self, table: &str, key: &str) -> Option<Bytes> {
+        let own = self
+            .writes
+            .iter()
+            .rev()
+            .find(|(t, k, _)| t == table && k == key);
+        match own {
+            Some((_, _, value)) => Some(value.clone()),
+            None => self.store.get(table, key),
+        }
+    }
+
+    /// The store this unit of work belongs to.
+    pub fn store(&self) -> &MemoryStore {
+        &self.store
+    }
+
+    /// Applies everything atomically, or nothing with the reason.
+    pub fn commit(mut self) -> Result<(), CommitError> {
+        let staged = self.outbox.take()?;
+        let now = self.store.now();
+        let mut state = self.store.lock();
+        check_conflicts(&state, &staged, &self.marks)?;
+        for (consumer, id) in self.marks.drain(..) {
+            state.inbox.insert((consumer, id), now);
+        }
+        for (table, key, value) in self.writes.drain(..) {
+            state.tables.entry(table).or_default().insert(key, value);
+        }
+        let woke = !staged.is_empty();
+        for StagedEvent { envelope, delay } in staged {
+            let seq = state.next_seq;
+            state.next_seq += 1;
+            let row = Row {
+                available_at: now + delay.unwrap_or_default(),
+                envelope,
+                status: Status::Pending,
+                started: 0,
+                finished: 0,
+                last_error: None,
+                finished_at: None,
+            };
+            state
+                .routes
+                .entry(row.envelope.route.clone())
+                .or_default()
+                .insert(seq, row);
+        }
+        drop(state);
+        if woke {
+            self.store.inner.wakeup.wake();
+        }
+        Ok(())
+    }
+
+    /// Discards everything; the same as dropping the context.
+    pub fn rollback(self) {}
+}
+
+fn check_conflicts(
+    state: &super::store::State,
+    staged: &[StagedEvent],
+    marks: &[(String, Uuid)],
+) -> Result<(), CommitError> {
+    for event in staged {
+        let env = &event.envelope;
+        let exists = state
+            .routes
+            .get(&env.route)
+            .is_some_and(|rows| rows.by_id.contains_key(&env.event_id));
+        if exists {
+            return Err(CommitError::DuplicateEvent {
+                route: env.route.clone(),
+                event_id: env.event_id,
+            });
+        }
+    }
+    let mut seen = HashSet::new();
+    for (consumer, id) in marks {
+        if state.inbox.contains_key(&(consumer.clone(), *id)) || !seen.insert((consumer, id)) {
+            return Err(CommitError::InboxConflict {
+                consumer: consumer.clone(),
+                event_id: *id,
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,76 @@
+use std::time::Duration;
+
+use crate::Backoff;
+
+/// How a [`Relay`](super::Relay) works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelayConfig {
+    /// Rows claimed per pass.
+    pub batch_size: usize,
+    /// How long a claim holds before a sweep may take the rows back. Longer
+    /// than the slowest publish of a batch.
+    pub lease: Duration,
+    /// The polling floor: the longest the relay sleeps without a wake-up.
+    pub poll_interval: Duration,
+    /// Claims that never finished before a row is failed as poison
+    /// (crash-loop protection).
+    pub max_crashes: u32,
+    /// Waits between passes while the store is unavailable.
+    pub error_backoff: Backoff,
+}
+
+impl RelayConfig {
+    /// Default [`batch_size`](Self::batch_size).
+    pub const DEFAULT_BATCH_SIZE: usize = 100;
+    /// Default [`lease`](Self::lease).
+    pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+    /// Default [`poll_interval`](Self::poll_interval).
+    pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+    /// Default [`max_crashes`](Self::max_crashes).
+    pub const DEFAULT_MAX_CRASHES: u32 = 3;
+    /// Default [`error_backoff`](Self::error_backoff).
+    pub const DEFAULT_ERROR_BACKOFF: Backoff =
+        Backoff::new(Duration::from_millis(100), Duration::from_secs(30));
+
+    /// Sets [`batch_size`](Self::batch_size) (at least 1).
+    pub fn batch_size(mut self, batch_size: usize) -> Self {
+        self.batch_size = batch_size.max(1);
+        self
+    }
+
+    /// Sets [`lease`](Self::lease).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Sets [`poll_interval`](Self::poll_interval).
+    pub fn poll_interval(mut self, poll_interval: Duration) -> Self {
+        self.poll_interval = poll_interval;
+        self
+    }
+
+    /// Sets [`max_crashes`](Self::max_crashes).
+    pub fn max_crashes(mut self, max_crashes: u32) -> Self {
+        self.max_crashes = max_crashes;
+        self
+    }
+
+    /// Sets [`error_backoff`](Self::error_backoff).
+    pub fn error_backoff(mut self, error_backoff: Backoff) -> Self {
+        self.error_backoff = error_backoff;
+        self
+    }
+}
+
+impl Default for RelayConfig {
+    fn default() -> Self {
+        Self {
+            batch_size: Self::DEFAULT_BATCH_SIZE,
+            lease: Self::DEFAULT_LEASE,
+            poll_interval: Self::DEFAULT_POLL_INTERVAL,
+            max_crashes: Self::DEFAULT_MAX_CRASHES,
+            error_backoff: Self::DEFAULT_ERROR_BACKOFF,
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! The relay engine: moves staged rows from an [`OutboxStore`] to a
+//! [`Publisher`], at least once, with retries, poison handling and fencing.
+//!
+//! Each pass claims a batch under a fresh lease, publishes it concurrently,
+//! and settles every row in one call: published, rescheduled with backoff
+//! (transient errors), or failed with the reason (poison, max attempts,
+//! crash loops). A lost lease means another relay owns the rows now; the
+//! relay moves on. A full batch is followed at once by the next, so a
+//! backlog drains without sleeping; otherwise the relay sleeps until a
+//! [`Wakeup`] or the poll interval.
+//!
+//! Expired leases are returned by the [`Sweeper`] and finished rows removed
+//! by the [`Cleaner`], each a step of its own.
+//!
+//! ```
+//! use tidings_core::memory::{MemoryBroker, MemoryStore};
+//! use tidings_core::relay::Relay;
+//! use tidings_core::OutboxSpec;
+//!
+//! static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let store = MemoryStore::new();
+//! let broker = MemoryBroker::new();
+//! broker.declare_queue("orders");
+//!
+//! let mut ctx = store.begin();
+//! ctx.outbox().stage(&EVENTS, "order.placed", &42)?;
+//! ctx.commit()?;
+//!
+//! let relay = Relay::new(store.clone(), broker.clone(), &EVENTS)?.wakeup(store.wakeup());
+//! let report = relay.drain().await?;
+//! assert_eq!(report.published, 1);
+//! assert_eq!(broker.depth("orders"), 1);
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+
+mod cleaner;
+mod config;
+mod pass;
+mod sweeper;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+pub use cleaner::Cleaner;
+pub use config::RelayConfig;
+pub use pass::PassReport;
+pub use sweeper::Sweeper;
+
+use crate::lifecycle::{Step, StepError};
+use crate::port::error_chain;
+use crate::{OutboxSpec, OutboxStore, Publisher, Route, SpecError, StoreError, Wakeup};
+
+/// Relays one outbox route from a store to a publisher.
+#[derive(Debug, Clone)]
+pub struct Relay<S, P> {
+    store: S,
+    publisher: P,
+    route: Route,
+    config: RelayConfig,
+    wakeup: Option<Wakeup>,
+}
+
+impl<S: OutboxStore, P: Publisher> Relay<S, P> {
+    /// A relay for `spec`'s route; fails when the spec is unusable (no
+    /// destination, illegal names, an impossible retry policy).
+    pub fn new<T, C>(store: S, publisher: P, spec: &OutboxSpec<T, C>) -> Result<Self, SpecError> {
+        Self::for_route(store, publisher, *spec.route())
+    }
+
+    /// A relay for an untyped route.
+    pub fn for_route(store: S, publisher: P, route: Route) -> Result<Self, SpecError> {
+        route.validate()?;
+        Ok(Self {
+            store,
+            publisher,
+            route,
+            config: RelayConfig::default(),
+            wakeup: None,
+        })
+    }
+
+    /// Sets the configuration.
+    pub fn config(mut self, config: RelayConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Wakes the relay early on this signal (a store's change feed).
+    pub fn wakeup(mut self, wakeup: Wakeup) -> Self {
+        self.wakeup = Some(wakeup);
+        self
+    }
+
+    /// The route relayed.
+    pub fn route(&self) -> &Route {
+        &self.route
+    }
+
+    /// Claims, publishes and settles one batch.
+    pub async fn run_pass(&self) -> Result<PassReport, StoreError> {
+        pass::run_pass(&self.store, &self.publisher, &self.route, &self.config).await
+    }
+
+    /// Runs passes until one claims less than a full batch; returns the sum.
+    pub async fn drain(&self) -> Result<PassReport, StoreError> {
+        let mut total = PassReport::default();
+        loop {
+            let report = self.run_pass().await?;
+            total.add(report);
+            if report.claimed < self.config.batch_size {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Relays until `cancel` fires. Transient store errors are retried with
+    /// backoff; a permanent one (a missing table) ends the run with it.
+    pub async fn run(&self, cancel: CancellationToken) -> Result<(), StoreError> {
+        let mut failures = 0;
+        while !cancel.is_cancelled() {
+            match self.run_pass().await {
+                Ok(report) if report.claimed >= self.config.batch_size => {
+                    failures = 0;
+                    continue;
+                }
+                Ok(_) => failures = 0,
+                Err(e) if e.is_transient() => {
+                    failures += 1;
+                    let delay = self.config.error_backoff.delay(failures);
+                    tracing::error!(outbox.route = self.route.name, error = %error_chain(&e), retry_in = ?delay, "relay pass failed");
+                    sleep_or_cancel(delay, &cancel).await;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+            self.idle(&cancel).await;
+        }
+        Ok(())
+    }
+
+    async fn idle(&self, cancel: &CancellationToken) {
+        let woken = async {
+            match &self.wakeup {
+                Some(w) => w.notified().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = cancel.cancelled() => {}
+            () = woken => {}
+            () = tokio::time::sleep(self.config.poll_interval) => {}
+        }
+    }
+}
+
+impl<S: OutboxStore, P: Publisher> Step for Relay<S, P> {
+    fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
+        async move { Relay::run(self, cancel).await.map_err(StepError::from) }.boxed()
+    }
+}
+
+async fn sleep_or_cancel(delay: std::time::Duration, cancel: &CancellationToken) {
+    tokio::select! {
+        () = cancel.cancelled() => {}
+        () = tokio::time::sleep(delay) => {}
+    }
+}

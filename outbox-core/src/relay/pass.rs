@@ -1,0 +1,162 @@
+//! One relay pass: claim a batch, publish it, settle every row in one call.
+
+use tracing::Instrument;
+
+use super::RelayConfig;
+use crate::port::error_chain;
+use crate::{
+    ClaimRequest, ClaimedBatch, Envelope, OutboxRecord, OutboxStore, Outcome, PublishError,
+    Publisher, Route, Settlement, StoreError,
+};
+
+/// What one pass did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PassReport {
+    /// Rows claimed.
+    pub claimed: usize,
+    /// Rows the broker accepted and the store marked published.
+    pub published: usize,
+    /// Rows rescheduled after a transient failure.
+    pub rescheduled: usize,
+    /// Rows failed for good (poison, max attempts, crash loop).
+    pub failed: usize,
+    /// Rows whose lease was lost before settling; another relay owns them.
+    pub lease_lost: usize,
+}
+
+impl PassReport {
+    /// Adds another pass's counts to this one.
+    pub fn add(&mut self, other: PassReport) {
+        self.claimed += other.claimed;
+        self.published += other.published;
+        self.rescheduled += other.rescheduled;
+        self.failed += other.failed;
+        self.lease_lost += other.lease_lost;
+    }
+}
+
+pub(super) async fn run_pass<S: OutboxStore, P: Publisher>(
+    store: &S,
+    publisher: &P,
+    route: &Route,
+    config: &RelayConfig,
+) -> Result<PassReport, StoreError> {
+    let span = tracing::debug_span!(
+        "relay.pass",
+        messaging.destination.name = route.destination.unwrap_or_default(),
+        outbox.route = route.name
+    );
+    async move {
+        let request = ClaimRequest {
+            route,
+            limit: config.batch_size,
+            lease: config.lease,
+        };
+        let batch = store.claim(request).await?;
+        let claimed = batch.records().len();
+        if claimed == 0 {
+            return Ok(PassReport::default());
+        }
+        let settlements = publish(publisher, route, config, batch.records()).await;
+        let settled = batch.settle(settlements).await?;
+        if !settled.lost.is_empty() {
+            tracing::warn!(
+                lost = settled.lost.len(),
+                "lease lost before settling; another relay owns those rows"
+            );
+        }
+        Ok(PassReport {
+            claimed,
+            published: settled.published,
+            rescheduled: settled.rescheduled,
+            failed: settled.failed,
+            lease_lost: settled.lost.len(),
+        })
+    }
+    .instrument(span)
+    .await
+}
+
+/// Publishes what may be published and decides every row's outcome.
+async fn publish<P: Publisher>(
+    publisher: &P,
+    route: &Route,
+    config: &RelayConfig,
+    records: &[OutboxRecord],
+) -> Vec<Settlement> {
+    let mut settlements = Vec::with_capacity(records.len());
+    let mut sendable: Vec<&OutboxRecord> = Vec::with_capacity(records.len());
+    for record in records {
+        match refuse(record, config) {
+            Some(reason) => {
+                tracing::warn!(messaging.message.id = %record.envelope.event_id, %reason, "failing row without publishing");
+                settlements.push(Settlement {
+                    event_id: record.envelope.event_id,
+                    outcome: Outcome::Failed { reason },
+                });
+            }
+            None => sendable.push(record),
+        }
+    }
+    let envelopes: Vec<Envelope> = sendable.iter().map(|r| r.envelope.clone()).collect();
+    let mut results = publisher.publish_batch(&envelopes).await.into_iter();
+    for record in sendable {
+        let result = results.next().unwrap_or_else(|| {
+            Err(PublishError::Refused {
+                reason: "publisher returned no result".into(),
+            })
+        });
+        settlements.push(Settlement {
+            event_id: record.envelope.event_id,
+            outcome: decide(record, result, route),
+        });
+    }
+    settlements
+}
+
+/// Rows that must not be published at all.
+fn refuse(record: &OutboxRecord, config: &RelayConfig) -> Option<String> {
+    if record.crashes() >= config.max_crashes {
+        return Some(format!(
+            "crash loop: claimed {} times, {} of them never finished",
+            record.attempts_started,
+            record.crashes()
+        ));
+    }
+    if record.envelope.destination.is_empty() {
+        return Some("poison: the event has no destination".to_owned());
+    }
+    None
+}
+
+/// The outcome of one publish.
+fn decide(record: &OutboxRecord, result: Result<(), PublishError>, route: &Route) -> Outcome {
+    let id = record.envelope.event_id;
+    let error = match result {
+        Ok(()) => {
+            tracing::debug!(messaging.message.id = %id, "published");
+            return Outcome::Published;
+        }
+        Err(error) => error,
+    };
+    let chain = error_chain(&error);
+    if !error.is_transient() {
+        tracing::warn!(messaging.message.id = %id, error = %chain, "poison: failing row");
+        return Outcome::Failed {
+            reason: format!("poison: {chain}"),
+        };
+    }
+    let attempts = record.attempts_started;
+    if attempts >= route.retry.max_attempts {
+        tracing::warn!(messaging.message.id = %id, attempts, error = %chain, "giving up");
+        return Outcome::Failed {
+            reason: format!("gave up after {attempts} attempts: {chain}"),
+        };
+    }
+    let delay = route.retry.backoff().delay(attempts);
+    tracing::info!(messaging.message.id = %id, attempts, retry_in = ?delay, error = %chain, "publish failed; rescheduling");
+    Outcome::Retry {
+        delay,
+        error: chain,
+    }
+}

@@ -1,0 +1,77 @@
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use super::sleep_or_cancel;
+use crate::OutboxStore;
+use crate::lifecycle::{Step, StepError};
+use crate::port::error_chain;
+
+/// Returns rows whose lease expired (their relay died or stalled) to
+/// pending. The crash stays counted, so a row that keeps killing relays is
+/// failed by the next relay that claims it.
+#[derive(Debug, Clone)]
+pub struct Sweeper<S> {
+    store: S,
+    route: String,
+    interval: Duration,
+    limit: usize,
+}
+
+impl<S: OutboxStore> Sweeper<S> {
+    /// Default time between sweeps.
+    pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
+    /// Default rows returned per sweep.
+    pub const DEFAULT_LIMIT: usize = 1000;
+
+    /// A sweeper for one route.
+    pub fn new(store: S, route: impl Into<String>) -> Self {
+        Self {
+            store,
+            route: route.into(),
+            interval: Self::DEFAULT_INTERVAL,
+            limit: Self::DEFAULT_LIMIT,
+        }
+    }
+
+    /// Sets the time between sweeps.
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+
+    /// Sets the rows returned per sweep.
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit.max(1);
+        self
+    }
+
+    /// One sweep; returns how many rows went back to pending.
+    pub async fn sweep(&self) -> Result<u64, crate::StoreError> {
+        let swept = self.store.sweep_expired(&self.route, self.limit).await?;
+        if swept > 0 {
+            tracing::warn!(outbox.route = %self.route, swept, "returned rows with expired leases to pending");
+        }
+        Ok(swept)
+    }
+}
+
+impl<S: OutboxStore> Step for Sweeper<S> {
+    fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
+        async move {
+            while !cancel.is_cancelled() {
+                if let Err(e) = self.sweep().await {
+                    if !e.is_transient() {
+                        return Err(e.into());
+                    }
+                    tracing::error!(outbox.route = %self.route, error = %error_chain(&e), "sweep failed");
+                }
+                sleep_or_cancel(self.interval, &cancel).await;
+            }
+            Ok(())
+        }
+        .boxed()
+    }
+}
