@@ -16,7 +16,10 @@ pub fn amqp_url() -> String {
 
 /// MongoDB: `MONGODB_URL`, default `mongodb://127.0.0.1:27017/?replicaSet=secantus`.
 pub fn mongodb_url() -> String {
-    env_or("MONGODB_URL", "mongodb://127.0.0.1:27017/?replicaSet=secantus")
+    env_or(
+        "MONGODB_URL",
+        "mongodb://127.0.0.1:27017/?replicaSet=secantus",
+    )
 }
 
 /// SQS: `SQS_ENDPOINT`, default `http://127.0.0.1:4566`.

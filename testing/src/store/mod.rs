@@ -1,6 +1,59 @@
 //! The outbox store conformance suite: the state machine every store must
 //! honour.
+//!
+//! Each case is a function taking the store's [`StoreHarness`];
+//! [`store_conformance!`](crate::store_conformance) turns every case into a
+//! test.
 
+mod claims;
+mod fixtures;
 mod harness;
+mod maintenance;
+mod marks;
+mod ordering;
 
+pub use claims::*;
+pub use fixtures::{
+    LONG_LEASE, SHORT_LEASE, claim, claim_leased, claim_within, event, full_event, keyed, numbers,
+    route,
+};
 pub use harness::StoreHarness;
+pub use maintenance::*;
+pub use marks::*;
+pub use ordering::*;
+
+/// Expands to one `#[tokio::test]` per case of the store conformance suite,
+/// each calling the case with the harness expression.
+#[macro_export]
+macro_rules! store_conformance {
+    ($harness:expr) => {
+        $crate::store_conformance!(@cases $harness;
+            claim_returns_rows_oldest_first_with_every_field,
+            claim_respects_limit_and_skips_claimed_rows,
+            routes_are_isolated,
+            delayed_rows_wait,
+            hlc_ordering_claims_in_clock_order,
+            concurrent_claims_never_overlap,
+            published_rows_are_final,
+            stale_lease_marks_are_refused,
+            rescheduled_rows_wait_for_available_at,
+            failed_rows_stay_until_requeued,
+            mixed_outcomes_settle_in_one_call,
+            sweep_returns_expired_leases_counting_the_crash,
+            per_key_claims_the_oldest_row_of_each_key,
+            per_key_retry_holds_back_only_its_key,
+            per_key_failed_row_releases_its_key,
+            per_key_concurrent_claimers_keep_key_order,
+            stats_report_depth_age_and_failures,
+            purge_deletes_finished_rows_in_batches,
+        );
+    };
+    (@cases $harness:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                $crate::store::$case(&$harness).await;
+            }
+        )*
+    };
+}

@@ -1,0 +1,33 @@
+//! The store conformance suite on the in-memory store, with each retention.
+
+use tidings_core::StagedEvent;
+use tidings_core::memory::{MemoryStore, Retention};
+use tidings_testing::store::StoreHarness;
+
+struct Memory(Retention);
+
+impl StoreHarness for Memory {
+    type Store = MemoryStore;
+
+    async fn store(&self) -> MemoryStore {
+        MemoryStore::new().retention(self.0)
+    }
+
+    async fn commit(&self, store: &MemoryStore, events: Vec<StagedEvent>) {
+        let mut ctx = store.begin();
+        for event in events {
+            ctx.outbox().push(event);
+        }
+        ctx.commit().expect("commit");
+    }
+}
+
+mod delete_on_publish {
+    use super::*;
+    tidings_testing::store_conformance!(Memory(Retention::Delete));
+}
+
+mod keep_published {
+    use super::*;
+    tidings_testing::store_conformance!(Memory(Retention::Keep));
+}

@@ -1,0 +1,131 @@
+//! Claiming: order, limits, isolation, visibility.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use tidings_core::{ClaimedBatch, Hlc, OrderingMode, Outcome, Settlement};
+
+use super::StoreHarness;
+use super::fixtures::{claim, claim_within, event, full_event, numbers, route};
+
+/// Rows come back oldest first, with every envelope field as staged and
+/// the attempt counted.
+pub async fn claim_returns_rows_oldest_first_with_every_field<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    let full = full_event(&route);
+    let mut staged = vec![full.clone()];
+    staged.extend((2..=5).map(|n| event(&route, n)));
+    h.commit(&store, staged).await;
+
+    let batch = claim(&store, &route, 10).await;
+    assert_eq!(numbers(&batch), [1, 2, 3, 4, 5]);
+    let record = &batch.records()[0];
+    let mut expected = full.envelope;
+    expected.attempts = 1;
+    assert_eq!(record.envelope, expected);
+    assert_eq!((record.attempts_started, record.attempts_finished), (1, 0));
+    assert_eq!(record.last_error, None);
+}
+
+/// A claim takes at most `limit` rows, and a claimed row is not claimed
+/// again while its lease holds.
+pub async fn claim_respects_limit_and_skips_claimed_rows<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    h.commit(&store, (1..=5).map(|n| event(&route, n)).collect())
+        .await;
+
+    let first = claim(&store, &route, 2).await;
+    assert_eq!(numbers(&first), [1, 2]);
+    let second = claim(&store, &route, 10).await;
+    assert_eq!(numbers(&second), [3, 4, 5]);
+    assert!(claim(&store, &route, 10).await.records().is_empty());
+    assert_ne!(first.lease(), second.lease());
+}
+
+/// Rows of one route are never claimed through another.
+pub async fn routes_are_isolated<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let (a, b) = (
+        route(OrderingMode::Unordered),
+        route(OrderingMode::Unordered),
+    );
+    h.commit(&store, vec![event(&a, 1), event(&b, 2), event(&a, 3)])
+        .await;
+
+    assert_eq!(numbers(&claim(&store, &b, 10).await), [2]);
+    assert_eq!(numbers(&claim(&store, &a, 10).await), [1, 3]);
+}
+
+/// A row staged with a delay is invisible until the delay has passed.
+pub async fn delayed_rows_wait<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    let mut delayed = event(&route, 1);
+    delayed.delay = Some(Duration::from_millis(600));
+    h.commit(&store, vec![delayed, event(&route, 2)]).await;
+
+    assert_eq!(numbers(&claim(&store, &route, 10).await), [2]);
+    assert_eq!(
+        numbers(&claim_within(&store, &route, 10, Duration::from_secs(5)).await),
+        [1]
+    );
+}
+
+/// With hybrid-clock ordering, rows are claimed in clock order rather than
+/// staging order.
+pub async fn hlc_ordering_claims_in_clock_order<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let mut route = route(OrderingMode::Unordered);
+    route.hlc_ordering = true;
+    let staged = [(1, 30), (2, 10), (3, 20)].map(|(n, stamp)| {
+        let mut e = event(&route, n);
+        e.envelope.hlc = Some(Hlc::from_u64(stamp << 16));
+        e
+    });
+    h.commit(&store, staged.to_vec()).await;
+
+    assert_eq!(numbers(&claim(&store, &route, 10).await), [2, 3, 1]);
+}
+
+/// Concurrent claimers split the rows: none is claimed twice, none is
+/// missed.
+pub async fn concurrent_claims_never_overlap<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    h.commit(&store, (0..200).map(|n| event(&route, n)).collect())
+        .await;
+
+    let claimers = (0..4).map(|_| {
+        let store = store.clone();
+        async move {
+            let mut mine = Vec::new();
+            loop {
+                let batch = claim(&store, &route, 7).await;
+                if batch.records().is_empty() {
+                    return mine;
+                }
+                mine.extend(numbers(&batch));
+                let done = batch
+                    .records()
+                    .iter()
+                    .map(|r| Settlement {
+                        event_id: r.envelope.event_id,
+                        outcome: Outcome::Published,
+                    })
+                    .collect();
+                let report = batch.settle(done).await.expect("settle");
+                assert!(report.lost.is_empty());
+            }
+        }
+    });
+    let all: Vec<u32> = futures::future::join_all(claimers)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    let distinct: HashSet<u32> = all.iter().copied().collect();
+    assert_eq!(all.len(), 200, "a row was claimed twice");
+    assert_eq!(distinct, (0..200).collect());
+}

@@ -1,0 +1,123 @@
+//! Events and routes the suites build on.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tidings_core::{
+    ClaimRequest, ClaimedBatch, Envelope, Hlc, OrderingMode, OutboxStore, RetryPolicy, Route,
+    StagedEvent,
+};
+
+use crate::names::unique_name;
+
+/// The lease the suites claim with when they let it expire.
+pub const SHORT_LEASE: Duration = Duration::from_millis(300);
+/// The lease the suites claim with when it must not expire.
+pub const LONG_LEASE: Duration = Duration::from_secs(60);
+
+/// A fresh route of its own, leaked to get the `'static` names specs use.
+pub fn route(ordering: OrderingMode) -> Route {
+    let name: &'static str = Box::leak(unique_name("route").into_boxed_str());
+    let destination: &'static str = Box::leak(unique_name("queue").into_boxed_str());
+    Route {
+        name,
+        destination: Some(destination),
+        ordering,
+        retry: RetryPolicy::new(),
+        hlc_ordering: false,
+    }
+}
+
+/// An event of `route` whose JSON payload is `n`.
+pub fn event(route: &Route, n: u32) -> StagedEvent {
+    let envelope = Envelope::new(
+        route.name,
+        route.destination.unwrap_or_default(),
+        "test.event",
+        Bytes::from(n.to_string()),
+        "application/json",
+    );
+    StagedEvent {
+        envelope,
+        delay: None,
+    }
+}
+
+/// An event with an ordering key.
+pub fn keyed(route: &Route, n: u32, key: &str) -> StagedEvent {
+    let mut event = event(route, n);
+    event.envelope.ordering_key = Some(key.to_owned());
+    event
+}
+
+/// An event with every optional field set.
+pub fn full_event(route: &Route) -> StagedEvent {
+    let mut event = keyed(route, 1, "key-1");
+    let env = &mut event.envelope;
+    env.headers.insert(
+        "traceparent".into(),
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into(),
+    );
+    env.headers
+        .insert("x-note".into(), "quoted \"value\" with ünicode".into());
+    env.correlation_id = Some("corr-1".into());
+    env.causation_id = Some("cause-1".into());
+    env.tenant_id = Some("tenant-1".into());
+    env.hlc = Some(Hlc::from_u64(42 << 16));
+    event
+}
+
+/// The payload numbers of a batch's records, in claim order.
+pub fn numbers<B: ClaimedBatch>(batch: &B) -> Vec<u32> {
+    batch
+        .records()
+        .iter()
+        .map(|r| {
+            std::str::from_utf8(&r.envelope.payload)
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// Claims up to `limit` rows with a long lease.
+pub async fn claim<S: OutboxStore>(store: &S, route: &Route, limit: usize) -> S::Batch {
+    claim_leased(store, route, limit, LONG_LEASE).await
+}
+
+/// Claims up to `limit` rows with the given lease.
+pub async fn claim_leased<S: OutboxStore>(
+    store: &S,
+    route: &Route,
+    limit: usize,
+    lease: Duration,
+) -> S::Batch {
+    let request = ClaimRequest {
+        route,
+        limit,
+        lease,
+    };
+    store.claim(request).await.expect("claim")
+}
+
+/// Claims until a batch is not empty, or panics after `timeout`.
+pub async fn claim_within<S: OutboxStore>(
+    store: &S,
+    route: &Route,
+    limit: usize,
+    timeout: Duration,
+) -> S::Batch {
+    let started = Instant::now();
+    loop {
+        let batch = claim(store, route, limit).await;
+        if !batch.records().is_empty() {
+            return batch;
+        }
+        assert!(
+            started.elapsed() < timeout,
+            "nothing became claimable within {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

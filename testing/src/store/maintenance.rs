@@ -1,0 +1,107 @@
+//! Stats and purging.
+
+use std::time::Duration;
+
+use tidings_core::{
+    ClaimedBatch, OrderingMode, OutboxStore, Outcome, PurgeRequest, PurgeStatus, Settlement,
+};
+
+use super::StoreHarness;
+use super::fixtures::{claim, event, route};
+
+async fn settle_all<B: ClaimedBatch>(batch: B, outcome: Outcome) {
+    let settlements = batch
+        .records()
+        .iter()
+        .map(|r| Settlement {
+            event_id: r.envelope.event_id,
+            outcome: outcome.clone(),
+        })
+        .collect();
+    batch.settle(settlements).await.expect("settle");
+}
+
+/// Stats count pending, in-flight and failed rows and the oldest pending
+/// row's age.
+pub async fn stats_report_depth_age_and_failures<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    let empty = store.stats(route.name).await.unwrap();
+    assert_eq!((empty.pending, empty.oldest_pending_age), (0, None));
+
+    h.commit(&store, (1..=3).map(|n| event(&route, n)).collect())
+        .await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let stats = store.stats(route.name).await.unwrap();
+    assert_eq!((stats.pending, stats.in_flight, stats.failed), (3, 0, 0));
+    let age = stats.oldest_pending_age.expect("an age");
+    assert!(
+        age >= Duration::from_millis(150) && age < Duration::from_secs(60),
+        "{age:?}"
+    );
+
+    let batch = claim(&store, &route, 1).await;
+    assert_eq!(store.stats(route.name).await.unwrap().in_flight, 1);
+    settle_all(batch, Outcome::Failed { reason: "x".into() }).await;
+    let stats = store.stats(route.name).await.unwrap();
+    assert_eq!((stats.pending, stats.in_flight, stats.failed), (2, 0, 1));
+}
+
+/// Purge deletes finished rows older than the window, at most `limit` per
+/// call, and never touches pending rows.
+pub async fn purge_deletes_finished_rows_in_batches<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    h.commit(&store, (1..=5).map(|n| event(&route, n)).collect())
+        .await;
+    settle_all(
+        claim(&store, &route, 3).await,
+        Outcome::Failed { reason: "x".into() },
+    )
+    .await;
+    settle_all(claim(&store, &route, 1).await, Outcome::Published).await;
+
+    let failed = |older_than, limit| PurgeRequest {
+        status: PurgeStatus::Failed,
+        older_than,
+        limit,
+    };
+    assert_eq!(
+        store
+            .purge(route.name, failed(Duration::from_secs(3600), 10))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        store
+            .purge(route.name, failed(Duration::ZERO, 2))
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        store
+            .purge(route.name, failed(Duration::ZERO, 2))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .purge(route.name, failed(Duration::ZERO, 2))
+            .await
+            .unwrap(),
+        0
+    );
+
+    let retained = store.stats(route.name).await.unwrap().published;
+    let published = PurgeRequest {
+        status: PurgeStatus::Published,
+        older_than: Duration::ZERO,
+        limit: 10,
+    };
+    assert_eq!(store.purge(route.name, published).await.unwrap(), retained);
+    let stats = store.stats(route.name).await.unwrap();
+    assert_eq!((stats.pending, stats.failed, stats.published), (1, 0, 0));
+}

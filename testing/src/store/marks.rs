@@ -1,0 +1,200 @@
+//! Settling: published, rescheduled, failed, fenced on the lease.
+
+use std::time::Duration;
+
+use tidings_core::{ClaimedBatch, OrderingMode, OutboxStore, Outcome, Settlement};
+
+use super::StoreHarness;
+use super::fixtures::{SHORT_LEASE, claim, claim_leased, claim_within, event, numbers, route};
+
+fn settle_all<B: ClaimedBatch>(batch: &B, outcome: Outcome) -> Vec<Settlement> {
+    batch
+        .records()
+        .iter()
+        .map(|r| Settlement {
+            event_id: r.envelope.event_id,
+            outcome: outcome.clone(),
+        })
+        .collect()
+}
+
+/// A published row is never claimed again.
+pub async fn published_rows_are_final<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    h.commit(&store, vec![event(&route, 1), event(&route, 2)])
+        .await;
+
+    let batch = claim(&store, &route, 10).await;
+    let settlements = settle_all(&batch, Outcome::Published);
+    let report = batch.settle(settlements).await.unwrap();
+    assert_eq!((report.published, report.lost.len()), (2, 0));
+    assert!(claim(&store, &route, 10).await.records().is_empty());
+    let stats = store.stats(route.name).await.unwrap();
+    assert_eq!((stats.pending, stats.in_flight, stats.failed), (0, 0, 0));
+}
+
+/// After a sweep and a new claim, the old owner's mark is refused as a
+/// lost lease and changes nothing; the new owner's mark wins.
+pub async fn stale_lease_marks_are_refused<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    h.commit(&store, vec![event(&route, 1)]).await;
+
+    let old = claim_leased(&store, &route, 10, SHORT_LEASE).await;
+    tokio::time::sleep(SHORT_LEASE + Duration::from_millis(200)).await;
+    assert_eq!(store.sweep_expired(route.name, 100).await.unwrap(), 1);
+    let new = claim(&store, &route, 10).await;
+    assert_eq!(numbers(&new), [1]);
+
+    let late = settle_all(
+        &old,
+        Outcome::Failed {
+            reason: "late".into(),
+        },
+    );
+    let report = old.settle(late).await.unwrap();
+    assert_eq!(report.lost, vec![new.records()[0].envelope.event_id]);
+    assert_eq!((report.published, report.failed), (0, 0));
+    assert_eq!(store.stats(route.name).await.unwrap().in_flight, 1);
+
+    let settlements = settle_all(&new, Outcome::Published);
+    let report = new.settle(settlements).await.unwrap();
+    assert_eq!((report.published, report.lost.len()), (1, 0));
+}
+
+/// A rescheduled row is invisible until its delay has passed, then comes
+/// back with its attempts and last error.
+pub async fn rescheduled_rows_wait_for_available_at<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    h.commit(&store, vec![event(&route, 1)]).await;
+
+    let batch = claim(&store, &route, 10).await;
+    let retry = Outcome::Retry {
+        delay: Duration::from_millis(700),
+        error: "broker down".into(),
+    };
+    let settlements = settle_all(&batch, retry);
+    assert_eq!(batch.settle(settlements).await.unwrap().rescheduled, 1);
+    assert!(claim(&store, &route, 10).await.records().is_empty());
+    assert_eq!(store.stats(route.name).await.unwrap().pending, 1);
+
+    let again = claim_within(&store, &route, 10, Duration::from_secs(5)).await;
+    let record = &again.records()[0];
+    assert_eq!((record.attempts_started, record.attempts_finished), (2, 1));
+    assert_eq!(record.envelope.attempts, 2);
+    assert_eq!(record.last_error.as_deref(), Some("broker down"));
+}
+
+/// A failed row keeps its reason, is never claimed, and comes back fresh
+/// when requeued.
+pub async fn failed_rows_stay_until_requeued<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    h.commit(&store, vec![event(&route, 1), event(&route, 2)])
+        .await;
+
+    let batch = claim(&store, &route, 10).await;
+    let ids: Vec<_> = batch
+        .records()
+        .iter()
+        .map(|r| r.envelope.event_id)
+        .collect();
+    let settlements = settle_all(
+        &batch,
+        Outcome::Failed {
+            reason: "poison: bad".into(),
+        },
+    );
+    assert_eq!(batch.settle(settlements).await.unwrap().failed, 2);
+    assert!(claim(&store, &route, 10).await.records().is_empty());
+    assert_eq!(store.stats(route.name).await.unwrap().failed, 2);
+
+    let requeued = store
+        .requeue_failed(route.name, tidings_core::Requeue::Ids(vec![ids[1]]))
+        .await
+        .unwrap();
+    assert_eq!(requeued, 1);
+    let again = claim(&store, &route, 10).await;
+    assert_eq!(numbers(&again), [2]);
+    let record = &again.records()[0];
+    assert_eq!((record.attempts_started, record.attempts_finished), (1, 0));
+    assert_eq!(record.last_error.as_deref(), Some("poison: bad"));
+
+    assert_eq!(
+        store
+            .requeue_failed(route.name, tidings_core::Requeue::All)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .requeue_failed(route.name, tidings_core::Requeue::All)
+            .await
+            .unwrap(),
+        0
+    );
+}
+
+/// One settle call applies different outcomes to different rows.
+pub async fn mixed_outcomes_settle_in_one_call<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    h.commit(&store, (1..=3).map(|n| event(&route, n)).collect())
+        .await;
+
+    let batch = claim(&store, &route, 10).await;
+    let ids: Vec<_> = batch
+        .records()
+        .iter()
+        .map(|r| r.envelope.event_id)
+        .collect();
+    let outcomes = [
+        Outcome::Published,
+        Outcome::Retry {
+            delay: Duration::from_secs(60),
+            error: "later".into(),
+        },
+        Outcome::Failed {
+            reason: "never".into(),
+        },
+    ];
+    let settlements = ids
+        .iter()
+        .zip(outcomes)
+        .map(|(id, outcome)| Settlement {
+            event_id: *id,
+            outcome,
+        })
+        .collect();
+    let report = batch.settle(settlements).await.unwrap();
+    assert_eq!(
+        (report.published, report.rescheduled, report.failed),
+        (1, 1, 1)
+    );
+    let stats = store.stats(route.name).await.unwrap();
+    assert_eq!((stats.pending, stats.in_flight, stats.failed), (1, 0, 1));
+}
+
+/// A sweep returns only rows whose lease expired; the crash stays counted.
+pub async fn sweep_returns_expired_leases_counting_the_crash<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    h.commit(&store, vec![event(&route, 1), event(&route, 2)])
+        .await;
+
+    let _dead = claim_leased(&store, &route, 1, SHORT_LEASE).await;
+    let _alive = claim(&store, &route, 1).await;
+    assert_eq!(store.sweep_expired(route.name, 100).await.unwrap(), 0);
+    tokio::time::sleep(SHORT_LEASE + Duration::from_millis(200)).await;
+    assert_eq!(store.sweep_expired(route.name, 100).await.unwrap(), 1);
+    assert_eq!(store.sweep_expired(route.name, 100).await.unwrap(), 0);
+
+    let again = claim(&store, &route, 10).await;
+    assert_eq!(numbers(&again), [1]);
+    let record = &again.records()[0];
+    assert_eq!((record.attempts_started, record.attempts_finished), (2, 0));
+    assert_eq!(record.crashes(), 1);
+}
