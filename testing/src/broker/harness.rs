@@ -23,6 +23,13 @@ pub trait BrokerHarness: Send + Sync + 'static {
     type Source: Source;
 
     /// Declares a fresh queue with a dead-letter queue. Panics with the setup
-    /// command when the broker does not answer.
+    /// command when the broker does not answer. Unsettled deliveries must
+    /// come back within a few seconds of their stream being dropped.
     fn fixture(&self) -> impl Future<Output = BrokerFixture<Self::Publisher, Self::Source>> + Send;
+
+    /// Whether delivery counts are exact (1, 2, 3, ..) rather than an
+    /// approximation that only tells first deliveries from redeliveries.
+    fn exact_delivery_counts(&self) -> bool {
+        true
+    }
 }
