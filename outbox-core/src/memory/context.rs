@@ -86,6 +86,16 @@ impl MemoryContext {
     }
 
     /// Applies everything atomically, or nothing with the reason.
+    ///
+    /// The context is consumed, so staging after commit does not compile:
+    ///
+    /// ```compile_fail
+    /// # use tidings_core::{memory::MemoryStore, OutboxSpec};
+    /// # static EVENTS: OutboxSpec<u32> = OutboxSpec::json("e").to_queue("q");
+    /// let mut ctx = MemoryStore::new().begin();
+    /// ctx.commit().unwrap();
+    /// ctx.outbox().stage(&EVENTS, "late", &1);
+    /// ```
     pub fn commit(mut self) -> Result<(), CommitError> {
         let staged = self.outbox.take()?;
         let now = self.store.now();

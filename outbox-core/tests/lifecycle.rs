@@ -1,0 +1,122 @@
+//! The lifecycle plan: restarts, ordered shutdown, deadlines.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tidings_core::Backoff;
+use tidings_core::lifecycle::{LifecyclePlan, StepError, step_fn};
+use tokio_util::sync::CancellationToken;
+
+const QUICK: Backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(20));
+
+#[tokio::test]
+async fn a_failing_step_is_restarted_with_backoff() {
+    let runs = Arc::new(AtomicU32::new(0));
+    let counter = runs.clone();
+    let step = step_fn(move |cancel: CancellationToken| {
+        let run = counter.fetch_add(1, Ordering::SeqCst) + 1;
+        async move {
+            if run < 3 {
+                return Err(StepError::from(format!("run {run} failed")));
+            }
+            cancel.cancelled().await;
+            Ok(())
+        }
+    });
+    let plan = LifecyclePlan::new()
+        .restart_backoff(QUICK)
+        .step("flaky", step);
+    plan.run_until(tokio::time::sleep(Duration::from_millis(300)))
+        .await
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_panicking_step_is_restarted() {
+    let runs = Arc::new(AtomicU32::new(0));
+    let counter = runs.clone();
+    let step = step_fn(move |cancel: CancellationToken| {
+        let run = counter.fetch_add(1, Ordering::SeqCst);
+        async move {
+            assert!(run > 0, "first run panics");
+            cancel.cancelled().await;
+            Ok(())
+        }
+    });
+    let plan = LifecyclePlan::new()
+        .restart_backoff(QUICK)
+        .step("panicky", step);
+    plan.run_until(tokio::time::sleep(Duration::from_millis(300)))
+        .await
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn steps_stop_in_reverse_order() {
+    let stopped = Arc::new(Mutex::new(Vec::new()));
+    let mut plan = LifecyclePlan::new();
+    for name in ["relay", "sweeper", "consumer"] {
+        let stopped = stopped.clone();
+        plan = plan.step(
+            name,
+            step_fn(move |cancel: CancellationToken| {
+                let stopped = stopped.clone();
+                async move {
+                    cancel.cancelled().await;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    stopped.lock().unwrap().push(name);
+                    Ok(())
+                }
+            }),
+        );
+    }
+    plan.run_until(tokio::time::sleep(Duration::from_millis(50)))
+        .await
+        .unwrap();
+    assert_eq!(*stopped.lock().unwrap(), ["consumer", "sweeper", "relay"]);
+}
+
+#[tokio::test]
+async fn a_step_that_ignores_shutdown_is_reported_after_the_deadline() {
+    let stubborn = step_fn(|_cancel: CancellationToken| async {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        Ok(())
+    });
+    let polite = step_fn(|cancel: CancellationToken| async move {
+        cancel.cancelled().await;
+        Ok(())
+    });
+    let plan = LifecyclePlan::new()
+        .shutdown_timeout(Duration::from_millis(200))
+        .step("stubborn", stubborn)
+        .step("polite", polite);
+    let started = tokio::time::Instant::now();
+    let err = plan
+        .run_until(tokio::time::sleep(Duration::from_millis(20)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.steps, ["stubborn"]);
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn a_plan_whose_steps_all_finish_ends_on_its_own() {
+    let plan = LifecyclePlan::new()
+        .step(
+            "one-shot",
+            step_fn(|_cancel: CancellationToken| async { Ok(()) }),
+        )
+        .step(
+            "another",
+            step_fn(|_cancel: CancellationToken| async { Ok(()) }),
+        );
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(5),
+        plan.run_until(std::future::pending()),
+    )
+    .await;
+    assert!(matches!(outcome, Ok(Ok(()))));
+}
