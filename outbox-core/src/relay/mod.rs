@@ -5,9 +5,9 @@
 //! and settles every row in one call: published, rescheduled with backoff
 //! (transient errors), or failed with the reason (poison, max attempts,
 //! crash loops). A lost lease means another relay owns the rows now; the
-//! relay moves on. A full batch is followed at once by the next, so a
-//! backlog drains without sleeping; otherwise the relay sleeps until a
-//! [`Wakeup`] or the poll interval.
+//! relay moves on. A full batch (in per-key mode, any non-empty one) is
+//! followed at once by the next, so a backlog drains without sleeping;
+//! otherwise the relay sleeps until a [`Wakeup`] or the poll interval.
 //!
 //! Expired leases are returned by the [`Sweeper`] and finished rows removed
 //! by the [`Cleaner`], each a step of its own.
@@ -52,7 +52,9 @@ pub use sweeper::Sweeper;
 
 use crate::lifecycle::{Step, StepError};
 use crate::port::error_chain;
-use crate::{OutboxSpec, OutboxStore, Publisher, Route, SpecError, StoreError, Wakeup};
+use crate::{
+    OrderingMode, OutboxSpec, OutboxStore, Publisher, Route, SpecError, StoreError, Wakeup,
+};
 
 /// Relays one outbox route from a store to a publisher.
 #[derive(Debug, Clone)]
@@ -123,7 +125,7 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
         let mut failures = 0;
         while !cancel.is_cancelled() {
             match self.run_pass().await {
-                Ok(report) if report.claimed >= self.config.batch_size => {
+                Ok(report) if self.more_may_wait(&report) => {
                     failures = 0;
                     continue;
                 }
@@ -140,6 +142,13 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
             self.idle(&cancel).await;
         }
         Ok(())
+    }
+
+    /// Whether to claim again at once: after a full batch, or in per-key
+    /// mode after any claim, since keys it released may hold more rows.
+    fn more_may_wait(&self, report: &PassReport) -> bool {
+        report.claimed >= self.config.batch_size
+            || (self.route.ordering == OrderingMode::PerKey && report.claimed > 0)
     }
 
     async fn idle(&self, cancel: &CancellationToken) {
