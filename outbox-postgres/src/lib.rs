@@ -1,1 +1,23 @@
 #![doc = include_str!("../README.md")]
+
+mod batch;
+mod context;
+mod error;
+mod inbox;
+mod listener;
+mod migrate;
+mod names;
+mod options;
+mod outbox;
+mod record;
+mod sql;
+mod store;
+
+pub use batch::PgBatch;
+pub use context::PgContext;
+pub use error::CommitError;
+pub use inbox::PgInboxStore;
+pub use listener::PgListener;
+pub use names::MAX_IDENTIFIER_LEN;
+pub use options::{PgOutboxOptions, Retention};
+pub use store::PgOutboxStore;

@@ -1,0 +1,5 @@
+create table if not exists {migrations} (
+    version integer primary key,
+    name text not null,
+    applied_at timestamptz not null default now()
+)

@@ -1,0 +1,1 @@
+insert into {migrations} (version, name) values ($1, $2)

@@ -1,0 +1,27 @@
+-- Writes every event staged in a transaction in one statement and sends the
+-- relay a wake-up hint, delivered when the transaction commits. An event id
+-- already stored for the route is skipped, so staging is idempotent.
+with inserted as (
+    insert into {outbox} (
+        event_id, route, destination, event_type, payload, content_type, headers,
+        ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc,
+        available_at
+    )
+    select
+        e.event_id, e.route, e.destination, e.event_type, e.payload, e.content_type,
+        e.headers::jsonb, e.ordering_key, e.correlation_id, e.causation_id, e.tenant_id,
+        e.occurred_at, e.hlc, now() + e.delay_us * interval '1 microsecond'
+    from unnest(
+        $1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::text[],
+        $8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::bigint[],
+        $14::bigint[]
+    ) with ordinality as e(
+        event_id, route, destination, event_type, payload, content_type, headers,
+        ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc,
+        delay_us, n
+    )
+    order by e.n
+    on conflict (route, event_id) do nothing
+    returning 1
+)
+select count(*) as inserted, pg_notify($15, '')::text as notified from inserted

@@ -1,0 +1,149 @@
+//! The transaction context: the user's transaction plus the events staged
+//! in it.
+
+use sqlx::types::time::OffsetDateTime;
+use sqlx::{PgConnection, Postgres, Row, Transaction};
+use tidings_core::{OutboxBuffer, StagedEvent, StoreError};
+use tracing::instrument;
+
+use crate::PgOutboxStore;
+use crate::error::{CommitError, store_error};
+use crate::store::micros;
+
+/// A transaction with an outbox: the user's statements and the staged
+/// events commit together, or not at all.
+///
+/// Opened by [`PgOutboxStore::begin`], [`PgOutboxStore::begin_on`] or
+/// [`PgOutboxStore::context`]. Dropping it, or calling
+/// [`rollback`](Self::rollback), discards both the statements and the staged
+/// events.
+#[derive(Debug)]
+pub struct PgContext<'c> {
+    tx: Transaction<'c, Postgres>,
+    outbox: OutboxBuffer,
+    store: PgOutboxStore,
+}
+
+impl<'c> PgContext<'c> {
+    pub(crate) fn new(
+        tx: Transaction<'c, Postgres>,
+        outbox: OutboxBuffer,
+        store: PgOutboxStore,
+    ) -> Self {
+        Self { tx, outbox, store }
+    }
+
+    /// The open transaction, to run the caller's own statements in.
+    pub fn tx(&mut self) -> &mut PgConnection {
+        &mut self.tx
+    }
+
+    /// The staging buffer: `ctx.outbox().stage(&SPEC, "order.placed", &payload)`.
+    pub fn outbox(&mut self) -> &mut OutboxBuffer {
+        &mut self.outbox
+    }
+
+    /// Writes the events staged so far into the transaction, in one
+    /// statement that also queues the relay's wake-up hint, without
+    /// committing. Returns how many rows were inserted (an event id already
+    /// stored for its route is skipped).
+    #[instrument(skip_all, fields(db.system = "postgresql", events = self.outbox.len()), err)]
+    pub async fn flush(&mut self) -> Result<u64, CommitError> {
+        let events = self.outbox.take()?;
+        if events.is_empty() {
+            return Ok(0);
+        }
+        let columns = Columns::new(events)?;
+        let inner = self.store.inner();
+        let row = sqlx::query(inner.sql.stage.clone())
+            .bind(columns.event_id)
+            .bind(columns.route)
+            .bind(columns.destination)
+            .bind(columns.event_type)
+            .bind(columns.payload)
+            .bind(columns.content_type)
+            .bind(columns.headers)
+            .bind(columns.ordering_key)
+            .bind(columns.correlation_id)
+            .bind(columns.causation_id)
+            .bind(columns.tenant_id)
+            .bind(columns.occurred_at)
+            .bind(columns.hlc)
+            .bind(columns.delay_us)
+            .bind(&inner.channel)
+            .fetch_one(&mut *self.tx)
+            .await?;
+        let inserted: i64 = row.try_get("inserted")?;
+        Ok(u64::try_from(inserted).unwrap_or(0))
+    }
+
+    /// Writes the staged events and commits the transaction (or, on a
+    /// connection already in a transaction, releases the savepoint).
+    #[instrument(skip_all, fields(db.system = "postgresql"), err)]
+    pub async fn commit(mut self) -> Result<(), CommitError> {
+        self.flush().await?;
+        self.tx.commit().await?;
+        Ok(())
+    }
+
+    /// Discards the transaction and the staged events.
+    #[instrument(skip_all, fields(db.system = "postgresql"), err)]
+    pub async fn rollback(self) -> Result<(), StoreError> {
+        self.tx.rollback().await.map_err(store_error)
+    }
+
+    /// Writes the staged events and hands the still-open transaction back,
+    /// for callers that commit it themselves.
+    pub async fn into_transaction(mut self) -> Result<Transaction<'c, Postgres>, CommitError> {
+        self.flush().await?;
+        Ok(self.tx)
+    }
+}
+
+/// The staged events, one array per column, for the single insert.
+#[derive(Default)]
+struct Columns {
+    event_id: Vec<uuid::Uuid>,
+    route: Vec<String>,
+    destination: Vec<String>,
+    event_type: Vec<String>,
+    payload: Vec<Vec<u8>>,
+    content_type: Vec<String>,
+    headers: Vec<String>,
+    ordering_key: Vec<Option<String>>,
+    correlation_id: Vec<Option<String>>,
+    causation_id: Vec<Option<String>>,
+    tenant_id: Vec<Option<String>>,
+    occurred_at: Vec<OffsetDateTime>,
+    hlc: Vec<Option<i64>>,
+    delay_us: Vec<i64>,
+}
+
+impl Columns {
+    fn new(events: Vec<StagedEvent>) -> Result<Self, StoreError> {
+        let mut c = Columns::default();
+        for StagedEvent { envelope: e, delay } in events {
+            let headers = serde_json::to_string(&e.headers).map_err(|err| StoreError::Corrupt {
+                event_id: e.event_id,
+                reason: format!("headers do not encode: {err}"),
+            })?;
+            c.event_id.push(e.event_id);
+            c.route.push(e.route);
+            c.destination.push(e.destination);
+            c.event_type.push(e.event_type);
+            c.payload.push(e.payload.to_vec());
+            c.content_type.push(e.content_type);
+            c.headers.push(headers);
+            c.ordering_key.push(e.ordering_key);
+            c.correlation_id.push(e.correlation_id);
+            c.causation_id.push(e.causation_id);
+            c.tenant_id.push(e.tenant_id);
+            c.occurred_at.push(OffsetDateTime::from(e.occurred_at));
+            // Stored as a signed bigint: a packed stamp stays below 2^63
+            // until the year 6429, so the order is kept.
+            c.hlc.push(e.hlc.map(|h| h.as_u64() as i64));
+            c.delay_us.push(delay.map_or(0, micros));
+        }
+        Ok(c)
+    }
+}

@@ -1,0 +1,132 @@
+//! The one place where sqlx errors become port errors.
+
+use tidings_core::{InboxError, StageError, StoreError};
+
+/// How a driver error should be reported, whatever the port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// The server cannot be reached, went away or refuses connections.
+    Unavailable,
+    /// No pooled connection came free in time.
+    Timeout,
+    /// A concurrent transaction conflicted: serialization failure,
+    /// deadlock, lock timeout or a unique violation between racing writers.
+    Conflict,
+    /// A table, column or function the store needs does not exist.
+    Schema,
+    /// Anything else.
+    Backend,
+}
+
+fn classify(error: &sqlx::Error) -> Class {
+    match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::BeginFailed => Class::Unavailable,
+        sqlx::Error::PoolTimedOut => Class::Timeout,
+        sqlx::Error::Database(db) => classify_code(db.code().as_deref().unwrap_or("")),
+        _ => Class::Backend,
+    }
+}
+
+/// Classifies a SQLSTATE code.
+fn classify_code(code: &str) -> Class {
+    match code {
+        // connection exceptions, operator intervention (shutdown, cannot
+        // connect now), too many connections, out of memory or disk
+        c if c.starts_with("08") || c.starts_with("57P") => Class::Unavailable,
+        "53000" | "53100" | "53200" | "53300" => Class::Unavailable,
+        // serialization failure, deadlock, lock not available, unique
+        // violation (two claims of one ordering key racing)
+        "40001" | "40P01" | "55P03" | "23505" => Class::Conflict,
+        // statement timeout
+        "57014" => Class::Conflict,
+        // undefined table, column, function, schema
+        "42P01" | "42703" | "42883" | "3F000" => Class::Schema,
+        _ => Class::Backend,
+    }
+}
+
+const MIGRATE_HINT: &str = "run PgOutboxStore::migrate() to create or update the schema";
+
+/// Maps a driver error to the outbox store's error.
+pub(crate) fn store_error(error: sqlx::Error) -> StoreError {
+    match classify(&error) {
+        Class::Unavailable => StoreError::Unavailable(error.into()),
+        Class::Timeout => StoreError::Timeout,
+        Class::Conflict => StoreError::Conflict(error.into()),
+        Class::Schema => StoreError::Schema(format!("{error}; {MIGRATE_HINT}")),
+        Class::Backend => StoreError::Backend(error.into()),
+    }
+}
+
+/// Maps a driver error to the inbox's error.
+pub(crate) fn inbox_error(error: sqlx::Error) -> InboxError {
+    match classify(&error) {
+        Class::Unavailable | Class::Timeout => InboxError::Unavailable(error.into()),
+        Class::Conflict => InboxError::Conflict(error.into()),
+        Class::Schema => InboxError::Schema(format!("{error}; {MIGRATE_HINT}")),
+        Class::Backend => InboxError::Backend(error.into()),
+    }
+}
+
+/// Committing a [`PgContext`](crate::PgContext) failed; nothing of the
+/// transaction was written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CommitError {
+    /// A staged event is invalid (bad header, ordering key, duplicate id).
+    #[error(transparent)]
+    Stage(#[from] StageError),
+    /// The database refused or could not be reached.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl CommitError {
+    /// Whether running the whole transaction again may succeed.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Stage(_) => false,
+            Self::Store(e) => e.is_transient(),
+        }
+    }
+}
+
+impl From<sqlx::Error> for CommitError {
+    fn from(error: sqlx::Error) -> Self {
+        Self::Store(store_error(error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_map_to_classes() {
+        assert_eq!(classify_code("08006"), Class::Unavailable);
+        assert_eq!(classify_code("57P01"), Class::Unavailable);
+        assert_eq!(classify_code("53300"), Class::Unavailable);
+        assert_eq!(classify_code("40001"), Class::Conflict);
+        assert_eq!(classify_code("40P01"), Class::Conflict);
+        assert_eq!(classify_code("23505"), Class::Conflict);
+        assert_eq!(classify_code("42P01"), Class::Schema);
+        assert_eq!(classify_code("22P02"), Class::Backend);
+    }
+
+    #[test]
+    fn transient_errors_say_so() {
+        let io = || sqlx::Error::Io(std::io::ErrorKind::ConnectionReset.into());
+        assert!(store_error(io()).is_transient());
+        assert!(inbox_error(io()).is_transient());
+        assert!(matches!(
+            store_error(sqlx::Error::PoolTimedOut),
+            StoreError::Timeout
+        ));
+        assert!(!store_error(sqlx::Error::RowNotFound).is_transient());
+        assert!(!CommitError::from(sqlx::Error::RowNotFound).is_transient());
+    }
+}

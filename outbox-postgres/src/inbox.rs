@@ -1,0 +1,121 @@
+//! The consumer's side: the inbox, recorded in the handler's transaction.
+
+use std::time::Duration;
+
+use tidings_core::spec::validate_name;
+use tidings_core::{InboxError, InboxMark, InboxStore, StoreError};
+use tracing::{debug, instrument};
+use uuid::Uuid;
+
+use crate::error::{CommitError, inbox_error};
+use crate::store::{limit, micros};
+use crate::{PgContext, PgOutboxStore};
+
+/// The inbox on PostgreSQL: `(consumer, event_id)` rows written in the
+/// handler's own transaction, a [`PgContext`], so the handler's writes, the
+/// events it stages and the mark commit together.
+///
+/// Made by [`PgOutboxStore::inbox`]; the table is created by
+/// [`PgOutboxStore::migrate`].
+#[derive(Debug, Clone)]
+pub struct PgInboxStore {
+    store: PgOutboxStore,
+}
+
+impl PgInboxStore {
+    pub(crate) fn new(store: PgOutboxStore) -> Self {
+        Self { store }
+    }
+
+    /// The store whose pool and tables this inbox uses.
+    pub fn store(&self) -> &PgOutboxStore {
+        &self.store
+    }
+}
+
+impl InboxStore for PgInboxStore {
+    type Tx = PgContext<'static>;
+
+    async fn begin(&self) -> Result<PgContext<'static>, InboxError> {
+        self.store.begin().await.map_err(from_store)
+    }
+
+    #[instrument(
+        skip_all,
+        fields(messaging.system = "postgresql", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
+        err
+    )]
+    async fn mark(
+        &self,
+        tx: &mut PgContext<'static>,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> Result<InboxMark, InboxError> {
+        check_consumer(consumer)?;
+        let inserted = sqlx::query(self.store.inner().sql.inbox_mark.clone())
+            .bind(consumer)
+            .bind(event_id)
+            .execute(tx.tx())
+            .await
+            .map_err(inbox_error)?
+            .rows_affected();
+        let mark = if inserted == 1 {
+            InboxMark::Fresh
+        } else {
+            InboxMark::Duplicate
+        };
+        debug!(?mark, "inbox mark");
+        Ok(mark)
+    }
+
+    async fn commit(&self, tx: PgContext<'static>) -> Result<(), InboxError> {
+        tx.commit().await.map_err(|e| match e {
+            CommitError::Store(e) => from_store(e),
+            other => InboxError::Invalid(other.to_string()),
+        })
+    }
+
+    async fn rollback(&self, tx: PgContext<'static>) -> Result<(), InboxError> {
+        tx.rollback().await.map_err(from_store)
+    }
+
+    #[instrument(
+        skip_all,
+        fields(messaging.system = "postgresql", messaging.consumer.group.name = consumer),
+        err
+    )]
+    async fn purge_older_than(
+        &self,
+        consumer: &str,
+        age: Duration,
+        limit_rows: usize,
+    ) -> Result<u64, InboxError> {
+        check_consumer(consumer)?;
+        let inner = self.store.inner();
+        let purged = sqlx::query(inner.sql.inbox_purge.clone())
+            .bind(consumer)
+            .bind(micros(age))
+            .bind(limit(limit_rows))
+            .execute(&inner.pool)
+            .await
+            .map_err(inbox_error)?
+            .rows_affected();
+        Ok(purged)
+    }
+}
+
+fn check_consumer(consumer: &str) -> Result<(), InboxError> {
+    validate_name("consumer", consumer).map_err(|e| InboxError::Invalid(e.to_string()))
+}
+
+/// The outbox store's errors, restated for the inbox.
+fn from_store(error: StoreError) -> InboxError {
+    match error {
+        StoreError::Unavailable(e) => InboxError::Unavailable(e),
+        StoreError::Timeout => InboxError::Unavailable("operation timed out".into()),
+        StoreError::Conflict(e) => InboxError::Conflict(e),
+        StoreError::Schema(s) => InboxError::Schema(s),
+        StoreError::Invalid(s) => InboxError::Invalid(s),
+        other => InboxError::Backend(other.into()),
+    }
+}

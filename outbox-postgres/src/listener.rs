@@ -1,0 +1,146 @@
+//! The LISTEN side of the wake-up: staging commits NOTIFY the table's
+//! channel, the listener wakes the relay.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+use sqlx::postgres::PgListener as SqlxListener;
+use tidings_core::Wakeup;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+/// Listens on a store's channel and calls [`Wakeup::wake`] on every
+/// notification, so a relay claims within milliseconds of a commit.
+///
+/// A hint only: notifications sent while the listener is disconnected are
+/// lost, so it also wakes the relay whenever it (re)connects, and the
+/// relay's polling floor covers the rest (for example behind a transaction
+/// pooler, where LISTEN does not work). After the database restarts or drops
+/// the connection it reconnects with exponential backoff.
+#[derive(Debug)]
+pub struct PgListener {
+    pool: PgPool,
+    channel: String,
+    wakeup: Wakeup,
+    reconnect_delay: Duration,
+    max_reconnect_delay: Duration,
+}
+
+/// Why a listening session ended.
+enum Ended {
+    Cancelled,
+    Lost(sqlx::Error),
+    PoolClosed,
+}
+
+impl PgListener {
+    /// Default first delay before reconnecting.
+    pub const DEFAULT_RECONNECT_DELAY: Duration = Duration::from_millis(100);
+    /// Default cap of the reconnect backoff.
+    pub const DEFAULT_MAX_RECONNECT_DELAY: Duration = Duration::from_secs(5);
+
+    /// A listener on `channel`, taking its connection from `pool`. Usually
+    /// made by [`PgOutboxStore::listener`](crate::PgOutboxStore::listener).
+    pub fn new(pool: PgPool, channel: impl Into<String>, wakeup: Wakeup) -> Self {
+        Self {
+            pool,
+            channel: channel.into(),
+            wakeup,
+            reconnect_delay: Self::DEFAULT_RECONNECT_DELAY,
+            max_reconnect_delay: Self::DEFAULT_MAX_RECONNECT_DELAY,
+        }
+    }
+
+    /// The first delay before reconnecting; it doubles up to
+    /// [`max_reconnect_delay`](Self::max_reconnect_delay).
+    pub fn reconnect_delay(mut self, delay: Duration) -> Self {
+        self.reconnect_delay = delay;
+        self
+    }
+
+    /// The cap of the reconnect backoff.
+    pub fn max_reconnect_delay(mut self, delay: Duration) -> Self {
+        self.max_reconnect_delay = delay;
+        self
+    }
+
+    /// The channel listened on.
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// Runs [`run`](Self::run) on a new task.
+    pub fn spawn(self, cancel: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(self.run(cancel))
+    }
+
+    /// Listens until `cancel` fires or the pool is closed, reconnecting
+    /// whenever the connection is lost.
+    pub async fn run(self, cancel: CancellationToken) {
+        let mut delay = self.reconnect_delay;
+        loop {
+            match self.session(&cancel, &mut delay).await {
+                Ended::Cancelled => return,
+                Ended::PoolClosed => {
+                    info!(channel = %self.channel, "pool closed; listener stops");
+                    return;
+                }
+                Ended::Lost(error) => {
+                    warn!(channel = %self.channel, %error, retry_in = ?delay, "listener connection lost");
+                }
+            }
+            // Whatever was committed while disconnected went unannounced.
+            self.wakeup.wake();
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(delay) => {}
+            }
+            delay = (delay * 2).min(self.max_reconnect_delay);
+        }
+    }
+
+    /// Connects, listens and wakes on each notification until the
+    /// connection fails or `cancel` fires.
+    async fn session(&self, cancel: &CancellationToken, delay: &mut Duration) -> Ended {
+        let connect = async {
+            let mut listener = SqlxListener::connect_with(&self.pool).await?;
+            // Reconnect in this loop, with backoff, not inside sqlx.
+            listener.eager_reconnect(false);
+            listener.listen(&self.channel).await?;
+            Ok::<_, sqlx::Error>(listener)
+        };
+        let mut listener = tokio::select! {
+            _ = cancel.cancelled() => return Ended::Cancelled,
+            connected = connect => match connected {
+                Ok(listener) => listener,
+                Err(error) => return ended(error),
+            },
+        };
+        debug!(channel = %self.channel, "listening");
+        *delay = self.reconnect_delay;
+        self.wakeup.wake();
+        loop {
+            let received = tokio::select! {
+                _ = cancel.cancelled() => return Ended::Cancelled,
+                received = listener.try_recv() => received,
+            };
+            match received {
+                Ok(Some(_)) => self.wakeup.wake(),
+                Ok(None) => {
+                    return Ended::Lost(sqlx::Error::Io(
+                        std::io::ErrorKind::ConnectionAborted.into(),
+                    ));
+                }
+                Err(error) => return ended(error),
+            }
+        }
+    }
+}
+
+fn ended(error: sqlx::Error) -> Ended {
+    match error {
+        sqlx::Error::PoolClosed => Ended::PoolClosed,
+        error => Ended::Lost(error),
+    }
+}

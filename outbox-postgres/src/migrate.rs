@@ -1,0 +1,127 @@
+//! Versioned migrations, safe to run from several processes at once, and
+//! the startup check.
+
+use std::collections::HashSet;
+
+use sqlx::Connection;
+use tidings_core::StoreError;
+use tracing::{info, instrument};
+
+use crate::PgOutboxStore;
+use crate::error::store_error;
+use crate::sql::SCHEMA_VERSION;
+
+impl PgOutboxStore {
+    /// Creates the schema, the outbox and inbox tables and their indexes, or
+    /// brings them up to date. Returns how many migrations it applied: 0
+    /// when the schema was already current.
+    ///
+    /// Idempotent and safe to run from several processes at once: the whole
+    /// run is one transaction holding an advisory lock on the schema, so
+    /// concurrent runs wait for each other and find nothing left to do.
+    #[instrument(skip_all, fields(db.system = "postgresql", db.namespace = %self.inner().names.schema), err)]
+    pub async fn migrate(&self) -> Result<usize, StoreError> {
+        let inner = self.inner();
+        let sql = &inner.sql;
+        let mut conn = inner.pool.acquire().await.map_err(store_error)?;
+        let mut tx = conn.begin().await.map_err(store_error)?;
+        sqlx::query(sql.migrate_lock.clone())
+            .bind(inner.names.migration_lock())
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        let schema_exists: bool = sqlx::query_scalar(sql.schema_exists.clone())
+            .bind(&inner.names.schema)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        if !schema_exists {
+            sqlx::query(sql.create_schema.clone())
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+        }
+        sqlx::query(sql.create_migrations.clone())
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        let applied: HashSet<i32> = sqlx::query_scalar(sql.applied_migrations.clone())
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .collect();
+        let mut count = 0;
+        for (migration, statement) in &sql.migrations {
+            if applied.contains(&migration.version) {
+                continue;
+            }
+            sqlx::query(statement.clone())
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            sqlx::query(sql.record_migration.clone())
+                .bind(migration.version)
+                .bind(migration.name)
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            info!(
+                version = migration.version,
+                name = migration.name,
+                "migration applied"
+            );
+            count += 1;
+        }
+        tx.commit().await.map_err(store_error)?;
+        Ok(count)
+    }
+
+    /// The startup check: fails with [`StoreError::Schema`], naming what is
+    /// missing, when the tables or the claim index do not exist or the
+    /// schema is older than this build needs.
+    #[instrument(skip_all, fields(db.system = "postgresql", db.namespace = %self.inner().names.schema), err)]
+    pub async fn verify(&self) -> Result<(), StoreError> {
+        let inner = self.inner();
+        let names = &inner.names;
+        let migrations = names.qualified(&names.migrations_table());
+        let expected = [
+            ("outbox table", names.qualified(&names.outbox)),
+            (
+                "outbox claim index",
+                names.qualified(&format!("{}_claim_idx", names.outbox)),
+            ),
+            ("inbox table", names.qualified(&names.inbox)),
+            ("migrations table", migrations),
+        ];
+        let relations: Vec<&str> = expected.iter().map(|(_, name)| name.as_str()).collect();
+        let found: Vec<bool> = sqlx::query_scalar(inner.sql.find_relations.clone())
+            .bind(&relations)
+            .fetch_all(&inner.pool)
+            .await
+            .map_err(store_error)?;
+        let missing: Vec<String> = expected
+            .iter()
+            .zip(&found)
+            .filter(|(_, found)| !**found)
+            .map(|((what, name), _)| format!("{what} {name}"))
+            .collect();
+        if !missing.is_empty() {
+            return Err(StoreError::Schema(format!(
+                "missing {}; run PgOutboxStore::migrate()",
+                missing.join(", ")
+            )));
+        }
+        let version: i32 = sqlx::query_scalar(inner.sql.schema_version.clone())
+            .fetch_one(&inner.pool)
+            .await
+            .map_err(store_error)?;
+        if version < SCHEMA_VERSION {
+            return Err(StoreError::Schema(format!(
+                "schema {} is at version {version}, this build needs {SCHEMA_VERSION}; run PgOutboxStore::migrate()",
+                names.schema
+            )));
+        }
+        Ok(())
+    }
+}

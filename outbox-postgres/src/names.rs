@@ -1,0 +1,160 @@
+//! Schema and table names: validated and quoted once, when a store is
+//! built, so no statement ever splices unchecked input.
+
+use tidings_core::StoreError;
+
+/// The longest schema or table name accepted, in bytes. Both names together
+/// form the notification channel `schema.table`, which must fit
+/// PostgreSQL's 63-byte identifier limit.
+pub const MAX_IDENTIFIER_LEN: usize = 31;
+
+/// The validated names of one store's tables, ready to be put into SQL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableNames {
+    /// The bare schema name.
+    pub(crate) schema: String,
+    /// The bare outbox table name.
+    pub(crate) outbox: String,
+    /// The bare inbox table name.
+    pub(crate) inbox: String,
+}
+
+impl TableNames {
+    /// Checks every name; the error says which one is wrong and why.
+    pub(crate) fn new(schema: &str, outbox: &str, inbox: &str) -> Result<Self, StoreError> {
+        check("schema", schema)?;
+        check("outbox table", outbox)?;
+        check("inbox table", inbox)?;
+        if outbox == inbox {
+            return Err(StoreError::Invalid(format!(
+                "the outbox and inbox tables are both named {outbox:?}; give them different names"
+            )));
+        }
+        Ok(Self {
+            schema: schema.to_owned(),
+            outbox: outbox.to_owned(),
+            inbox: inbox.to_owned(),
+        })
+    }
+
+    /// The LISTEN/NOTIFY channel of the outbox table.
+    pub(crate) fn channel(&self) -> String {
+        format!("{}.{}", self.schema, self.outbox)
+    }
+
+    /// The advisory lock key text under which migrations of this schema run.
+    pub(crate) fn migration_lock(&self) -> String {
+        format!("tidings.migrate.{}", self.schema)
+    }
+
+    /// Fills the placeholders of a statement template: `{schema}`,
+    /// `{outbox}`, `{inbox}` and `{migrations}` become quoted, qualified
+    /// names; `{outbox_table}` and `{inbox_table}` the bare table names, for
+    /// naming indexes inside quotes.
+    pub(crate) fn render(&self, template: &str) -> String {
+        let schema = quote(&self.schema);
+        let qualified = |table: &str| format!("{schema}.{}", quote(table));
+        template
+            .replace("{schema}", &schema)
+            .replace("{outbox}", &qualified(&self.outbox))
+            .replace("{inbox}", &qualified(&self.inbox))
+            .replace("{migrations}", &qualified(&self.migrations_table()))
+            .replace("{outbox_table}", &self.outbox)
+            .replace("{inbox_table}", &self.inbox)
+    }
+
+    /// A quoted, schema-qualified name, as `to_regclass` takes it.
+    pub(crate) fn qualified(&self, relation: &str) -> String {
+        format!("{}.{}", quote(&self.schema), quote(relation))
+    }
+
+    /// The bare name of the table recording applied migrations.
+    pub(crate) fn migrations_table(&self) -> String {
+        format!("{}_migrations", self.outbox)
+    }
+}
+
+/// A name is 1 to [`MAX_IDENTIFIER_LEN`] bytes of lower-case ASCII letters,
+/// digits and `_`, starting with a letter or `_`.
+fn check(kind: &str, name: &str) -> Result<(), StoreError> {
+    let invalid = |why: &str| {
+        Err(StoreError::Invalid(format!(
+            "{kind} name {name:?} is invalid: {why}"
+        )))
+    };
+    if name.is_empty() {
+        return invalid("it is empty");
+    }
+    if name.len() > MAX_IDENTIFIER_LEN {
+        return invalid(&format!(
+            "it is {} bytes long, the limit is {MAX_IDENTIFIER_LEN}",
+            name.len()
+        ));
+    }
+    let first_ok = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_');
+    let rest_ok = name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if !first_ok || !rest_ok {
+        return invalid(
+            "use lower-case ASCII letters, digits and '_', starting with a letter or '_'",
+        );
+    }
+    Ok(())
+}
+
+/// Quotes a validated name. Validation already excludes `"`, so quoting only
+/// keeps reserved words such as `order` usable.
+fn quote(name: &str) -> String {
+    format!("\"{name}\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordinary_names_render_quoted() {
+        let names = TableNames::new("shop", "outbox", "inbox").unwrap();
+        assert_eq!(
+            names.render("select * from {outbox} join {inbox} on true"),
+            r#"select * from "shop"."outbox" join "shop"."inbox" on true"#
+        );
+        assert_eq!(
+            names.render(r#"create index "{outbox_table}_claim_idx" on {outbox}"#),
+            r#"create index "outbox_claim_idx" on "shop"."outbox""#
+        );
+        assert_eq!(
+            names.render("{migrations}"),
+            r#""shop"."outbox_migrations""#
+        );
+        assert_eq!(names.channel(), "shop.outbox");
+    }
+
+    #[test]
+    fn hostile_names_are_rejected() {
+        let long = "a".repeat(MAX_IDENTIFIER_LEN + 1);
+        for bad in [
+            "",
+            "out\"box",
+            "x; drop table y",
+            "a b",
+            "Outbox",
+            "1st",
+            "ünï",
+            "a-b",
+            long.as_str(),
+        ] {
+            let err = TableNames::new("public", bad, "inbox").unwrap_err();
+            assert!(matches!(err, StoreError::Invalid(_)), "{bad:?}");
+            assert!(err.to_string().contains("outbox table name"), "{err}");
+            let err = TableNames::new(bad, "outbox", "inbox").unwrap_err();
+            assert!(err.to_string().contains("schema name"), "{err}");
+        }
+    }
+
+    #[test]
+    fn outbox_and_inbox_must_differ() {
+        assert!(TableNames::new("public", "t", "t").is_err());
+    }
+}

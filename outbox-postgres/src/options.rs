@@ -1,0 +1,118 @@
+//! How a store is set up: table names, retention and clock.
+
+use tidings_core::{SharedClock, SystemClock};
+
+/// What happens to a row once its event is published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Retention {
+    /// Delete it in the statement that marks it published (the default):
+    /// the table holds only unfinished and failed rows.
+    #[default]
+    Delete,
+    /// Keep it as `published`, for audits or replays, until
+    /// [`purge`](tidings_core::OutboxStore::purge) removes it.
+    Keep,
+}
+
+/// Options of a [`PgOutboxStore`](crate::PgOutboxStore).
+///
+/// ```
+/// use tidings_postgres::{PgOutboxOptions, Retention};
+///
+/// let options = PgOutboxOptions::new()
+///     .schema("shop")
+///     .table("order_outbox")
+///     .retention(Retention::Keep);
+/// assert_eq!(options.get_table(), "order_outbox");
+/// ```
+#[derive(Debug, Clone)]
+pub struct PgOutboxOptions {
+    schema: String,
+    table: String,
+    inbox_table: String,
+    retention: Retention,
+    clock: SharedClock,
+}
+
+impl PgOutboxOptions {
+    /// Default schema.
+    pub const DEFAULT_SCHEMA: &'static str = "public";
+    /// Default outbox table.
+    pub const DEFAULT_TABLE: &'static str = "tidings_outbox";
+    /// Default inbox table.
+    pub const DEFAULT_INBOX_TABLE: &'static str = "tidings_inbox";
+
+    /// The defaults: `public.tidings_outbox` and `public.tidings_inbox`,
+    /// published rows deleted, the system clock.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The schema holding the tables; [`migrate`](crate::PgOutboxStore::migrate)
+    /// creates it when missing.
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    /// The outbox table. Its migrations are recorded in `<table>_migrations`.
+    pub fn table(mut self, table: impl Into<String>) -> Self {
+        self.table = table.into();
+        self
+    }
+
+    /// The inbox table.
+    pub fn inbox_table(mut self, table: impl Into<String>) -> Self {
+        self.inbox_table = table.into();
+        self
+    }
+
+    /// What happens to published rows.
+    pub fn retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// The clock stamping staged events (`occurred_at` and hybrid-clock
+    /// stamps). Lease and retry times always use the database clock.
+    pub fn with_clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The schema name.
+    pub fn get_schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// The outbox table name.
+    pub fn get_table(&self) -> &str {
+        &self.table
+    }
+
+    /// The inbox table name.
+    pub fn get_inbox_table(&self) -> &str {
+        &self.inbox_table
+    }
+
+    /// The retention of published rows.
+    pub fn get_retention(&self) -> Retention {
+        self.retention
+    }
+
+    pub(crate) fn clock(&self) -> &SharedClock {
+        &self.clock
+    }
+}
+
+impl Default for PgOutboxOptions {
+    fn default() -> Self {
+        Self {
+            schema: Self::DEFAULT_SCHEMA.to_owned(),
+            table: Self::DEFAULT_TABLE.to_owned(),
+            inbox_table: Self::DEFAULT_INBOX_TABLE.to_owned(),
+            retention: Retention::default(),
+            clock: SystemClock::shared(),
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! The relay's side: claims, sweeps, requeues, purges and stats.
+
+use std::time::Duration;
+
+use sqlx::Row;
+use tidings_core::{
+    ClaimRequest, LeaseToken, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus, Requeue,
+    StoreError,
+};
+use tracing::{debug, info, instrument};
+use uuid::Uuid;
+
+use crate::error::store_error;
+use crate::record::{ClaimedRow, into_records};
+use crate::store::{limit, micros};
+use crate::{PgBatch, PgOutboxStore};
+
+impl OutboxStore for PgOutboxStore {
+    type Batch = PgBatch;
+
+    #[instrument(
+        skip_all,
+        fields(
+            messaging.system = "postgresql",
+            tidings.route = request.route.name,
+            limit = request.limit,
+            claimed,
+        ),
+        err
+    )]
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<PgBatch, StoreError> {
+        let route = request.route;
+        let lease = LeaseToken::new();
+        let inner = self.inner();
+        let rows = sqlx::query(inner.sql.claim(route))
+            .bind(route.name)
+            .bind(limit(request.limit))
+            .bind(lease.0)
+            .bind(micros(request.lease))
+            .fetch_all(&inner.pool)
+            .await
+            .map_err(store_error)?;
+        let rows = rows
+            .iter()
+            .map(ClaimedRow::decode)
+            .collect::<Result<Vec<_>, _>>()?;
+        tracing::Span::current().record("claimed", rows.len());
+        let records = into_records(rows, route.hlc_ordering);
+        Ok(PgBatch::new(
+            self.clone(),
+            route.name.to_owned(),
+            lease,
+            records,
+        ))
+    }
+
+    #[instrument(skip_all, fields(messaging.system = "postgresql", tidings.route = route), err)]
+    async fn sweep_expired(&self, route: &str, limit_rows: usize) -> Result<u64, StoreError> {
+        let inner = self.inner();
+        let swept = sqlx::query(inner.sql.sweep.clone())
+            .bind(route)
+            .bind(limit(limit_rows))
+            .execute(&inner.pool)
+            .await
+            .map_err(store_error)?
+            .rows_affected();
+        if swept > 0 {
+            info!(swept, "expired leases returned to pending");
+        }
+        Ok(swept)
+    }
+
+    #[instrument(skip_all, fields(messaging.system = "postgresql", tidings.route = route), err)]
+    async fn requeue_failed(&self, route: &str, which: Requeue) -> Result<u64, StoreError> {
+        let (all, ids) = match which {
+            Requeue::All => (true, Vec::new()),
+            Requeue::Ids(ids) => (false, ids),
+        };
+        let inner = self.inner();
+        let requeued = sqlx::query(inner.sql.requeue.clone())
+            .bind(route)
+            .bind(all)
+            .bind::<&[Uuid]>(&ids)
+            .execute(&inner.pool)
+            .await
+            .map_err(store_error)?
+            .rows_affected();
+        info!(requeued, "failed rows requeued");
+        Ok(requeued)
+    }
+
+    #[instrument(skip_all, fields(messaging.system = "postgresql", tidings.route = route), err)]
+    async fn purge(&self, route: &str, request: PurgeRequest) -> Result<u64, StoreError> {
+        let status = match request.status {
+            PurgeStatus::Published => "published",
+            PurgeStatus::Failed => "failed",
+        };
+        let inner = self.inner();
+        let purged = sqlx::query(inner.sql.purge.clone())
+            .bind(route)
+            .bind(status)
+            .bind(micros(request.older_than))
+            .bind(limit(request.limit))
+            .execute(&inner.pool)
+            .await
+            .map_err(store_error)?
+            .rows_affected();
+        debug!(purged, status, "finished rows purged");
+        Ok(purged)
+    }
+
+    #[instrument(skip_all, fields(messaging.system = "postgresql", tidings.route = route), err)]
+    async fn stats(&self, route: &str) -> Result<OutboxStats, StoreError> {
+        let inner = self.inner();
+        let row = sqlx::query(inner.sql.stats.clone())
+            .bind(route)
+            .fetch_one(&inner.pool)
+            .await
+            .map_err(store_error)?;
+        let count = |column: &str| -> Result<u64, StoreError> {
+            let n: i64 = row.try_get(column).map_err(store_error)?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        };
+        let oldest: Option<i64> = row.try_get("oldest_pending_us").map_err(store_error)?;
+        Ok(OutboxStats {
+            pending: count("pending")?,
+            in_flight: count("in_flight")?,
+            failed: count("failed")?,
+            published: count("published")?,
+            oldest_pending_age: oldest.map(|us| Duration::from_micros(us.max(0) as u64)),
+        })
+    }
+}

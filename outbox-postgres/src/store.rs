@@ -1,0 +1,156 @@
+//! The PostgreSQL outbox store: a pool, validated table names and the
+//! statements rendered with them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::{Connection, PgConnection, PgPool, Postgres, Transaction};
+use tidings_core::{HybridClock, OutboxBuffer, StoreError, Wakeup};
+use tracing::instrument;
+
+use crate::error::store_error;
+use crate::names::TableNames;
+use crate::sql::Statements;
+use crate::{PgContext, PgInboxStore, PgListener, PgOutboxOptions, Retention};
+
+/// The outbox (and inbox) store on PostgreSQL.
+///
+/// Cheap to clone: clones share one pool and one set of statements. Build it
+/// with [`new`](Self::new), which validates the table names, then run
+/// [`migrate`](Self::migrate) (or, where an operator migrates,
+/// [`verify`](Self::verify)) before use.
+#[derive(Debug, Clone)]
+pub struct PgOutboxStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) pool: PgPool,
+    pub(crate) names: TableNames,
+    pub(crate) sql: Statements,
+    pub(crate) options: PgOutboxOptions,
+    pub(crate) hlc: HybridClock,
+    pub(crate) channel: String,
+}
+
+impl PgOutboxStore {
+    /// A store on `pool` with `options`. Fails with
+    /// [`StoreError::Invalid`] when a schema or table name is not a plain
+    /// lower-case identifier of at most
+    /// [`MAX_IDENTIFIER_LEN`](crate::MAX_IDENTIFIER_LEN) bytes.
+    pub fn new(pool: PgPool, options: PgOutboxOptions) -> Result<Self, StoreError> {
+        let names = TableNames::new(
+            options.get_schema(),
+            options.get_table(),
+            options.get_inbox_table(),
+        )?;
+        let sql = Statements::new(&names);
+        let hlc = HybridClock::new(options.clock().clone());
+        let channel = names.channel();
+        Ok(Self {
+            inner: Arc::new(Inner {
+                pool,
+                names,
+                sql,
+                options,
+                hlc,
+                channel,
+            }),
+        })
+    }
+
+    /// Opens a transaction on a pooled connection, ready for staging.
+    #[instrument(skip_all, fields(db.system = "postgresql"), err)]
+    pub async fn begin(&self) -> Result<PgContext<'static>, StoreError> {
+        let tx = self.inner.pool.begin().await.map_err(store_error)?;
+        Ok(self.context(tx))
+    }
+
+    /// Opens a transaction on a connection the caller holds: a plain one,
+    /// or one already in a transaction, where this opens a savepoint that
+    /// [`PgContext::commit`] releases into the caller's transaction.
+    #[instrument(skip_all, fields(db.system = "postgresql"), err)]
+    pub async fn begin_on<'c>(
+        &self,
+        conn: &'c mut PgConnection,
+    ) -> Result<PgContext<'c>, StoreError> {
+        let tx = conn.begin().await.map_err(store_error)?;
+        Ok(self.context(tx))
+    }
+
+    /// Wraps a transaction the caller opened; its statements so far commit
+    /// with the staged events.
+    pub fn context<'c>(&self, tx: Transaction<'c, Postgres>) -> PgContext<'c> {
+        PgContext::new(tx, self.buffer(), self.clone())
+    }
+
+    /// A listener waking `wakeup` whenever a transaction staging into this
+    /// store commits.
+    pub fn listener(&self, wakeup: Wakeup) -> PgListener {
+        PgListener::new(self.inner.pool.clone(), self.inner.channel.clone(), wakeup)
+    }
+
+    /// The inbox store on this store's inbox table; its transactions are
+    /// [`PgContext`]s, so a handler can stage events too.
+    pub fn inbox(&self) -> PgInboxStore {
+        PgInboxStore::new(self.clone())
+    }
+
+    /// The connection pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.inner.pool
+    }
+
+    /// The options the store was built with.
+    pub fn options(&self) -> &PgOutboxOptions {
+        &self.inner.options
+    }
+
+    /// The NOTIFY channel committed staging transactions signal:
+    /// `schema.table`.
+    pub fn channel(&self) -> &str {
+        &self.inner.channel
+    }
+
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
+    pub(crate) fn delete_on_publish(&self) -> bool {
+        self.inner.options.get_retention() == Retention::Delete
+    }
+
+    fn buffer(&self) -> OutboxBuffer {
+        OutboxBuffer::new(self.inner.options.clock().clone(), self.inner.hlc.clone())
+    }
+}
+
+/// The longest interval handed to PostgreSQL, so `now() + interval` never
+/// leaves the timestamp range: about 100 years.
+const MAX_INTERVAL_MICROS: i64 = 100 * 366 * 24 * 3600 * 1_000_000;
+
+/// A duration as whole microseconds for an interval parameter, capped at
+/// about 100 years.
+pub(crate) fn micros(duration: Duration) -> i64 {
+    i64::try_from(duration.as_micros())
+        .unwrap_or(i64::MAX)
+        .min(MAX_INTERVAL_MICROS)
+}
+
+/// A row count as a `LIMIT` parameter.
+pub(crate) fn limit(count: usize) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_become_capped_micros() {
+        assert_eq!(micros(Duration::from_millis(1500)), 1_500_000);
+        assert_eq!(micros(Duration::MAX), MAX_INTERVAL_MICROS);
+        assert_eq!(limit(usize::MAX), i64::MAX);
+    }
+}

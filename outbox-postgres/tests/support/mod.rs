@@ -1,0 +1,120 @@
+//! What every test of this crate shares: a pool on the real server and a
+//! migrated store in a schema of its own.
+
+// Each test file uses its own subset of these helpers.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use sqlx::PgPool;
+use sqlx::postgres::PgPoolOptions;
+use tidings_core::{OutboxSpec, StagedEvent};
+use tidings_postgres::{PgOutboxOptions, PgOutboxStore, Retention};
+use tidings_testing::names::unique_name;
+use tidings_testing::services::{database_url, service_missing};
+
+/// Schemas made by these tests start with this, so the janitor finds them.
+pub(crate) const SCHEMA_PREFIX: &str = "tidings_test";
+
+/// The spec most tests stage through.
+pub(crate) static ORDER_EVENTS: OutboxSpec<u64> =
+    OutboxSpec::json("order-events").to_queue("orders");
+/// A per-key spec.
+pub(crate) static KEYED_EVENTS: OutboxSpec<u64> = OutboxSpec::json("keyed-events")
+    .to_queue("orders")
+    .per_key();
+
+/// A pool on `DATABASE_URL`; fails the test with the setup command when the
+/// server does not answer.
+pub(crate) async fn pool(max_connections: u32) -> PgPool {
+    let url = database_url();
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect(&url)
+        .await
+        .unwrap_or_else(|e| service_missing("PostgreSQL", &url, &e));
+    drop_stale_schemas(&pool).await;
+    pool
+}
+
+/// A migrated store in a fresh schema.
+pub(crate) async fn store(retention: Retention) -> PgOutboxStore {
+    store_on(pool(8).await, retention).await
+}
+
+/// A migrated store in a fresh schema on `pool`.
+pub(crate) async fn store_on(pool: PgPool, retention: Retention) -> PgOutboxStore {
+    let options = PgOutboxOptions::new()
+        .schema(unique_name(SCHEMA_PREFIX))
+        .retention(retention);
+    let store = PgOutboxStore::new(pool, options).expect("valid names");
+    store.migrate().await.expect("migrate");
+    store
+}
+
+/// Drops the store's schema and everything in it.
+pub(crate) async fn drop_schema(store: &PgOutboxStore) {
+    let sql = format!(
+        "drop schema if exists \"{}\" cascade",
+        store.options().get_schema()
+    );
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(store.pool())
+        .await
+        .expect("drop schema");
+}
+
+/// Commits `events` through the store's staging path.
+pub(crate) async fn commit(store: &PgOutboxStore, events: Vec<StagedEvent>) {
+    let mut ctx = store.begin().await.expect("begin");
+    for event in events {
+        ctx.outbox().push(event);
+    }
+    ctx.commit().await.expect("commit");
+}
+
+/// Rows in the store's outbox table, whatever their route or status.
+pub(crate) async fn row_count(store: &PgOutboxStore) -> i64 {
+    let sql = format!(
+        "select count(*) from \"{}\".\"{}\"",
+        store.options().get_schema(),
+        store.options().get_table()
+    );
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .fetch_one(store.pool())
+        .await
+        .expect("count rows")
+}
+
+/// Test schemas left behind by runs that stopped early (conformance cases
+/// cannot drop theirs): those migrated more than an hour ago are dropped,
+/// once per test process.
+async fn drop_stale_schemas(pool: &PgPool) {
+    static DONE: AtomicBool = AtomicBool::new(false);
+    if DONE.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let pattern = format!("{SCHEMA_PREFIX}\\_%");
+    let schemas: Vec<String> =
+        sqlx::query_scalar("select nspname::text from pg_namespace where nspname like $1")
+            .bind(pattern)
+            .fetch_all(pool)
+            .await
+            .unwrap_or_default();
+    for schema in schemas {
+        let age = format!(
+            "select coalesce(min(applied_at) < now() - interval '1 hour', true) \
+             from \"{schema}\".tidings_outbox_migrations"
+        );
+        let stale: bool = sqlx::query_scalar(sqlx::AssertSqlSafe(age))
+            .fetch_one(pool)
+            .await
+            .unwrap_or(false);
+        if stale {
+            let drop = format!("drop schema if exists \"{schema}\" cascade");
+            let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(drop)).execute(pool).await;
+        }
+    }
+}
