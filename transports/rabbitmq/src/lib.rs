@@ -1,1 +1,24 @@
 #![doc = include_str!("../README.md")]
+
+mod acker;
+mod connection;
+mod count;
+mod error;
+mod options;
+mod properties;
+mod publisher;
+mod source;
+mod topology;
+
+pub use acker::RabbitAcker;
+pub use error::TopologyError;
+pub use options::{
+    ConnectionOptions, DestinationOptions, PublisherOptions, RoutingKey, SourceOptions,
+};
+pub use properties::{DEAD_LETTER_REASON_HEADER, PRIOR_DELIVERIES_HEADER};
+pub use publisher::RabbitPublisher;
+pub use source::{RabbitSource, RabbitStream};
+pub use topology::{
+    QueueKind, QueueOptions, Topology, dead_letter_exchange, dead_letter_queue, delay_queue,
+    exchange_name,
+};

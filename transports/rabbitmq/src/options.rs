@@ -1,0 +1,177 @@
+//! Settings of the connection, the publisher and the source.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tidings_core::Backoff;
+
+/// Settings of one connection to RabbitMQ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionOptions {
+    pub(crate) url: String,
+    pub(crate) connection_name: String,
+    pub(crate) reconnect: Backoff,
+}
+
+impl ConnectionOptions {
+    /// Default [`connection_name`](Self::connection_name).
+    pub const DEFAULT_CONNECTION_NAME: &'static str = "tidings";
+    /// Default [`reconnect`](Self::reconnect) schedule: from 100 ms, doubling,
+    /// capped at 10 s.
+    pub const DEFAULT_RECONNECT: Backoff =
+        Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
+
+    /// Options for the broker at `url`, for example
+    /// `amqp://guest:guest@127.0.0.1:5672/%2f`.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            connection_name: Self::DEFAULT_CONNECTION_NAME.to_owned(),
+            reconnect: Self::DEFAULT_RECONNECT,
+        }
+    }
+
+    /// The name the connection shows in `rabbitmqctl list_connections` and
+    /// the management UI (the `connection_name` client property).
+    pub fn connection_name(mut self, name: impl Into<String>) -> Self {
+        self.connection_name = name.into();
+        self
+    }
+
+    /// The delay schedule between reconnect attempts after the connection
+    /// drops.
+    pub fn reconnect(mut self, backoff: Backoff) -> Self {
+        self.reconnect = backoff;
+        self
+    }
+
+    /// The broker URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+/// Which routing key a message is published with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RoutingKey {
+    /// The destination name, which the queue declared by
+    /// [`Topology`](crate::Topology) is bound with. The ordering key still
+    /// travels in the `ce-partitionkey` header.
+    #[default]
+    Destination,
+    /// The envelope's ordering key (the destination name when it has none),
+    /// for exchanges that route on it, such as a consistent-hash exchange.
+    OrderingKey,
+}
+
+/// Where the messages of one destination go.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DestinationOptions {
+    pub(crate) exchange: Option<String>,
+    pub(crate) routing_key: RoutingKey,
+}
+
+impl DestinationOptions {
+    /// The exchange to publish to. Default: the exchange named after the
+    /// destination, which [`Topology`](crate::Topology) declares.
+    pub fn exchange(mut self, exchange: impl Into<String>) -> Self {
+        self.exchange = Some(exchange.into());
+        self
+    }
+
+    /// The routing key; default [`RoutingKey::Destination`].
+    pub fn routing_key(mut self, routing_key: RoutingKey) -> Self {
+        self.routing_key = routing_key;
+        self
+    }
+}
+
+/// Settings of a [`RabbitPublisher`](crate::RabbitPublisher).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublisherOptions {
+    pub(crate) max_message_size: usize,
+    pub(crate) confirm_timeout: Duration,
+    pub(crate) destinations: HashMap<String, DestinationOptions>,
+}
+
+impl PublisherOptions {
+    /// Default [`max_message_size`](Self::max_message_size): 128 MiB, the
+    /// default `max_message_size` of RabbitMQ 3.10.
+    pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 128 * 1024 * 1024;
+    /// Default [`confirm_timeout`](Self::confirm_timeout): 30 s.
+    pub const DEFAULT_CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// Payloads larger than this fail with
+    /// [`PublishError::TooLarge`](tidings_core::PublishError::TooLarge)
+    /// before anything is sent. Set it to the broker's `max_message_size`.
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes;
+        self
+    }
+
+    /// How long a batch waits for its publisher confirms before the
+    /// unconfirmed messages fail with
+    /// [`PublishError::Timeout`](tidings_core::PublishError::Timeout).
+    pub fn confirm_timeout(mut self, timeout: Duration) -> Self {
+        self.confirm_timeout = timeout;
+        self
+    }
+
+    /// Settings for the messages whose destination is `destination`;
+    /// destinations without settings use [`DestinationOptions::default`].
+    pub fn destination(
+        mut self,
+        destination: impl Into<String>,
+        options: DestinationOptions,
+    ) -> Self {
+        self.destinations.insert(destination.into(), options);
+        self
+    }
+}
+
+impl Default for PublisherOptions {
+    fn default() -> Self {
+        Self {
+            max_message_size: Self::DEFAULT_MAX_MESSAGE_SIZE,
+            confirm_timeout: Self::DEFAULT_CONFIRM_TIMEOUT,
+            destinations: HashMap::new(),
+        }
+    }
+}
+
+/// Settings of a [`RabbitSource`](crate::RabbitSource).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceOptions {
+    pub(crate) prefetch: u16,
+    pub(crate) confirm_timeout: Duration,
+}
+
+impl SourceOptions {
+    /// Default [`prefetch`](Self::prefetch): 32 unsettled deliveries.
+    pub const DEFAULT_PREFETCH: u16 = 32;
+    /// Default [`confirm_timeout`](Self::confirm_timeout): 30 s.
+    pub const DEFAULT_CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// How many deliveries a subscription holds unsettled at most (the
+    /// channel's `basic.qos` prefetch count).
+    pub fn prefetch(mut self, count: u16) -> Self {
+        self.prefetch = count.max(1);
+        self
+    }
+
+    /// How long dead-lettering and delayed redelivery, which republish the
+    /// message, wait for the broker's confirm.
+    pub fn confirm_timeout(mut self, timeout: Duration) -> Self {
+        self.confirm_timeout = timeout;
+        self
+    }
+}
+
+impl Default for SourceOptions {
+    fn default() -> Self {
+        Self {
+            prefetch: Self::DEFAULT_PREFETCH,
+            confirm_timeout: Self::DEFAULT_CONFIRM_TIMEOUT,
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! The envelope as AMQP properties and headers, and back.
+//!
+//! The AMQP properties carry what AMQP has a slot for (message id = event
+//! id, type, content type, timestamp, correlation id, persistent delivery
+//! mode); the header table carries the envelope's CloudEvents binary-mode
+//! attributes ([`tidings_core::cloudevents`]) and application headers, so
+//! every transport and every language reads the same names.
+
+use std::time::UNIX_EPOCH;
+
+use bytes::Bytes;
+use lapin::BasicProperties;
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use tidings_core::cloudevents::{AttributeError, from_attributes, to_attributes};
+use tidings_core::{Envelope, PublishError};
+
+pub use tidings_core::DEAD_LETTER_REASON_HEADER;
+/// The header counting the deliveries a message had before it was
+/// republished for a delayed redelivery; it keeps delivery counts exact
+/// across the trip through the delay queue.
+pub const PRIOR_DELIVERIES_HEADER: &str = "x-tidings-prior-deliveries";
+/// The header quorum queues count failed deliveries in.
+pub(crate) const QUORUM_DELIVERY_COUNT: &str = "x-delivery-count";
+
+/// Persistent delivery mode: the broker writes the message to disk.
+const PERSISTENT: u8 = 2;
+/// The frame header and end byte around a content header frame.
+const FRAME_OVERHEAD: usize = 8;
+/// Class id, weight, body size and property flags of a content header.
+const CONTENT_HEADER_FIXED: usize = 14;
+
+/// The properties of `envelope`, or why it cannot be sent over AMQP.
+///
+/// `frame_max` is the connection's negotiated frame size: AMQP carries all
+/// properties in one frame, so a header table larger than that cannot be
+/// sent at all.
+pub(crate) fn encode(
+    envelope: &Envelope,
+    frame_max: usize,
+) -> Result<BasicProperties, PublishError> {
+    let mut headers = FieldTable::default();
+    let mut size = CONTENT_HEADER_FIXED + 4;
+    for (name, value) in to_attributes(envelope) {
+        size += 1 + name.len() + 1 + 4 + value.len();
+        let key = short("header name", &name)?;
+        headers.insert(key, AMQPValue::LongString(LongString::from(value)));
+    }
+    let mut properties = BasicProperties::default()
+        .with_message_id(short("event id", &envelope.event_id.to_string())?)
+        .with_type(short("event type", &envelope.event_type)?)
+        .with_content_type(short("content type", &envelope.content_type)?)
+        .with_delivery_mode(PERSISTENT)
+        .with_timestamp(unix_seconds(envelope));
+    size += 37 + 1 + envelope.event_type.len() + 1 + envelope.content_type.len() + 1 + 8;
+    if let Some(correlation) = &envelope.correlation_id {
+        properties = properties.with_correlation_id(short("correlation id", correlation)?);
+        size += 1 + correlation.len();
+    }
+    if size + FRAME_OVERHEAD > frame_max {
+        return Err(PublishError::Invalid {
+            reason: format!(
+                "headers and properties take {size} bytes, more than the {frame_max}-byte frame AMQP must carry them in"
+            ),
+        });
+    }
+    Ok(properties.with_headers(headers))
+}
+
+/// An AMQP short string (at most 255 bytes), or the error naming the field.
+pub(crate) fn short(what: &str, value: &str) -> Result<ShortString, PublishError> {
+    ShortString::try_new(value).map_err(|_| PublishError::Invalid {
+        reason: format!(
+            "{what} {:?} is {} bytes long; AMQP allows at most 255",
+            preview(value),
+            value.len()
+        ),
+    })
+}
+
+fn preview(value: &str) -> String {
+    value.chars().take(40).collect()
+}
+
+fn unix_seconds(envelope: &Envelope) -> u64 {
+    envelope
+        .occurred_at
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Rebuilds the envelope from a delivery's properties and body.
+pub(crate) fn decode(
+    properties: &BasicProperties,
+    payload: Bytes,
+) -> Result<Envelope, AttributeError> {
+    let attributes: Vec<(String, String)> = properties
+        .headers()
+        .iter()
+        .flat_map(|table| table.inner())
+        .filter(|(name, _)| !is_broker_header(name.as_str()))
+        .filter_map(|(name, value)| Some((name.to_string(), text(value)?)))
+        .collect();
+    from_attributes(
+        attributes.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        payload,
+    )
+}
+
+/// Headers the broker or this transport adds, which are not the
+/// envelope's.
+fn is_broker_header(name: &str) -> bool {
+    name == "x-death"
+        || name == QUORUM_DELIVERY_COUNT
+        || name == PRIOR_DELIVERIES_HEADER
+        || name.starts_with("x-first-death-")
+        || name.starts_with("x-last-death-")
+}
+
+/// A header value as text; tables, arrays and byte arrays have none.
+pub(crate) fn text(value: &AMQPValue) -> Option<String> {
+    Some(match value {
+        AMQPValue::LongString(s) => String::from_utf8(s.as_bytes().to_vec()).ok()?,
+        AMQPValue::ShortString(s) => s.to_string(),
+        AMQPValue::Boolean(b) => b.to_string(),
+        AMQPValue::ShortShortInt(n) => n.to_string(),
+        AMQPValue::ShortShortUInt(n) => n.to_string(),
+        AMQPValue::ShortInt(n) => n.to_string(),
+        AMQPValue::ShortUInt(n) => n.to_string(),
+        AMQPValue::LongInt(n) => n.to_string(),
+        AMQPValue::LongUInt(n) => n.to_string(),
+        AMQPValue::LongLongInt(n) => n.to_string(),
+        AMQPValue::Timestamp(n) => n.to_string(),
+        AMQPValue::Float(n) => n.to_string(),
+        AMQPValue::Double(n) => n.to_string(),
+        _ => return None,
+    })
+}
+
+/// A header value as a number.
+pub(crate) fn number(value: &AMQPValue) -> Option<u64> {
+    match value {
+        AMQPValue::LongLongInt(n) => u64::try_from(*n).ok(),
+        AMQPValue::LongInt(n) => u64::try_from(*n).ok(),
+        AMQPValue::LongUInt(n) => Some(u64::from(*n)),
+        AMQPValue::ShortInt(n) => u64::try_from(*n).ok(),
+        AMQPValue::ShortUInt(n) => Some(u64::from(*n)),
+        AMQPValue::ShortShortInt(n) => u64::try_from(*n).ok(),
+        AMQPValue::ShortShortUInt(n) => Some(u64::from(*n)),
+        AMQPValue::Timestamp(n) => Some(*n),
+        other => text(other)?.parse().ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn envelope() -> Envelope {
+        let mut env = Envelope::new(
+            "r",
+            "orders",
+            "order.placed",
+            Bytes::from_static(b"{}"),
+            "application/json",
+        );
+        env.correlation_id = Some("corr".into());
+        env.headers.insert("traceparent".into(), "00-a-b-01".into());
+        env
+    }
+
+    #[test]
+    fn envelope_round_trips_through_properties() {
+        let env = envelope();
+        let props = encode(&env, 131_072).unwrap();
+        assert_eq!(
+            props.message_id().as_ref().unwrap().as_str(),
+            env.event_id.to_string()
+        );
+        assert_eq!(props.kind().as_ref().unwrap().as_str(), "order.placed");
+        assert_eq!(*props.delivery_mode(), Some(PERSISTENT));
+        assert_eq!(decode(&props, env.payload.clone()).unwrap(), env);
+    }
+
+    #[test]
+    fn long_header_names_are_refused_with_a_reason() {
+        let mut env = envelope();
+        env.headers.insert("h".repeat(300), "v".into());
+        let err = encode(&env, 131_072).unwrap_err();
+        assert!(
+            matches!(&err, PublishError::Invalid { reason } if reason.contains("header name")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn headers_larger_than_a_frame_are_refused() {
+        let mut env = envelope();
+        env.headers.insert("big".into(), "v".repeat(200_000));
+        let err = encode(&env, 131_072).unwrap_err();
+        assert!(
+            matches!(&err, PublishError::Invalid { reason } if reason.contains("frame")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn broker_headers_stay_out_of_the_envelope() {
+        let env = envelope();
+        let mut props = encode(&env, 131_072).unwrap();
+        let mut headers = props.headers().clone().unwrap();
+        headers.insert(QUORUM_DELIVERY_COUNT.into(), AMQPValue::LongLongInt(2));
+        headers.insert(
+            "x-first-death-reason".into(),
+            AMQPValue::LongString("expired".into()),
+        );
+        props = props.with_headers(headers);
+        assert_eq!(decode(&props, env.payload.clone()).unwrap(), env);
+    }
+}

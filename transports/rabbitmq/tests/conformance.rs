@@ -1,0 +1,22 @@
+//! The broker conformance suite from `tidings-testing`, on classic and on
+//! quorum queues.
+
+mod common;
+
+mod classic {
+    use super::common::Rabbit;
+    use tidings_rabbitmq::QueueKind;
+
+    tidings_testing::broker_conformance!(Rabbit {
+        kind: QueueKind::Classic
+    });
+}
+
+mod quorum {
+    use super::common::Rabbit;
+    use tidings_rabbitmq::QueueKind;
+
+    tidings_testing::broker_conformance!(Rabbit {
+        kind: QueueKind::Quorum
+    });
+}

@@ -1,0 +1,175 @@
+//! Publishing: per-message failures never fail the rest of a batch.
+
+mod common;
+
+use bytes::Bytes;
+use common::{Setup, envelope, next};
+use tidings_core::{PublishError, Publisher};
+use tidings_rabbitmq::{ConnectionOptions, PublisherOptions, QueueKind};
+
+#[tokio::test]
+async fn missing_exchange_fails_only_its_message() {
+    let setup = Setup::new("missing_exchange", QueueKind::Classic).await;
+    let missing = tidings_testing::names::unique_name("no_such_exchange");
+    let batch = vec![
+        setup.envelope(1),
+        envelope(&missing, 2),
+        setup.envelope(3),
+        envelope(&missing, 4),
+        setup.envelope(5),
+    ];
+    let results = setup.publisher.publish_batch(&batch).await;
+    assert!(
+        results[0].is_ok() && results[2].is_ok() && results[4].is_ok(),
+        "{results:?}"
+    );
+    for failed in [&results[1], &results[3]] {
+        let err = failed.as_ref().unwrap_err();
+        assert!(
+            matches!(err, PublishError::Unroutable { destination } if *destination == missing),
+            "{err:?}"
+        );
+        assert!(!err.is_transient());
+    }
+    let mut stream = setup.subscribe(&setup.queue).await;
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let delivery = next(&mut stream).await;
+        seen.push(delivery.envelope().event_id);
+        delivery.ack().await.unwrap();
+    }
+    seen.sort();
+    let mut expected: Vec<_> = [0, 2, 4].iter().map(|i| batch[*i].event_id).collect();
+    expected.sort();
+    assert_eq!(seen, expected);
+    drop(stream);
+    setup.delete().await;
+}
+
+#[tokio::test]
+async fn unroutable_mandatory_publish_fails_only_its_message() {
+    let setup = Setup::new("unroutable", QueueKind::Classic).await;
+    // The exchange exists but nothing is bound with this routing key.
+    let options = PublisherOptions::default().destination(
+        "elsewhere",
+        tidings_rabbitmq::DestinationOptions::default().exchange(setup.queue.clone()),
+    );
+    let publisher =
+        tidings_rabbitmq::RabbitPublisher::new(common::connection("publisher"), options);
+    let batch = vec![
+        setup.envelope(1),
+        envelope("elsewhere", 2),
+        setup.envelope(3),
+    ];
+    let results = publisher.publish_batch(&batch).await;
+    assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
+    assert!(
+        matches!(&results[1], Err(PublishError::Unroutable { destination }) if destination == "elsewhere"),
+        "{results:?}"
+    );
+    setup.delete().await;
+}
+
+#[tokio::test]
+async fn oversized_message_is_refused_before_sending() {
+    let options = PublisherOptions::default().max_message_size(1024);
+    let setup = Setup::with(
+        "too_large",
+        QueueKind::Classic,
+        options,
+        common::connection("source"),
+    )
+    .await;
+    let mut big = setup.envelope(2);
+    big.payload = Bytes::from(vec![b'x'; 2048]);
+    let results = setup
+        .publisher
+        .publish_batch(&[setup.envelope(1), big, setup.envelope(3)])
+        .await;
+    assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
+    let err = results[1].as_ref().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PublishError::TooLarge {
+                size: 2048,
+                limit: 1024
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(!err.is_transient());
+    assert_eq!(
+        err.to_string(),
+        "message of 2048 bytes exceeds the broker limit of 1024 bytes"
+    );
+    setup.delete().await;
+}
+
+/// The broker's own limit (128 MiB on RabbitMQ 3.10) closes the channel;
+/// the publisher reports it for that message and resends the others.
+#[tokio::test]
+async fn message_above_the_broker_limit_fails_only_its_message() {
+    let options = PublisherOptions::default().max_message_size(usize::MAX);
+    let setup = Setup::with(
+        "broker_limit",
+        QueueKind::Classic,
+        options,
+        common::connection("source"),
+    )
+    .await;
+    let mut big = setup.envelope(2);
+    big.payload = Bytes::from(vec![b'x'; PublisherOptions::DEFAULT_MAX_MESSAGE_SIZE + 1]);
+    let results = setup
+        .publisher
+        .publish_batch(&[setup.envelope(1), big, setup.envelope(3)])
+        .await;
+    assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
+    let err = results[1].as_ref().unwrap_err();
+    assert!(matches!(err, PublishError::TooLarge { .. }), "{err:?}");
+    assert!(!err.is_transient());
+    setup.delete().await;
+}
+
+#[tokio::test]
+async fn unrepresentable_headers_fail_only_their_message() {
+    let setup = Setup::new("bad_headers", QueueKind::Classic).await;
+    let mut long_name = setup.envelope(2);
+    long_name.headers.insert("n".repeat(256), "v".into());
+    let mut huge_headers = setup.envelope(3);
+    huge_headers
+        .headers
+        .insert("big".into(), "v".repeat(200_000));
+    let mut long_type = setup.envelope(4);
+    long_type.event_type = "t".repeat(300);
+    let batch = [
+        setup.envelope(1),
+        long_name,
+        huge_headers,
+        long_type,
+        setup.envelope(5),
+    ];
+    let results = setup.publisher.publish_batch(&batch).await;
+    assert!(results[0].is_ok() && results[4].is_ok(), "{results:?}");
+    for (i, what) in [(1, "header name"), (2, "frame"), (3, "event type")] {
+        let err = results[i].as_ref().unwrap_err();
+        assert!(
+            matches!(err, PublishError::Invalid { reason } if reason.contains(what)),
+            "{err:?}"
+        );
+        assert!(!err.is_transient());
+    }
+    setup.delete().await;
+}
+
+#[tokio::test]
+async fn unreachable_broker_is_a_transient_error() {
+    let options = ConnectionOptions::new("amqp://guest:guest@127.0.0.1:1/%2f");
+    let publisher = tidings_rabbitmq::RabbitPublisher::new(options, PublisherOptions::default());
+    let err = publisher
+        .publish(&envelope("anywhere", 1))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PublishError::Unavailable(_)), "{err:?}");
+    assert!(err.is_transient());
+}
