@@ -135,6 +135,11 @@ async fn next(mut state: State) -> Option<(Item, State)> {
             continue;
         };
         match sub.consumer.next().await {
+            Some(Ok(delivery)) if !delivery.acker.usable() => {
+                // Prefetched before the channel closed: it can no longer be
+                // settled, and the broker redelivers it.
+                tracing::debug!(messaging.system = "rabbitmq", messaging.destination.name = %state.queue, "skipping a delivery of a closed channel");
+            }
             Some(Ok(delivery)) => {
                 let channel = sub.channel.clone();
                 if let Some(delivery) = into_delivery(&state, channel, delivery).await {

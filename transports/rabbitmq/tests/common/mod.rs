@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod fault;
+
 use std::time::Duration;
 
 use bytes::Bytes;

@@ -1,0 +1,101 @@
+//! One message on its way out: where it goes, its properties, and what
+//! its confirm means.
+
+use lapin::{BasicProperties, Confirmation};
+use tidings_core::{Envelope, PublishError};
+
+use crate::error::{Cause, cause, names_exchange};
+use crate::options::{PublisherOptions, RoutingKey};
+use crate::properties::{encode, short};
+use crate::topology::exchange_name;
+
+/// A message ready to send, with its place in the batch.
+pub(crate) struct Outgoing<'a> {
+    pub(crate) index: usize,
+    pub(crate) envelope: &'a Envelope,
+    pub(crate) exchange: String,
+    pub(crate) routing_key: String,
+    pub(crate) properties: BasicProperties,
+    /// Why the last attempt to send it did not settle it.
+    pub(crate) last_error: Option<lapin::Error>,
+}
+
+/// What a sent message came to: its confirm, a lapin error, or no answer
+/// in time.
+pub(crate) type Sent = Result<Result<Confirmation, lapin::Error>, ()>;
+
+impl<'a> Outgoing<'a> {
+    /// Where `envelope` goes and its properties, or why it cannot go.
+    pub(crate) fn prepare(
+        index: usize,
+        envelope: &'a Envelope,
+        options: &PublisherOptions,
+        frame_max: usize,
+    ) -> Result<Self, PublishError> {
+        let size = envelope.payload.len();
+        let limit = options.max_message_size;
+        if size > limit {
+            return Err(PublishError::TooLarge { size, limit });
+        }
+        let destination = &envelope.destination;
+        let settings = options
+            .destinations
+            .get(destination)
+            .cloned()
+            .unwrap_or_default();
+        let exchange = settings
+            .exchange
+            .unwrap_or_else(|| exchange_name(destination));
+        let routing_key = match (settings.routing_key, &envelope.ordering_key) {
+            (RoutingKey::OrderingKey, Some(key)) => key.clone(),
+            _ => destination.clone(),
+        };
+        short("exchange", &exchange)?;
+        short("routing key", &routing_key)?;
+        Ok(Self {
+            index,
+            envelope,
+            exchange,
+            routing_key,
+            properties: encode(envelope, frame_max)?,
+            last_error: None,
+        })
+    }
+
+    /// The message's outcome, or `None` when it should be sent again: the
+    /// broker closed the channel because of another message.
+    pub(crate) fn settle(&mut self, sent: Sent) -> Option<Result<(), PublishError>> {
+        let destination = || self.envelope.destination.clone();
+        let size = self.envelope.payload.len();
+        let outcome = match sent {
+            Err(()) => Err(PublishError::Timeout),
+            Ok(Ok(Confirmation::Ack(None))) => Ok(()),
+            Ok(Ok(Confirmation::Ack(Some(_)) | Confirmation::Nack(Some(_)))) => {
+                Err(PublishError::Unroutable {
+                    destination: destination(),
+                })
+            }
+            Ok(Ok(Confirmation::Nack(None))) => Err(PublishError::Refused {
+                reason: "the broker sent a negative publisher confirm".to_owned(),
+            }),
+            Ok(Ok(Confirmation::NotRequested)) => Err(PublishError::Refused {
+                reason: "the channel is not in confirm mode".to_owned(),
+            }),
+            Ok(Err(error)) => match cause(&error) {
+                Cause::NotFound(text) if names_exchange(&text, &self.exchange) => {
+                    Err(PublishError::Unroutable {
+                        destination: destination(),
+                    })
+                }
+                Cause::TooLarge { limit: Some(limit) } if size > limit => {
+                    Err(PublishError::TooLarge { size, limit })
+                }
+                _ => {
+                    self.last_error = Some(error);
+                    return None;
+                }
+            },
+        };
+        Some(outcome)
+    }
+}
