@@ -1,0 +1,15 @@
+#![doc = include_str!("../README.md")]
+
+mod dispatch;
+mod error;
+mod handler;
+mod options;
+mod process;
+mod report;
+mod runner;
+
+pub use error::HandlerError;
+pub use handler::{Handler, HandlerFn, HandlerRequest, TxHandle, handler_fn};
+pub use options::ConsumerOptions;
+pub use report::ConsumerReport;
+pub use runner::{Consumer, run_consumer};

@@ -1,0 +1,120 @@
+//! How a consumer runs.
+
+use std::time::Duration;
+
+use tidings_core::Backoff;
+
+/// Settings of a consumer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsumerOptions {
+    /// Deliveries handled at once.
+    pub concurrency: usize,
+    /// Whether deliveries sharing an ordering key run one at a time, in
+    /// arrival order.
+    pub serialize_by_key: bool,
+    /// A delivery whose broker delivery count exceeds this is dead-lettered
+    /// without running the handler. `None` leaves parking to the broker's
+    /// own redrive policy; it also never triggers where the broker does not
+    /// count deliveries.
+    pub max_deliveries: Option<u32>,
+    /// Handler attempts per delivery before it is nacked (at least 1).
+    pub attempts: u32,
+    /// Waits between those attempts.
+    pub retry_backoff: Backoff,
+    /// How long a handler may run; a timeout counts as a transient failure.
+    pub handler_timeout: Duration,
+    /// How long a nacked delivery stays away; `None` redelivers at once.
+    pub redelivery_delay: Option<Duration>,
+    /// Waits before subscribing again after the source fails.
+    pub restart_backoff: Backoff,
+    /// How long running handlers get to finish on shutdown; the rest are
+    /// left unsettled for redelivery.
+    pub shutdown_timeout: Duration,
+}
+
+impl ConsumerOptions {
+    /// Default [`concurrency`](Self::concurrency).
+    pub const DEFAULT_CONCURRENCY: usize = 8;
+    /// Default [`attempts`](Self::attempts).
+    pub const DEFAULT_ATTEMPTS: u32 = 3;
+    /// Default [`retry_backoff`](Self::retry_backoff).
+    pub const DEFAULT_RETRY_BACKOFF: Backoff =
+        Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
+    /// Default [`handler_timeout`](Self::handler_timeout).
+    pub const DEFAULT_HANDLER_TIMEOUT: Duration = Duration::from_secs(30);
+    /// Default [`restart_backoff`](Self::restart_backoff).
+    pub const DEFAULT_RESTART_BACKOFF: Backoff =
+        Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
+    /// Default [`shutdown_timeout`](Self::shutdown_timeout).
+    pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// Sets [`concurrency`](Self::concurrency) (at least 1).
+    pub fn concurrency(mut self, concurrency: usize) -> Self {
+        self.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// Sets [`serialize_by_key`](Self::serialize_by_key).
+    pub fn serialize_by_key(mut self, serialize: bool) -> Self {
+        self.serialize_by_key = serialize;
+        self
+    }
+
+    /// Sets [`max_deliveries`](Self::max_deliveries).
+    pub fn max_deliveries(mut self, max: u32) -> Self {
+        self.max_deliveries = Some(max);
+        self
+    }
+
+    /// Sets [`attempts`](Self::attempts) (at least 1).
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.attempts = attempts.max(1);
+        self
+    }
+
+    /// Sets [`retry_backoff`](Self::retry_backoff).
+    pub fn retry_backoff(mut self, backoff: Backoff) -> Self {
+        self.retry_backoff = backoff;
+        self
+    }
+
+    /// Sets [`handler_timeout`](Self::handler_timeout).
+    pub fn handler_timeout(mut self, timeout: Duration) -> Self {
+        self.handler_timeout = timeout;
+        self
+    }
+
+    /// Sets [`redelivery_delay`](Self::redelivery_delay).
+    pub fn redelivery_delay(mut self, delay: Duration) -> Self {
+        self.redelivery_delay = Some(delay);
+        self
+    }
+
+    /// Sets [`restart_backoff`](Self::restart_backoff).
+    pub fn restart_backoff(mut self, backoff: Backoff) -> Self {
+        self.restart_backoff = backoff;
+        self
+    }
+
+    /// Sets [`shutdown_timeout`](Self::shutdown_timeout).
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+}
+
+impl Default for ConsumerOptions {
+    fn default() -> Self {
+        Self {
+            concurrency: Self::DEFAULT_CONCURRENCY,
+            serialize_by_key: true,
+            max_deliveries: None,
+            attempts: Self::DEFAULT_ATTEMPTS,
+            retry_backoff: Self::DEFAULT_RETRY_BACKOFF,
+            handler_timeout: Self::DEFAULT_HANDLER_TIMEOUT,
+            redelivery_delay: None,
+            restart_backoff: Self::DEFAULT_RESTART_BACKOFF,
+            shutdown_timeout: Self::DEFAULT_SHUTDOWN_TIMEOUT,
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! What happens to one delivery: the runner's layers, outermost first, then
+//! the settlement.
+
+use std::sync::Arc;
+
+use tidings_core::port::error_chain;
+use tidings_core::{Acker, Codec, Delivery, Envelope, InboxStore, Message, QueueSpec, Redelivery};
+use tidings_inbox::{Inbox, Marked};
+use tower::ServiceExt;
+use tracing::Instrument;
+
+use crate::handler::{Handler, HandlerRequest, TxHandle};
+use crate::report::Counters;
+use crate::{ConsumerOptions, HandlerError};
+
+/// How one delivery ends.
+#[derive(Debug)]
+enum Verdict {
+    /// Handled and committed: ack.
+    Done,
+    /// Seen before: ack without running the handler.
+    Duplicate,
+    /// Dead-letter with the reason.
+    Park(String),
+    /// Nack for redelivery.
+    Retry(String),
+}
+
+/// Everything a delivery needs, shared by the consumer's tasks.
+pub(crate) struct Pipeline<T: 'static, C: 'static, H, I> {
+    pub(crate) queue: &'static QueueSpec<T, C>,
+    pub(crate) handler: H,
+    pub(crate) inbox: Inbox<I>,
+    pub(crate) options: ConsumerOptions,
+    pub(crate) counters: Arc<Counters>,
+}
+
+impl<T, C, H, I> Pipeline<T, C, H, I>
+where
+    T: Send + 'static,
+    C: Codec<T> + 'static,
+    I: InboxStore,
+    H: Handler<T, I::Tx>,
+{
+    /// Runs one delivery through the layers and settles it.
+    pub(crate) async fn process<A: Acker>(&self, delivery: Delivery<A>) {
+        let (envelope, count, acker) = delivery.into_parts();
+        // Layer 1, the trace span: one per delivery, named after the
+        // OpenTelemetry messaging conventions.
+        let span = tracing::info_span!(
+            "process",
+            messaging.system = "tidings",
+            messaging.operation = "process",
+            messaging.destination.name = self.queue.name(),
+            messaging.message.id = %envelope.event_id,
+            messaging.message.delivery_count = count,
+            consumer = self.inbox.consumer(),
+        );
+        async move {
+            let verdict = self.judge(&envelope, count).await;
+            self.settle(verdict, acker).await;
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn judge(&self, envelope: &Envelope, count: Option<u32>) -> Verdict {
+        // Layer 2, decode: a payload the codec refuses never reaches the
+        // handler.
+        if let Err(e) = self.queue.decode(&envelope.payload) {
+            return Verdict::Park(format!("undecodable payload: {}", error_chain(&e)));
+        }
+        let mut attempt = 1;
+        loop {
+            let error = match self.attempt(envelope, count).await {
+                Ok(verdict) => return verdict,
+                Err(error) => error,
+            };
+            if !error.is_transient() {
+                return Verdict::Park(format!("handler failed permanently: {error}"));
+            }
+            if attempt >= self.options.attempts {
+                return Verdict::Retry(format!("handler failed {attempt} times: {error}"));
+            }
+            let delay = self.options.retry_backoff.delay(attempt);
+            tracing::info!(attempt, retry_in = ?delay, error = %error, "handler failed; retrying");
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+
+    /// One attempt in a fresh transaction.
+    async fn attempt(
+        &self,
+        envelope: &Envelope,
+        count: Option<u32>,
+    ) -> Result<Verdict, HandlerError> {
+        // Layer 3, inbox dedupe: the mark goes into the transaction the
+        // handler writes through.
+        let tx = match self.inbox.begin(envelope.event_id).await? {
+            Marked::Duplicate => return Ok(Verdict::Duplicate),
+            Marked::Fresh(tx) => tx,
+        };
+        // Layer 4, poison check: past max_deliveries the handler is not run
+        // again.
+        if let (Some(max), Some(count)) = (self.options.max_deliveries, count) {
+            if count > max {
+                self.rollback(tx).await;
+                return Ok(Verdict::Park(format!(
+                    "delivered {count} times, more than max_deliveries {max}"
+                )));
+            }
+        }
+        let payload = self
+            .queue
+            .decode(&envelope.payload)
+            .map_err(HandlerError::permanent)?;
+        let message = Message {
+            payload,
+            envelope: envelope.clone(),
+            delivery_count: count,
+        };
+        let handle = TxHandle::new(tx);
+        // Layer 5, the user's layers and the handler, bounded by the
+        // handler timeout.
+        let outcome = self.call_handler(message, handle.clone()).await;
+        let Some(tx) = handle.into_inner() else {
+            return Err(HandlerError::transient(
+                "handler kept its transaction handle past its return",
+            ));
+        };
+        match outcome {
+            Ok(()) => {
+                self.inbox.commit(tx).await?;
+                Ok(Verdict::Done)
+            }
+            Err(error) => {
+                self.rollback(tx).await;
+                Err(error)
+            }
+        }
+    }
+
+    async fn call_handler(
+        &self,
+        message: Message<T>,
+        tx: TxHandle<I::Tx>,
+    ) -> Result<(), HandlerError> {
+        let handler = self.handler.clone();
+        let call = handler.oneshot(HandlerRequest { message, tx });
+        match tokio::time::timeout(self.options.handler_timeout, call).await {
+            Ok(result) => result,
+            Err(_) => Err(HandlerError::transient(format!(
+                "handler timed out after {:?}",
+                self.options.handler_timeout
+            ))),
+        }
+    }
+
+    async fn rollback(&self, tx: I::Tx) {
+        if let Err(e) = self.inbox.rollback(tx).await {
+            tracing::warn!(error = %error_chain(&e), "rollback failed");
+        }
+    }
+
+    /// Acks, nacks or dead-letters. A settlement the broker refuses is
+    /// logged; the broker redelivers and the inbox dedupes.
+    async fn settle<A: Acker>(&self, verdict: Verdict, acker: A) {
+        let counters = &self.counters;
+        let settled = match verdict {
+            Verdict::Done => {
+                tracing::debug!("handled");
+                Counters::bump(&counters.processed);
+                acker.ack().await
+            }
+            Verdict::Duplicate => {
+                tracing::debug!("duplicate skipped");
+                Counters::bump(&counters.duplicates);
+                acker.ack().await
+            }
+            Verdict::Park(reason) => {
+                tracing::warn!(%reason, "dead-lettering");
+                Counters::bump(&counters.parked);
+                acker.dead_letter(reason).await
+            }
+            Verdict::Retry(reason) => {
+                tracing::info!(%reason, "nacking for redelivery");
+                Counters::bump(&counters.failed);
+                let redelivery = self
+                    .options
+                    .redelivery_delay
+                    .map_or(Redelivery::Now, Redelivery::After);
+                acker.nack(redelivery).await
+            }
+        };
+        if let Err(e) = settled {
+            Counters::bump(&counters.settle_errors);
+            tracing::error!(error = %error_chain(&e), "settling failed; the broker will redeliver");
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The consumer: subscribe, dispatch, restart after source failures.
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use tidings_core::lifecycle::{Step, StepError};
+use tidings_core::port::error_chain;
+use tidings_core::{Codec, InboxStore, QueueSpec, Source, SpecError};
+use tidings_inbox::{Inbox, NoInbox};
+use tokio_util::sync::CancellationToken;
+
+use crate::dispatch::{StreamEnd, consume};
+use crate::handler::Handler;
+use crate::process::Pipeline;
+use crate::report::Counters;
+use crate::{ConsumerOptions, ConsumerReport};
+
+/// Consumes `queue` from `source` until `cancel` fires: decodes each
+/// delivery, dedupes it through `inbox`, runs `handler` in the inbox's
+/// transaction and settles it. Source failures (a dropped connection) are
+/// logged and the queue is subscribed again with backoff.
+pub async fn run_consumer<S, T, C, H, I>(
+    source: S,
+    queue: &'static QueueSpec<T, C>,
+    handler: H,
+    inbox: Inbox<I>,
+    options: ConsumerOptions,
+    cancel: CancellationToken,
+) -> Result<ConsumerReport, SpecError>
+where
+    S: Source,
+    T: Send + 'static,
+    C: Codec<T> + 'static,
+    I: InboxStore,
+    H: Handler<T, I::Tx>,
+{
+    let consumer = Consumer::new(source, queue, handler)?
+        .inbox(inbox)
+        .options(options);
+    consumer.run(cancel).await;
+    Ok(consumer.report())
+}
+
+/// A consumer of one queue, runnable as a lifecycle step.
+///
+/// ```
+/// use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
+/// use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
+/// use tidings_core::{Message, QueueSpec};
+/// use tidings_inbox::Inbox;
+///
+/// static ORDERS: QueueSpec<u64> = QueueSpec::json("orders");
+///
+/// async fn bill(msg: Message<u64>, tx: TxHandle<MemoryContext>) -> Result<(), HandlerError> {
+///     tx.lock().await.insert("invoices", msg.payload.to_string(), "billed");
+///     Ok(())
+/// }
+///
+/// let store = MemoryStore::new();
+/// let broker = MemoryBroker::new();
+/// broker.declare_queue("orders");
+/// let consumer = Consumer::new(broker, &ORDERS, handler_fn(bill))
+///     .unwrap()
+///     .inbox(Inbox::new(store, "billing").unwrap());
+/// // LifecyclePlan::new().step("billing", consumer)
+/// ```
+pub struct Consumer<S, T: 'static, C: 'static, H, I = NoInbox> {
+    source: S,
+    queue: &'static QueueSpec<T, C>,
+    handler: H,
+    inbox: Inbox<I>,
+    options: ConsumerOptions,
+    counters: Arc<Counters>,
+}
+
+impl<S, T, C, H> Consumer<S, T, C, H, NoInbox>
+where
+    S: Source,
+    T: Send + 'static,
+    C: Codec<T> + 'static,
+{
+    /// A consumer without an inbox (for idempotent handlers); add one with
+    /// [`inbox`](Self::inbox).
+    pub fn new(source: S, queue: &'static QueueSpec<T, C>, handler: H) -> Result<Self, SpecError> {
+        queue.validate()?;
+        let inbox = Inbox::new(NoInbox, queue.name())?;
+        Ok(Self {
+            source,
+            queue,
+            handler,
+            inbox,
+            options: ConsumerOptions::default(),
+            counters: Arc::default(),
+        })
+    }
+}
+
+impl<S, T, C, H, I> Consumer<S, T, C, H, I>
+where
+    S: Source,
+    T: Send + 'static,
+    C: Codec<T> + 'static,
+    I: InboxStore,
+{
+    /// Dedupes through `inbox`; the handler then receives its transaction.
+    pub fn inbox<J: InboxStore>(self, inbox: Inbox<J>) -> Consumer<S, T, C, H, J> {
+        Consumer {
+            source: self.source,
+            queue: self.queue,
+            handler: self.handler,
+            inbox,
+            options: self.options,
+            counters: self.counters,
+        }
+    }
+
+    /// Sets the options.
+    pub fn options(mut self, options: ConsumerOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// What the consumer has done so far.
+    pub fn report(&self) -> ConsumerReport {
+        self.counters.report()
+    }
+}
+
+impl<S, T, C, H, I> Consumer<S, T, C, H, I>
+where
+    S: Source,
+    T: Send + 'static,
+    C: Codec<T> + 'static,
+    I: InboxStore,
+    H: Handler<T, I::Tx>,
+{
+    /// Consumes until `cancel` fires, subscribing again with backoff after
+    /// source failures.
+    pub async fn run(&self, cancel: CancellationToken) {
+        let pipeline = Arc::new(Pipeline {
+            queue: self.queue,
+            handler: self.handler.clone(),
+            inbox: self.inbox.clone(),
+            options: self.options,
+            counters: self.counters.clone(),
+        });
+        let queue = self.queue.name();
+        let mut failures = 0;
+        while !cancel.is_cancelled() {
+            let problem = match self.source.subscribe(queue).await {
+                Ok(stream) => {
+                    tracing::info!(messaging.destination.name = queue, "consuming");
+                    match consume(&pipeline, stream, &cancel).await {
+                        StreamEnd::Cancelled => break,
+                        StreamEnd::Closed => {
+                            failures = 0;
+                            "the delivery stream closed".to_owned()
+                        }
+                        StreamEnd::Failed(e) => error_chain(&e),
+                    }
+                }
+                Err(e) => error_chain(&e),
+            };
+            failures += 1;
+            let delay = self.options.restart_backoff.delay(failures);
+            tracing::error!(messaging.destination.name = queue, error = %problem, restart_in = ?delay, "consumer lost its source; subscribing again");
+            tokio::select! {
+                () = cancel.cancelled() => break,
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
+        tracing::info!(messaging.destination.name = queue, report = ?self.report(), "consumer stopped");
+    }
+}
+
+impl<S, T, C, H, I> Step for Consumer<S, T, C, H, I>
+where
+    S: Source,
+    T: Send + 'static,
+    C: Codec<T> + 'static,
+    I: InboxStore,
+    H: Handler<T, I::Tx>,
+{
+    fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
+        async move {
+            Consumer::run(self, cancel).await;
+            Ok(())
+        }
+        .boxed()
+    }
+}

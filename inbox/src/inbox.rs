@@ -1,0 +1,73 @@
+//! The dedupe protocol over an [`InboxStore`].
+
+use tidings_core::spec::validate_name;
+use tidings_core::{InboxError, InboxMark, InboxStore, SpecError};
+use uuid::Uuid;
+
+/// A transaction opened for one event.
+#[derive(Debug)]
+pub enum Marked<Tx> {
+    /// First time this consumer sees the event: the mark is recorded in the
+    /// open transaction; run the handler in it, then commit.
+    Fresh(Tx),
+    /// Already handled: skip the handler and ack. The transaction is
+    /// already rolled back.
+    Duplicate,
+}
+
+/// One consumer's inbox on a store.
+#[derive(Debug, Clone)]
+pub struct Inbox<S> {
+    store: S,
+    consumer: String,
+}
+
+impl<S: InboxStore> Inbox<S> {
+    /// The inbox of `consumer` (a name like a queue name: letters, digits,
+    /// `.`, `_`, `-`).
+    pub fn new(store: S, consumer: impl Into<String>) -> Result<Self, SpecError> {
+        let consumer = consumer.into();
+        validate_name("consumer", &consumer)?;
+        Ok(Self { store, consumer })
+    }
+
+    /// The consumer's name.
+    pub fn consumer(&self) -> &str {
+        &self.consumer
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Opens a transaction and marks `event_id` in it.
+    #[tracing::instrument(skip_all, fields(consumer = %self.consumer, messaging.message.id = %event_id), err)]
+    pub async fn begin(&self, event_id: Uuid) -> Result<Marked<S::Tx>, InboxError> {
+        let mut tx = self.store.begin().await?;
+        match self.store.mark(&mut tx, &self.consumer, event_id).await {
+            Ok(InboxMark::Fresh) => Ok(Marked::Fresh(tx)),
+            Ok(InboxMark::Duplicate) => {
+                self.store.rollback(tx).await?;
+                Ok(Marked::Duplicate)
+            }
+            Err(e) => {
+                if let Err(rollback) = self.store.rollback(tx).await {
+                    tracing::warn!(error = %rollback, "rollback after a failed mark failed");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Commits the handler's writes with the mark.
+    pub async fn commit(&self, tx: S::Tx) -> Result<(), InboxError> {
+        self.store.commit(tx).await
+    }
+
+    /// Discards the handler's writes and the mark, so a redelivery runs the
+    /// handler again.
+    pub async fn rollback(&self, tx: S::Tx) -> Result<(), InboxError> {
+        self.store.rollback(tx).await
+    }
+}
