@@ -1,0 +1,141 @@
+//! The LISTEN/NOTIFY wake-up: a commit wakes the relay within
+//! milliseconds, also after the listener's connection was lost.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::{ORDER_EVENTS, drop_schema, store};
+use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
+use tidings_postgres::{PgOutboxStore, Retention};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+const POLL_INTERVAL: Duration = Duration::from_secs(10);
+const WAKE_LATENCY: Duration = Duration::from_millis(100);
+
+/// A relay loop: claims when woken, otherwise every 10 s, and reports when
+/// it claimed something.
+fn relay(
+    store: PgOutboxStore,
+    wakeup: Wakeup,
+    cancel: CancellationToken,
+) -> mpsc::UnboundedReceiver<Instant> {
+    let (claimed, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = wakeup.notified() => {}
+                _ = tokio::time::sleep(POLL_INTERVAL) => {}
+            }
+            let request = ClaimRequest {
+                route: ORDER_EVENTS.route(),
+                limit: 10,
+                lease: Duration::from_secs(60),
+            };
+            let batch = store.claim(request).await.expect("claim");
+            if batch.records().is_empty() {
+                continue;
+            }
+            let _ = claimed.send(Instant::now());
+            let done = batch
+                .records()
+                .iter()
+                .map(|r| Settlement {
+                    event_id: r.envelope.event_id,
+                    outcome: Outcome::Published,
+                })
+                .collect();
+            batch.settle(done).await.expect("settle");
+        }
+    });
+    rx
+}
+
+/// The server process of the session listening on the store's channel,
+/// once there is one.
+async fn listening_backend(store: &PgOutboxStore, not: Option<i32>) -> i32 {
+    let statement = format!("LISTEN \"{}\"", store.channel());
+    let started = Instant::now();
+    loop {
+        let pid: Option<i32> = sqlx::query_scalar(
+            "select pid from pg_stat_activity where query = $1 and pid <> coalesce($2, 0) limit 1",
+        )
+        .bind(&statement)
+        .bind(not)
+        .fetch_optional(store.pool())
+        .await
+        .unwrap();
+        if let Some(pid) = pid {
+            return pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the listener never listened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn commit_and_time_claim(
+    store: &PgOutboxStore,
+    claimed: &mut mpsc::UnboundedReceiver<Instant>,
+    n: u64,
+) -> Duration {
+    let mut ctx = store.begin().await.unwrap();
+    ctx.outbox()
+        .stage(&ORDER_EVENTS, "order.placed", &n)
+        .unwrap();
+    let committed = Instant::now();
+    ctx.commit().await.unwrap();
+    let at = tokio::time::timeout(Duration::from_secs(5), claimed.recv())
+        .await
+        .expect("claimed before the poll interval")
+        .unwrap();
+    at - committed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_committed_event_is_claimed_within_100_ms_despite_a_10_s_poll() {
+    let store = store(Retention::Delete).await;
+    let wakeup = Wakeup::new();
+    let cancel = CancellationToken::new();
+    let listener = store.listener(wakeup.clone()).spawn(cancel.clone());
+    let mut claimed = relay(store.clone(), wakeup, cancel.clone());
+    listening_backend(&store, None).await;
+
+    for n in 0..5 {
+        let latency = commit_and_time_claim(&store, &mut claimed, n).await;
+        assert!(latency < WAKE_LATENCY, "claimed {latency:?} after commit");
+    }
+    cancel.cancel();
+    listener.await.unwrap();
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listener_reconnects_after_losing_its_connection() {
+    let store = store(Retention::Delete).await;
+    let wakeup = Wakeup::new();
+    let cancel = CancellationToken::new();
+    let listener = store.listener(wakeup.clone()).spawn(cancel.clone());
+    let mut claimed = relay(store.clone(), wakeup, cancel.clone());
+    let first = listening_backend(&store, None).await;
+
+    // Only this test's own listening session is terminated.
+    let terminated: bool = sqlx::query_scalar("select pg_terminate_backend($1)")
+        .bind(first)
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert!(terminated);
+    let second = listening_backend(&store, Some(first)).await;
+    assert_ne!(first, second);
+
+    let latency = commit_and_time_claim(&store, &mut claimed, 1).await;
+    assert!(latency < WAKE_LATENCY, "claimed {latency:?} after commit");
+    cancel.cancel();
+    listener.await.unwrap();
+    drop_schema(&store).await;
+}
