@@ -16,13 +16,15 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use anyhow::bail;
-use futures::StreamExt;
 use serde::{Deserialize, Serialize};
-use tidings_core::lifecycle::{LifecyclePlan, StepError, step_fn};
-use tidings_core::memory::{MemoryBroker, MemoryBrokerOptions, MemoryStore, Retention};
+use tidings_consumer::{Consumer, ConsumerReport, HandlerError, TxHandle, handler_fn};
+use tidings_core::lifecycle::LifecyclePlan;
+use tidings_core::memory::{
+    MemoryBroker, MemoryBrokerOptions, MemoryContext, MemoryStore, Retention,
+};
 use tidings_core::relay::{Relay, RelayConfig};
-use tidings_core::{InboxMark, InboxStore, OutboxSpec, OutboxStore, QueueSpec, Source};
-use tokio_util::sync::CancellationToken;
+use tidings_core::{Message, OutboxSpec, OutboxStore, QueueSpec};
+use tidings_inbox::Inbox;
 
 /// The event, shared by producer and consumer.
 #[derive(Debug, Serialize, Deserialize)]
@@ -37,14 +39,11 @@ static ORDER_EVENTS: OutboxSpec<OrderPlaced> = OutboxSpec::json("order-events")
 static ORDERS: QueueSpec<OrderPlaced> = QueueSpec::json("orders");
 
 const ORDERS_TO_PLACE: u64 = 1_000;
-const CONSUMER: &str = "shipping";
 
 #[derive(Debug, Default)]
 struct Counters {
     committed: AtomicU64,
     rolled_back: AtomicU64,
-    handled: AtomicU64,
-    duplicates: AtomicU64,
 }
 
 #[tokio::main]
@@ -59,25 +58,23 @@ async fn main() -> anyhow::Result<()> {
     let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)?
         .config(RelayConfig::default().poll_interval(Duration::from_millis(200)))
         .wakeup(store.wakeup());
-    let consumer = {
-        let (store, broker, counters) = (store.clone(), broker.clone(), counters.clone());
-        step_fn(move |cancel| ship_orders(store.clone(), broker.clone(), counters.clone(), cancel))
-    };
+    let inbox = Inbox::new(store.clone(), "shipping")?;
+    let consumer = Arc::new(Consumer::new(broker.clone(), &ORDERS, handler_fn(ship))?.inbox(inbox));
     let plan = LifecyclePlan::new()
         .step("relay", relay)
-        .step("shipping", consumer);
+        .step("shipping", consumer.clone());
 
     let work = place_orders(store.clone(), counters.clone());
     plan.run_until(async {
         if let Err(e) = work.await {
             tracing::error!(error = %e, "placing orders failed");
         }
-        wait_until_settled(&counters).await;
+        wait_until_settled(&counters, || consumer.report()).await;
     })
     .await?;
 
     let published = store.stats(ORDER_EVENTS.name()).await?.published;
-    report(&store, &counters, published)
+    report(&store, &counters, &consumer.report(), published)
 }
 
 /// Places the orders: each in its own transaction, one in twenty rolled
@@ -107,51 +104,21 @@ async fn place_orders(store: MemoryStore, counters: Arc<Counters>) -> anyhow::Re
     Ok(())
 }
 
-/// The shipping consumer: decode, inbox dedupe, write the shipment with the
-/// inbox mark, then ack.
-async fn ship_orders(
-    store: MemoryStore,
-    broker: MemoryBroker,
-    counters: Arc<Counters>,
-    cancel: CancellationToken,
-) -> Result<(), StepError> {
-    let mut deliveries = broker.subscribe(ORDERS.name()).await?;
-    loop {
-        let delivery = tokio::select! {
-            () = cancel.cancelled() => return Ok(()),
-            next = deliveries.next() => match next {
-                Some(delivery) => delivery?,
-                None => return Err("delivery stream ended".into()),
-            },
-        };
-        let order = match ORDERS.decode(&delivery.envelope().payload) {
-            Ok(order) => order,
-            Err(e) => {
-                delivery.dead_letter(e.to_string()).await?;
-                continue;
-            }
-        };
-        let mut tx = InboxStore::begin(&store).await?;
-        if store
-            .mark(&mut tx, CONSUMER, delivery.envelope().event_id)
-            .await?
-            == InboxMark::Duplicate
-        {
-            counters.duplicates.fetch_add(1, Relaxed);
-            delivery.ack().await?;
-            continue;
-        }
-        tx.insert("shipments", order.order_id.to_string(), "shipped");
-        InboxStore::commit(&store, tx).await?;
-        counters.handled.fetch_add(1, Relaxed);
-        delivery.ack().await?;
-    }
+/// The shipping handler: its write commits with the inbox mark; the
+/// runner skips duplicates before it is called.
+async fn ship(
+    order: Message<OrderPlaced>,
+    tx: TxHandle<MemoryContext>,
+) -> Result<(), HandlerError> {
+    let id = order.payload.order_id.to_string();
+    tx.lock().await.insert("shipments", id, "shipped");
+    Ok(())
 }
 
 /// Waits until every committed order has been handled, for at most 30 s.
-async fn wait_until_settled(counters: &Counters) {
+async fn wait_until_settled(counters: &Counters, consumed: impl Fn() -> ConsumerReport) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while counters.handled.load(Relaxed) < counters.committed.load(Relaxed) {
+    while consumed().processed < counters.committed.load(Relaxed) {
         if tokio::time::Instant::now() > deadline {
             return;
         }
@@ -161,11 +128,16 @@ async fn wait_until_settled(counters: &Counters) {
     tokio::time::sleep(Duration::from_millis(200)).await;
 }
 
-fn report(store: &MemoryStore, counters: &Counters, published: u64) -> anyhow::Result<()> {
+fn report(
+    store: &MemoryStore,
+    counters: &Counters,
+    consumed: &ConsumerReport,
+    published: u64,
+) -> anyhow::Result<()> {
     let committed = counters.committed.load(Relaxed);
     let rolled_back = counters.rolled_back.load(Relaxed);
-    let handled = counters.handled.load(Relaxed);
-    let duplicates = counters.duplicates.load(Relaxed);
+    let handled = consumed.processed;
+    let duplicates = consumed.duplicates;
     let shipments = store.table("shipments");
     println!("orders committed:      {committed}");
     println!("orders rolled back:    {rolled_back}");

@@ -22,6 +22,14 @@ pub trait Step: Send + Sync + 'static {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>>;
 }
 
+/// A shared step, so its owner can still read it (a consumer's report,
+/// say) while the plan runs it.
+impl<S: Step> Step for std::sync::Arc<S> {
+    fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
+        (**self).run(cancel)
+    }
+}
+
 /// A step made of a closure returning a future.
 ///
 /// ```
