@@ -99,3 +99,53 @@ impl<'a> Outgoing<'a> {
         Some(outcome)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::options::DestinationOptions;
+
+    fn envelope(key: Option<&str>) -> Envelope {
+        let mut env = Envelope::new("r", "orders", "t", Bytes::new(), "text/plain");
+        env.ordering_key = key.map(str::to_owned);
+        env
+    }
+
+    #[test]
+    fn routes_to_the_destination_exchange_by_default() {
+        let env = envelope(Some("k1"));
+        let out = Outgoing::prepare(0, &env, &PublisherOptions::default(), 131_072).unwrap();
+        assert_eq!(
+            (out.exchange.as_str(), out.routing_key.as_str()),
+            ("orders", "orders")
+        );
+    }
+
+    #[test]
+    fn routes_by_ordering_key_where_the_destination_asks() {
+        let settings = DestinationOptions::default()
+            .exchange("orders-hash")
+            .routing_key(RoutingKey::OrderingKey);
+        let options = PublisherOptions::default().destination("orders", settings);
+        let keyed = envelope(Some("k1"));
+        let out = Outgoing::prepare(0, &keyed, &options, 131_072).unwrap();
+        assert_eq!(
+            (out.exchange.as_str(), out.routing_key.as_str()),
+            ("orders-hash", "k1")
+        );
+        let unkeyed = envelope(None);
+        let out = Outgoing::prepare(0, &unkeyed, &options, 131_072).unwrap();
+        assert_eq!(out.routing_key, "orders");
+    }
+
+    #[test]
+    fn ordering_keys_longer_than_a_routing_key_are_refused() {
+        let settings = DestinationOptions::default().routing_key(RoutingKey::OrderingKey);
+        let options = PublisherOptions::default().destination("orders", settings);
+        let env = envelope(Some(&"k".repeat(256)));
+        let err = Outgoing::prepare(0, &env, &options, 131_072).err().unwrap();
+        assert!(matches!(err, PublishError::Invalid { reason } if reason.contains("routing key")));
+    }
+}

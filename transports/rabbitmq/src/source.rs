@@ -3,11 +3,15 @@
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
-use lapin::options::{BasicConsumeOptions, BasicQosOptions, ConfirmSelectOptions};
+use lapin::options::{
+    BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions,
+    ConfirmSelectOptions,
+};
 use lapin::types::FieldTable;
 use lapin::{Channel, Consumer};
 use tidings_core::{Delivery, Source, SourceError};
@@ -106,10 +110,48 @@ impl Source for RabbitSource {
     }
 }
 
+/// How long a dropped subscription spends returning the deliveries it had
+/// prefetched but not yielded.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A consumer and the channel it lives on.
 struct Subscription {
     channel: Channel,
     consumer: Consumer,
+}
+
+impl Drop for Subscription {
+    /// Cancels the consumer and requeues what it prefetched but never
+    /// yielded, so those messages go to other consumers at once. The
+    /// channel stays open while deliveries already yielded are unsettled,
+    /// so they can still be settled after the stream is gone.
+    fn drop(&mut self) {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(release(self.channel.clone(), self.consumer.clone()));
+        }
+    }
+}
+
+async fn release(channel: Channel, mut consumer: Consumer) {
+    if !channel.status().connected() {
+        return;
+    }
+    let cancelled = channel
+        .basic_cancel(consumer.tag(), BasicCancelOptions::default())
+        .await;
+    if cancelled.is_err() {
+        return;
+    }
+    let requeue = BasicNackOptions {
+        multiple: false,
+        requeue: true,
+    };
+    let drain = async {
+        while let Some(Ok(delivery)) = consumer.next().await {
+            let _ = delivery.acker.nack(requeue).await;
+        }
+    };
+    let _ = tokio::time::timeout(RELEASE_TIMEOUT, drain).await;
 }
 
 struct State {

@@ -140,3 +140,28 @@ async fn message_that_is_not_an_envelope_is_parked_by_the_source() {
     drop(stream);
     setup.delete().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_stream_hands_back_prefetched_messages_and_keeps_yielded_ones_settleable() {
+    let setup = Setup::new("release", QueueKind::Classic).await;
+    let batch: Vec<_> = (0..5).map(|n| setup.envelope(n)).collect();
+    let results = setup.publisher.publish_batch(&batch).await;
+    assert!(results.iter().all(Result::is_ok));
+    let mut first = setup.subscribe(&setup.queue).await;
+    let held = next(&mut first).await;
+    // Let the other four be prefetched by this subscription.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(first);
+
+    let mut second = setup.subscribe(&setup.queue).await;
+    for _ in 0..4 {
+        let delivery = next(&mut second).await;
+        assert_ne!(delivery.envelope().event_id, held.envelope().event_id);
+        delivery.ack().await.expect("ack");
+    }
+    held.ack()
+        .await
+        .expect("a yielded delivery settles after its stream is dropped");
+    drop(second);
+    setup.delete().await;
+}
