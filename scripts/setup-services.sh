@@ -5,7 +5,11 @@
 #   bash scripts/setup-services.sh
 #
 # Addresses follow the environment variables the tests read (DATABASE_URL,
-# AMQP_URL); only local defaults are started here.
+# AMQP_URL, MONGODB_URL, SQS_ENDPOINT); only local defaults are started here.
+# MongoDB and SQS are test stand-ins from PyPI (SecantusDB, moto), installed
+# into one virtualenv under $TIDINGS_SERVICES_DIR (default
+# ~/.cache/tidings-services) and started in the background; their PIDs and
+# logs are kept there.
 set -euo pipefail
 
 log() { printf 'setup-services: %s\n' "$*" >&2; }
@@ -46,6 +50,47 @@ rabbitmq() {
   wait_port 5672 60 || { log "rabbitmq did not start"; exit 1; }
 }
 
+SERVICES_DIR=${TIDINGS_SERVICES_DIR:-$HOME/.cache/tidings-services}
+VENV=$SERVICES_DIR/venv
+SECANTUS_VERSION=0.7.0b3
+MOTO_VERSION=5.2.5
+
+stand_ins() {
+  local stamp=$VENV/.installed-$SECANTUS_VERSION-$MOTO_VERSION
+  [ -f "$stamp" ] && return
+  log "installing SecantusDB $SECANTUS_VERSION and moto $MOTO_VERSION into $VENV"
+  mkdir -p "$SERVICES_DIR"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q "SecantusDB==$SECANTUS_VERSION" "moto[server]==$MOTO_VERSION"
+  touch "$stamp"
+}
+
+# start_background NAME PORT SECONDS COMMAND...: starts COMMAND detached,
+# records its PID, waits for PORT.
+start_background() {
+  local name=$1 port=$2 seconds=$3
+  shift 3
+  log "starting $name on $port"
+  setsid nohup "$@" >"$SERVICES_DIR/$name.log" 2>&1 </dev/null &
+  echo $! >"$SERVICES_DIR/$name.pid"
+  wait_port "$port" "$seconds" || { log "$name did not start; see $SERVICES_DIR/$name.log"; exit 1; }
+}
+
+mongodb() {
+  if port_open 27017; then log "mongodb answers on 27017"; return; fi
+  stand_ins
+  start_background secantusdb 27017 30 \
+    "$VENV/bin/secantusd-py" --host 127.0.0.1 --port 27017 --storage-path :memory:
+}
+
+sqs() {
+  if port_open 4566; then log "sqs answers on 4566"; return; fi
+  stand_ins
+  start_background moto 4566 60 "$VENV/bin/moto_server" -H 127.0.0.1 -p 4566
+}
+
 postgres
 rabbitmq
+mongodb
+sqs
 log "all services answer"
