@@ -3,9 +3,11 @@
 
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener as SqlxListener;
 use tidings_core::Wakeup;
+use tidings_core::lifecycle::{Step, StepError};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -70,14 +72,15 @@ impl PgListener {
         &self.channel
     }
 
-    /// Runs [`run`](Self::run) on a new task.
+    /// Runs [`listen`](Self::listen) on a new task.
     pub fn spawn(self, cancel: CancellationToken) -> JoinHandle<()> {
-        tokio::spawn(self.run(cancel))
+        tokio::spawn(async move { self.listen(cancel).await })
     }
 
     /// Listens until `cancel` fires or the pool is closed, reconnecting
-    /// whenever the connection is lost.
-    pub async fn run(self, cancel: CancellationToken) {
+    /// whenever the connection is lost. As a lifecycle [`Step`], the
+    /// listener does the same.
+    pub async fn listen(&self, cancel: CancellationToken) {
         let mut delay = self.reconnect_delay;
         loop {
             match self.session(&cancel, &mut delay).await {
@@ -135,6 +138,15 @@ impl PgListener {
                 Err(error) => return ended(error),
             }
         }
+    }
+}
+
+impl Step for PgListener {
+    fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
+        Box::pin(async move {
+            self.listen(cancel).await;
+            Ok(())
+        })
     }
 }
 

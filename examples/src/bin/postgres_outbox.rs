@@ -1,0 +1,157 @@
+//! The order service on PostgreSQL: each order and its `order.placed` event
+//! commit together, and a relay prints every event it publishes.
+//!
+//! ```sh
+//! bash scripts/setup-services.sh   # starts PostgreSQL if it is down
+//! cargo run -p tidings-examples --bin postgres_outbox
+//! ```
+//!
+//! The server is read from `DATABASE_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/test`); the program works in the
+//! schema `tidings_example`, which it creates. It runs the relay (woken by
+//! LISTEN/NOTIFY, with a 10 s polling floor), the listener and the lease
+//! sweeper as lifecycle steps, places 20 orders meanwhile, one in five
+//! rolled back, and exits once every committed order's event has been
+//! published, or non-zero after 30 s.
+#![allow(clippy::print_stdout)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use sqlx::postgres::PgPoolOptions;
+use tidings_core::lifecycle::LifecyclePlan;
+use tidings_core::relay::{Relay, RelayConfig, Sweeper};
+use tidings_core::{Envelope, OutboxSpec, OutboxStore, PublishError, Publisher, Wakeup};
+use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
+
+/// The event.
+#[derive(Debug, Serialize, Deserialize)]
+struct OrderPlaced {
+    order_id: i64,
+    amount_cents: i64,
+}
+
+static ORDER_EVENTS: OutboxSpec<OrderPlaced> = OutboxSpec::json("order-events")
+    .to_queue("orders")
+    .per_key();
+
+const SCHEMA: &str = "tidings_example";
+const ORDERS_TO_PLACE: i64 = 20;
+
+/// A stand-in broker: prints each event and counts it as accepted.
+#[derive(Debug, Clone, Default)]
+struct PrintingPublisher {
+    published: Arc<AtomicU64>,
+}
+
+impl Publisher for PrintingPublisher {
+    async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
+        println!(
+            "published {} {} to {} (key {}): {}",
+            envelope.event_type,
+            envelope.event_id,
+            envelope.destination,
+            envelope.ordering_key.as_deref().unwrap_or("-"),
+            String::from_utf8_lossy(&envelope.payload),
+        );
+        self.published.fetch_add(1, Relaxed);
+        Ok(())
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tidings_examples::init_tracing();
+    let url = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let pool = PgPoolOptions::new()
+        .max_connections(5)
+        .connect(&url)
+        .await
+        .with_context(|| format!("connecting to {url}; run bash scripts/setup-services.sh"))?;
+    let store = PgOutboxStore::new(pool, PgOutboxOptions::new().schema(SCHEMA))?;
+    store.migrate().await?;
+    sqlx::query(
+        "create table if not exists tidings_example.orders \
+         (id bigserial primary key, amount_cents bigint not null)",
+    )
+    .execute(store.pool())
+    .await?;
+
+    let publisher = PrintingPublisher::default();
+    let wakeup = Wakeup::new();
+    let relay = Relay::new(store.clone(), publisher.clone(), &ORDER_EVENTS)?
+        .config(RelayConfig::default().poll_interval(Duration::from_secs(10)))
+        .wakeup(wakeup.clone());
+    let plan = LifecyclePlan::new()
+        .step("listener", store.listener(wakeup))
+        .step("relay", relay)
+        .step("sweeper", Sweeper::new(store.clone(), ORDER_EVENTS.name()));
+
+    // Orders are placed while the plan runs: with a 10 s polling floor,
+    // each is relayed within milliseconds because its commit NOTIFYs the
+    // listener.
+    let mut placed = None;
+    plan.run_until(async {
+        let result = place_orders(&store).await;
+        if let Ok(committed) = result {
+            wait_for(&publisher, committed).await;
+        }
+        placed = Some(result);
+    })
+    .await?;
+    let committed = placed.context("the plan stopped before the orders were placed")??;
+
+    let published = publisher.published.load(Relaxed);
+    let stats = store.stats(ORDER_EVENTS.name()).await?;
+    println!("orders committed: {committed}, events published: {published}");
+    if published < committed || stats.pending + stats.in_flight > 0 {
+        bail!(
+            "{} events were not published in time",
+            committed - published.min(committed)
+        );
+    }
+    Ok(())
+}
+
+/// Places the orders, each with its event in one transaction; one in five
+/// rolls back, taking its event with it. Returns how many committed.
+async fn place_orders(store: &PgOutboxStore) -> anyhow::Result<u64> {
+    let mut committed = 0;
+    for n in 1..=ORDERS_TO_PLACE {
+        let amount_cents = 1_000 + n;
+        let mut ctx = store.begin().await?;
+        let order_id: i64 = sqlx::query_scalar(
+            "insert into tidings_example.orders (amount_cents) values ($1) returning id",
+        )
+        .bind(amount_cents)
+        .fetch_one(ctx.tx())
+        .await?;
+        let event = OrderPlaced {
+            order_id,
+            amount_cents,
+        };
+        ctx.outbox()
+            .stage(&ORDER_EVENTS, "order.placed", &event)?
+            .ordering_key(format!("customer-{}", n % 3));
+        if n % 5 == 0 {
+            ctx.rollback().await?;
+        } else {
+            ctx.commit().await?;
+            committed += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(committed)
+}
+
+/// Returns once `expected` events were published, or after 30 s.
+async fn wait_for(publisher: &PrintingPublisher, expected: u64) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while publisher.published.load(Relaxed) < expected && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
