@@ -96,6 +96,14 @@ impl Connector {
     async fn open(&self) -> Result<Connection, lapin::Error> {
         let name = LongString::from(self.options.connection_name.as_str());
         let properties = ConnectionProperties::default().with_connection_name(name);
-        Connection::connect(&self.options.url, properties).await
+        let connect = Connection::connect(&self.options.url, properties);
+        match tokio::time::timeout(self.options.connect_timeout, connect).await {
+            Ok(result) => result,
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no connection within {:?}", self.options.connect_timeout),
+            )
+            .into()),
+        }
     }
 }

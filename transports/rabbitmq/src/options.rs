@@ -11,6 +11,7 @@ pub struct ConnectionOptions {
     pub(crate) url: String,
     pub(crate) connection_name: String,
     pub(crate) reconnect: Backoff,
+    pub(crate) connect_timeout: Duration,
 }
 
 impl ConnectionOptions {
@@ -21,6 +22,9 @@ impl ConnectionOptions {
     pub const DEFAULT_RECONNECT: Backoff =
         Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
 
+    /// Default [`connect_timeout`](Self::connect_timeout): 10 s.
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
     /// Options for the broker at `url`, for example
     /// `amqp://guest:guest@127.0.0.1:5672/%2f`.
     pub fn new(url: impl Into<String>) -> Self {
@@ -28,6 +32,7 @@ impl ConnectionOptions {
             url: url.into(),
             connection_name: Self::DEFAULT_CONNECTION_NAME.to_owned(),
             reconnect: Self::DEFAULT_RECONNECT,
+            connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
         }
     }
 
@@ -42,6 +47,13 @@ impl ConnectionOptions {
     /// drops.
     pub fn reconnect(mut self, backoff: Backoff) -> Self {
         self.reconnect = backoff;
+        self
+    }
+
+    /// How long opening a connection (TCP, TLS and the AMQP handshake) may
+    /// take before the attempt counts as failed.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
         self
     }
 

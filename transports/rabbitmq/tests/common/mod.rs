@@ -22,8 +22,10 @@ use tidings_testing::services::{amqp_url, service_missing};
 
 /// How long a test waits for a delivery before failing.
 pub const WAIT: Duration = Duration::from_secs(20);
-/// Queues left behind by a failed test delete themselves after this.
-pub const EXPIRES: Duration = Duration::from_secs(300);
+/// Queues no test deletes (the conformance fixtures have no teardown) or
+/// that a failed test left behind delete themselves after going unused this
+/// long; every test finishes well within it.
+pub const EXPIRES: Duration = Duration::from_secs(60);
 
 /// Connection options with a name no other test uses.
 pub fn connection(role: &str) -> ConnectionOptions {
