@@ -7,4 +7,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-services.sh
 cargo test --workspace --all-targets "$@"
+cargo build -p tidings-examples --all-features --bins
 cargo test --workspace --doc "$@"
