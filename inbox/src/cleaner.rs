@@ -4,8 +4,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use tidings_core::lifecycle::{Step, StepError};
-use tidings_core::port::error_chain;
+use tidings_core::lifecycle::{Step, StepError, repeat};
 use tidings_core::{InboxError, InboxStore};
 use tokio_util::sync::CancellationToken;
 
@@ -78,21 +77,14 @@ impl<S: InboxStore> InboxCleaner<S> {
 impl<S: InboxStore> Step for InboxCleaner<S> {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
         async move {
-            while !cancel.is_cancelled() {
-                match self.clean().await {
-                    Ok(n) if n > 0 => tracing::debug!(consumer = %self.consumer, deleted = n, "purged inbox marks"),
-                    Ok(_) => {}
-                    Err(e) if e.is_transient() => {
-                        tracing::error!(consumer = %self.consumer, error = %error_chain(&e), "inbox cleanup failed");
-                    }
-                    Err(e) => return Err(e.into()),
+            repeat("inbox cleaner", self.interval, &cancel, || async {
+                let deleted = self.clean().await?;
+                if deleted > 0 {
+                    tracing::debug!(consumer = %self.consumer, deleted, "purged inbox marks");
                 }
-                tokio::select! {
-                    () = cancel.cancelled() => {}
-                    () = tokio::time::sleep(self.interval) => {}
-                }
-            }
-            Ok(())
+                Ok::<_, InboxError>(())
+            })
+            .await
         }
         .boxed()
     }

@@ -25,7 +25,7 @@ pub use port::{
     AckError, Acker, BoxError, ClaimRequest, ClaimedBatch, DEAD_LETTER_REASON_HEADER, Delivery,
     InboxError, InboxMark, InboxStore, LeaseToken, OutboxRecord, OutboxStats, OutboxStore, Outcome,
     PublishError, Publisher, PurgeRequest, PurgeStatus, Redelivery, Requeue, SettleReport,
-    Settlement, Source, SourceError, StoreError,
+    Settlement, Source, SourceError, StoreError, Transient,
 };
 pub use spec::{OrderingMode, OutboxSpec, QueueSpec, RetryPolicy, Route, SpecError};
 pub use staging::{OutboxBuffer, StageError, Staged, StagedEvent};

@@ -12,6 +12,7 @@
 //! # }
 //! ```
 
+mod repeat;
 mod step;
 mod supervise;
 
@@ -22,6 +23,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use repeat::repeat;
 pub use step::{Step, StepError, StepFn, step_fn};
 use supervise::{Ended, supervise};
 

@@ -21,6 +21,32 @@ pub use source::{
     AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, Redelivery, Source, SourceError,
 };
 
+/// Errors that say whether retrying may succeed. Every port error
+/// implements it.
+pub trait Transient {
+    /// Whether retrying the same operation later may succeed.
+    fn is_transient(&self) -> bool;
+}
+
+macro_rules! transient {
+    ($($error:ty),*) => {$(
+        impl Transient for $error {
+            fn is_transient(&self) -> bool {
+                <$error>::is_transient(self)
+            }
+        }
+    )*};
+}
+
+transient!(
+    StoreError,
+    InboxError,
+    PublishError,
+    SourceError,
+    AckError,
+    crate::CodecError
+);
+
 /// A boxed error from a driver, kept as the source of a port error.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

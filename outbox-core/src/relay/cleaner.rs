@@ -4,9 +4,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::sleep_or_cancel;
-use crate::lifecycle::{Step, StepError};
-use crate::port::error_chain;
+use crate::lifecycle::{Step, StepError, repeat};
 use crate::{OutboxStore, PurgeRequest, PurgeStatus, StoreError};
 
 /// Deletes finished rows once their retention window has passed, in
@@ -98,16 +96,10 @@ impl<S: OutboxStore> Cleaner<S> {
 impl<S: OutboxStore> Step for Cleaner<S> {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
         async move {
-            while !cancel.is_cancelled() {
-                if let Err(e) = self.clean().await {
-                    if !e.is_transient() {
-                        return Err(e.into());
-                    }
-                    tracing::error!(outbox.route = %self.route, error = %error_chain(&e), "cleanup failed");
-                }
-                sleep_or_cancel(self.interval, &cancel).await;
-            }
-            Ok(())
+            repeat("cleaner", self.interval, &cancel, || async {
+                self.clean().await.map(drop)
+            })
+            .await
         }
         .boxed()
     }

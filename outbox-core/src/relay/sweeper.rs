@@ -4,10 +4,8 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::sleep_or_cancel;
 use crate::OutboxStore;
-use crate::lifecycle::{Step, StepError};
-use crate::port::error_chain;
+use crate::lifecycle::{Step, StepError, repeat};
 
 /// Returns rows whose lease expired (their relay died or stalled) to
 /// pending. The crash stays counted, so a row that keeps killing relays is
@@ -61,16 +59,10 @@ impl<S: OutboxStore> Sweeper<S> {
 impl<S: OutboxStore> Step for Sweeper<S> {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
         async move {
-            while !cancel.is_cancelled() {
-                if let Err(e) = self.sweep().await {
-                    if !e.is_transient() {
-                        return Err(e.into());
-                    }
-                    tracing::error!(outbox.route = %self.route, error = %error_chain(&e), "sweep failed");
-                }
-                sleep_or_cancel(self.interval, &cancel).await;
-            }
-            Ok(())
+            repeat("sweeper", self.interval, &cancel, || async {
+                self.sweep().await.map(drop)
+            })
+            .await
         }
         .boxed()
     }
