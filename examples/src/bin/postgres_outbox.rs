@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! bash scripts/setup-services.sh   # starts PostgreSQL if it is down
-//! cargo run -p tidings-examples --bin postgres_outbox
+//! cargo run -p tidings-examples --features postgres --bin postgres_outbox
 //! ```
 //!
 //! The server is read from `DATABASE_URL` (default
