@@ -7,12 +7,20 @@ with picked as (
     select r.id
     from {outbox} as r
     where r.route = $1 and r.status = 'pending' and r.available_at <= now()
-      and (r.ordering_key is null or not exists (
-          select 1
-          from {outbox} as k
-          where k.route = r.route and k.ordering_key = r.ordering_key
-            and k.status in ('pending', 'in_flight')
-            and (k.id < r.id or k.status = 'in_flight')
+      and (r.ordering_key is null or (
+          -- fast filter: keys in flight under a per-key claim
+          r.ordering_key not in (
+              select f.key_lock
+              from {outbox} as f
+              where f.route = $1 and f.key_lock is not null
+          )
+          and not exists (
+              select 1
+              from {outbox} as k
+              where k.route = r.route and k.ordering_key = r.ordering_key
+                and k.status in ('pending', 'in_flight')
+                and (k.id < r.id or k.status = 'in_flight')
+          )
       ))
     order by r.id
     limit $2

@@ -1,0 +1,221 @@
+//! The listener survives a database restart. The server restarted is a
+//! private throwaway cluster on a port of its own, so tests sharing the
+//! main server are not disturbed.
+
+mod support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use sqlx::postgres::PgPoolOptions;
+use support::ORDER_EVENTS;
+use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
+use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
+use tidings_testing::names::unique_name;
+use tidings_testing::services::service_missing;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// A PostgreSQL cluster of this test's own, dropped with the value.
+struct PrivateCluster {
+    version: String,
+    name: String,
+    port: u16,
+}
+
+impl PrivateCluster {
+    fn create() -> Self {
+        let version = std::fs::read_dir("/etc/postgresql")
+            .ok()
+            .and_then(|dir| {
+                dir.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                    .max()
+            })
+            .unwrap_or_else(|| {
+                service_missing(
+                    "PostgreSQL (pg_createcluster)",
+                    "/etc/postgresql",
+                    &"no installed version",
+                )
+            });
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let cluster = Self {
+            version,
+            name: unique_name("tidings_test"),
+            port,
+        };
+        cluster.run(
+            "pg_createcluster",
+            &[],
+            &["-p", &port.to_string(), "--", "--auth=trust"],
+        );
+        cluster.ctl("start");
+        cluster
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    fn ctl(&self, action: &str) {
+        self.run(
+            "pg_ctlcluster",
+            &["--skip-systemctl-redirect", "-m", "fast"],
+            &[action],
+        );
+    }
+
+    /// Runs `tool [options] <version> <name> [rest]`.
+    fn run(&self, tool: &str, options: &[&str], rest: &[&str]) {
+        let status = Command::new(tool)
+            .args(options)
+            .args([self.version.as_str(), self.name.as_str()])
+            .args(rest)
+            .output()
+            .unwrap_or_else(|e| service_missing("PostgreSQL cluster tools", tool, &e));
+        assert!(
+            status.status.success(),
+            "{tool} {rest:?} failed: {}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        let _ = Command::new("pg_dropcluster")
+            .args([self.version.as_str(), self.name.as_str(), "--stop"])
+            .output();
+    }
+}
+
+/// Claims whenever woken (never by polling) and reports each claim;
+/// errors while the server is down are retried.
+fn relay(
+    store: PgOutboxStore,
+    wakeup: Wakeup,
+    cancel: CancellationToken,
+) -> mpsc::UnboundedReceiver<Instant> {
+    let (claimed, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = wakeup.notified() => {}
+            }
+            let request = ClaimRequest {
+                route: ORDER_EVENTS.route(),
+                limit: 10,
+                lease: Duration::from_secs(60),
+            };
+            let Ok(batch) = store.claim(request).await else {
+                continue;
+            };
+            if batch.records().is_empty() {
+                continue;
+            }
+            let _ = claimed.send(Instant::now());
+            let done = batch
+                .records()
+                .iter()
+                .map(|r| Settlement {
+                    event_id: r.envelope.event_id,
+                    outcome: Outcome::Published,
+                })
+                .collect();
+            let _ = batch.settle(done).await;
+        }
+    });
+    rx
+}
+
+async fn wait_for_listener(store: &PgOutboxStore) {
+    let statement = format!("LISTEN \"{}\"", store.channel());
+    let started = Instant::now();
+    loop {
+        let found: Result<Option<i32>, _> =
+            sqlx::query_scalar("select pid from pg_stat_activity where query = $1 limit 1")
+                .bind(&statement)
+                .fetch_optional(store.pool())
+                .await;
+        if let Ok(Some(_)) = found {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the listener never listened"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn commit_one(store: &PgOutboxStore, n: u64) -> Instant {
+    let mut ctx = store.begin().await.unwrap();
+    ctx.outbox()
+        .stage(&ORDER_EVENTS, "order.placed", &n)
+        .unwrap();
+    let committed = Instant::now();
+    ctx.commit().await.unwrap();
+    committed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listener_reconnects_after_the_database_restarts() {
+    let cluster = tokio::task::spawn_blocking(PrivateCluster::create)
+        .await
+        .unwrap();
+    let pool = PgPoolOptions::new()
+        .max_connections(4)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect(&cluster.url())
+        .await
+        .unwrap_or_else(|e| service_missing("private PostgreSQL cluster", &cluster.url(), &e));
+    let store = PgOutboxStore::new(pool, PgOutboxOptions::new().schema("restart")).unwrap();
+    store.migrate().await.unwrap();
+
+    let wakeup = Wakeup::new();
+    let cancel = CancellationToken::new();
+    let listener = store
+        .listener(wakeup.clone())
+        .max_reconnect_delay(Duration::from_millis(500))
+        .spawn(cancel.clone());
+    let mut claimed = relay(store.clone(), wakeup, cancel.clone());
+    wait_for_listener(&store).await;
+    let committed = commit_one(&store, 1).await;
+    let at = tokio::time::timeout(Duration::from_secs(5), claimed.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(at - committed < Duration::from_millis(100));
+
+    let cluster = tokio::task::spawn_blocking(move || {
+        cluster.ctl("restart");
+        cluster
+    })
+    .await
+    .unwrap();
+    wait_for_listener(&store).await;
+    // Anything the reconnection's own wake-up found is drained first.
+    while claimed.try_recv().is_ok() {}
+
+    let committed = commit_one(&store, 2).await;
+    let at = tokio::time::timeout(Duration::from_secs(5), claimed.recv())
+        .await
+        .expect("woken after the restart")
+        .unwrap();
+    assert!(
+        at - committed < Duration::from_millis(100),
+        "claimed {:?} after commit",
+        at - committed
+    );
+
+    cancel.cancel();
+    listener.await.unwrap();
+    store.pool().close().await;
+    tokio::task::spawn_blocking(move || drop(cluster))
+        .await
+        .unwrap();
+}
