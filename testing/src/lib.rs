@@ -12,6 +12,7 @@
 //! ```
 
 pub mod broker;
+pub mod faults;
 pub mod names;
 pub mod services;
 pub mod store;
