@@ -1,0 +1,155 @@
+//! A PostgreSQL inbox and a RabbitMQ queue of the test's own, and a handler
+//! that counts each order's effects in a table beside the inbox.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use sqlx::AssertSqlSafe;
+use sqlx::postgres::PgPoolOptions;
+use tidings_consumer::{ConsumerOptions, HandlerError, TxHandle};
+use tidings_core::{Backoff, Envelope, Message, Publisher, QueueSpec};
+use tidings_postgres::{PgContext, PgInboxStore, PgOutboxOptions, PgOutboxStore};
+use tidings_rabbitmq::{
+    ConnectionOptions, PublisherOptions, QueueKind, QueueOptions, RabbitPublisher, RabbitSource,
+    SourceOptions, Topology,
+};
+use tidings_testing::names::unique_name;
+use tidings_testing::services::{amqp_url, database_url, service_missing};
+
+/// The payload.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Order {
+    pub(crate) id: i32,
+}
+
+/// Everything one test owns.
+pub(crate) struct World {
+    pub(crate) store: PgOutboxStore,
+    pub(crate) queue: &'static QueueSpec<Order>,
+    pub(crate) publisher: RabbitPublisher,
+    pub(crate) source: RabbitSource,
+    pub(crate) connection_name: String,
+    schema: String,
+}
+
+const QUICK: Backoff = Backoff::new(Duration::from_millis(20), Duration::from_millis(200));
+
+impl World {
+    pub(crate) async fn new(kind: QueueKind) -> Self {
+        let url = database_url();
+        let pool = PgPoolOptions::new()
+            .max_connections(12)
+            .connect(&url)
+            .await
+            .unwrap_or_else(|e| service_missing("PostgreSQL", &url, &e));
+        let schema = unique_name("tidings_consumer");
+        let store =
+            PgOutboxStore::new(pool, PgOutboxOptions::new().schema(schema.clone())).unwrap();
+        store.migrate().await.unwrap();
+        let create = format!(
+            "create table \"{schema}\".effects (order_id int primary key, times int not null)"
+        );
+        sqlx::query(AssertSqlSafe(create))
+            .execute(store.pool())
+            .await
+            .unwrap();
+
+        let name: &'static str = Box::leak(unique_name("orders").into_boxed_str());
+        let queue: &'static QueueSpec<Order> = Box::leak(Box::new(QueueSpec::json(name)));
+        let amqp = amqp_url();
+        let options = QueueOptions::classic()
+            .kind(kind)
+            .expires(Duration::from_secs(120));
+        Topology::new(ConnectionOptions::new(amqp.clone()))
+            .declare_queue(name, options)
+            .await
+            .unwrap_or_else(|e| service_missing("RabbitMQ", &amqp, &e));
+        let connection_name = unique_name("tidings-consumer-test");
+        let connection = ConnectionOptions::new(amqp.clone())
+            .connection_name(connection_name.clone())
+            .reconnect(QUICK);
+        let publisher = RabbitPublisher::new(
+            ConnectionOptions::new(amqp).reconnect(QUICK),
+            PublisherOptions::default(),
+        );
+        let source = RabbitSource::new(connection, SourceOptions::default().prefetch(16));
+        Self {
+            store,
+            queue,
+            publisher,
+            source,
+            connection_name,
+            schema,
+        }
+    }
+
+    pub(crate) fn inbox(&self) -> tidings_inbox::Inbox<PgInboxStore> {
+        tidings_inbox::Inbox::new(self.store.inbox(), "billing").unwrap()
+    }
+
+    pub(crate) fn envelope(&self, id: i32) -> Envelope {
+        let payload = Bytes::from(serde_json::to_vec(&Order { id }).unwrap());
+        Envelope::new(
+            "order-events",
+            self.queue.name(),
+            "order.placed",
+            payload,
+            "application/json",
+        )
+    }
+
+    pub(crate) async fn publish(&self, envelope: &Envelope) {
+        self.publisher.publish(envelope).await.expect("publish");
+    }
+
+    /// Adds one to the order's effect count in the handler's transaction.
+    pub(crate) fn effect_sql(&self) -> String {
+        format!(
+            "insert into \"{}\".effects (order_id, times) values ($1, 1) \
+             on conflict (order_id) do update set times = effects.times + 1",
+            self.schema
+        )
+    }
+
+    /// `(orders with an effect, the most effects one order had)`.
+    pub(crate) async fn effects(&self) -> (i64, i32) {
+        let sql = format!(
+            "select count(*), coalesce(max(times), 0) from \"{}\".effects",
+            self.schema
+        );
+        sqlx::query_as(AssertSqlSafe(sql))
+            .fetch_one(self.store.pool())
+            .await
+            .unwrap()
+    }
+
+    pub(crate) async fn drop(self) {
+        let sql = format!("drop schema if exists \"{}\" cascade", self.schema);
+        sqlx::query(AssertSqlSafe(sql))
+            .execute(self.store.pool())
+            .await
+            .unwrap();
+    }
+}
+
+/// Applies one order's effect through the inbox's transaction.
+pub(crate) async fn apply(
+    sql: &str,
+    msg: &Message<Order>,
+    tx: &TxHandle<PgContext<'static>>,
+) -> Result<(), HandlerError> {
+    let mut ctx = tx.lock().await;
+    sqlx::query(AssertSqlSafe(sql.to_owned()))
+        .bind(msg.payload.id)
+        .execute(ctx.tx())
+        .await?;
+    Ok(())
+}
+
+/// Options with quick retries and restarts.
+pub(crate) fn options() -> ConsumerOptions {
+    ConsumerOptions::default()
+        .retry_backoff(QUICK)
+        .restart_backoff(QUICK)
+        .shutdown_timeout(Duration::from_secs(10))
+}
