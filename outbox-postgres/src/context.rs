@@ -94,6 +94,7 @@ impl<'c> PgContext<'c> {
 
     /// Writes the staged events and hands the still-open transaction back,
     /// for callers that commit it themselves.
+    #[instrument(skip_all, fields(db.system = "postgresql"), err)]
     pub async fn into_transaction(mut self) -> Result<Transaction<'c, Postgres>, CommitError> {
         self.flush().await?;
         Ok(self.tx)

@@ -1,0 +1,137 @@
+//! Per-key claims beyond the conformance suite: hybrid-clock order within
+//! a key, and a requeued row that must wait for its key's row in flight.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{commit, drop_schema, store};
+use tidings_core::{
+    ClaimRequest, ClaimedBatch, Envelope, Hlc, OrderingMode, OutboxStore, Outcome, Requeue,
+    RetryPolicy, Route, Settlement, StagedEvent,
+};
+use tidings_postgres::{PgBatch, PgOutboxStore, Retention};
+
+fn route(hlc_ordering: bool) -> Route {
+    Route {
+        name: "keyed",
+        destination: Some("orders"),
+        ordering: OrderingMode::PerKey,
+        retry: RetryPolicy::new(),
+        hlc_ordering,
+    }
+}
+
+fn event(route: &Route, n: u32, key: &str, hlc: Option<u64>) -> StagedEvent {
+    let mut envelope = Envelope::new(
+        route.name,
+        "orders",
+        "test.event",
+        n.to_string().into(),
+        "application/json",
+    );
+    envelope.ordering_key = Some(key.to_owned());
+    envelope.hlc = hlc.map(|stamp| Hlc::from_u64(stamp << 16));
+    StagedEvent {
+        envelope,
+        delay: None,
+    }
+}
+
+async fn claim(store: &PgOutboxStore, route: &Route) -> PgBatch {
+    let request = ClaimRequest {
+        route,
+        limit: 10,
+        lease: Duration::from_secs(60),
+    };
+    store.claim(request).await.unwrap()
+}
+
+fn numbers(batch: &PgBatch) -> Vec<u32> {
+    batch
+        .records()
+        .iter()
+        .map(|r| {
+            std::str::from_utf8(&r.envelope.payload)
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
+async fn settle(batch: PgBatch, outcome: Outcome) {
+    let settlements = batch
+        .records()
+        .iter()
+        .map(|r| Settlement {
+            event_id: r.envelope.event_id,
+            outcome: outcome.clone(),
+        })
+        .collect();
+    let report = batch.settle(settlements).await.unwrap();
+    assert!(report.lost.is_empty());
+}
+
+#[tokio::test]
+async fn with_hybrid_clock_ordering_the_oldest_stamp_of_a_key_goes_first() {
+    let store = store(Retention::Delete).await;
+    let route = route(true);
+    let staged = vec![
+        event(&route, 1, "k", Some(30)),
+        event(&route, 2, "k", Some(10)),
+        event(&route, 3, "j", Some(20)),
+        event(&route, 4, "j", Some(40)),
+    ];
+    commit(&store, staged).await;
+
+    let first = claim(&store, &route).await;
+    assert_eq!(numbers(&first), [2, 3]);
+    assert!(claim(&store, &route).await.records().is_empty());
+    settle(first, Outcome::Published).await;
+    assert_eq!(numbers(&claim(&store, &route).await), [1, 4]);
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn a_requeued_row_waits_while_its_key_has_a_row_in_flight() {
+    let store = store(Retention::Delete).await;
+    let route = route(false);
+    commit(
+        &store,
+        vec![event(&route, 1, "k", None), event(&route, 2, "k", None)],
+    )
+    .await;
+
+    let first = claim(&store, &route).await;
+    settle(
+        first,
+        Outcome::Failed {
+            reason: "poison".into(),
+        },
+    )
+    .await;
+    let second = claim(&store, &route).await;
+    assert_eq!(numbers(&second), [2]);
+
+    assert_eq!(
+        store
+            .requeue_failed(route.name, Requeue::All)
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(
+        claim(&store, &route).await.records().is_empty(),
+        "row 1 is the oldest again, but row 2 of its key is in flight"
+    );
+    settle(second, Outcome::Published).await;
+    let third = claim(&store, &route).await;
+    assert_eq!(numbers(&third), [1]);
+    assert_eq!(
+        third.records()[0].attempts_started,
+        1,
+        "requeue resets the attempts"
+    );
+    drop_schema(&store).await;
+}
