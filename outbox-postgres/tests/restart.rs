@@ -159,8 +159,7 @@ async fn commit_one(store: &PgOutboxStore, n: u64) -> Instant {
         .unwrap();
     ctx.commit().await.unwrap();
     // Measured from the moment the commit is acknowledged.
-    let committed = Instant::now();
-    committed
+    Instant::now()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
