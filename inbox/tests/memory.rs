@@ -1,0 +1,73 @@
+//! The inbox protocol and its retention on the in-memory store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tidings_core::ManualClock;
+use tidings_core::memory::MemoryStore;
+use tidings_inbox::{Inbox, InboxCleaner, Marked};
+use uuid::Uuid;
+
+fn store() -> (ManualClock, MemoryStore) {
+    let clock = ManualClock::starting_now();
+    (clock.clone(), MemoryStore::with_clock(Arc::new(clock)))
+}
+
+async fn handle(inbox: &Inbox<MemoryStore>, id: Uuid) -> bool {
+    match inbox.begin(id).await.unwrap() {
+        Marked::Fresh(mut tx) => {
+            tx.insert("effects", id.to_string(), "done");
+            inbox.commit(tx).await.unwrap();
+            true
+        }
+        Marked::Duplicate => false,
+    }
+}
+
+#[tokio::test]
+async fn a_rolled_back_mark_lets_the_redelivery_run() {
+    let (_, store) = store();
+    let inbox = Inbox::new(store.clone(), "billing").unwrap();
+    let id = Uuid::now_v7();
+    let Marked::Fresh(mut tx) = inbox.begin(id).await.unwrap() else {
+        panic!("fresh")
+    };
+    tx.insert("effects", id.to_string(), "half done");
+    inbox.rollback(tx).await.unwrap();
+    assert!(store.table("effects").is_empty());
+    assert!(
+        handle(&inbox, id).await,
+        "the redelivery must run the handler"
+    );
+    assert!(!handle(&inbox, id).await, "a later copy is a duplicate");
+}
+
+#[tokio::test]
+async fn the_cleaner_removes_marks_older_than_the_window_in_batches() {
+    let (clock, store) = store();
+    let inbox = Inbox::new(store.clone(), "billing").unwrap();
+    let old: Vec<Uuid> = (0..5).map(|_| Uuid::now_v7()).collect();
+    for id in &old {
+        assert!(handle(&inbox, *id).await);
+    }
+    clock.advance(Duration::from_secs(3600));
+    let recent = Uuid::now_v7();
+    assert!(handle(&inbox, recent).await);
+
+    let cleaner = InboxCleaner::new(store.clone(), "billing")
+        .keep(Duration::from_secs(1800))
+        .batch(2);
+    assert_eq!(cleaner.clean().await.unwrap(), 5);
+    assert_eq!(cleaner.clean().await.unwrap(), 0);
+    assert!(
+        handle(&inbox, old[0]).await,
+        "a purged mark no longer dedupes"
+    );
+    assert!(!handle(&inbox, recent).await, "a recent mark still dedupes");
+}
+
+#[test]
+fn consumer_names_are_validated() {
+    let err = Inbox::new(MemoryStore::new(), "billing; drop table").unwrap_err();
+    assert!(err.to_string().contains("illegal character"), "{err}");
+}
