@@ -1,0 +1,371 @@
+//! Publishing envelopes with `SendMessageBatch`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+use futures::future::join_all;
+use tidings_core::{Envelope, PublishError, Publisher};
+use tracing::Instrument;
+
+use crate::attributes;
+use crate::batching::{MAX_BATCH_ENTRIES, chunk};
+use crate::error::{Failure, Kind, call, entry_failure, publish_error};
+use crate::options::{PublisherOptions, whole_seconds};
+use crate::queues::{Queues, is_fifo};
+
+/// Publishes envelopes to SQS queues; `Ok` only once SQS has accepted the
+/// message.
+///
+/// The destination is the queue's name. A batch is sent with
+/// `SendMessageBatch`, per destination, in calls of at most ten messages and
+/// [`PublisherOptions::max_message_size`] bytes, and every message gets its
+/// own result:
+///
+/// | what happened | error |
+/// |---|---|
+/// | the queue does not exist | [`PublishError::Unroutable`] |
+/// | the message is above [`PublisherOptions::max_message_size`] (checked before sending) or SQS's limit | [`PublishError::TooLarge`] |
+/// | SQS refused the entry as malformed (sender fault), or an ordering key that cannot be a FIFO message group | [`PublishError::Invalid`] |
+/// | throttled, or the entry failed on SQS's side | [`PublishError::Refused`] |
+/// | no answer within [`PublisherOptions::request_timeout`] | [`PublishError::Timeout`] |
+/// | SQS cannot be reached | [`PublishError::Unavailable`] |
+///
+/// When SQS refuses a whole batch call as malformed, its messages are sent
+/// again one per call, so only the message at fault fails.
+///
+/// On FIFO queues (names ending in `.fifo`) the message group is the
+/// envelope's ordering key, or [`PublisherOptions::default_message_group`],
+/// and the deduplication id is the event id, so a message published twice
+/// within SQS's five-minute deduplication window is delivered once. The
+/// calls of one FIFO destination are made one after the other, in order.
+#[derive(Clone)]
+pub struct SqsPublisher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    queues: Queues,
+    options: PublisherOptions,
+}
+
+impl std::fmt::Debug for SqsPublisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqsPublisher")
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One message ready to send, with its position in the caller's batch.
+#[derive(Clone)]
+struct Outgoing {
+    index: usize,
+    entry: SendMessageBatchRequestEntry,
+    size: usize,
+}
+
+type Outcome = (usize, Result<(), PublishError>);
+
+impl SqsPublisher {
+    /// A publisher over `client` (configured with region, credentials and,
+    /// for a local stand-in, an endpoint URL).
+    pub fn new(client: Client, options: PublisherOptions) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                queues: Queues::new(client),
+                options,
+            }),
+        }
+    }
+
+    async fn publish_all(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
+        let mut by_destination: Vec<(&str, Vec<usize>)> = Vec::new();
+        let mut position: HashMap<&str, usize> = HashMap::new();
+        for (index, envelope) in envelopes.iter().enumerate() {
+            let destination = envelope.destination.as_str();
+            let at = *position.entry(destination).or_insert_with(|| {
+                by_destination.push((destination, Vec::new()));
+                by_destination.len() - 1
+            });
+            by_destination[at].1.push(index);
+        }
+        let sent = join_all(
+            by_destination
+                .into_iter()
+                .map(|(destination, indices)| self.publish_to(destination, indices, envelopes)),
+        )
+        .await;
+        let mut slots: Vec<Option<Result<(), PublishError>>> =
+            envelopes.iter().map(|_| None).collect();
+        for (index, outcome) in sent.into_iter().flatten() {
+            slots[index] = Some(outcome);
+        }
+        envelopes
+            .iter()
+            .zip(slots)
+            .map(|(envelope, slot)| log(envelope, slot.unwrap_or(Err(PublishError::Timeout))))
+            .collect()
+    }
+
+    async fn publish_to(
+        &self,
+        destination: &str,
+        indices: Vec<usize>,
+        envelopes: &[Envelope],
+    ) -> Vec<Outcome> {
+        let options = &self.inner.options;
+        let url = match self
+            .inner
+            .queues
+            .url(destination, options.request_timeout)
+            .await
+        {
+            Ok(url) => url,
+            Err(failure) => {
+                return indices
+                    .into_iter()
+                    .map(|i| (i, Err(self.error(failure.copy(), &envelopes[i]))))
+                    .collect();
+            }
+        };
+        let fifo = is_fifo(destination);
+        let mut outcomes = Vec::with_capacity(indices.len());
+        let mut ready = Vec::with_capacity(indices.len());
+        for index in indices {
+            match self.prepare(index, &envelopes[index], fifo) {
+                Ok(out) => ready.push(out),
+                Err(error) => outcomes.push((index, Err(error))),
+            }
+        }
+        let chunks = chunk(
+            ready,
+            |o| o.size,
+            MAX_BATCH_ENTRIES,
+            options.max_message_size,
+        );
+        if fifo {
+            for batch in chunks {
+                outcomes.extend(self.send_chunk(&url, batch, envelopes).await);
+            }
+        } else {
+            let sent = join_all(
+                chunks
+                    .into_iter()
+                    .map(|b| self.send_chunk(&url, b, envelopes)),
+            );
+            outcomes.extend(sent.await.into_iter().flatten());
+        }
+        outcomes
+    }
+
+    /// The batch entry for one envelope, or why it cannot be sent.
+    fn prepare(
+        &self,
+        index: usize,
+        envelope: &Envelope,
+        fifo: bool,
+    ) -> Result<Outgoing, PublishError> {
+        let options = &self.inner.options;
+        let encoded =
+            attributes::encode(envelope).map_err(|reason| PublishError::Invalid { reason })?;
+        if encoded.size > options.max_message_size {
+            return Err(PublishError::TooLarge {
+                size: encoded.size,
+                limit: options.max_message_size,
+            });
+        }
+        let mut entry = SendMessageBatchRequestEntry::builder()
+            .id(index.to_string())
+            .set_message_attributes(Some(encoded.sqs_attributes()))
+            .message_body(encoded.body);
+        if fifo {
+            let group = envelope
+                .ordering_key
+                .as_deref()
+                .unwrap_or(&options.default_message_group);
+            check_group(group)?;
+            entry = entry
+                .message_group_id(group)
+                .message_deduplication_id(envelope.event_id.to_string());
+        } else if let Some(delay) = options
+            .destinations
+            .get(&envelope.destination)
+            .and_then(|d| d.delay)
+        {
+            entry = entry.delay_seconds(whole_seconds(delay));
+        }
+        let entry = entry.build().map_err(|e| PublishError::Invalid {
+            reason: e.to_string(),
+        })?;
+        Ok(Outgoing {
+            index,
+            entry,
+            size: encoded.size,
+        })
+    }
+
+    /// Sends one chunk; when SQS refuses the whole call as malformed, sends
+    /// its messages one per call so only the culprit fails.
+    async fn send_chunk(
+        &self,
+        url: &str,
+        batch: Vec<Outgoing>,
+        envelopes: &[Envelope],
+    ) -> Vec<Outcome> {
+        let failure = match self.send(url, &batch, envelopes).await {
+            Ok(outcomes) => return outcomes,
+            Err(failure) => failure,
+        };
+        if batch.len() > 1 && matches!(failure.kind, Kind::Rejected | Kind::TooLarge) {
+            tracing::info!(messaging.system = "aws_sqs", error = %failure.describe(), "batch refused, sending its messages one by one");
+            let mut outcomes = Vec::with_capacity(batch.len());
+            for out in batch {
+                let one = std::slice::from_ref(&out);
+                match self.send(url, one, envelopes).await {
+                    Ok(sent) => outcomes.extend(sent),
+                    Err(failure) => outcomes.push(self.failed(&out, failure, envelopes)),
+                }
+            }
+            return outcomes;
+        }
+        if let (Kind::QueueMissing, Some(out)) = (failure.kind, batch.first()) {
+            self.inner.queues.forget(&envelopes[out.index].destination);
+        }
+        batch
+            .iter()
+            .map(|out| self.failed(out, failure.copy(), envelopes))
+            .collect()
+    }
+
+    /// One `SendMessageBatch` call and the result of each of its entries.
+    async fn send(
+        &self,
+        url: &str,
+        batch: &[Outgoing],
+        envelopes: &[Envelope],
+    ) -> Result<Vec<Outcome>, Failure> {
+        let request = self
+            .inner
+            .queues
+            .client()
+            .send_message_batch()
+            .queue_url(url)
+            .set_entries(Some(batch.iter().map(|o| o.entry.clone()).collect()))
+            .send();
+        let output = call(self.inner.options.request_timeout, request).await?;
+        let mut outcomes: HashMap<&str, Result<(), PublishError>> = HashMap::new();
+        for ok in output.successful() {
+            outcomes.insert(ok.id(), Ok(()));
+        }
+        let by_id: HashMap<&str, &Outgoing> = batch.iter().map(|o| (o.entry.id(), o)).collect();
+        for failed in output.failed() {
+            if let Some(out) = by_id.get(failed.id()) {
+                let failure = entry_failure(
+                    failed.code(),
+                    failed.message().unwrap_or_default(),
+                    failed.sender_fault(),
+                );
+                outcomes.insert(failed.id(), self.failed(out, failure, envelopes).1);
+            }
+        }
+        Ok(batch
+            .iter()
+            .map(|out| {
+                let outcome = outcomes.remove(out.entry.id()).unwrap_or_else(|| {
+                    Err(PublishError::Refused {
+                        reason: "sqs answered without a result for the message".to_owned(),
+                    })
+                });
+                (out.index, outcome)
+            })
+            .collect())
+    }
+
+    fn failed(&self, out: &Outgoing, failure: Failure, envelopes: &[Envelope]) -> Outcome {
+        let envelope = &envelopes[out.index];
+        let error = publish_error(
+            failure,
+            &envelope.destination,
+            out.size,
+            self.inner.options.max_message_size,
+        );
+        (out.index, Err(error))
+    }
+
+    fn error(&self, failure: Failure, envelope: &Envelope) -> PublishError {
+        if failure.kind == Kind::QueueMissing {
+            self.inner.queues.forget(&envelope.destination);
+        }
+        publish_error(
+            failure,
+            &envelope.destination,
+            envelope.payload.len(),
+            self.inner.options.max_message_size,
+        )
+    }
+}
+
+/// FIFO message groups: 1 to 128 printable ASCII characters.
+fn check_group(group: &str) -> Result<(), PublishError> {
+    let legal = (1..=128).contains(&group.len()) && group.bytes().all(|b| (33..=126).contains(&b));
+    if legal {
+        Ok(())
+    } else {
+        Err(PublishError::Invalid {
+            reason: format!(
+                "ordering key {group:?} cannot be a fifo message group (1 to 128 printable ascii characters)"
+            ),
+        })
+    }
+}
+
+impl Publisher for SqsPublisher {
+    async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
+        let mut results = self.publish_batch(std::slice::from_ref(envelope)).await;
+        results.pop().unwrap_or(Err(PublishError::Timeout))
+    }
+
+    fn publish_batch(
+        &self,
+        envelopes: &[Envelope],
+    ) -> impl Future<Output = Vec<Result<(), PublishError>>> + Send {
+        let span = tracing::debug_span!(
+            "publish",
+            messaging.system = "aws_sqs",
+            messaging.operation.name = "publish",
+            messaging.batch.message_count = envelopes.len(),
+        );
+        self.publish_all(envelopes).instrument(span)
+    }
+}
+
+fn log(envelope: &Envelope, outcome: Result<(), PublishError>) -> Result<(), PublishError> {
+    match &outcome {
+        Ok(()) => tracing::debug!(
+            messaging.destination.name = %envelope.destination,
+            messaging.message.id = %envelope.event_id,
+            "published"
+        ),
+        Err(error) => tracing::info!(
+            messaging.destination.name = %envelope.destination,
+            messaging.message.id = %envelope.event_id,
+            transient = error.is_transient(),
+            error = %error,
+            "publish failed"
+        ),
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn message_groups_are_checked() {
+        assert!(super::check_group("order-1").is_ok());
+        assert!(super::check_group("").is_err());
+        assert!(super::check_group("has space").is_err());
+        assert!(super::check_group(&"k".repeat(129)).is_err());
+    }
+}
