@@ -20,6 +20,8 @@ use tracing::{debug, info, warn};
 /// relay's polling floor covers the rest (for example behind a transaction
 /// pooler, where LISTEN does not work). After the database restarts or drops
 /// the connection it reconnects with exponential backoff.
+///
+/// While it listens it holds one of the pool's connections.
 #[derive(Debug)]
 pub struct PgListener {
     pool: PgPool,
