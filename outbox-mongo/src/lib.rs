@@ -1,1 +1,27 @@
 #![doc = include_str!("../README.md")]
+
+mod batch;
+mod claim;
+mod context;
+mod document;
+mod error;
+mod filters;
+mod inbox;
+mod indexes;
+mod names;
+mod options;
+mod outbox;
+mod schema;
+mod store;
+mod transaction;
+mod txn;
+mod watch;
+
+pub use batch::MongoBatch;
+pub use context::MongoContext;
+pub use error::CommitError;
+pub use inbox::MongoInboxStore;
+pub use names::MAX_COLLECTION_NAME_LEN;
+pub use options::{MongoOutboxOptions, Retention};
+pub use store::MongoOutboxStore;
+pub use watch::MongoWatcher;

@@ -1,0 +1,192 @@
+//! The one place where driver errors become port errors.
+
+use mongodb::error::{Error as MongoError, ErrorKind, WriteFailure};
+use tidings_core::{BoxError, InboxError, StageError, StoreError};
+use uuid::Uuid;
+
+pub(crate) use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
+
+/// How a driver error should be reported, whatever the port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// The server cannot be reached, went away or is stepping down.
+    Unavailable,
+    /// The server gave up on the operation's time limit.
+    Timeout,
+    /// A concurrent transaction conflicted; running again resolves it.
+    Conflict,
+    /// A collection the store needs does not exist.
+    Schema,
+    /// Anything else.
+    Backend,
+}
+
+fn classify(error: &MongoError) -> Class {
+    if error.contains_label(TRANSIENT_TRANSACTION_ERROR) {
+        return Class::Conflict;
+    }
+    match &*error.kind {
+        ErrorKind::Io(_)
+        | ErrorKind::ServerSelection { .. }
+        | ErrorKind::ConnectionPoolCleared { .. }
+        | ErrorKind::DnsResolve { .. }
+        | ErrorKind::Shutdown => Class::Unavailable,
+        _ => code(error).map_or(Class::Backend, classify_code),
+    }
+}
+
+/// The server's error code, wherever the driver keeps it.
+pub(crate) fn code(error: &MongoError) -> Option<i32> {
+    match &*error.kind {
+        ErrorKind::Command(e) => Some(e.code),
+        ErrorKind::Write(WriteFailure::WriteError(e)) => Some(e.code),
+        ErrorKind::Write(WriteFailure::WriteConcernError(e)) => Some(e.code),
+        ErrorKind::InsertMany(e) => e
+            .write_errors
+            .as_ref()
+            .and_then(|errors| errors.first().map(|w| w.code))
+            .or_else(|| e.write_concern_error.as_ref().map(|w| w.code)),
+        _ => None,
+    }
+}
+
+/// Classifies a server error code.
+fn classify_code(code: i32) -> Class {
+    match code {
+        // host unreachable or not found, network timeout, shutting down,
+        // stepped down, not primary, interrupted by shutdown or a state
+        // change, not primary or secondary
+        6 | 7 | 89 | 91 | 189 | 10107 | 11600 | 11602 | 13435 | 13436 => Class::Unavailable,
+        // exceeded time limit
+        50 => Class::Timeout,
+        // write conflict, lock timeout, no such (aborted) transaction
+        112 | 24 | 251 => Class::Conflict,
+        // namespace not found
+        26 => Class::Schema,
+        _ => Class::Backend,
+    }
+}
+
+/// The server refused a write because a unique index already holds the key.
+pub(crate) const DUPLICATE_KEY: i32 = 11000;
+
+const INDEX_HINT: &str = "run MongoOutboxStore::ensure_indexes() to create the collections";
+
+/// Maps a driver error to the outbox store's error.
+pub(crate) fn store_error(error: MongoError) -> StoreError {
+    match classify(&error) {
+        Class::Unavailable => StoreError::Unavailable(error.into()),
+        Class::Timeout => StoreError::Timeout,
+        Class::Conflict => StoreError::Conflict(error.into()),
+        Class::Schema => StoreError::Schema(format!("{error}; {INDEX_HINT}")),
+        Class::Backend => StoreError::Backend(error.into()),
+    }
+}
+
+/// Maps a driver error to the inbox's error.
+pub(crate) fn inbox_error(error: MongoError) -> InboxError {
+    match classify(&error) {
+        Class::Unavailable | Class::Timeout => InboxError::Unavailable(error.into()),
+        Class::Conflict => InboxError::Conflict(error.into()),
+        Class::Schema => InboxError::Schema(format!("{error}; {INDEX_HINT}")),
+        Class::Backend => InboxError::Backend(error.into()),
+    }
+}
+
+/// The outbox store's errors, restated for the inbox.
+pub(crate) fn store_to_inbox(error: StoreError) -> InboxError {
+    match error {
+        StoreError::Unavailable(e) => InboxError::Unavailable(e),
+        StoreError::Timeout => InboxError::Unavailable("operation timed out".into()),
+        StoreError::Conflict(e) => InboxError::Conflict(e),
+        StoreError::Schema(s) => InboxError::Schema(s),
+        StoreError::Invalid(s) => InboxError::Invalid(s),
+        other => InboxError::Backend(other.into()),
+    }
+}
+
+/// Whether `error`, or any error it was caused by, is a driver error
+/// carrying `label`.
+pub(crate) fn has_label(error: &(dyn std::error::Error + 'static), label: &str) -> bool {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(mongo) = e.downcast_ref::<MongoError>() {
+            if mongo.contains_label(label) {
+                return true;
+            }
+        }
+        next = e.source();
+    }
+    false
+}
+
+/// Committing a [`MongoContext`](crate::MongoContext) failed; nothing of the
+/// transaction was written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CommitError {
+    /// A staged event is invalid (bad header, ordering key, duplicate id).
+    #[error(transparent)]
+    Stage(#[from] StageError),
+    /// An event with this id is already stored for its route.
+    #[error("event {event_id} already exists in outbox route {route:?}")]
+    DuplicateEvent {
+        /// The route.
+        route: String,
+        /// The event id.
+        event_id: Uuid,
+    },
+    /// The database refused or could not be reached.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The caller's own code gave up (see
+    /// [`MongoOutboxStore::transaction`](crate::MongoOutboxStore::transaction));
+    /// never retried.
+    #[error("transaction abandoned by the caller")]
+    Abandoned(#[source] BoxError),
+}
+
+impl CommitError {
+    /// An error of the caller's own, to end a transaction closure with.
+    pub fn abandon(error: impl Into<BoxError>) -> Self {
+        Self::Abandoned(error.into())
+    }
+
+    /// Whether running the whole transaction again may succeed.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Store(e) => e.is_transient(),
+            _ => false,
+        }
+    }
+}
+
+impl From<MongoError> for CommitError {
+    fn from(error: MongoError) -> Self {
+        Self::Store(store_error(error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_map_to_classes() {
+        assert_eq!(classify_code(91), Class::Unavailable);
+        assert_eq!(classify_code(10107), Class::Unavailable);
+        assert_eq!(classify_code(50), Class::Timeout);
+        assert_eq!(classify_code(112), Class::Conflict);
+        assert_eq!(classify_code(26), Class::Schema);
+        assert_eq!(classify_code(DUPLICATE_KEY), Class::Backend);
+    }
+
+    #[test]
+    fn transient_errors_say_so() {
+        let io = || MongoError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(store_error(io()).is_transient());
+        assert!(inbox_error(io()).is_transient());
+        assert!(CommitError::from(io()).is_transient());
+        assert!(!CommitError::abandon("no").is_transient());
+    }
+}

@@ -1,0 +1,250 @@
+//! Every filter, update and pipeline document the store sends, each built
+//! by one named function.
+
+use mongodb::bson::{Bson, Document, doc};
+use tidings_core::LeaseToken;
+use uuid::Uuid;
+
+use crate::schema::{field, status, uuid, uuids};
+
+/// Pending documents of a route that are due: claim candidates.
+pub(crate) fn claimable(route: &str, now: i64) -> Document {
+    doc! {
+        field::ROUTE: route,
+        field::STATUS: status::PENDING,
+        field::AVAILABLE_AT: { "$lte": now },
+    }
+}
+
+/// Claim order: creation order, or hybrid-clock order first where the
+/// route asks for it.
+pub(crate) fn claim_order(hlc_ordering: bool) -> Document {
+    if hlc_ordering {
+        doc! { field::HLC: 1, field::SEQ: 1 }
+    } else {
+        doc! { field::SEQ: 1 }
+    }
+}
+
+/// Only the `_id`, for candidate lists.
+pub(crate) fn id_only() -> Document {
+    doc! { "_id": 1 }
+}
+
+/// What the per-key scan needs of each unfinished document.
+pub(crate) fn key_scan_fields() -> Document {
+    doc! { "_id": 1, field::ORDERING_KEY: 1, field::STATUS: 1, field::AVAILABLE_AT: 1 }
+}
+
+/// Pending or in-flight documents of a route: the ones that hold back their
+/// ordering key.
+pub(crate) fn unfinished(route: &str) -> Document {
+    doc! {
+        field::ROUTE: route,
+        field::STATUS: { "$in": [status::PENDING, status::IN_FLIGHT] },
+    }
+}
+
+/// The chosen candidates, still pending and due: a concurrent claim that
+/// took one first leaves it out.
+pub(crate) fn still_claimable(ids: Vec<Bson>, now: i64) -> Document {
+    doc! {
+        "_id": { "$in": ids },
+        field::STATUS: status::PENDING,
+        field::AVAILABLE_AT: { "$lte": now },
+    }
+}
+
+/// Stamps a claim: in flight under the lease until it expires, one more
+/// attempt started.
+pub(crate) fn stamp_claim(lease: LeaseToken, expires_at: i64) -> Document {
+    doc! {
+        "$set": {
+            field::STATUS: status::IN_FLIGHT,
+            field::LEASE: uuid(lease.0),
+            field::LEASE_EXPIRES_AT: expires_at,
+        },
+        "$inc": { field::ATTEMPTS_STARTED: 1 },
+    }
+}
+
+/// Documents stamped with a lease.
+pub(crate) fn leased(lease: LeaseToken) -> Document {
+    doc! { field::LEASE: uuid(lease.0) }
+}
+
+/// These events of a route, still in flight under the lease: the fence of
+/// every mark.
+pub(crate) fn held(route: &str, lease: LeaseToken, ids: &[Uuid]) -> Document {
+    doc! {
+        field::ROUTE: route,
+        field::EVENT_ID: { "$in": uuids(ids) },
+        field::STATUS: status::IN_FLIGHT,
+        field::LEASE: uuid(lease.0),
+    }
+}
+
+/// Marks settled documents published and keeps them.
+pub(crate) fn mark_published(now: i64) -> Document {
+    doc! {
+        "$set": { field::STATUS: status::PUBLISHED, field::FINISHED_AT: now },
+        "$unset": release(),
+        "$inc": { field::ATTEMPTS_FINISHED: 1 },
+    }
+}
+
+/// Returns settled documents to pending, invisible until `available_at`.
+pub(crate) fn mark_retry(available_at: i64, error: &str) -> Document {
+    doc! {
+        "$set": {
+            field::STATUS: status::PENDING,
+            field::AVAILABLE_AT: available_at,
+            field::LAST_ERROR: error,
+        },
+        "$unset": release(),
+        "$inc": { field::ATTEMPTS_FINISHED: 1 },
+    }
+}
+
+/// Marks settled documents failed with the reason.
+pub(crate) fn mark_failed(now: i64, reason: &str) -> Document {
+    doc! {
+        "$set": {
+            field::STATUS: status::FAILED,
+            field::FINISHED_AT: now,
+            field::LAST_ERROR: reason,
+        },
+        "$unset": release(),
+        "$inc": { field::ATTEMPTS_FINISHED: 1 },
+    }
+}
+
+/// The lease fields, for `$unset`.
+fn release() -> Document {
+    doc! { field::LEASE: "", field::LEASE_EXPIRES_AT: "" }
+}
+
+/// One document, still under the lease.
+pub(crate) fn id_under_lease(id: &Bson, lease: LeaseToken) -> Document {
+    doc! { "_id": id.clone(), field::LEASE: uuid(lease.0) }
+}
+
+/// Fails an unreadable document with the reason; touches no field whose
+/// shape may be the problem beyond those it sets.
+pub(crate) fn park_corrupt(now: i64, reason: &str) -> Document {
+    doc! {
+        "$set": {
+            field::STATUS: status::FAILED,
+            field::FINISHED_AT: now,
+            field::LAST_ERROR: format!("unreadable document: {reason}"),
+        },
+        "$unset": release(),
+    }
+}
+
+/// Returns a claim's documents to pending as if never claimed.
+pub(crate) fn unclaim(now: i64) -> Document {
+    doc! {
+        "$set": { field::STATUS: status::PENDING, field::AVAILABLE_AT: now },
+        "$unset": release(),
+        "$inc": { field::ATTEMPTS_STARTED: -1 },
+    }
+}
+
+/// In-flight documents of a route whose lease has expired.
+pub(crate) fn expired(route: &str, now: i64) -> Document {
+    doc! {
+        field::ROUTE: route,
+        field::STATUS: status::IN_FLIGHT,
+        field::LEASE_EXPIRES_AT: { "$lte": now },
+    }
+}
+
+/// The chosen expired documents, still in flight and expired.
+pub(crate) fn still_expired(ids: Vec<Bson>, now: i64) -> Document {
+    doc! {
+        "_id": { "$in": ids },
+        field::STATUS: status::IN_FLIGHT,
+        field::LEASE_EXPIRES_AT: { "$lte": now },
+    }
+}
+
+/// Returns swept documents to pending, claimable at once; their attempt
+/// counters keep the crash.
+pub(crate) fn sweep(now: i64) -> Document {
+    doc! {
+        "$set": { field::STATUS: status::PENDING, field::AVAILABLE_AT: now },
+        "$unset": release(),
+    }
+}
+
+/// Failed documents of a route, all or these events.
+pub(crate) fn failed(route: &str, ids: Option<&[Uuid]>) -> Document {
+    let mut filter = doc! { field::ROUTE: route, field::STATUS: status::FAILED };
+    if let Some(ids) = ids {
+        filter.insert(field::EVENT_ID, doc! { "$in": uuids(ids) });
+    }
+    filter
+}
+
+/// Requeues failed documents with fresh attempt counters.
+pub(crate) fn requeue(now: i64) -> Document {
+    doc! {
+        "$set": {
+            field::STATUS: status::PENDING,
+            field::AVAILABLE_AT: now,
+            field::ATTEMPTS_STARTED: 0_i32,
+            field::ATTEMPTS_FINISHED: 0_i32,
+        },
+        "$unset": { field::FINISHED_AT: "" },
+    }
+}
+
+/// Finished documents of a route with `status`, finished at or before
+/// `cutoff`.
+pub(crate) fn finished_before(route: &str, status: &str, cutoff: i64) -> Document {
+    doc! {
+        field::ROUTE: route,
+        field::STATUS: status,
+        field::FINISHED_AT: { "$lte": cutoff },
+    }
+}
+
+/// Documents by `_id`.
+pub(crate) fn ids_in(ids: Vec<Bson>) -> Document {
+    doc! { "_id": { "$in": ids } }
+}
+
+/// Counts a route's documents per status, with the oldest staging time of
+/// each.
+pub(crate) fn stats_pipeline(route: &str) -> Vec<Document> {
+    vec![
+        doc! { "$match": { field::ROUTE: route } },
+        doc! { "$group": {
+            "_id": format!("${}", field::STATUS),
+            "count": { "$sum": 1 },
+            "oldest": { "$min": format!("${}", field::OCCURRED_AT) },
+        } },
+    ]
+}
+
+/// An inbox mark.
+pub(crate) fn inbox_mark(consumer: &str, event_id: Uuid) -> Document {
+    doc! { field::CONSUMER: consumer, field::EVENT_ID: uuid(event_id) }
+}
+
+/// Records an inbox mark only when it is new: an upsert that matches an
+/// existing mark changes nothing and raises no error.
+pub(crate) fn inbox_insert(now: i64) -> Document {
+    doc! { "$setOnInsert": { field::MARKED_AT: now } }
+}
+
+/// A consumer's marks recorded at or before `cutoff`.
+pub(crate) fn inbox_older(consumer: &str, cutoff: i64) -> Document {
+    doc! { field::CONSUMER: consumer, field::MARKED_AT: { "$lte": cutoff } }
+}
+
+/// The change stream's filter: inserts only, which is what staging does.
+pub(crate) fn inserts() -> Vec<Document> {
+    vec![doc! { "$match": { "operationType": "insert" } }]
+}

@@ -1,0 +1,192 @@
+//! Every index the store relies on, declared in one function, created by
+//! [`MongoOutboxStore::ensure_indexes`] and checked by
+//! [`MongoOutboxStore::verify`].
+
+use futures::TryStreamExt;
+use mongodb::bson::{Document, doc};
+use mongodb::options::IndexOptions;
+use mongodb::{Collection, IndexModel};
+use tidings_core::StoreError;
+use tracing::{info, instrument};
+
+use crate::MongoOutboxStore;
+use crate::error::{code, store_error};
+use crate::schema::field;
+
+/// Which of the store's collections an index belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Outbox,
+    Inbox,
+}
+
+/// One declared index.
+#[derive(Debug, Clone)]
+struct Declared {
+    target: Target,
+    name: &'static str,
+    keys: Document,
+    unique: bool,
+}
+
+/// The indexes, all of them.
+fn declared() -> Vec<Declared> {
+    let index = |target, name, keys, unique| Declared {
+        target,
+        name,
+        keys,
+        unique,
+    };
+    vec![
+        // One document per event and route: staging an id twice fails.
+        index(
+            Target::Outbox,
+            "tidings_route_event_id",
+            doc! { field::ROUTE: 1, field::EVENT_ID: 1 },
+            true,
+        ),
+        // Claims: a route's pending documents in creation order; sweeps,
+        // per-key scans, stats and purges use its prefix.
+        index(
+            Target::Outbox,
+            "tidings_claim",
+            doc! { field::ROUTE: 1, field::STATUS: 1, field::SEQ: 1 },
+            false,
+        ),
+        // Reading a claim back and fencing marks on its lease.
+        index(
+            Target::Outbox,
+            "tidings_lease",
+            doc! { field::LEASE: 1 },
+            false,
+        ),
+        // One mark per consumer and event.
+        index(
+            Target::Inbox,
+            "tidings_consumer_event_id",
+            doc! { field::CONSUMER: 1, field::EVENT_ID: 1 },
+            true,
+        ),
+        // Purging a consumer's old marks.
+        index(
+            Target::Inbox,
+            "tidings_consumer_marked_at",
+            doc! { field::CONSUMER: 1, field::MARKED_AT: 1 },
+            false,
+        ),
+    ]
+}
+
+impl MongoOutboxStore {
+    /// Creates the collections' indexes where missing. Idempotent, and safe
+    /// to run from several processes at once.
+    #[instrument(skip_all, fields(db.system = "mongodb"), err)]
+    pub async fn ensure_indexes(&self) -> Result<(), StoreError> {
+        for target in [Target::Outbox, Target::Inbox] {
+            let models: Vec<IndexModel> = declared()
+                .into_iter()
+                .filter(|d| d.target == target)
+                .map(|d| {
+                    let options = IndexOptions::builder()
+                        .name(d.name.to_owned())
+                        .unique(d.unique)
+                        .build();
+                    IndexModel::builder().keys(d.keys).options(options).build()
+                })
+                .collect();
+            self.collection(target)
+                .create_indexes(models)
+                .await
+                .map_err(store_error)?;
+        }
+        info!(
+            outbox = self.outbox().name(),
+            inbox = self.inbox_collection().name(),
+            "indexes ensured"
+        );
+        Ok(())
+    }
+
+    /// The startup check where an operator creates the indexes: fails with
+    /// [`StoreError::Schema`] naming every missing collection or index.
+    #[instrument(skip_all, fields(db.system = "mongodb"), err)]
+    pub async fn verify(&self) -> Result<(), StoreError> {
+        let mut problems = Vec::new();
+        for target in [Target::Outbox, Target::Inbox] {
+            let collection = self.collection(target);
+            let existing = match existing_indexes(collection).await {
+                Ok(existing) => existing,
+                Err(Missing::Collection) => {
+                    problems.push(format!("collection {:?} does not exist", collection.name()));
+                    continue;
+                }
+                Err(Missing::Unreadable(e)) => return Err(e),
+            };
+            for d in declared().into_iter().filter(|d| d.target == target) {
+                let found = existing.iter().any(|(name, keys, unique)| {
+                    name == d.name && *keys == d.keys && *unique == d.unique
+                });
+                if !found {
+                    problems.push(format!(
+                        "collection {:?} lacks index {} on {}{}",
+                        collection.name(),
+                        d.name,
+                        d.keys,
+                        if d.unique { " (unique)" } else { "" }
+                    ));
+                }
+            }
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(StoreError::Schema(format!(
+            "{}; run MongoOutboxStore::ensure_indexes()",
+            problems.join("; ")
+        )))
+    }
+
+    fn collection(&self, target: Target) -> &Collection<Document> {
+        match target {
+            Target::Outbox => self.outbox(),
+            Target::Inbox => self.inbox_collection(),
+        }
+    }
+}
+
+enum Missing {
+    Collection,
+    Unreadable(StoreError),
+}
+
+/// Name, keys and uniqueness of each index of a collection.
+async fn existing_indexes(
+    collection: &Collection<Document>,
+) -> Result<Vec<(String, Document, bool)>, Missing> {
+    let unreadable = |e: mongodb::error::Error| {
+        // namespace not found
+        if code(&e) == Some(26) {
+            Missing::Collection
+        } else {
+            Missing::Unreadable(store_error(e))
+        }
+    };
+    let models: Vec<IndexModel> = collection
+        .list_indexes()
+        .await
+        .map_err(unreadable)?
+        .try_collect()
+        .await
+        .map_err(unreadable)?;
+    Ok(models
+        .into_iter()
+        .map(|m| {
+            let options = m.options.unwrap_or_default();
+            (
+                options.name.unwrap_or_default(),
+                m.keys,
+                options.unique.unwrap_or(false),
+            )
+        })
+        .collect())
+}

@@ -1,0 +1,108 @@
+//! Collection names: validated once, when a store is built, so no command
+//! ever carries a hostile or unusable name.
+
+use tidings_core::StoreError;
+
+/// The longest collection name accepted, in bytes.
+pub const MAX_COLLECTION_NAME_LEN: usize = 64;
+
+/// The validated names of one store's collections.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CollectionNames {
+    /// The outbox collection.
+    pub(crate) outbox: String,
+    /// The inbox collection.
+    pub(crate) inbox: String,
+}
+
+impl CollectionNames {
+    /// Checks both names; the error says which one is wrong and why.
+    pub(crate) fn new(outbox: &str, inbox: &str) -> Result<Self, StoreError> {
+        check("outbox collection", outbox)?;
+        check("inbox collection", inbox)?;
+        if outbox == inbox {
+            return Err(StoreError::Invalid(format!(
+                "the outbox and inbox collections are both named {outbox:?}; give them different names"
+            )));
+        }
+        Ok(Self {
+            outbox: outbox.to_owned(),
+            inbox: inbox.to_owned(),
+        })
+    }
+}
+
+/// A name is 1 to [`MAX_COLLECTION_NAME_LEN`] bytes of ASCII letters,
+/// digits, `_`, `-` and inner `.`, starting with a letter or `_`, and not in
+/// the server's reserved `system.` namespace.
+fn check(kind: &str, name: &str) -> Result<(), StoreError> {
+    let invalid = |why: &str| {
+        Err(StoreError::Invalid(format!(
+            "{kind} name {name:?} is invalid: {why}"
+        )))
+    };
+    if name.is_empty() {
+        return invalid("it is empty");
+    }
+    if name.len() > MAX_COLLECTION_NAME_LEN {
+        return invalid(&format!(
+            "it is {} bytes long, the limit is {MAX_COLLECTION_NAME_LEN}",
+            name.len()
+        ));
+    }
+    let first_ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+    let rest_ok = name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if !first_ok || !rest_ok || name.ends_with('.') || name.contains("..") {
+        return invalid(
+            "use ASCII letters, digits, '_', '-' and inner '.', starting with a letter or '_'",
+        );
+    }
+    if name.starts_with("system.") {
+        return invalid("names starting with \"system.\" are reserved by the server");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordinary_names_pass() {
+        for good in ["tidings_outbox", "orders.outbox", "Outbox-2", "_x"] {
+            CollectionNames::new(good, "inbox").unwrap();
+        }
+    }
+
+    #[test]
+    fn hostile_names_are_rejected() {
+        let long = "a".repeat(MAX_COLLECTION_NAME_LEN + 1);
+        for bad in [
+            "",
+            "$cmd",
+            "out$box",
+            "a\0b",
+            "a b",
+            "system.users",
+            "1st",
+            "ünï",
+            "a..b",
+            "trailing.",
+            "{\"$ne\": 1}",
+            long.as_str(),
+        ] {
+            let err = CollectionNames::new(bad, "inbox").unwrap_err();
+            assert!(matches!(err, StoreError::Invalid(_)), "{bad:?}");
+            assert!(err.to_string().contains("outbox collection name"), "{err}");
+            let err = CollectionNames::new("outbox", bad).unwrap_err();
+            assert!(err.to_string().contains("inbox collection name"), "{err}");
+        }
+    }
+
+    #[test]
+    fn outbox_and_inbox_must_differ() {
+        assert!(CollectionNames::new("t", "t").is_err());
+    }
+}

@@ -1,0 +1,213 @@
+//! The relay's side: claims, sweeps, requeues, purges and stats.
+
+use std::time::Duration;
+
+use futures::TryStreamExt;
+use mongodb::bson::{Bson, Document};
+use tidings_core::{
+    ClaimRequest, LeaseToken, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus, Requeue,
+    StoreError,
+};
+use tracing::{debug, error, info, instrument};
+
+use crate::claim::claim;
+use crate::document::record;
+use crate::error::store_error;
+use crate::filters;
+use crate::schema::{int64, micros, status};
+use crate::{MongoBatch, MongoOutboxStore};
+
+impl OutboxStore for MongoOutboxStore {
+    type Batch = MongoBatch;
+
+    #[instrument(
+        skip_all,
+        fields(
+            messaging.system = "mongodb",
+            tidings.route = request.route.name,
+            limit = request.limit,
+            claimed,
+        ),
+        err
+    )]
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<MongoBatch, StoreError> {
+        let lease = LeaseToken::new();
+        let documents = claim(self, &request, lease).await.map_err(store_error)?;
+        let mut records = Vec::with_capacity(documents.len());
+        let mut corrupt = Vec::new();
+        for document in &documents {
+            match record(document) {
+                Ok(record) => records.push(record),
+                Err(e) => corrupt.push((document, e)),
+            }
+        }
+        if !corrupt.is_empty() {
+            return Err(self.set_aside(lease, corrupt).await);
+        }
+        tracing::Span::current().record("claimed", records.len());
+        Ok(MongoBatch::new(
+            self.clone(),
+            request.route.name.to_owned(),
+            lease,
+            records,
+        ))
+    }
+
+    #[instrument(skip_all, fields(messaging.system = "mongodb", tidings.route = route), err)]
+    async fn sweep_expired(&self, route: &str, limit: usize) -> Result<u64, StoreError> {
+        let now = micros(self.now());
+        let ids = self.ids_where(filters::expired(route, now), limit).await?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let swept = self
+            .outbox()
+            .update_many(filters::still_expired(ids, now), filters::sweep(now))
+            .await
+            .map_err(store_error)?
+            .modified_count;
+        if swept > 0 {
+            info!(swept, "expired leases returned to pending");
+        }
+        Ok(swept)
+    }
+
+    #[instrument(skip_all, fields(messaging.system = "mongodb", tidings.route = route), err)]
+    async fn requeue_failed(&self, route: &str, which: Requeue) -> Result<u64, StoreError> {
+        let filter = match &which {
+            Requeue::All => filters::failed(route, None),
+            Requeue::Ids(ids) => filters::failed(route, Some(ids)),
+        };
+        let requeued = self
+            .outbox()
+            .update_many(filter, filters::requeue(micros(self.now())))
+            .await
+            .map_err(store_error)?
+            .modified_count;
+        info!(requeued, "failed rows requeued");
+        Ok(requeued)
+    }
+
+    #[instrument(skip_all, fields(messaging.system = "mongodb", tidings.route = route), err)]
+    async fn purge(&self, route: &str, request: PurgeRequest) -> Result<u64, StoreError> {
+        let status = match request.status {
+            PurgeStatus::Published => status::PUBLISHED,
+            PurgeStatus::Failed => status::FAILED,
+        };
+        let Some(cutoff) = self.now().checked_sub(request.older_than) else {
+            return Ok(0);
+        };
+        let filter = filters::finished_before(route, status, micros(cutoff));
+        let ids = self.ids_where(filter.clone(), request.limit).await?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let mut doomed = filters::ids_in(ids);
+        doomed.extend(filter);
+        let purged = self
+            .outbox()
+            .delete_many(doomed)
+            .await
+            .map_err(store_error)?
+            .deleted_count;
+        debug!(purged, status, "finished rows purged");
+        Ok(purged)
+    }
+
+    #[instrument(skip_all, fields(messaging.system = "mongodb", tidings.route = route), err)]
+    async fn stats(&self, route: &str) -> Result<OutboxStats, StoreError> {
+        let groups: Vec<Document> = self
+            .outbox()
+            .aggregate(filters::stats_pipeline(route))
+            .await
+            .map_err(store_error)?
+            .try_collect()
+            .await
+            .map_err(store_error)?;
+        let now = micros(self.now());
+        let mut stats = OutboxStats::default();
+        for group in groups {
+            let count = match group.get("count") {
+                Some(Bson::Int32(n)) => u64::try_from(*n).unwrap_or(0),
+                Some(Bson::Int64(n)) => u64::try_from(*n).unwrap_or(0),
+                _ => 0,
+            };
+            match group.get_str("_id").unwrap_or_default() {
+                status::PENDING => {
+                    stats.pending = count;
+                    stats.oldest_pending_age = group
+                        .get_i64("oldest")
+                        .ok()
+                        .map(|at| Duration::from_micros(u64::try_from(now - at).unwrap_or(0)));
+                }
+                status::IN_FLIGHT => stats.in_flight = count,
+                status::FAILED => stats.failed = count,
+                status::PUBLISHED => stats.published = count,
+                _ => {}
+            }
+        }
+        Ok(stats)
+    }
+}
+
+impl MongoOutboxStore {
+    /// Fails the unreadable documents of a claim in place, keeping them for
+    /// an operator to repair and requeue, and returns the readable ones to
+    /// pending as if never claimed. Returns the first document's error.
+    async fn set_aside(
+        &self,
+        lease: LeaseToken,
+        corrupt: Vec<(&Document, StoreError)>,
+    ) -> StoreError {
+        let now = micros(self.now());
+        let mut first = None;
+        for (document, error) in corrupt {
+            error!(error = %error, "unreadable outbox document failed; repair it and requeue it");
+            if let Some(id) = document.get("_id") {
+                let park = filters::park_corrupt(now, &error.to_string());
+                if let Err(e) = self
+                    .outbox()
+                    .update_one(filters::id_under_lease(id, lease), park)
+                    .await
+                {
+                    error!(error = %e, "failing an unreadable document failed");
+                }
+            }
+            first.get_or_insert(error);
+        }
+        if let Err(e) = self
+            .outbox()
+            .update_many(filters::leased(lease), filters::unclaim(now))
+            .await
+        {
+            error!(error = %e, "returning a claim to pending failed; a sweep will");
+        }
+        first.unwrap_or(StoreError::Corrupt {
+            event_id: uuid::Uuid::nil(),
+            reason: "unreadable".into(),
+        })
+    }
+
+    /// The `_id`s of up to `limit` documents matching `filter`, in creation
+    /// order.
+    async fn ids_where(&self, filter: Document, limit: usize) -> Result<Vec<Bson>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let documents: Vec<Document> = self
+            .outbox()
+            .find(filter)
+            .sort(filters::claim_order(false))
+            .limit(int64(limit))
+            .projection(filters::id_only())
+            .await
+            .map_err(store_error)?
+            .try_collect()
+            .await
+            .map_err(store_error)?;
+        Ok(documents
+            .into_iter()
+            .filter_map(|mut d| d.remove("_id"))
+            .collect())
+    }
+}

@@ -1,0 +1,139 @@
+//! The MongoDB outbox store: a client, the validated collections and the
+//! clocks stamping what it writes.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use mongodb::bson::Document;
+use mongodb::{Client, ClientSession, Collection, Database};
+use tidings_core::{HybridClock, OutboxBuffer, StoreError, Wakeup};
+use tracing::instrument;
+
+use crate::error::store_error;
+use crate::names::CollectionNames;
+use crate::{MongoContext, MongoInboxStore, MongoOutboxOptions, MongoWatcher, Retention};
+
+/// The outbox (and inbox) store on MongoDB.
+///
+/// Cheap to clone: clones share one client. Build it with
+/// [`new`](Self::new), which validates the collection names, then run
+/// [`ensure_indexes`](Self::ensure_indexes) (or, where an operator creates
+/// them, [`verify`](Self::verify)) before use. Staging and the inbox use
+/// multi-document transactions, so the server must be a replica set or a
+/// sharded cluster.
+#[derive(Debug, Clone)]
+pub struct MongoOutboxStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    client: Client,
+    database: Database,
+    outbox: Collection<Document>,
+    inbox: Collection<Document>,
+    options: MongoOutboxOptions,
+    hlc: HybridClock,
+    seq: HybridClock,
+}
+
+impl MongoOutboxStore {
+    /// A store in `database` with `options`. Fails with
+    /// [`StoreError::Invalid`] when a collection name is unusable (see
+    /// [`MAX_COLLECTION_NAME_LEN`](crate::MAX_COLLECTION_NAME_LEN)).
+    pub fn new(database: Database, options: MongoOutboxOptions) -> Result<Self, StoreError> {
+        let names = CollectionNames::new(options.get_collection(), options.get_inbox_collection())?;
+        let clock = options.clock().clone();
+        Ok(Self {
+            inner: Arc::new(Inner {
+                client: database.client().clone(),
+                outbox: database.collection(&names.outbox),
+                inbox: database.collection(&names.inbox),
+                database,
+                hlc: HybridClock::new(clock.clone()),
+                seq: HybridClock::new(clock),
+                options,
+            }),
+        })
+    }
+
+    /// Starts a session with a transaction, ready for staging.
+    #[instrument(skip_all, fields(db.system = "mongodb"), err)]
+    pub async fn begin(&self) -> Result<MongoContext, StoreError> {
+        let session = self
+            .inner
+            .client
+            .start_session()
+            .await
+            .map_err(store_error)?;
+        self.begin_on(session).await
+    }
+
+    /// Starts a transaction on a session the caller holds.
+    #[instrument(skip_all, fields(db.system = "mongodb"), err)]
+    pub async fn begin_on(&self, mut session: ClientSession) -> Result<MongoContext, StoreError> {
+        session.start_transaction().await.map_err(store_error)?;
+        Ok(self.context(session))
+    }
+
+    /// Wraps a session whose transaction the caller already started; its
+    /// operations so far commit with the staged events.
+    pub fn context(&self, session: ClientSession) -> MongoContext {
+        MongoContext::new(session, self.buffer(), self.clone())
+    }
+
+    /// A watcher waking `wakeup` whenever an event is staged into this
+    /// store's outbox.
+    pub fn watcher(&self, wakeup: Wakeup) -> MongoWatcher {
+        MongoWatcher::new(self.inner.outbox.clone(), wakeup)
+    }
+
+    /// The inbox store on this store's inbox collection; its transactions
+    /// are [`MongoContext`]s, so a handler can stage events too.
+    pub fn inbox(&self) -> MongoInboxStore {
+        MongoInboxStore::new(self.clone())
+    }
+
+    /// The client.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// The database holding the collections.
+    pub fn database(&self) -> &Database {
+        &self.inner.database
+    }
+
+    /// The outbox collection.
+    pub fn outbox(&self) -> &Collection<Document> {
+        &self.inner.outbox
+    }
+
+    /// The inbox collection.
+    pub fn inbox_collection(&self) -> &Collection<Document> {
+        &self.inner.inbox
+    }
+
+    /// The options the store was built with.
+    pub fn options(&self) -> &MongoOutboxOptions {
+        &self.inner.options
+    }
+
+    pub(crate) fn now(&self) -> SystemTime {
+        self.inner.options.clock().now()
+    }
+
+    /// The next creation-order stamp: increasing within this process and
+    /// close to wall time across processes.
+    pub(crate) fn next_seq(&self) -> i64 {
+        self.inner.seq.now().as_u64() as i64
+    }
+
+    pub(crate) fn delete_on_publish(&self) -> bool {
+        self.inner.options.get_retention() == Retention::Delete
+    }
+
+    fn buffer(&self) -> OutboxBuffer {
+        OutboxBuffer::new(self.inner.options.clock().clone(), self.inner.hlc.clone())
+    }
+}

@@ -1,0 +1,107 @@
+//! The transaction helper: runs a closure in a fresh context and commits,
+//! retrying as MongoDB recommends.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use tokio::time::Instant;
+use tracing::{info, instrument, warn};
+
+use crate::error::{
+    CommitError, TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT, has_label,
+};
+use crate::{MongoContext, MongoOutboxStore};
+
+/// The first pause before running a conflicting transaction again; it
+/// doubles up to [`MAX_RETRY_PAUSE`].
+const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(10);
+/// The longest pause between two runs.
+const MAX_RETRY_PAUSE: Duration = Duration::from_millis(500);
+
+impl MongoOutboxStore {
+    /// Runs `work` in a fresh transaction and commits it with the events it
+    /// staged.
+    ///
+    /// When the closure or the insert of the staged events fails with a
+    /// `TransientTransactionError` (a write conflict, a primary stepping
+    /// down) the transaction is aborted and the whole closure runs again; a
+    /// commit failing with `UnknownTransactionCommitResult` is retried on
+    /// its own. Retries stop after
+    /// [`transaction_timeout`](crate::MongoOutboxOptions::transaction_timeout).
+    /// The closure may run several times, so it should do nothing outside
+    /// the transaction it cannot repeat. End it with
+    /// [`CommitError::abandon`] to abort without a retry.
+    ///
+    /// ```no_run
+    /// # use futures::FutureExt;
+    /// # use mongodb::bson::doc;
+    /// # use tidings_core::OutboxSpec;
+    /// # static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
+    /// # async fn run(store: tidings_mongo::MongoOutboxStore) -> Result<(), tidings_mongo::CommitError> {
+    /// let orders = store.database().collection("orders");
+    /// let id = store
+    ///     .transaction(|ctx| {
+    ///         let orders = orders.clone();
+    ///         async move {
+    ///             orders.insert_one(doc! { "_id": 42 }).session(ctx.session()).await?;
+    ///             ctx.outbox().stage(&EVENTS, "order.placed", &42)?;
+    ///             Ok(42)
+    ///         }
+    ///         .boxed()
+    ///     })
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[instrument(skip_all, fields(db.system = "mongodb"), err)]
+    pub async fn transaction<T, F>(&self, mut work: F) -> Result<T, CommitError>
+    where
+        F: for<'c> FnMut(&'c mut MongoContext) -> BoxFuture<'c, Result<T, CommitError>> + Send,
+        T: Send,
+    {
+        let deadline = Instant::now() + self.options().get_transaction_timeout();
+        let mut pause = FIRST_RETRY_PAUSE;
+        loop {
+            let mut ctx = self.begin().await?;
+            let ran = match work(&mut ctx).await {
+                Ok(value) => ctx.flush().await.map(|_| value),
+                Err(e) => Err(e),
+            };
+            let outcome = match ran {
+                Ok(value) => commit(ctx, deadline).await.map(|()| value),
+                Err(e) => {
+                    if let Err(abort) = ctx.rollback().await {
+                        warn!(error = %abort, "aborting a failed transaction failed");
+                    }
+                    Err(e)
+                }
+            };
+            match outcome {
+                Err(e)
+                    if has_label(&e, TRANSIENT_TRANSACTION_ERROR) && Instant::now() < deadline =>
+                {
+                    info!(error = %e, retry_in = ?pause, "transaction conflicted; running it again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MAX_RETRY_PAUSE);
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+/// Commits, retrying a commit whose result is unknown.
+async fn commit(mut ctx: MongoContext, deadline: Instant) -> Result<(), CommitError> {
+    loop {
+        match ctx.session().commit_transaction().await {
+            Ok(()) => return Ok(()),
+            Err(e)
+                if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
+                    && Instant::now() < deadline =>
+            {
+                info!(error = %e, "commit result unknown; committing again");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! The change-stream wake-up: inserts into the outbox wake the relay.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use mongodb::Collection;
+use mongodb::bson::Document;
+use mongodb::change_stream::event::ResumeToken;
+use mongodb::error::{Error as MongoError, ErrorKind};
+use tidings_core::Wakeup;
+use tidings_core::lifecycle::{Step, StepError};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use crate::error::code;
+use crate::filters;
+
+/// Watches the outbox collection's change stream and calls
+/// [`Wakeup::wake`] on every insert, so a relay claims within milliseconds
+/// of a commit.
+///
+/// A hint only. After an error the stream is opened again with backoff,
+/// resuming after the last event seen, and the relay is woken, since inserts
+/// may have gone unannounced meanwhile. Where the server has no change
+/// streams (a standalone server) the watcher says so once at `info` and
+/// looks again every [`unsupported_recheck`](Self::unsupported_recheck);
+/// the relay's polling floor delivers meanwhile. No error ever leaves the
+/// watcher.
+#[derive(Debug)]
+pub struct MongoWatcher {
+    collection: Collection<Document>,
+    wakeup: Wakeup,
+    reconnect_delay: Duration,
+    max_reconnect_delay: Duration,
+    unsupported_recheck: Duration,
+}
+
+/// Why a watching session ended.
+enum Ended {
+    Cancelled,
+    Lost(MongoError),
+    Unsupported(MongoError),
+}
+
+impl MongoWatcher {
+    /// Default first delay before opening the stream again.
+    pub const DEFAULT_RECONNECT_DELAY: Duration = Duration::from_millis(100);
+    /// Default cap of the reconnect backoff.
+    pub const DEFAULT_MAX_RECONNECT_DELAY: Duration = Duration::from_secs(5);
+    /// Default pause before trying again on a server without change
+    /// streams.
+    pub const DEFAULT_UNSUPPORTED_RECHECK: Duration = Duration::from_secs(60);
+
+    /// A watcher on `collection`. Usually made by
+    /// [`MongoOutboxStore::watcher`](crate::MongoOutboxStore::watcher).
+    pub fn new(collection: Collection<Document>, wakeup: Wakeup) -> Self {
+        Self {
+            collection,
+            wakeup,
+            reconnect_delay: Self::DEFAULT_RECONNECT_DELAY,
+            max_reconnect_delay: Self::DEFAULT_MAX_RECONNECT_DELAY,
+            unsupported_recheck: Self::DEFAULT_UNSUPPORTED_RECHECK,
+        }
+    }
+
+    /// The first delay before opening the stream again; it doubles up to
+    /// [`max_reconnect_delay`](Self::max_reconnect_delay).
+    pub fn reconnect_delay(mut self, delay: Duration) -> Self {
+        self.reconnect_delay = delay;
+        self
+    }
+
+    /// The cap of the reconnect backoff.
+    pub fn max_reconnect_delay(mut self, delay: Duration) -> Self {
+        self.max_reconnect_delay = delay;
+        self
+    }
+
+    /// How long to rely on polling alone before trying again where the
+    /// server refused a change stream.
+    pub fn unsupported_recheck(mut self, pause: Duration) -> Self {
+        self.unsupported_recheck = pause;
+        self
+    }
+
+    /// Runs [`watch`](Self::watch) on a new task.
+    pub fn spawn(self, cancel: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(async move { self.watch(cancel).await })
+    }
+
+    /// Watches until `cancel` fires, opening the stream again whenever it
+    /// fails. As a lifecycle [`Step`], the watcher does the same.
+    pub async fn watch(&self, cancel: CancellationToken) {
+        let mut token = None;
+        let mut delay = self.reconnect_delay;
+        loop {
+            let pause = match self.session(&cancel, &mut token, &mut delay).await {
+                Ended::Cancelled => return,
+                Ended::Unsupported(error) => {
+                    info!(collection = self.collection.name(), %error, "change streams unavailable; the relay polls");
+                    self.unsupported_recheck
+                }
+                Ended::Lost(error) => {
+                    if history_lost(&error) {
+                        token = None;
+                    }
+                    warn!(collection = self.collection.name(), %error, retry_in = ?delay, "change stream lost");
+                    let pause = delay;
+                    delay = (delay * 2).min(self.max_reconnect_delay);
+                    pause
+                }
+            };
+            // Whatever was inserted meanwhile went unannounced.
+            self.wakeup.wake();
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(pause) => {}
+            }
+        }
+    }
+
+    /// Opens the stream (after `token` where there is one) and wakes on
+    /// each insert until it fails or `cancel` fires.
+    async fn session(
+        &self,
+        cancel: &CancellationToken,
+        token: &mut Option<ResumeToken>,
+        delay: &mut Duration,
+    ) -> Ended {
+        let open = self
+            .collection
+            .watch()
+            .pipeline(filters::inserts())
+            .resume_after(token.clone());
+        let mut stream = tokio::select! {
+            _ = cancel.cancelled() => return Ended::Cancelled,
+            opened = open => match opened {
+                Ok(stream) => stream,
+                Err(error) => return ended(error),
+            },
+        };
+        debug!(collection = self.collection.name(), "watching");
+        *delay = self.reconnect_delay;
+        self.wakeup.wake();
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return Ended::Cancelled,
+                next = stream.next() => next,
+            };
+            if let Some(seen) = stream.resume_token() {
+                *token = Some(seen);
+            }
+            match next {
+                Some(Ok(_)) => self.wakeup.wake(),
+                Some(Err(error)) => return ended(error),
+                None => {
+                    let closed = std::io::Error::from(std::io::ErrorKind::ConnectionAborted);
+                    return Ended::Lost(closed.into());
+                }
+            }
+        }
+    }
+}
+
+impl Step for MongoWatcher {
+    fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
+        Box::pin(async move {
+            self.watch(cancel).await;
+            Ok(())
+        })
+    }
+}
+
+fn ended(error: MongoError) -> Ended {
+    if unsupported(&error) {
+        Ended::Unsupported(error)
+    } else {
+        Ended::Lost(error)
+    }
+}
+
+/// The server has no change streams: not a replica set (40573), or the
+/// command or stage is unknown to it.
+fn unsupported(error: &MongoError) -> bool {
+    matches!(code(error), Some(40573 | 115 | 40324))
+        || matches!(*error.kind, ErrorKind::IncompatibleServer { .. })
+}
+
+/// The resume point fell out of the server's history: start afresh.
+fn history_lost(error: &MongoError) -> bool {
+    matches!(code(error), Some(286 | 280))
+}

@@ -1,0 +1,99 @@
+//! What every test of this crate shares: a client on the real server and a
+//! store whose collections no other test uses.
+
+// Each test file uses its own subset of these helpers.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use mongodb::bson::{Document, doc};
+use mongodb::options::ClientOptions;
+use mongodb::{Client, Database};
+use tidings_core::{OutboxSpec, StagedEvent};
+use tidings_mongo::{MongoOutboxOptions, MongoOutboxStore, Retention};
+use tidings_testing::names::unique_name;
+use tidings_testing::services::{mongodb_url, service_missing};
+
+pub(crate) mod server;
+
+/// The database the tests' collections live in.
+pub(crate) const DATABASE: &str = "tidings_test";
+
+/// The spec most tests stage through.
+pub(crate) static ORDER_EVENTS: OutboxSpec<u64> =
+    OutboxSpec::json("order-events").to_queue("orders");
+/// A per-key spec.
+pub(crate) static KEYED_EVENTS: OutboxSpec<u64> = OutboxSpec::json("keyed-events")
+    .to_queue("orders")
+    .per_key();
+
+/// A client on `url`, checked with a ping; fails the test with the setup
+/// command when the server does not answer.
+pub(crate) async fn client_on(url: &str) -> Client {
+    let mut options = ClientOptions::parse(url)
+        .await
+        .unwrap_or_else(|e| service_missing("MongoDB", url, &e));
+    options.server_selection_timeout = Some(Duration::from_secs(10));
+    options.connect_timeout = Some(Duration::from_secs(10));
+    let client = Client::with_options(options).unwrap_or_else(|e| service_missing("MongoDB", url, &e));
+    client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .await
+        .unwrap_or_else(|e| service_missing("MongoDB", url, &e));
+    client
+}
+
+/// The test database on `MONGODB_URL`.
+pub(crate) async fn database() -> Database {
+    client_on(&mongodb_url()).await.database(DATABASE)
+}
+
+/// A store on fresh collections, indexes ensured.
+pub(crate) async fn store(retention: Retention) -> MongoOutboxStore {
+    store_in(database().await, retention).await
+}
+
+/// A store on fresh collections of `database`, indexes ensured.
+pub(crate) async fn store_in(database: Database, retention: Retention) -> MongoOutboxStore {
+    let options = MongoOutboxOptions::new()
+        .collection(unique_name("outbox"))
+        .inbox_collection(unique_name("inbox"))
+        .retention(retention);
+    let store = MongoOutboxStore::new(database, options).expect("valid names");
+    store.ensure_indexes().await.expect("ensure indexes");
+    store
+}
+
+/// Drops the store's collections.
+pub(crate) async fn drop_collections(store: &MongoOutboxStore) {
+    store.outbox().drop().await.expect("drop outbox");
+    store.inbox_collection().drop().await.expect("drop inbox");
+}
+
+/// Commits `events` through the store's staging path.
+pub(crate) async fn commit(store: &MongoOutboxStore, events: Vec<StagedEvent>) {
+    let mut ctx = store.begin().await.expect("begin");
+    for event in events {
+        ctx.outbox().push(event);
+    }
+    ctx.commit().await.expect("commit");
+}
+
+/// Documents in the store's outbox, whatever their route or status.
+pub(crate) async fn outbox_count(store: &MongoOutboxStore) -> u64 {
+    store
+        .outbox()
+        .count_documents(Document::new())
+        .await
+        .expect("count outbox")
+}
+
+/// Marks in the store's inbox.
+pub(crate) async fn inbox_count(store: &MongoOutboxStore) -> u64 {
+    store
+        .inbox_collection()
+        .count_documents(Document::new())
+        .await
+        .expect("count inbox")
+}
