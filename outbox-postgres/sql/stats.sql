@@ -1,10 +1,15 @@
--- Counts per status and the age of the oldest pending row, in microseconds.
+-- Counts per status, each served by the partial index over that status, and
+-- the age of the oldest pending row (the first in staging order), in
+-- microseconds.
 select
-    count(*) filter (where status = 'pending') as pending,
-    count(*) filter (where status = 'in_flight') as in_flight,
-    count(*) filter (where status = 'failed') as failed,
-    count(*) filter (where status = 'published') as published,
-    (extract(epoch from now() - min(created_at) filter (where status = 'pending'))
-        * 1000000)::bigint as oldest_pending_us
-from {outbox}
-where route = $1
+    (select count(*) from {outbox} where route = $1 and status = 'pending') as pending,
+    (select count(*) from {outbox} where route = $1 and status = 'in_flight') as in_flight,
+    (select count(*) from {outbox} where route = $1 and status = 'failed') as failed,
+    (select count(*) from {outbox} where route = $1 and status = 'published') as published,
+    (
+        select (extract(epoch from now() - created_at) * 1000000)::bigint
+        from {outbox}
+        where route = $1 and status = 'pending'
+        order by id
+        limit 1
+    ) as oldest_pending_us
