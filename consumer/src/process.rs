@@ -163,10 +163,25 @@ where
         }
     }
 
+    fn count(&self, verdict: &Verdict) {
+        let name = match verdict {
+            Verdict::Done => "tidings_consumer_processed_total",
+            Verdict::Duplicate => "tidings_consumer_duplicates_total",
+            Verdict::Park(_) => "tidings_consumer_parked_total",
+            Verdict::Retry(_) => "tidings_consumer_failed_total",
+        };
+        let labels = [
+            ("queue", self.queue.name().to_owned()),
+            ("consumer", self.inbox.consumer().to_owned()),
+        ];
+        metrics::counter!(name, &labels).increment(1);
+    }
+
     /// Acks, nacks or dead-letters. A settlement the broker refuses is
     /// logged; the broker redelivers and the inbox dedupes.
     async fn settle<A: Acker>(&self, verdict: Verdict, acker: A) {
         let counters = &self.counters;
+        self.count(&verdict);
         let settled = match verdict {
             Verdict::Done => {
                 tracing::debug!("handled");

@@ -1,5 +1,7 @@
 //! One relay pass: claim a batch, publish it, settle every row in one call.
 
+use std::time::Instant;
+
 use tracing::Instrument;
 
 use super::RelayConfig;
@@ -52,13 +54,20 @@ pub(super) async fn run_pass<S: OutboxStore, P: Publisher>(
             limit: config.batch_size,
             lease: config.lease,
         };
+        let started = Instant::now();
         let batch = store.claim(request).await?;
+        metrics::histogram!("tidings_relay_claim_seconds", "route" => route.name)
+            .record(started.elapsed());
         let claimed = batch.records().len();
         if claimed == 0 {
             return Ok(PassReport::default());
         }
+        let started = Instant::now();
         let settlements = publish(publisher, route, config, batch.records()).await;
+        metrics::histogram!("tidings_relay_publish_seconds", "route" => route.name)
+            .record(started.elapsed());
         let settled = batch.settle(settlements).await?;
+        count(route.name, &settled);
         if !settled.lost.is_empty() {
             tracing::warn!(
                 lost = settled.lost.len(),
@@ -75,6 +84,20 @@ pub(super) async fn run_pass<S: OutboxStore, P: Publisher>(
     }
     .instrument(span)
     .await
+}
+
+fn count(route: &'static str, settled: &crate::SettleReport) {
+    let counts = [
+        ("tidings_relay_published_total", settled.published),
+        ("tidings_relay_rescheduled_total", settled.rescheduled),
+        ("tidings_relay_failed_total", settled.failed),
+        ("tidings_relay_lease_lost_total", settled.lost.len()),
+    ];
+    for (name, n) in counts {
+        if n > 0 {
+            metrics::counter!(name, "route" => route).increment(n as u64);
+        }
+    }
 }
 
 /// Publishes what may be published and decides every row's outcome.

@@ -1,0 +1,59 @@
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use crate::OutboxStore;
+use crate::lifecycle::{Step, StepError, repeat};
+
+/// Publishes a route's backlog as gauges through the `metrics` facade:
+/// `tidings_outbox_pending`, `tidings_outbox_in_flight`,
+/// `tidings_outbox_failed` and `tidings_outbox_oldest_pending_seconds`,
+/// each labelled with the route.
+#[derive(Debug, Clone)]
+pub struct Monitor<S> {
+    store: S,
+    route: String,
+    interval: Duration,
+}
+
+impl<S: OutboxStore> Monitor<S> {
+    /// Default time between two readings.
+    pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(15);
+
+    /// A monitor of one route.
+    pub fn new(store: S, route: impl Into<String>) -> Self {
+        Self {
+            store,
+            route: route.into(),
+            interval: Self::DEFAULT_INTERVAL,
+        }
+    }
+
+    /// Sets the time between two readings.
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+
+    /// Reads the route's stats once and sets the gauges.
+    pub async fn observe(&self) -> Result<(), crate::StoreError> {
+        let stats = self.store.stats(&self.route).await?;
+        let route = self.route.clone();
+        metrics::gauge!("tidings_outbox_pending", "route" => route.clone())
+            .set(stats.pending as f64);
+        metrics::gauge!("tidings_outbox_in_flight", "route" => route.clone())
+            .set(stats.in_flight as f64);
+        metrics::gauge!("tidings_outbox_failed", "route" => route.clone()).set(stats.failed as f64);
+        let age = stats.oldest_pending_age.unwrap_or_default().as_secs_f64();
+        metrics::gauge!("tidings_outbox_oldest_pending_seconds", "route" => route).set(age);
+        Ok(())
+    }
+}
+
+impl<S: OutboxStore> Step for Monitor<S> {
+    fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
+        async move { repeat("monitor", self.interval, &cancel, || self.observe()).await }.boxed()
+    }
+}
