@@ -57,9 +57,9 @@ impl ClaimedBatch for PgBatch {
     #[instrument(
         skip_all,
         fields(
-            messaging.system = "postgresql",
-            tidings.route = %self.route,
-            tidings.lease = %self.lease.0,
+            db.system = "postgresql",
+            outbox.route = %self.route,
+            outbox.lease = %self.lease.0,
             settlements = settlements.len(),
         ),
         err

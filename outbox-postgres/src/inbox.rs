@@ -42,7 +42,7 @@ impl InboxStore for PgInboxStore {
 
     #[instrument(
         skip_all,
-        fields(messaging.system = "postgresql", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
+        fields(db.system = "postgresql", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
         err
     )]
     async fn mark(
@@ -81,7 +81,7 @@ impl InboxStore for PgInboxStore {
 
     #[instrument(
         skip_all,
-        fields(messaging.system = "postgresql", messaging.consumer.group.name = consumer),
+        fields(db.system = "postgresql", messaging.consumer.group.name = consumer),
         err
     )]
     async fn purge_older_than(

@@ -21,8 +21,8 @@ impl OutboxStore for PgOutboxStore {
     #[instrument(
         skip_all,
         fields(
-            messaging.system = "postgresql",
-            tidings.route = request.route.name,
+            db.system = "postgresql",
+            outbox.route = request.route.name,
             limit = request.limit,
             claimed,
         ),
@@ -54,7 +54,7 @@ impl OutboxStore for PgOutboxStore {
         ))
     }
 
-    #[instrument(skip_all, fields(messaging.system = "postgresql", tidings.route = route), err)]
+    #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]
     async fn sweep_expired(&self, route: &str, limit_rows: usize) -> Result<u64, StoreError> {
         let inner = self.inner();
         let swept = sqlx::query(inner.sql.sweep.clone())
@@ -65,12 +65,12 @@ impl OutboxStore for PgOutboxStore {
             .map_err(store_error)?
             .rows_affected();
         if swept > 0 {
-            info!(swept, "expired leases returned to pending");
+            debug!(swept, "expired leases returned to pending");
         }
         Ok(swept)
     }
 
-    #[instrument(skip_all, fields(messaging.system = "postgresql", tidings.route = route), err)]
+    #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]
     async fn requeue_failed(&self, route: &str, which: Requeue) -> Result<u64, StoreError> {
         let (all, ids) = match which {
             Requeue::All => (true, Vec::new()),
@@ -89,7 +89,7 @@ impl OutboxStore for PgOutboxStore {
         Ok(requeued)
     }
 
-    #[instrument(skip_all, fields(messaging.system = "postgresql", tidings.route = route), err)]
+    #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]
     async fn purge(&self, route: &str, request: PurgeRequest) -> Result<u64, StoreError> {
         let status = match request.status {
             PurgeStatus::Published => "published",
@@ -109,7 +109,7 @@ impl OutboxStore for PgOutboxStore {
         Ok(purged)
     }
 
-    #[instrument(skip_all, fields(messaging.system = "postgresql", tidings.route = route), err)]
+    #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]
     async fn stats(&self, route: &str) -> Result<OutboxStats, StoreError> {
         let inner = self.inner();
         let row = sqlx::query(inner.sql.stats.clone())
