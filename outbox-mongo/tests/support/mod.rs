@@ -35,7 +35,8 @@ pub(crate) async fn client_on(url: &str) -> Client {
         .unwrap_or_else(|e| service_missing("MongoDB", url, &e));
     options.server_selection_timeout = Some(Duration::from_secs(10));
     options.connect_timeout = Some(Duration::from_secs(10));
-    let client = Client::with_options(options).unwrap_or_else(|e| service_missing("MongoDB", url, &e));
+    let client =
+        Client::with_options(options).unwrap_or_else(|e| service_missing("MongoDB", url, &e));
     client
         .database("admin")
         .run_command(doc! { "ping": 1 })
