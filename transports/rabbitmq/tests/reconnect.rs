@@ -6,10 +6,10 @@ mod common;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use common::fault::close_connection;
 use common::{Setup, next};
 use tidings_core::{AckError, PublishError, Publisher};
 use tidings_rabbitmq::{ConnectionOptions, PublisherOptions, QueueKind, RabbitPublisher};
+use tidings_testing::faults::close_rabbitmq_connection as close_connection;
 use tidings_testing::names::unique_name;
 use tidings_testing::services::amqp_url;
 

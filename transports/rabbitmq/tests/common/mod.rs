@@ -3,8 +3,6 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-pub mod fault;
-
 use std::time::Duration;
 
 use bytes::Bytes;
