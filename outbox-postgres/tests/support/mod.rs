@@ -89,7 +89,7 @@ pub(crate) async fn row_count(store: &PgOutboxStore) -> i64 {
 }
 
 /// Test schemas left behind by runs that stopped early (conformance cases
-/// cannot drop theirs): those migrated more than an hour ago are dropped,
+/// cannot drop theirs): those migrated more than 15 minutes ago are dropped,
 /// once per test process.
 async fn drop_stale_schemas(pool: &PgPool) {
     static DONE: AtomicBool = AtomicBool::new(false);
@@ -105,7 +105,7 @@ async fn drop_stale_schemas(pool: &PgPool) {
             .unwrap_or_default();
     for schema in schemas {
         let age = format!(
-            "select coalesce(min(applied_at) < now() - interval '1 hour', true) \
+            "select coalesce(min(applied_at) < now() - interval '15 minutes', true) \
              from \"{schema}\".tidings_outbox_migrations"
         );
         let stale: bool = sqlx::query_scalar(sqlx::AssertSqlSafe(age))
