@@ -3,6 +3,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod moto;
+pub mod orders;
 
 use std::time::Duration;
 
