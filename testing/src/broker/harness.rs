@@ -32,4 +32,10 @@ pub trait BrokerHarness: Send + Sync + 'static {
     fn exact_delivery_counts(&self) -> bool {
         true
     }
+
+    /// Removes what the harness created (queues, exchanges); called after
+    /// each case that passes. The default removes nothing.
+    fn teardown(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }

@@ -16,7 +16,8 @@ pub use harness::{BrokerFixture, BrokerHarness};
 pub use settlement::*;
 
 /// Expands to one `#[tokio::test]` per case of the broker conformance
-/// suite, each calling the case with the harness expression.
+/// suite, each calling the case with the harness expression, then its
+/// `teardown`.
 #[macro_export]
 macro_rules! broker_conformance {
     ($harness:expr) => {
@@ -36,7 +37,9 @@ macro_rules! broker_conformance {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
-                $crate::broker::$case(&$harness).await;
+                let harness = $harness;
+                $crate::broker::$case(&harness).await;
+                $crate::broker::BrokerHarness::teardown(&harness).await;
             }
         )*
     };

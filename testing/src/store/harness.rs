@@ -19,4 +19,10 @@ pub trait StoreHarness: Send + Sync + 'static {
         store: &Self::Store,
         events: Vec<StagedEvent>,
     ) -> impl Future<Output = ()> + Send;
+
+    /// Removes what the harness created (schemas, tables, collections);
+    /// called after each case that passes. The default removes nothing.
+    fn teardown(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }

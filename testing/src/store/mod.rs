@@ -23,7 +23,8 @@ pub use marks::*;
 pub use ordering::*;
 
 /// Expands to one `#[tokio::test]` per case of the store conformance suite,
-/// each calling the case with the harness expression.
+/// each calling the case with the harness expression, then its
+/// `teardown`.
 #[macro_export]
 macro_rules! store_conformance {
     ($harness:expr) => {
@@ -52,7 +53,9 @@ macro_rules! store_conformance {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
-                $crate::store::$case(&$harness).await;
+                let harness = $harness;
+                $crate::store::$case(&harness).await;
+                $crate::store::StoreHarness::teardown(&harness).await;
             }
         )*
     };
