@@ -27,9 +27,21 @@ pub(crate) static KEYED_EVENTS: OutboxSpec<u64> = OutboxSpec::json("keyed-events
     .to_queue("orders")
     .per_key();
 
+/// Sends the crate's logs to the test's output (shown when it fails);
+/// `RUST_LOG` filters them, `info` by default.
+pub(crate) fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_test_writer()
+        .try_init();
+}
+
 /// A client on `url`, checked with a ping; fails the test with the setup
 /// command when the server does not answer.
 pub(crate) async fn client_on(url: &str) -> Client {
+    init_tracing();
     let mut options = ClientOptions::parse(url)
         .await
         .unwrap_or_else(|e| service_missing("MongoDB", url, &e));

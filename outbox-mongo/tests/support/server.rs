@@ -48,10 +48,7 @@ impl PrivateServer {
 
     /// Its URL, as a one-node replica set.
     pub(crate) fn url(&self) -> String {
-        format!(
-            "mongodb://127.0.0.1:{}/?replicaSet=secantus&directConnection=false",
-            self.port
-        )
+        format!("mongodb://127.0.0.1:{}/?replicaSet=secantus", self.port)
     }
 }
 
