@@ -5,10 +5,32 @@
 //! A backend runs a suite by implementing its harness and invoking the
 //! suite's macro in an integration test:
 //!
-//! ```ignore
-//! struct Pg;
-//! impl tidings_testing::store::StoreHarness for Pg { /* .. */ }
-//! tidings_testing::store_conformance!(Pg);
+//! ```no_run
+//! use tidings_core::StagedEvent;
+//! use tidings_core::memory::MemoryStore;
+//! use tidings_testing::store::StoreHarness;
+//!
+//! struct Memory;
+//!
+//! impl StoreHarness for Memory {
+//!     type Store = MemoryStore;
+//!
+//!     async fn store(&self) -> MemoryStore {
+//!         MemoryStore::new()
+//!     }
+//!
+//!     async fn commit(&self, store: &MemoryStore, events: Vec<StagedEvent>) {
+//!         let mut ctx = store.begin();
+//!         for event in events {
+//!             ctx.outbox().push(event);
+//!         }
+//!         ctx.commit().unwrap();
+//!     }
+//! }
+//!
+//! // In an integration test file:
+//! tidings_testing::store_conformance!(Memory);
+//! # fn main() {}
 //! ```
 
 pub mod broker;
