@@ -53,7 +53,9 @@ impl MongoOutboxStore {
     /// # Ok(())
     /// # }
     /// ```
-    #[instrument(skip_all, fields(db.system = "mongodb"), err)]
+    // A closure abandoning its transaction is the caller's decision, not a
+    // failure of the store: logged at info.
+    #[instrument(skip_all, fields(db.system = "mongodb"), err(level = "info"))]
     pub async fn transaction<T, F>(&self, mut work: F) -> Result<T, CommitError>
     where
         F: for<'c> FnMut(&'c mut MongoContext) -> BoxFuture<'c, Result<T, CommitError>> + Send,
