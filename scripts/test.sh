@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-services.sh
-cargo test --workspace --all-targets "$@"
-cargo build -p tidings-examples --all-features --bins
-cargo test --workspace --doc "$@"
+# All features: the operator CLI and the examples that need a store or
+# transport are built and tested too.
+cargo test --workspace --all-targets --all-features "$@"
+cargo test --workspace --doc --all-features "$@"
