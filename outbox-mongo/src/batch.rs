@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use futures::{FutureExt, TryStreamExt};
 use mongodb::ClientSession;
-use mongodb::bson::{Document, doc};
+use mongodb::bson::Document;
 use mongodb::error::Result as MongoResult;
 use tidings_core::{
     ClaimedBatch, LeaseToken, OutboxRecord, Outcome, SettleReport, Settlement, StoreError,
@@ -17,7 +17,7 @@ use crate::MongoOutboxStore;
 use crate::document::event_id;
 use crate::error::store_error;
 use crate::filters;
-use crate::schema::{field, micros, micros_after};
+use crate::schema::{micros, micros_after};
 use crate::txn::retrying;
 
 /// How often a settlement runs again when a sweep touched its documents
@@ -146,7 +146,7 @@ async fn apply(
     let held: Vec<Document> = store
         .outbox()
         .find(filters::held(route, lease, &plan.ids))
-        .projection(doc! { field::EVENT_ID: 1 })
+        .projection(filters::event_id_only())
         .session(&mut *session)
         .await?
         .stream(&mut *session)

@@ -31,6 +31,11 @@ pub(crate) fn id_only() -> Document {
     doc! { "_id": 1 }
 }
 
+/// Only the event id, for reading which documents a lease holds.
+pub(crate) fn event_id_only() -> Document {
+    doc! { "_id": 0, field::EVENT_ID: 1 }
+}
+
 /// What the per-key scan needs of each unfinished document.
 pub(crate) fn key_scan_fields() -> Document {
     doc! { "_id": 1, field::ORDERING_KEY: 1, field::STATUS: 1, field::AVAILABLE_AT: 1 }

@@ -3,7 +3,7 @@
 //! [`MongoOutboxStore::verify`].
 
 use futures::TryStreamExt;
-use mongodb::bson::{Document, doc};
+use mongodb::bson::{Bson, Document, doc};
 use mongodb::options::IndexOptions;
 use mongodb::{Collection, IndexModel};
 use tidings_core::StoreError;
@@ -124,7 +124,7 @@ impl MongoOutboxStore {
             };
             for d in declared().into_iter().filter(|d| d.target == target) {
                 let found = existing.iter().any(|(name, keys, unique)| {
-                    name == d.name && *keys == d.keys && *unique == d.unique
+                    name == d.name && same_keys(keys, &d.keys) && *unique == d.unique
                 });
                 if !found {
                     problems.push(format!(
@@ -152,6 +152,21 @@ impl MongoOutboxStore {
             Target::Inbox => self.inbox_collection(),
         }
     }
+}
+
+/// Whether two key documents name the same fields in the same order and
+/// directions, whatever numeric type the server reports them in.
+fn same_keys(a: &Document, b: &Document) -> bool {
+    let direction = |v: &Bson| match v {
+        Bson::Int32(n) => Some(f64::from(*n)),
+        Bson::Int64(n) => Some(*n as f64),
+        Bson::Double(n) => Some(*n),
+        _ => None,
+    };
+    a.len() == b.len()
+        && a.iter().zip(b.iter()).all(|((ka, va), (kb, vb))| {
+            ka == kb && direction(va).is_some() && direction(va) == direction(vb)
+        })
 }
 
 enum Missing {
@@ -189,4 +204,25 @@ async fn existing_indexes(
             )
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_compare_by_field_order_and_direction() {
+        let declared = doc! { "route": 1, "seq": 1 };
+        assert!(same_keys(&doc! { "route": 1_i64, "seq": 1.0 }, &declared));
+        assert!(!same_keys(&doc! { "seq": 1, "route": 1 }, &declared));
+        assert!(!same_keys(&doc! { "route": 1, "seq": -1 }, &declared));
+        assert!(!same_keys(&doc! { "route": 1 }, &declared));
+    }
+
+    #[test]
+    fn every_index_has_a_unique_name() {
+        let all = declared();
+        let names: std::collections::HashSet<_> = all.iter().map(|d| d.name).collect();
+        assert_eq!(names.len(), all.len());
+    }
 }
