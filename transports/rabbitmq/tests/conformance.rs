@@ -7,16 +7,12 @@ mod classic {
     use super::common::Rabbit;
     use tidings_rabbitmq::QueueKind;
 
-    tidings_testing::broker_conformance!(Rabbit {
-        kind: QueueKind::Classic
-    });
+    tidings_testing::broker_conformance!(Rabbit::new(QueueKind::Classic));
 }
 
 mod quorum {
     use super::common::Rabbit;
     use tidings_rabbitmq::QueueKind;
 
-    tidings_testing::broker_conformance!(Rabbit {
-        kind: QueueKind::Quorum
-    });
+    tidings_testing::broker_conformance!(Rabbit::new(QueueKind::Quorum));
 }

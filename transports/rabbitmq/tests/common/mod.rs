@@ -139,6 +139,17 @@ pub async fn raw_get(queue: &str) -> Option<(BasicProperties, Vec<u8>)> {
 /// The conformance harness: a fresh queue of `kind` per fixture.
 pub struct Rabbit {
     pub kind: QueueKind,
+    /// Queues made for the case, deleted by its teardown.
+    pub queues: std::sync::Mutex<Vec<String>>,
+}
+
+impl Rabbit {
+    pub fn new(kind: QueueKind) -> Self {
+        Self {
+            kind,
+            queues: std::sync::Mutex::default(),
+        }
+    }
 }
 
 impl BrokerHarness for Rabbit {
@@ -150,6 +161,7 @@ impl BrokerHarness for Rabbit {
         let topology = Topology::new(connection("topology"));
         let options = QueueOptions::from(self.kind).expires(EXPIRES);
         expect_broker(topology.declare_queue(&queue, options).await);
+        self.queues.lock().unwrap().push(queue.clone());
         BrokerFixture {
             publisher: RabbitPublisher::new(connection("publisher"), PublisherOptions::default()),
             source: RabbitSource::new(connection("source"), SourceOptions::default()),
@@ -160,5 +172,13 @@ impl BrokerHarness for Rabbit {
 
     fn exact_delivery_counts(&self) -> bool {
         self.kind == QueueKind::Quorum
+    }
+
+    async fn teardown(&self) {
+        let queues = std::mem::take(&mut *self.queues.lock().unwrap());
+        let topology = Topology::new(connection("teardown"));
+        for queue in queues {
+            expect_broker(topology.delete_queue(&queue).await);
+        }
     }
 }
