@@ -147,6 +147,21 @@ pub(crate) fn park_corrupt(now: i64, reason: &str) -> Document {
     }
 }
 
+/// A route's pending documents whose attempt counter is not a number, so
+/// no claim can count an attempt on them.
+pub(crate) fn uncountable(route: &str) -> Document {
+    doc! {
+        field::ROUTE: route,
+        field::STATUS: status::PENDING,
+        field::ATTEMPTS_STARTED: { "$exists": true, "$not": { "$type": "number" } },
+    }
+}
+
+/// One document, still pending.
+pub(crate) fn pending_id(id: &Bson) -> Document {
+    doc! { "_id": id.clone(), field::STATUS: status::PENDING }
+}
+
 /// Returns a claim's documents to pending as if never claimed.
 pub(crate) fn unclaim(now: i64) -> Document {
     doc! {

@@ -3,6 +3,7 @@
 mod batch;
 mod claim;
 mod context;
+mod corrupt;
 mod document;
 mod error;
 mod filters;

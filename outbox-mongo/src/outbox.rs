@@ -8,9 +8,10 @@ use tidings_core::{
     ClaimRequest, LeaseToken, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus, Requeue,
     StoreError,
 };
-use tracing::{debug, error, info, instrument};
+use tracing::{debug, info, instrument};
 
 use crate::claim::claim;
+use crate::corrupt;
 use crate::document::record;
 use crate::error::store_error;
 use crate::filters;
@@ -32,17 +33,25 @@ impl OutboxStore for MongoOutboxStore {
     )]
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<MongoBatch, StoreError> {
         let lease = LeaseToken::new();
-        let documents = claim(self, &request, lease).await.map_err(store_error)?;
+        let documents = match claim(self, &request, lease).await {
+            Ok(documents) => documents,
+            Err(e) if corrupt::is_type_mismatch(&e) => {
+                return Err(
+                    corrupt::set_aside_unstampable(self, request.route.name, lease, e).await,
+                );
+            }
+            Err(e) => return Err(store_error(e)),
+        };
         let mut records = Vec::with_capacity(documents.len());
-        let mut corrupt = Vec::new();
+        let mut unreadable = Vec::new();
         for document in &documents {
             match record(document) {
                 Ok(record) => records.push(record),
-                Err(e) => corrupt.push((document, e)),
+                Err(e) => unreadable.push((document, e)),
             }
         }
-        if !corrupt.is_empty() {
-            return Err(self.set_aside(lease, corrupt).await);
+        if !unreadable.is_empty() {
+            return Err(corrupt::set_aside(self, lease, unreadable).await);
         }
         tracing::Span::current().record("claimed", records.len());
         Ok(MongoBatch::new(
@@ -151,43 +160,6 @@ impl OutboxStore for MongoOutboxStore {
 }
 
 impl MongoOutboxStore {
-    /// Fails the unreadable documents of a claim in place, keeping them for
-    /// an operator to repair and requeue, and returns the readable ones to
-    /// pending as if never claimed. Returns the first document's error.
-    async fn set_aside(
-        &self,
-        lease: LeaseToken,
-        corrupt: Vec<(&Document, StoreError)>,
-    ) -> StoreError {
-        let now = micros(self.now());
-        let mut first = None;
-        for (document, error) in corrupt {
-            error!(error = %error, "unreadable outbox document failed; repair it and requeue it");
-            if let Some(id) = document.get("_id") {
-                let park = filters::park_corrupt(now, &error.to_string());
-                if let Err(e) = self
-                    .outbox()
-                    .update_one(filters::id_under_lease(id, lease), park)
-                    .await
-                {
-                    error!(error = %e, "failing an unreadable document failed");
-                }
-            }
-            first.get_or_insert(error);
-        }
-        if let Err(e) = self
-            .outbox()
-            .update_many(filters::leased(lease), filters::unclaim(now))
-            .await
-        {
-            error!(error = %e, "returning a claim to pending failed; a sweep will");
-        }
-        first.unwrap_or(StoreError::Corrupt {
-            event_id: uuid::Uuid::nil(),
-            reason: "unreadable".into(),
-        })
-    }
-
     /// The `_id`s of up to `limit` documents matching `filter`, in creation
     /// order.
     async fn ids_where(&self, filter: Document, limit: usize) -> Result<Vec<Bson>, StoreError> {

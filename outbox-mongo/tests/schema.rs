@@ -150,3 +150,46 @@ async fn unreadable_documents_are_reported_by_event_failed_and_kept() {
     assert_eq!(batch.records()[0].envelope.event_id, ids[1]);
     drop_collections(&store).await;
 }
+
+#[tokio::test]
+async fn a_document_whose_attempt_counter_is_not_a_number_is_set_aside() {
+    let store = store(Retention::Delete).await;
+    let mut ids = Vec::new();
+    let mut ctx = store.begin().await.unwrap();
+    for n in 0..3 {
+        let id = Uuid::now_v7();
+        ctx.outbox()
+            .stage(&ORDER_EVENTS, "order.placed", &n)
+            .unwrap()
+            .event_id(id);
+        ids.push(id);
+    }
+    ctx.commit().await.unwrap();
+    let damaged = doc! { "event_id": mongodb::bson::Binary {
+        subtype: mongodb::bson::spec::BinarySubtype::Uuid,
+        bytes: ids[1].as_bytes().to_vec(),
+    } };
+    store
+        .outbox()
+        .update_one(damaged, doc! { "$set": { "attempts_started": "zero" } })
+        .await
+        .unwrap();
+
+    let err = claim(&store).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Corrupt { event_id, reason } if *event_id == ids[1] && reason.contains("attempts_started")),
+        "{err}"
+    );
+    let batch = claim(&store).await.expect("the others are claimable");
+    let claimed: Vec<_> = batch
+        .records()
+        .iter()
+        .map(|r| r.envelope.event_id)
+        .collect();
+    assert_eq!(claimed, [ids[0], ids[2]]);
+    assert!(batch.records().iter().all(|r| r.attempts_started == 1));
+    let stats = store.stats(ORDER_EVENTS.name()).await.unwrap();
+    assert_eq!((stats.failed, stats.in_flight), (1, 2));
+    assert_eq!(outbox_count(&store).await, 3, "nothing was lost");
+    drop_collections(&store).await;
+}
