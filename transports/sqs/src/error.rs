@@ -43,6 +43,9 @@ pub(crate) enum Kind {
     ReceiptInvalid,
     /// SQS throttled the request.
     Throttled,
+    /// The credentials were refused or lack the permission; fixing them
+    /// makes the same request work.
+    Denied,
     /// The message or batch is over the size limit.
     TooLarge,
     /// SQS refused the request as malformed; sending it again cannot help.
@@ -97,6 +100,7 @@ where
             let message = error.message().unwrap_or_default();
             match kind_of_code(code, message) {
                 Kind::Other if status >= 500 => Kind::Unavailable,
+                Kind::Other if status == 401 || status == 403 => Kind::Denied,
                 Kind::Other if (400..500).contains(&status) => Kind::Rejected,
                 kind => kind,
             }
@@ -128,6 +132,15 @@ pub(crate) fn kind_of_code(code: &str, message: &str) -> Kind {
             Kind::ReceiptInvalid
         }
         "ServiceUnavailable" | "InternalError" | "InternalFailure" => Kind::Unavailable,
+        "AccessDenied"
+        | "AccessDeniedException"
+        | "InvalidClientTokenId"
+        | "SignatureDoesNotMatch"
+        | "UnrecognizedClientException"
+        | "ExpiredToken"
+        | "MissingAuthenticationToken"
+        | "InvalidSecurity"
+        | "KmsAccessDenied" => Kind::Denied,
         _ => Kind::Other,
     }
 }
@@ -162,7 +175,7 @@ pub(crate) fn publish_error(
         Kind::Rejected => PublishError::Invalid {
             reason: failure.describe(),
         },
-        Kind::Throttled => PublishError::Refused {
+        Kind::Throttled | Kind::Denied => PublishError::Refused {
             reason: failure.describe(),
         },
         Kind::Timeout => PublishError::Timeout,
@@ -227,6 +240,7 @@ mod tests {
             Kind::TooLarge
         );
         assert_eq!(kind_of_code("RequestThrottled", ""), Kind::Throttled);
+        assert_eq!(kind_of_code("AccessDenied", ""), Kind::Denied);
         assert_eq!(kind_of_code("Whatever", ""), Kind::Other);
     }
 
@@ -240,6 +254,8 @@ mod tests {
         assert!(!error.is_transient());
         let error = publish_error(service, "q", 1, 2);
         assert!(error.is_transient());
+        let denied = Failure::new(Kind::Denied, "bad credentials");
+        assert!(publish_error(denied, "q", 1, 2).is_transient());
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod deleter;
 mod error;
 mod heartbeat;
 mod options;
+mod outgoing;
 mod publisher;
 mod queues;
 mod source;

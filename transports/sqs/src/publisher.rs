@@ -4,15 +4,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use futures::future::join_all;
 use tidings_core::{Envelope, PublishError, Publisher};
 use tracing::Instrument;
 
-use crate::attributes;
 use crate::batching::{MAX_BATCH_ENTRIES, chunk};
 use crate::error::{Failure, Kind, call, entry_failure, publish_error};
-use crate::options::{PublisherOptions, whole_seconds};
+use crate::options::PublisherOptions;
+use crate::outgoing::Outgoing;
 use crate::queues::{Queues, is_fifo};
 
 /// Publishes envelopes to SQS queues; `Ok` only once SQS has accepted the
@@ -56,14 +55,6 @@ impl std::fmt::Debug for SqsPublisher {
             .field("options", &self.inner.options)
             .finish_non_exhaustive()
     }
-}
-
-/// One message ready to send, with its position in the caller's batch.
-#[derive(Clone)]
-struct Outgoing {
-    index: usize,
-    entry: SendMessageBatchRequestEntry,
-    size: usize,
 }
 
 type Outcome = (usize, Result<(), PublishError>);
@@ -134,7 +125,7 @@ impl SqsPublisher {
         let mut outcomes = Vec::with_capacity(indices.len());
         let mut ready = Vec::with_capacity(indices.len());
         for index in indices {
-            match self.prepare(index, &envelopes[index], fifo) {
+            match Outgoing::prepare(index, &envelopes[index], fifo, options) {
                 Ok(out) => ready.push(out),
                 Err(error) => outcomes.push((index, Err(error))),
             }
@@ -158,52 +149,6 @@ impl SqsPublisher {
             outcomes.extend(sent.await.into_iter().flatten());
         }
         outcomes
-    }
-
-    /// The batch entry for one envelope, or why it cannot be sent.
-    fn prepare(
-        &self,
-        index: usize,
-        envelope: &Envelope,
-        fifo: bool,
-    ) -> Result<Outgoing, PublishError> {
-        let options = &self.inner.options;
-        let encoded =
-            attributes::encode(envelope).map_err(|reason| PublishError::Invalid { reason })?;
-        if encoded.size > options.max_message_size {
-            return Err(PublishError::TooLarge {
-                size: encoded.size,
-                limit: options.max_message_size,
-            });
-        }
-        let mut entry = SendMessageBatchRequestEntry::builder()
-            .id(index.to_string())
-            .set_message_attributes(Some(encoded.sqs_attributes()))
-            .message_body(encoded.body);
-        if fifo {
-            let group = envelope
-                .ordering_key
-                .as_deref()
-                .unwrap_or(&options.default_message_group);
-            check_group(group)?;
-            entry = entry
-                .message_group_id(group)
-                .message_deduplication_id(envelope.event_id.to_string());
-        } else if let Some(delay) = options
-            .destinations
-            .get(&envelope.destination)
-            .and_then(|d| d.delay)
-        {
-            entry = entry.delay_seconds(whole_seconds(delay));
-        }
-        let entry = entry.build().map_err(|e| PublishError::Invalid {
-            reason: e.to_string(),
-        })?;
-        Ok(Outgoing {
-            index,
-            entry,
-            size: encoded.size,
-        })
     }
 
     /// Sends one chunk; when SQS refuses the whole call as malformed, sends
@@ -307,20 +252,6 @@ impl SqsPublisher {
     }
 }
 
-/// FIFO message groups: 1 to 128 printable ASCII characters.
-fn check_group(group: &str) -> Result<(), PublishError> {
-    let legal = (1..=128).contains(&group.len()) && group.bytes().all(|b| (33..=126).contains(&b));
-    if legal {
-        Ok(())
-    } else {
-        Err(PublishError::Invalid {
-            reason: format!(
-                "ordering key {group:?} cannot be a fifo message group (1 to 128 printable ascii characters)"
-            ),
-        })
-    }
-}
-
 impl Publisher for SqsPublisher {
     async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
         let mut results = self.publish_batch(std::slice::from_ref(envelope)).await;
@@ -357,15 +288,4 @@ fn log(envelope: &Envelope, outcome: Result<(), PublishError>) -> Result<(), Pub
         ),
     }
     outcome
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn message_groups_are_checked() {
-        assert!(super::check_group("order-1").is_ok());
-        assert!(super::check_group("").is_err());
-        assert!(super::check_group("has space").is_err());
-        assert!(super::check_group(&"k".repeat(129)).is_err());
-    }
 }
