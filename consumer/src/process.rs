@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use tidings_core::port::error_chain;
-use tidings_core::{Acker, Codec, Delivery, Envelope, InboxStore, Message, QueueSpec, Redelivery};
+use tidings_core::{
+    Acker, Codec, Delivery, Envelope, HybridClock, InboxStore, Message, QueueSpec, Redelivery,
+};
 use tidings_inbox::{Inbox, Marked};
 use tower::ServiceExt;
 use tracing::Instrument;
@@ -32,6 +34,7 @@ pub(crate) struct Pipeline<T: 'static, C: 'static, H, I> {
     pub(crate) handler: H,
     pub(crate) inbox: Inbox<I>,
     pub(crate) options: ConsumerOptions,
+    pub(crate) hlc: Option<HybridClock>,
     pub(crate) counters: Arc<Counters>,
 }
 
@@ -57,11 +60,22 @@ where
             consumer = self.inbox.consumer(),
         );
         async move {
+            self.observe_clock(&envelope);
             let verdict = self.judge(&envelope, count).await;
             self.settle(verdict, acker).await;
         }
         .instrument(span)
         .await
+    }
+
+    /// Moves the hybrid clock past the delivery's stamp, so reactions the
+    /// handler stages sort after it.
+    fn observe_clock(&self, envelope: &Envelope) {
+        if let (Some(clock), Some(stamp)) = (&self.hlc, envelope.hlc) {
+            if let Err(e) = clock.observe(stamp) {
+                tracing::warn!(error = %e, "ignoring a hybrid clock stamp from too far in the future");
+            }
+        }
     }
 
     async fn judge(&self, envelope: &Envelope, count: Option<u32>) -> Verdict {

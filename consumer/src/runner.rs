@@ -6,7 +6,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tidings_core::lifecycle::{Step, StepError};
 use tidings_core::port::error_chain;
-use tidings_core::{Codec, InboxStore, QueueSpec, Source, SpecError};
+use tidings_core::{Codec, HybridClock, InboxStore, QueueSpec, Source, SpecError};
 use tidings_inbox::{Inbox, NoInbox};
 use tokio_util::sync::CancellationToken;
 
@@ -71,6 +71,7 @@ pub struct Consumer<S, T: 'static, C: 'static, H, I = NoInbox> {
     handler: H,
     inbox: Inbox<I>,
     options: ConsumerOptions,
+    hlc: Option<HybridClock>,
     counters: Arc<Counters>,
 }
 
@@ -91,6 +92,7 @@ where
             handler,
             inbox,
             options: ConsumerOptions::default(),
+            hlc: None,
             counters: Arc::default(),
         })
     }
@@ -111,6 +113,7 @@ where
             handler: self.handler,
             inbox,
             options: self.options,
+            hlc: self.hlc,
             counters: self.counters,
         }
     }
@@ -118,6 +121,14 @@ where
     /// Sets the options.
     pub fn options(mut self, options: ConsumerOptions) -> Self {
         self.options = options;
+        self
+    }
+
+    /// Merges each delivery's hybrid logical clock stamp into `hlc` before
+    /// the handler runs, so events the handler stages through a store that
+    /// shares this clock sort after the event that caused them.
+    pub fn hybrid_clock(mut self, hlc: HybridClock) -> Self {
+        self.hlc = Some(hlc);
         self
     }
 
@@ -143,6 +154,7 @@ where
             handler: self.handler.clone(),
             inbox: self.inbox.clone(),
             options: self.options,
+            hlc: self.hlc.clone(),
             counters: self.counters.clone(),
         });
         let queue = self.queue.name();

@@ -429,3 +429,48 @@ async fn a_lost_source_is_resubscribed_and_nothing_is_lost_or_doubled() {
     assert_eq!(effects.len(), 50);
     assert!(effects.values().all(|n| *n == 1));
 }
+
+#[tokio::test]
+async fn reactions_sort_after_their_cause_with_a_shared_hybrid_clock() {
+    static REACTIONS: tidings_core::OutboxSpec<u32> = tidings_core::OutboxSpec::json("reactions")
+        .to_queue("invoices")
+        .hlc_ordering();
+    let (store, broker) = setup();
+    let mut cause = order(1, None);
+    let ahead = store.hlc().now().physical_ms() + 20_000;
+    cause.hlc = Some(tidings_core::Hlc::from_u64(ahead << 16));
+    broker.publish(&cause).await.unwrap();
+    let handler = handler_fn(
+        |msg: Message<Order>, tx: TxHandle<MemoryContext>| async move {
+            tx.lock()
+                .await
+                .outbox()
+                .stage(&REACTIONS, "invoice.created", &msg.payload.id)?;
+            Ok(())
+        },
+    );
+    let inbox = Inbox::new(store.clone(), "billing").unwrap();
+    let consumer = Consumer::new(broker.clone(), &ORDERS, handler)
+        .unwrap()
+        .inbox(inbox)
+        .hybrid_clock(store.hlc().clone())
+        .options(options());
+    run_until(consumer, |r| r.processed == 1).await;
+
+    let request = tidings_core::ClaimRequest {
+        route: REACTIONS.route(),
+        limit: 1,
+        lease: Duration::from_secs(60),
+    };
+    let batch = tidings_core::OutboxStore::claim(&store, request)
+        .await
+        .unwrap();
+    let reaction = tidings_core::ClaimedBatch::records(&batch)[0]
+        .envelope
+        .hlc
+        .unwrap();
+    assert!(
+        reaction > cause.hlc.unwrap(),
+        "the reaction {reaction} does not sort after its cause"
+    );
+}

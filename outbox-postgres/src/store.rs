@@ -121,6 +121,13 @@ impl PgOutboxStore {
         self.inner.options.get_retention() == Retention::Delete
     }
 
+    /// The hybrid logical clock stamping this store's events; give it to a
+    /// consumer (`Consumer::hybrid_clock`) so reactions sort after their
+    /// causes.
+    pub fn hlc(&self) -> &HybridClock {
+        &self.inner.hlc
+    }
+
     fn buffer(&self) -> OutboxBuffer {
         OutboxBuffer::new(self.inner.options.clock().clone(), self.inner.hlc.clone())
     }
