@@ -6,6 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::{client, declare, queue_name, source_options};
+use futures::future::join_all;
 use tidings_core::{DEAD_LETTER_REASON_HEADER, Publisher, Redelivery};
 use tidings_sqs::{PublisherOptions, QueueOptions, SqsPublisher, SqsSource, dead_letter_queue};
 use tidings_testing::broker::{envelope, next, next_within, subscribe};
@@ -161,4 +162,37 @@ async fn an_unreadable_message_is_dead_lettered_with_its_reason() {
         .string_value()
         .unwrap();
     assert!(reason.contains("not a tidings envelope"), "{reason}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_sent_together_all_land() {
+    let client = client().await;
+    let queue = queue_name("acks", false);
+    declare(&client, &queue, QueueOptions::default()).await;
+    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
+    let batch: Vec<_> = (0..25).map(|n| envelope(&queue, n)).collect();
+    assert!(
+        publisher
+            .publish_batch(&batch)
+            .await
+            .iter()
+            .all(Result::is_ok)
+    );
+
+    let source = SqsSource::new(client, source_options());
+    let mut stream = subscribe(&source, &queue).await;
+    let mut held = Vec::new();
+    for _ in 0..25 {
+        held.push(next(&mut stream).await);
+    }
+    let acks = join_all(held.into_iter().map(|d| d.ack())).await;
+    assert!(acks.iter().all(Result::is_ok), "{acks:?}");
+    drop(stream);
+    let mut again = subscribe(&source, &queue).await;
+    assert!(
+        next_within(&mut again, common::VISIBILITY * 2)
+            .await
+            .is_none(),
+        "an acked message came back"
+    );
 }
