@@ -7,10 +7,9 @@ mod support;
 use std::time::Duration;
 
 use mongodb::bson::doc;
-use support::{ORDER_EVENTS, database, drop_collections, outbox_count, store};
+use support::{ORDER_EVENTS, collection_name, database, drop_collections, outbox_count, store};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Requeue, StoreError};
 use tidings_mongo::{MongoOutboxOptions, MongoOutboxStore, Retention};
-use tidings_testing::names::unique_name;
 use uuid::Uuid;
 
 #[tokio::test]
@@ -44,8 +43,8 @@ async fn hostile_collection_names_are_refused_with_the_reason() {
 #[tokio::test]
 async fn verify_names_what_is_missing_until_indexes_are_ensured() {
     let options = MongoOutboxOptions::new()
-        .collection(unique_name("outbox"))
-        .inbox_collection(unique_name("inbox"));
+        .collection(collection_name("outbox"))
+        .inbox_collection(collection_name("inbox"));
     let store = MongoOutboxStore::new(database().await, options).unwrap();
     let err = store.verify().await.unwrap_err();
     assert!(matches!(err, StoreError::Schema(_)), "{err}");

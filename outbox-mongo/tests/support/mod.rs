@@ -4,7 +4,8 @@
 // Each test file uses its own subset of these helpers.
 #![allow(dead_code)]
 
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mongodb::bson::{Document, doc};
 use mongodb::options::ClientOptions;
@@ -59,7 +60,44 @@ pub(crate) async fn client_on(url: &str) -> Client {
 
 /// The test database on `MONGODB_URL`.
 pub(crate) async fn database() -> Database {
-    client_on(&mongodb_url()).await.database(DATABASE)
+    let database = client_on(&mongodb_url()).await.database(DATABASE);
+    drop_stale_collections(&database).await;
+    database
+}
+
+/// Collections made by these tests are named `t<unix seconds>_<kind>_<random>`,
+/// so the janitor knows their age.
+pub(crate) fn collection_name(kind: &str) -> String {
+    unique_name(&format!("t{}_{kind}", unix_seconds()))
+}
+
+fn unix_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Collections left behind by runs that stopped early (conformance cases
+/// cannot drop theirs): those made more than an hour ago are dropped, once
+/// per test process.
+async fn drop_stale_collections(database: &Database) {
+    static DONE: AtomicBool = AtomicBool::new(false);
+    if DONE.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let Ok(names) = database.list_collection_names().await else {
+        return;
+    };
+    let hour_ago = unix_seconds().saturating_sub(3600);
+    for name in names {
+        let made = name
+            .strip_prefix('t')
+            .and_then(|rest| rest.split('_').next())
+            .and_then(|secs| secs.parse::<u64>().ok());
+        if made.is_some_and(|secs| secs < hour_ago) {
+            let _ = database.collection::<Document>(&name).drop().await;
+        }
+    }
 }
 
 /// A store on fresh collections, indexes ensured.
@@ -70,8 +108,8 @@ pub(crate) async fn store(retention: Retention) -> MongoOutboxStore {
 /// A store on fresh collections of `database`, indexes ensured.
 pub(crate) async fn store_in(database: Database, retention: Retention) -> MongoOutboxStore {
     let options = MongoOutboxOptions::new()
-        .collection(unique_name("outbox"))
-        .inbox_collection(unique_name("inbox"))
+        .collection(collection_name("outbox"))
+        .inbox_collection(collection_name("inbox"))
         .retention(retention);
     let store = MongoOutboxStore::new(database, options).expect("valid names");
     store.ensure_indexes().await.expect("ensure indexes");
