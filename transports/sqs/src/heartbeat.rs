@@ -12,8 +12,9 @@ use crate::error::Kind;
 /// The shortest time between two extensions.
 const MIN_INTERVAL: Duration = Duration::from_millis(500);
 
-/// Extends one message's visibility timeout every half timeout, by one
-/// timeout, until stopped or dropped.
+/// Extends one message's visibility timeout every third of the timeout,
+/// by one timeout, until stopped or dropped. Extending before half the
+/// timeout is gone leaves room for a slow or retried call.
 ///
 /// Dropping it stops the extensions; [`stop`](Self::stop) also waits for an
 /// extension under way, so a settlement sent afterwards is never overtaken
@@ -61,7 +62,7 @@ async fn beat(
     message_id: String,
     mut stopped: oneshot::Receiver<()>,
 ) {
-    let interval = (ctx.visibility / 2).max(MIN_INTERVAL);
+    let interval = (ctx.visibility / 3).max(MIN_INTERVAL);
     loop {
         tokio::select! {
             biased;

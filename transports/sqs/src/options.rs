@@ -143,8 +143,8 @@ impl SourceOptions {
     }
 
     /// Whether received messages have their visibility extended while they
-    /// wait or their handler runs (default `true`): every half visibility
-    /// timeout, by one visibility timeout, until the delivery is settled or
+    /// wait or their handler runs (default `true`): every third of the
+    /// visibility timeout, by one visibility timeout, until the delivery is settled or
     /// dropped.
     pub fn heartbeat(mut self, enabled: bool) -> Self {
         self.heartbeat = enabled;
