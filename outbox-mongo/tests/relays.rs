@@ -1,4 +1,5 @@
-//! Several relays on one outbox: each event published exactly once, fenced
+//! Several relays on one outbox, each with its own client as separate
+//! processes would have: each event published exactly once, fenced
 //! leases, and per-key order under concurrency.
 
 mod support;
@@ -51,6 +52,12 @@ async fn claim(
     store.claim(request).await.expect("claim")
 }
 
+/// Another process's view of the same outbox: its own client and
+/// connections, the same collections.
+async fn replica(store: &MongoOutboxStore) -> MongoOutboxStore {
+    MongoOutboxStore::new(support::database().await, store.options().clone()).unwrap()
+}
+
 fn number(record: &tidings_core::OutboxRecord) -> u64 {
     std::str::from_utf8(&record.envelope.payload)
         .unwrap()
@@ -84,15 +91,14 @@ async fn four_relays_drain_five_hundred_events_each_exactly_once() {
     let config = RelayConfig::default()
         .batch_size(40)
         .poll_interval(Duration::from_millis(100));
-    let relays: Vec<_> = (0..4)
-        .map(|_| {
-            let relay = Relay::new(store.clone(), recorder.clone(), &ORDER_EVENTS)
-                .unwrap()
-                .config(config);
-            let cancel = cancel.clone();
-            tokio::spawn(async move { relay.run(cancel).await })
-        })
-        .collect();
+    let mut relays = Vec::new();
+    for _ in 0..4 {
+        let relay = Relay::new(replica(&store).await, recorder.clone(), &ORDER_EVENTS)
+            .unwrap()
+            .config(config);
+        let cancel = cancel.clone();
+        relays.push(tokio::spawn(async move { relay.run(cancel).await }));
+    }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     while outbox_count(&store).await > 0 {
         assert!(
@@ -168,9 +174,10 @@ async fn per_key_order_holds_with_four_relays_and_transient_failures() {
 
     let in_flight: Arc<Mutex<HashSet<String>>> = Arc::default();
     let order: Arc<Mutex<HashMap<String, Vec<u64>>>> = Arc::default();
-    let relays = (0..4u64).map(|relay| {
-        let (store, in_flight, order) = (store.clone(), in_flight.clone(), order.clone());
-        tokio::spawn(async move {
+    let mut relays = Vec::new();
+    for relay in 0..4u64 {
+        let (store, in_flight, order) = (replica(&store).await, in_flight.clone(), order.clone());
+        relays.push(tokio::spawn(async move {
             let mut idle = 0;
             let mut attempt = relay;
             while idle < 10 {
@@ -218,9 +225,9 @@ async fn per_key_order_holds_with_four_relays_and_transient_failures() {
                 let report = batch.settle(settlements).await.expect("settle");
                 assert!(report.lost.is_empty());
             }
-        })
-    });
-    for relay in relays.collect::<Vec<_>>() {
+        }));
+    }
+    for relay in relays {
         relay.await.unwrap();
     }
 
