@@ -9,6 +9,7 @@ mod context;
 mod dead_letter;
 mod deleter;
 mod error;
+mod group;
 mod heartbeat;
 mod options;
 mod outgoing;

@@ -26,7 +26,7 @@ use crate::queues::{Queues, is_fifo};
 /// |---|---|
 /// | the queue does not exist | [`PublishError::Unroutable`] |
 /// | the message is above [`PublisherOptions::max_message_size`] (checked before sending) or SQS's limit | [`PublishError::TooLarge`] |
-/// | SQS refused the entry as malformed (sender fault), or an ordering key that cannot be a FIFO message group | [`PublishError::Invalid`] |
+/// | SQS refused the entry as malformed (sender fault) | [`PublishError::Invalid`] |
 /// | throttled, or the entry failed on SQS's side | [`PublishError::Refused`] |
 /// | no answer within [`PublisherOptions::request_timeout`] | [`PublishError::Timeout`] |
 /// | SQS cannot be reached | [`PublishError::Unavailable`] |
@@ -35,7 +35,9 @@ use crate::queues::{Queues, is_fifo};
 /// again one per call, so only the message at fault fails.
 ///
 /// On FIFO queues (names ending in `.fifo`) the message group is the
-/// envelope's ordering key, or [`PublisherOptions::default_message_group`],
+/// envelope's ordering key (hashed into a legal group id when it is not
+/// one: longer than 128 characters, or not printable ASCII), or
+/// [`PublisherOptions::default_message_group`],
 /// and the deduplication id is the event id, so a message published twice
 /// within SQS's five-minute deduplication window is delivered once. The
 /// calls of one FIFO destination are made one after the other, in order.

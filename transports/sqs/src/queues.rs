@@ -106,10 +106,19 @@ impl Queues {
             None => get(QueueAttributeName::RedrivePolicy).and_then(|p| redrive_target(p)),
         };
         let dead_letter = match dead_letter_name {
-            Some(name) => Some(Target {
-                url: self.url(&name, timeout).await?,
-                name,
-            }),
+            Some(name) => match self.url(&name, timeout).await {
+                Ok(url) => Some(Target { url, name }),
+                Err(failure) if failure.kind == Kind::QueueMissing => {
+                    tracing::warn!(
+                        messaging.system = "aws_sqs",
+                        messaging.destination.name = queue,
+                        dead_letter_queue = %name,
+                        "the dead-letter queue does not exist; dead-lettering will fail"
+                    );
+                    None
+                }
+                Err(failure) => return Err(failure),
+            },
             None => None,
         };
         Ok(QueueInfo {

@@ -252,12 +252,31 @@ async fn binary_and_empty_payloads_arrive_intact() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_illegal_fifo_ordering_key_fails_permanently() {
+async fn fifo_keys_that_are_no_legal_group_still_keep_their_order() {
     let client = client().await;
     let queue = queue(&client, "fifobadkey", true).await;
-    let publisher = SqsPublisher::new(client, PublisherOptions::default());
-    let mut event = envelope(&queue, 1);
-    event.ordering_key = Some("k".repeat(200));
-    let error = publisher.publish(&event).await.expect_err("published");
-    assert!(matches!(error, PublishError::Invalid { .. }), "{error:?}");
+    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
+    let keys = ["k".repeat(200), "a key with spaces".to_owned()];
+    let batch: Vec<_> = (0..10)
+        .map(|n| {
+            let mut env = envelope(&queue, n);
+            env.ordering_key = Some(keys[n as usize % 2].clone());
+            env
+        })
+        .collect();
+    let results = publisher.publish_batch(&batch).await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+
+    let source = SqsSource::new(client, source_options());
+    let received = drain(&source, &queue, batch.len()).await;
+    for key in &keys {
+        let order = |events: &[Envelope]| -> Vec<_> {
+            events
+                .iter()
+                .filter(|e| e.ordering_key.as_ref() == Some(key))
+                .map(|e| e.event_id)
+                .collect()
+        };
+        assert_eq!(order(&received), order(&batch));
+    }
 }
