@@ -8,7 +8,7 @@ use tracing::instrument;
 
 use crate::MongoOutboxStore;
 use crate::document::staged_document;
-use crate::error::{CommitError, DUPLICATE_KEY, code, store_error};
+use crate::error::{CommitError, is_duplicate_key, store_error};
 
 /// A transaction with an outbox: the user's operations (run with
 /// [`session`](Self::session)) and the staged events commit together, or
@@ -102,7 +102,7 @@ impl MongoContext {
 /// A refused `insert_many`: a duplicate event names the event, anything
 /// else is the driver's error.
 fn insert_error(error: MongoError, events: &[StagedEvent]) -> CommitError {
-    if code(&error) == Some(DUPLICATE_KEY) {
+    if is_duplicate_key(&error) {
         let index = match &*error.kind {
             ErrorKind::InsertMany(e) => e
                 .write_errors

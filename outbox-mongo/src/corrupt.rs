@@ -12,21 +12,13 @@ use uuid::Uuid;
 
 use crate::MongoOutboxStore;
 use crate::document::event_id;
-use crate::error::{code, store_error};
+use crate::error::store_error;
 use crate::filters;
 use crate::schema::{field, micros};
-
-/// The server's code for an update applied to a field of the wrong type.
-const TYPE_MISMATCH: i32 = 14;
 
 /// How many documents with an uncountable attempt counter one claim sets
 /// aside at most.
 const SET_ASIDE_LIMIT: i64 = 100;
-
-/// Whether a claim's stamp failed on a field of the wrong type.
-pub(crate) fn is_type_mismatch(error: &MongoError) -> bool {
-    code(error) == Some(TYPE_MISMATCH)
-}
 
 /// Fails the unreadable documents of a claim in place and returns the rest
 /// to pending. Returns the first document's error.

@@ -36,7 +36,7 @@ fn classify(error: &MongoError) -> Class {
 }
 
 /// The server's error code, wherever the driver keeps it.
-pub(crate) fn code(error: &MongoError) -> Option<i32> {
+fn code(error: &MongoError) -> Option<i32> {
     match &*error.kind {
         ErrorKind::Command(e) => Some(e.code),
         ErrorKind::Write(WriteFailure::WriteError(e)) => Some(e.code),
@@ -61,14 +61,46 @@ fn classify_code(code: i32) -> Class {
         50 => Class::Timeout,
         // write conflict, lock timeout, no such (aborted) transaction
         112 | 24 | 251 => Class::Conflict,
-        // namespace not found
-        26 => Class::Schema,
+        NAMESPACE_NOT_FOUND => Class::Schema,
         _ => Class::Backend,
     }
 }
 
 /// The server refused a write because a unique index already holds the key.
-pub(crate) const DUPLICATE_KEY: i32 = 11000;
+const DUPLICATE_KEY: i32 = 11000;
+/// An update applied to a field of the wrong type.
+const TYPE_MISMATCH: i32 = 14;
+/// The collection (namespace) does not exist.
+const NAMESPACE_NOT_FOUND: i32 = 26;
+
+/// A unique index refused the write.
+pub(crate) fn is_duplicate_key(error: &MongoError) -> bool {
+    code(error) == Some(DUPLICATE_KEY)
+}
+
+/// An update met a field of the wrong type (a document the store did not
+/// write).
+pub(crate) fn is_type_mismatch(error: &MongoError) -> bool {
+    code(error) == Some(TYPE_MISMATCH)
+}
+
+/// The collection does not exist.
+pub(crate) fn is_namespace_missing(error: &MongoError) -> bool {
+    code(error) == Some(NAMESPACE_NOT_FOUND)
+}
+
+/// The server has no change streams: not a replica set (40573), or the
+/// command or stage is unknown to it.
+pub(crate) fn change_streams_unsupported(error: &MongoError) -> bool {
+    matches!(code(error), Some(40573 | 115 | 40324))
+        || matches!(*error.kind, ErrorKind::IncompatibleServer { .. })
+}
+
+/// A change stream's resume point fell out of the server's history: start
+/// afresh.
+pub(crate) fn resume_point_lost(error: &MongoError) -> bool {
+    matches!(code(error), Some(286 | 280))
+}
 
 const INDEX_HINT: &str = "run MongoOutboxStore::ensure_indexes() to create the collections";
 

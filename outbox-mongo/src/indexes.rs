@@ -10,7 +10,7 @@ use tidings_core::StoreError;
 use tracing::{info, instrument};
 
 use crate::MongoOutboxStore;
-use crate::error::{code, store_error};
+use crate::error::{is_namespace_missing, store_error};
 use crate::schema::field;
 
 /// Which of the store's collections an index belongs to.
@@ -179,8 +179,7 @@ async fn existing_indexes(
     collection: &Collection<Document>,
 ) -> Result<Vec<(String, Document, bool)>, Missing> {
     let unreadable = |e: mongodb::error::Error| {
-        // namespace not found
-        if code(&e) == Some(26) {
+        if is_namespace_missing(&e) {
             Missing::Collection
         } else {
             Missing::Unreadable(store_error(e))

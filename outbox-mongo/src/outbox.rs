@@ -13,7 +13,7 @@ use tracing::{debug, info, instrument};
 use crate::claim::claim;
 use crate::corrupt;
 use crate::document::record;
-use crate::error::store_error;
+use crate::error::{is_type_mismatch, store_error};
 use crate::filters;
 use crate::schema::{int64, micros, status};
 use crate::{MongoBatch, MongoOutboxStore};
@@ -35,7 +35,7 @@ impl OutboxStore for MongoOutboxStore {
         let lease = LeaseToken::new();
         let documents = match claim(self, &request, lease).await {
             Ok(documents) => documents,
-            Err(e) if corrupt::is_type_mismatch(&e) => {
+            Err(e) if is_type_mismatch(&e) => {
                 return Err(
                     corrupt::set_aside_unstampable(self, request.route.name, lease, e).await,
                 );

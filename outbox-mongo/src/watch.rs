@@ -7,14 +7,14 @@ use futures::future::BoxFuture;
 use mongodb::Collection;
 use mongodb::bson::Document;
 use mongodb::change_stream::event::ResumeToken;
-use mongodb::error::{Error as MongoError, ErrorKind};
+use mongodb::error::Error as MongoError;
 use tidings_core::Wakeup;
 use tidings_core::lifecycle::{Step, StepError};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::error::code;
+use crate::error::{change_streams_unsupported, resume_point_lost};
 use crate::filters;
 
 /// Watches the outbox collection's change stream and calls
@@ -103,7 +103,7 @@ impl MongoWatcher {
                     self.unsupported_recheck
                 }
                 Ended::Lost(error) => {
-                    if history_lost(&error) {
+                    if resume_point_lost(&error) {
                         token = None;
                     }
                     warn!(collection = self.collection.name(), %error, retry_in = ?delay, "change stream lost");
@@ -174,21 +174,9 @@ impl Step for MongoWatcher {
 }
 
 fn ended(error: MongoError) -> Ended {
-    if unsupported(&error) {
+    if change_streams_unsupported(&error) {
         Ended::Unsupported(error)
     } else {
         Ended::Lost(error)
     }
-}
-
-/// The server has no change streams: not a replica set (40573), or the
-/// command or stage is unknown to it.
-fn unsupported(error: &MongoError) -> bool {
-    matches!(code(error), Some(40573 | 115 | 40324))
-        || matches!(*error.kind, ErrorKind::IncompatibleServer { .. })
-}
-
-/// The resume point fell out of the server's history: start afresh.
-fn history_lost(error: &MongoError) -> bool {
-    matches!(code(error), Some(286 | 280))
 }
