@@ -264,7 +264,12 @@ pub(crate) fn inbox_older(consumer: &str, cutoff: i64) -> Document {
     doc! { field::CONSUMER: consumer, field::MARKED_AT: { "$lte": cutoff } }
 }
 
-/// The change stream's filter: inserts only, which is what staging does.
+/// The change stream's pipeline: inserts only, which is what staging does,
+/// without the inserted documents (the event's `_id` stays: it is the
+/// resume token).
 pub(crate) fn inserts() -> Vec<Document> {
-    vec![doc! { "$match": { "operationType": "insert" } }]
+    vec![
+        doc! { "$match": { "operationType": "insert" } },
+        doc! { "$project": { "operationType": 1 } },
+    ]
 }
