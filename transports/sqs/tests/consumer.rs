@@ -80,6 +80,50 @@ async fn max_deliveries_parks_on_its_own_without_a_redrive_policy() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_max_deliveries_the_redrive_policy_parks_what_keeps_failing() {
+    let client = client().await;
+    let queue = queue_name("redriven", false);
+    declare(
+        &client,
+        &queue,
+        QueueOptions::default().max_receive_count(2),
+    )
+    .await;
+    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
+    let poison = order(&queue, 666);
+    publisher.publish(&poison).await.expect("publish");
+
+    let calls = Arc::new(AtomicU32::new(0));
+    let handler = handler_fn({
+        let calls = calls.clone();
+        move |_msg: Message<Order>, _tx: TxHandle<MemoryContext>| {
+            let calls = calls.clone();
+            async move {
+                calls.fetch_add(1, SeqCst);
+                Err(HandlerError::transient("always fails"))
+            }
+        }
+    });
+    let source = SqsSource::new(client, source_options());
+    let consumer = Consumer::new(source.clone(), spec(&queue), handler)
+        .unwrap()
+        .inbox(Inbox::new(MemoryStore::new(), "billing").unwrap())
+        .options(options().attempts(1));
+
+    let report = run_until(consumer, Duration::from_secs(8), |_| false).await;
+    assert_eq!((report.failed, report.parked), (2, 0), "{report:?}");
+    assert_eq!(
+        calls.load(SeqCst),
+        2,
+        "SQS stops delivering after two receives"
+    );
+    let mut dead = subscribe(&source, &tidings_sqs::dead_letter_queue(&queue)).await;
+    let delivery = next(&mut dead).await;
+    assert_eq!(delivery.envelope().event_id, poison.event_id);
+    delivery.ack().await.expect("ack");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_running_past_the_visibility_timeout_is_not_redelivered_meanwhile() {
     let client = client().await;
     let queue = queue_name("slowhandler", false);
