@@ -1,14 +1,21 @@
 //! The session context: the user's transaction plus the events staged in
 //! it.
 
+use std::collections::{BTreeMap, HashSet};
+
+use futures::TryStreamExt;
 use mongodb::ClientSession;
-use mongodb::error::{Error as MongoError, ErrorKind};
+use mongodb::bson::Document;
+use mongodb::error::Error as MongoError;
 use tidings_core::{OutboxBuffer, StagedEvent, StoreError};
 use tracing::instrument;
+use uuid::Uuid;
 
 use crate::MongoOutboxStore;
-use crate::document::staged_document;
+use crate::document::{event_id, staged_document};
 use crate::error::{CommitError, is_duplicate_key, store_error};
+use crate::filters;
+use crate::schema::field;
 
 /// A transaction with an outbox: the user's operations (run with
 /// [`session`](Self::session)) and the staged events commit together, or
@@ -55,26 +62,62 @@ impl MongoContext {
     }
 
     /// Inserts the events staged so far into the transaction with one
-    /// `insert_many`, without committing. Returns how many were inserted.
+    /// `insert_many`, without committing. Returns how many were inserted:
+    /// an event id already stored for its route is skipped, so staging with
+    /// an explicit id is idempotent.
     #[instrument(skip_all, fields(db.system = "mongodb", events = self.outbox.len()), err)]
     pub async fn flush(&mut self) -> Result<u64, CommitError> {
         let events = self.outbox.take()?;
         if events.is_empty() {
             return Ok(0);
         }
+        let stored = self.already_stored(&events).await?;
         let now = self.store.now();
         let documents: Vec<_> = events
             .iter()
+            .filter(|e| !stored.contains(&(e.envelope.route.clone(), e.envelope.event_id)))
             .map(|e| staged_document(e, self.store.next_seq(), now))
             .collect();
+        if documents.is_empty() {
+            return Ok(0);
+        }
         let inserted = self
             .store
             .outbox()
             .insert_many(documents)
             .session(&mut self.session)
             .await
-            .map_err(|e| insert_error(e, &events))?;
+            .map_err(insert_error)?;
         Ok(inserted.inserted_ids.len() as u64)
+    }
+
+    /// The `(route, event_id)` pairs of `events` stored already, as this
+    /// transaction sees them.
+    async fn already_stored(
+        &mut self,
+        events: &[StagedEvent],
+    ) -> Result<HashSet<(String, Uuid)>, CommitError> {
+        let mut by_route: BTreeMap<&str, Vec<Uuid>> = BTreeMap::new();
+        for e in events {
+            by_route
+                .entry(&e.envelope.route)
+                .or_default()
+                .push(e.envelope.event_id);
+        }
+        let found: Vec<Document> = self
+            .store
+            .outbox()
+            .find(filters::stored_events(&by_route))
+            .projection(filters::route_and_event_id())
+            .session(&mut self.session)
+            .await?
+            .stream(&mut self.session)
+            .try_collect()
+            .await?;
+        Ok(found
+            .iter()
+            .filter_map(|d| Some((d.get_str(field::ROUTE).ok()?.to_owned(), event_id(d)?)))
+            .collect())
     }
 
     /// Inserts the staged events and commits the transaction.
@@ -99,23 +142,12 @@ impl MongoContext {
     }
 }
 
-/// A refused `insert_many`: a duplicate event names the event, anything
-/// else is the driver's error.
-fn insert_error(error: MongoError, events: &[StagedEvent]) -> CommitError {
+/// A refused `insert_many`. A duplicate key means a concurrent transaction
+/// stored one of the events after this one looked: a conflict, which
+/// running the transaction again resolves by skipping the event.
+fn insert_error(error: MongoError) -> CommitError {
     if is_duplicate_key(&error) {
-        let index = match &*error.kind {
-            ErrorKind::InsertMany(e) => e
-                .write_errors
-                .as_ref()
-                .and_then(|w| w.first().map(|w| w.index)),
-            _ => None,
-        };
-        if let Some(event) = events.get(index.unwrap_or(0)) {
-            return CommitError::DuplicateEvent {
-                route: event.envelope.route.clone(),
-                event_id: event.envelope.event_id,
-            };
-        }
+        return CommitError::Store(StoreError::Conflict(error.into()));
     }
     CommitError::Store(store_error(error))
 }

@@ -2,7 +2,6 @@
 
 use mongodb::error::{Error as MongoError, ErrorKind, WriteFailure};
 use tidings_core::{BoxError, InboxError, StageError, StoreError};
-use uuid::Uuid;
 
 pub(crate) use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 
@@ -157,17 +156,10 @@ pub(crate) fn has_label(error: &(dyn std::error::Error + 'static), label: &str) 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CommitError {
-    /// A staged event is invalid (bad header, ordering key, duplicate id).
+    /// A staged event is invalid (bad header, ordering key, an id staged
+    /// twice in one transaction).
     #[error(transparent)]
     Stage(#[from] StageError),
-    /// An event with this id is already stored for its route.
-    #[error("event {event_id} already exists in outbox route {route:?}")]
-    DuplicateEvent {
-        /// The route.
-        route: String,
-        /// The event id.
-        event_id: Uuid,
-    },
     /// The database refused or could not be reached.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -184,7 +176,8 @@ impl CommitError {
         Self::Abandoned(error.into())
     }
 
-    /// Whether running the whole transaction again may succeed.
+    /// Whether running the whole transaction again may succeed: the
+    /// database was unavailable or a concurrent transaction conflicted.
     pub fn is_transient(&self) -> bool {
         match self {
             Self::Store(e) => e.is_transient(),

@@ -1,11 +1,27 @@
 //! Every filter, update and pipeline document the store sends, each built
 //! by one named function.
 
+use std::collections::BTreeMap;
+
 use mongodb::bson::{Bson, Document, doc};
 use tidings_core::LeaseToken;
 use uuid::Uuid;
 
 use crate::schema::{field, status, uuid, uuids};
+
+/// Documents of these events, per route: what staging skips.
+pub(crate) fn stored_events(by_route: &BTreeMap<&str, Vec<Uuid>>) -> Document {
+    let any: Vec<Document> = by_route
+        .iter()
+        .map(|(route, ids)| doc! { field::ROUTE: *route, field::EVENT_ID: { "$in": uuids(ids) } })
+        .collect();
+    doc! { "$or": any }
+}
+
+/// Only the route and event id.
+pub(crate) fn route_and_event_id() -> Document {
+    doc! { "_id": 0, field::ROUTE: 1, field::EVENT_ID: 1 }
+}
 
 /// Pending documents of a route that are due: claim candidates.
 pub(crate) fn claimable(route: &str, now: i64) -> Document {

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use tidings_core::StoreError;
 use tokio::time::Instant;
 use tracing::{info, instrument, warn};
 
@@ -24,7 +25,8 @@ impl MongoOutboxStore {
     ///
     /// When the closure or the insert of the staged events fails with a
     /// `TransientTransactionError` (a write conflict, a primary stepping
-    /// down) the transaction is aborted and the whole closure runs again; a
+    /// down) or another conflict with a concurrent transaction, the
+    /// transaction is aborted and the whole closure runs again; a
     /// commit failing with `UnknownTransactionCommitResult` is retried on
     /// its own. Retries stop after
     /// [`transaction_timeout`](crate::MongoOutboxOptions::transaction_timeout).
@@ -79,9 +81,7 @@ impl MongoOutboxStore {
                 }
             };
             match outcome {
-                Err(e)
-                    if has_label(&e, TRANSIENT_TRANSACTION_ERROR) && Instant::now() < deadline =>
-                {
+                Err(e) if reruns(&e) && Instant::now() < deadline => {
                     info!(error = %e, retry_in = ?pause, "transaction conflicted; running it again");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(MAX_RETRY_PAUSE);
@@ -90,6 +90,14 @@ impl MongoOutboxStore {
             }
         }
     }
+}
+
+/// Whether running the transaction again may succeed: the driver says so
+/// with its label, or a concurrent transaction conflicted (a write conflict,
+/// or the same event staged by both).
+fn reruns(error: &CommitError) -> bool {
+    has_label(error, TRANSIENT_TRANSACTION_ERROR)
+        || matches!(error, CommitError::Store(StoreError::Conflict(_)))
 }
 
 /// Commits, retrying a commit whose result is unknown.

@@ -95,33 +95,75 @@ async fn a_rolled_back_or_dropped_context_leaves_nothing() {
 }
 
 #[tokio::test]
-async fn an_event_staged_twice_names_the_event_and_writes_nothing() {
+async fn an_event_staged_again_is_skipped_and_the_rest_commits() {
     let store = store(Retention::Delete).await;
+    let orders = orders(&store);
     let id = Uuid::now_v7();
     for attempt in 0..2 {
         let mut ctx = store.begin().await.unwrap();
-        ctx.outbox().stage(&ORDER_EVENTS, "fresh", &2).unwrap();
+        orders
+            .insert_one(doc! { "attempt": attempt as i64 })
+            .session(ctx.session())
+            .await
+            .unwrap();
         ctx.outbox()
             .stage(&ORDER_EVENTS, "order.placed", &1)
             .unwrap()
             .event_id(id);
-        let committed = ctx.commit().await;
-        if attempt == 0 {
-            committed.unwrap();
-        } else {
-            let err = committed.unwrap_err();
-            assert!(
-                matches!(&err, CommitError::DuplicateEvent { event_id, route } if *event_id == id && route == "order-events"),
-                "{err}"
-            );
-            assert!(!err.is_transient());
-        }
+        ctx.outbox().stage(&ORDER_EVENTS, "fresh", &2).unwrap();
+        assert_eq!(ctx.flush().await.unwrap(), 2 - attempt);
+        ctx.commit().await.unwrap();
     }
     assert_eq!(
         outbox_count(&store).await,
-        2,
-        "the second commit wrote nothing"
+        3,
+        "the repeated event is stored once"
     );
+    assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 2);
+    orders.drop().await.unwrap();
+    drop_collections(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_staged_by_two_transactions_at_once_is_stored_once() {
+    let store = store(Retention::Delete).await;
+    let id = Uuid::now_v7();
+    let mut first = store.begin().await.unwrap();
+    first
+        .outbox()
+        .stage(&ORDER_EVENTS, "order.placed", &1)
+        .unwrap()
+        .event_id(id);
+    first.flush().await.unwrap();
+
+    let mut second = store.begin().await.unwrap();
+    second
+        .outbox()
+        .stage(&ORDER_EVENTS, "order.placed", &1)
+        .unwrap()
+        .event_id(id);
+    let err = second.flush().await.unwrap_err();
+    assert!(err.is_transient(), "{err}");
+    drop(second);
+    first.commit().await.unwrap();
+
+    // Run again, the second transaction finds the event and skips it.
+    let runs = AtomicU32::new(0);
+    store
+        .transaction(|ctx| {
+            runs.fetch_add(1, SeqCst);
+            let staged = ctx
+                .outbox()
+                .stage(&ORDER_EVENTS, "order.placed", &1)
+                .map(|staged| {
+                    staged.event_id(id);
+                });
+            async move { Ok(staged?) }.boxed()
+        })
+        .await
+        .unwrap();
+    assert_eq!(runs.load(SeqCst), 1);
+    assert_eq!(outbox_count(&store).await, 1);
     drop_collections(&store).await;
 }
 
