@@ -124,6 +124,7 @@ async fn a_staged_event_wakes_the_relay_within_500_ms_despite_a_10_s_poll() {
         let latency = relayed_after(&store, &broker, Duration::from_secs(10))
             .await
             .expect("relayed before the poll interval");
+        tracing::info!(?latency, "relayed after commit");
         assert!(latency < WAKE_LATENCY, "relayed {latency:?} after commit");
     }
     stop(cancel, watcher, relay).await;
