@@ -289,3 +289,51 @@ pub(crate) fn inserts() -> Vec<Document> {
         doc! { "$project": { "operationType": 1 } },
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stamp_only_takes_documents_still_pending_and_due() {
+        let filter = still_claimable(vec![Bson::Int32(1)], 42);
+        assert_eq!(filter.get_str(field::STATUS), Ok(status::PENDING));
+        assert_eq!(
+            filter.get_document(field::AVAILABLE_AT).unwrap(),
+            &doc! { "$lte": 42_i64 }
+        );
+    }
+
+    #[test]
+    fn marks_are_fenced_on_the_lease_and_release_it() {
+        let lease = LeaseToken::new();
+        let filter = held("r", lease, &[Uuid::nil()]);
+        assert_eq!(filter.get(field::LEASE), Some(&uuid(lease.0)));
+        assert_eq!(filter.get_str(field::STATUS), Ok(status::IN_FLIGHT));
+        for update in [mark_published(1), mark_retry(2, "e"), mark_failed(3, "r")] {
+            let unset = update.get_document("$unset").unwrap();
+            assert!(
+                unset.contains_key(field::LEASE) && unset.contains_key(field::LEASE_EXPIRES_AT)
+            );
+            assert_eq!(
+                update.get_document("$inc").unwrap(),
+                &doc! { field::ATTEMPTS_FINISHED: 1 }
+            );
+        }
+    }
+
+    #[test]
+    fn hlc_order_sorts_by_stamp_then_creation() {
+        let order = claim_order(true);
+        let keys: Vec<_> = order.keys().map(String::as_str).collect();
+        assert_eq!(keys, [field::HLC, field::SEQ]);
+        assert_eq!(claim_order(false), doc! { field::SEQ: 1 });
+    }
+
+    #[test]
+    fn stored_events_ask_per_route() {
+        let by_route = BTreeMap::from([("a", vec![Uuid::nil()]), ("b", vec![Uuid::max()])]);
+        let filter = stored_events(&by_route);
+        assert_eq!(filter.get_array("$or").unwrap().len(), 2);
+    }
+}
