@@ -19,6 +19,9 @@ use crate::txn::retrying;
 /// How often an unordered claim looks again when racing relays took every
 /// candidate it found.
 const UNORDERED_ROUNDS: u32 = 3;
+/// Documents the per-key scan reads per round trip: it usually stops
+/// early, once it has picked a batch.
+const KEY_SCAN_BATCH: u32 = 256;
 /// How often a per-key claim runs again when it conflicts with another.
 const PER_KEY_ATTEMPTS: u32 = 8;
 
@@ -136,6 +139,7 @@ async fn pick_per_key(
         .find(filters::unfinished(route.name))
         .sort(filters::claim_order(route.hlc_ordering))
         .projection(filters::key_scan_fields())
+        .batch_size(KEY_SCAN_BATCH)
         .session(&mut *session)
         .await?;
     let mut keys_seen: HashSet<String> = HashSet::new();
