@@ -1,0 +1,149 @@
+//! Command-line arguments: which scenarios to run and how big.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use crate::scenarios::Scenario;
+
+/// The sizes of every scenario; the defaults are the full run.
+#[derive(Debug, Clone)]
+pub(crate) struct Sizes {
+    /// Transactions of the stage scenario.
+    pub(crate) stage_transactions: usize,
+    /// Concurrent clients of the stage and consume scenarios.
+    pub(crate) clients: usize,
+    /// Pending events of the drain scenarios.
+    pub(crate) drain_events: usize,
+    /// Rows claimed per pass, by the relay and by the raw loops.
+    pub(crate) batch_size: usize,
+    /// How long each latency rate runs.
+    pub(crate) latency_duration: Duration,
+    /// The steady rates of the latency scenario, events per second.
+    pub(crate) latency_rates: Vec<u32>,
+    /// Messages of the consume scenario.
+    pub(crate) consume_messages: usize,
+    /// Events the relay and consumer processes of the memory scenario move.
+    pub(crate) memory_events: usize,
+    /// Published rows kept in the table of the growth scenario.
+    pub(crate) growth_retained: usize,
+}
+
+impl Default for Sizes {
+    fn default() -> Self {
+        Self {
+            stage_transactions: 20_000,
+            clients: 8,
+            drain_events: 50_000,
+            batch_size: 100,
+            latency_duration: Duration::from_secs(20),
+            latency_rates: vec![200, 2_000],
+            consume_messages: 20_000,
+            memory_events: 50_000,
+            growth_retained: 1_000_000,
+        }
+    }
+}
+
+impl Sizes {
+    /// Every count multiplied by `factor` (at least one batch each).
+    pub(crate) fn scaled(mut self, factor: f64) -> Self {
+        let scale = |n: usize| ((n as f64 * factor).round() as usize).max(10);
+        self.stage_transactions = scale(self.stage_transactions);
+        self.drain_events = scale(self.drain_events);
+        self.consume_messages = scale(self.consume_messages);
+        self.memory_events = scale(self.memory_events);
+        self.growth_retained = scale(self.growth_retained);
+        let secs = (self.latency_duration.as_secs_f64() * factor).max(0.5);
+        self.latency_duration = Duration::from_secs_f64(secs);
+        self
+    }
+}
+
+/// What to run.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// Runs scenarios and prints their figures.
+    Run {
+        scenarios: Vec<Scenario>,
+        sizes: Sizes,
+    },
+    /// Runs one side of the memory scenario as a child process.
+    Child(Vec<String>),
+}
+
+pub(crate) const USAGE: &str = "\
+usage: tidings-bench <scenario>|all [options]
+
+scenarios: stage, drain-noop, drain-rabbitmq, latency, consume, memory, growth
+
+options:
+  --quick                 a tenth of every size (about a minute in all)
+  --scale <f>             multiply every size by <f>
+  --stage-transactions <n>   (default 20000)
+  --clients <n>              (default 8)
+  --drain-events <n>         (default 50000)
+  --batch-size <n>           (default 100)
+  --latency-seconds <n>      (default 20)
+  --latency-rates <a,b,..>   (default 200,2000)
+  --consume-messages <n>     (default 20000)
+  --memory-events <n>        (default 50000)
+  --growth-retained <n>      (default 1000000)
+
+PostgreSQL and RabbitMQ are read from DATABASE_URL and AMQP_URL.";
+
+/// Parses the arguments after the program name.
+pub(crate) fn parse(args: Vec<String>) -> anyhow::Result<Command> {
+    let mut args = args.into_iter();
+    let first = args.next().context(USAGE)?;
+    if first == "child" {
+        return Ok(Command::Child(args.collect()));
+    }
+    let scenarios = Scenario::parse(&first)?;
+    let mut flags = Vec::new();
+    while let Some(flag) = args.next() {
+        match flag.as_str() {
+            "--quick" => flags.push((flag, String::new())),
+            "-h" | "--help" => bail!("{USAGE}"),
+            _ => {
+                let value = args
+                    .next()
+                    .with_context(|| format!("{flag} needs a value"))?;
+                flags.push((flag, value));
+            }
+        }
+    }
+    // The scale applies first, so explicit sizes win over it.
+    let mut factor = 1.0;
+    for (flag, value) in &flags {
+        match flag.as_str() {
+            "--quick" => factor = 0.1,
+            "--scale" => factor = value.parse()?,
+            _ => {}
+        }
+    }
+    let mut sizes = Sizes::default().scaled(factor);
+    for (flag, value) in &flags {
+        apply(&mut sizes, flag, value).with_context(|| format!("{flag} {value}"))?;
+    }
+    Ok(Command::Run { scenarios, sizes })
+}
+
+fn apply(sizes: &mut Sizes, flag: &str, value: &str) -> anyhow::Result<()> {
+    match flag {
+        "--quick" | "--scale" => {}
+        "--stage-transactions" => sizes.stage_transactions = value.parse()?,
+        "--clients" => sizes.clients = value.parse::<usize>()?.max(1),
+        "--drain-events" => sizes.drain_events = value.parse()?,
+        "--batch-size" => sizes.batch_size = value.parse::<usize>()?.max(1),
+        "--latency-seconds" => sizes.latency_duration = Duration::from_secs_f64(value.parse()?),
+        "--latency-rates" => {
+            sizes.latency_rates = value.split(',').map(str::parse).collect::<Result<_, _>>()?;
+        }
+        "--consume-messages" => sizes.consume_messages = value.parse()?,
+        "--memory-events" => sizes.memory_events = value.parse()?,
+        "--growth-retained" => sizes.growth_retained = value.parse()?,
+        other => bail!("unknown option {other}\n\n{USAGE}"),
+    }
+    Ok(())
+}

@@ -1,0 +1,104 @@
+//! The consuming side shared by the consume and memory scenarios: a
+//! consumer with the PostgreSQL inbox whose handler inserts one row.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+use sqlx::AssertSqlSafe;
+use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
+use tidings_core::{Message, QueueSpec};
+use tidings_inbox::Inbox;
+use tidings_postgres::{PgContext, PgOutboxStore};
+use tidings_rabbitmq::{ConnectionOptions, RabbitSource, SourceOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::env::table_in;
+use crate::payload::Payload;
+
+/// The consumer name the inbox records.
+pub(crate) const CONSUMER: &str = "bench-billing";
+/// Deliveries the source holds unsettled: a few per handler.
+const PREFETCH: u16 = 64;
+/// How long a consumer may take per thousand messages before the run fails.
+const TIMEOUT_PER_THOUSAND: Duration = Duration::from_secs(10);
+
+/// Creates the table the handler writes to.
+pub(crate) async fn create_invoices(store: &PgOutboxStore) -> anyhow::Result<()> {
+    let sql = format!(
+        "create table {} (id bigserial primary key, order_id bigint not null, \
+         amount_cents bigint not null)",
+        table_in(store, "invoices")
+    );
+    sqlx::query(AssertSqlSafe(sql))
+        .execute(store.pool())
+        .await?;
+    Ok(())
+}
+
+/// The insert the handler runs.
+pub(crate) fn insert_invoice_sql(store: &PgOutboxStore) -> String {
+    format!(
+        "insert into {} (order_id, amount_cents) values ($1, $2)",
+        table_in(store, "invoices")
+    )
+}
+
+/// Consumes `count` messages from `queue` with `concurrency` handlers;
+/// returns the time from subscribing until the last was handled.
+pub(crate) async fn consume(
+    store: &PgOutboxStore,
+    connection: ConnectionOptions,
+    queue: &'static str,
+    count: usize,
+    concurrency: usize,
+) -> anyhow::Result<Duration> {
+    let spec: &'static QueueSpec<Payload> = Box::leak(Box::new(QueueSpec::json(queue)));
+    let sql = Arc::new(insert_invoice_sql(store));
+    let handler = handler_fn(
+        move |msg: Message<Payload>, tx: TxHandle<PgContext<'static>>| {
+            let sql = sql.clone();
+            async move {
+                let mut ctx = tx.lock().await;
+                sqlx::query(AssertSqlSafe(sql.as_str()))
+                    .bind(msg.payload.order_id)
+                    .bind(msg.payload.amount_cents)
+                    .execute(ctx.tx())
+                    .await?;
+                Ok::<_, HandlerError>(())
+            }
+        },
+    );
+    let source = RabbitSource::new(connection, SourceOptions::default().prefetch(PREFETCH));
+    let consumer = Arc::new(
+        Consumer::new(source, spec, handler)?
+            .inbox(Inbox::new(store.inbox(), CONSUMER)?)
+            .options(ConsumerOptions::default().concurrency(concurrency)),
+    );
+    let cancel = CancellationToken::new();
+    let started = Instant::now();
+    let task = tokio::spawn({
+        let (consumer, cancel) = (consumer.clone(), cancel.clone());
+        async move { consumer.run(cancel).await }
+    });
+    let deadline = started + TIMEOUT_PER_THOUSAND * (count as u32 / 1_000 + 3);
+    loop {
+        let r = consumer.report();
+        let settled = (r.processed + r.duplicates + r.parked) as usize;
+        if settled >= count || Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let took = started.elapsed();
+    cancel.cancel();
+    task.await?;
+    let report = consumer.report();
+    if report.processed as usize != count {
+        bail!(
+            "consumer handled {} of {count} messages: {report:?}",
+            report.processed
+        );
+    }
+    Ok(took)
+}

@@ -1,0 +1,114 @@
+//! The services a run talks to, and the fresh schemas and queues each
+//! scenario makes and removes.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{AssertSqlSafe, PgPool};
+use tidings_core::OutboxSpec;
+use tidings_postgres::{PgOutboxOptions, PgOutboxStore, Retention};
+use tidings_rabbitmq::{ConnectionOptions, QueueOptions, Topology};
+use tidings_testing::names::unique_name;
+use tidings_testing::services::{SETUP_COMMAND, amqp_url, database_url};
+
+use crate::payload::Payload;
+
+/// Connections to PostgreSQL and RabbitMQ.
+#[derive(Debug, Clone)]
+pub(crate) struct Env {
+    /// The broker URL.
+    pub(crate) amqp_url: String,
+    /// The pool every store of the run shares.
+    pub(crate) pool: PgPool,
+}
+
+impl Env {
+    /// Connects to the database and checks the broker answers.
+    pub(crate) async fn connect(max_connections: u32) -> anyhow::Result<Self> {
+        let database_url = database_url();
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect(&database_url)
+            .await
+            .with_context(|| format!("PostgreSQL at {database_url}; run {SETUP_COMMAND}"))?;
+        Ok(Self {
+            amqp_url: amqp_url(),
+            pool,
+        })
+    }
+
+    /// A store in a fresh schema named after `prefix`, migrated.
+    pub(crate) async fn store(
+        &self,
+        prefix: &str,
+        retention: Retention,
+    ) -> anyhow::Result<PgOutboxStore> {
+        let schema = unique_name(&format!("bench_{prefix}"));
+        let options = PgOutboxOptions::new().schema(schema).retention(retention);
+        let store = PgOutboxStore::new(self.pool.clone(), options)?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Drops the store's schema and everything in it.
+    pub(crate) async fn drop_store(&self, store: &PgOutboxStore) -> anyhow::Result<()> {
+        let schema = store.options().get_schema();
+        let sql = format!("drop schema if exists \"{schema}\" cascade");
+        sqlx::query(AssertSqlSafe(sql)).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Runs `vacuum analyze` on the store's outbox, so every measurement
+    /// starts from fresh statistics and a clean visibility map.
+    pub(crate) async fn vacuum(&self, store: &PgOutboxStore) -> anyhow::Result<()> {
+        let sql = format!("vacuum analyze {}", outbox_table(store));
+        sqlx::query(AssertSqlSafe(sql)).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Declares a fresh classic queue named after `prefix`; it expires
+    /// after ten idle minutes should the run die before removing it.
+    pub(crate) async fn queue(&self, prefix: &str) -> anyhow::Result<&'static str> {
+        let name: &'static str = Box::leak(unique_name(prefix).into_boxed_str());
+        let options = QueueOptions::classic().expires(Duration::from_secs(600));
+        self.topology()
+            .declare_queue(name, options)
+            .await
+            .with_context(|| format!("RabbitMQ at {}; run {SETUP_COMMAND}", self.amqp_url))?;
+        Ok(name)
+    }
+
+    /// Deletes a queue made by [`queue`](Self::queue).
+    pub(crate) async fn drop_queue(&self, name: &str) -> anyhow::Result<()> {
+        self.topology().delete_queue(name).await?;
+        Ok(())
+    }
+
+    /// Connection options for a named client connection.
+    pub(crate) fn amqp(&self, connection_name: &str) -> ConnectionOptions {
+        ConnectionOptions::new(self.amqp_url.clone()).connection_name(connection_name)
+    }
+
+    fn topology(&self) -> Topology {
+        Topology::new(self.amqp("tidings-bench-topology"))
+    }
+}
+
+/// The quoted `schema.table` of a store's outbox.
+pub(crate) fn outbox_table(store: &PgOutboxStore) -> String {
+    let options = store.options();
+    format!("\"{}\".\"{}\"", options.get_schema(), options.get_table())
+}
+
+/// The quoted `schema.name` of a table beside a store's outbox.
+pub(crate) fn table_in(store: &PgOutboxStore, name: &str) -> String {
+    format!("\"{}\".\"{name}\"", store.options().get_schema())
+}
+
+/// An outbox spec with a fresh route relaying to `queue`.
+pub(crate) fn spec(queue: &'static str) -> &'static OutboxSpec<Payload> {
+    let route: &'static str = Box::leak(unique_name("bench-events").into_boxed_str());
+    Box::leak(Box::new(OutboxSpec::json(route).to_queue(queue)))
+}

@@ -1,0 +1,93 @@
+//! The raw limit of publishing: lapin alone, persistent messages with the
+//! same properties and headers the transport sends, a window of publisher
+//! confirms at a time.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures::future::try_join_all;
+use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use tidings_core::Envelope;
+use tidings_core::cloudevents::to_attributes;
+use tidings_rabbitmq::exchange_name;
+
+/// Persistent delivery mode.
+const PERSISTENT: u8 = 2;
+
+/// A confirm channel on a connection of its own.
+pub(crate) struct RawPublisher {
+    _connection: Connection,
+    channel: Channel,
+}
+
+impl RawPublisher {
+    /// Connects to `url`.
+    pub(crate) async fn connect(url: &str) -> anyhow::Result<Self> {
+        let connection = Connection::connect(url, ConnectionProperties::default()).await?;
+        let channel = connection.create_channel().await?;
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await?;
+        Ok(Self {
+            _connection: connection,
+            channel,
+        })
+    }
+
+    /// Publishes `envelopes` to their destinations, `window` at a time,
+    /// awaiting every confirm of a window before sending the next.
+    pub(crate) async fn publish_all(
+        &self,
+        envelopes: &[Envelope],
+        window: usize,
+    ) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        for chunk in envelopes.chunks(window.max(1)) {
+            self.publish_window(chunk).await?;
+        }
+        Ok(started.elapsed())
+    }
+
+    /// Publishes one window and awaits its confirms.
+    pub(crate) async fn publish_window(&self, envelopes: &[Envelope]) -> anyhow::Result<()> {
+        let mut confirms = Vec::with_capacity(envelopes.len());
+        for envelope in envelopes {
+            let exchange = exchange_name(&envelope.destination);
+            let confirm = self
+                .channel
+                .basic_publish(
+                    exchange.as_str().into(),
+                    envelope.destination.as_str().into(),
+                    BasicPublishOptions {
+                        mandatory: true,
+                        immediate: false,
+                    },
+                    &envelope.payload,
+                    properties(envelope)?,
+                )
+                .await?;
+            confirms.push(confirm);
+        }
+        for confirmation in try_join_all(confirms).await? {
+            anyhow::ensure!(confirmation.is_ack(), "broker refused a message");
+        }
+        Ok(())
+    }
+}
+
+fn properties(envelope: &Envelope) -> anyhow::Result<BasicProperties> {
+    let mut headers = FieldTable::default();
+    for (name, value) in to_attributes(envelope) {
+        let key = ShortString::try_new(name.as_str()).context("header name")?;
+        headers.insert(key, AMQPValue::LongString(LongString::from(value)));
+    }
+    let short = |v: &str| ShortString::try_new(v).context("short string");
+    Ok(BasicProperties::default()
+        .with_message_id(short(&envelope.event_id.to_string())?)
+        .with_type(short(&envelope.event_type)?)
+        .with_content_type(short(&envelope.content_type)?)
+        .with_delivery_mode(PERSISTENT)
+        .with_headers(headers))
+}

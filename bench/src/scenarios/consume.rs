@@ -1,0 +1,96 @@
+//! consume: messages from RabbitMQ handled by the consumer runner with the
+//! PostgreSQL inbox, the handler inserting one row, against the same
+//! two-row transactions (inbox row and business row) in plain SQL.
+
+use sqlx::AssertSqlSafe;
+use tidings_postgres::{PgOutboxStore, Retention};
+use uuid::Uuid;
+
+use crate::args::Sizes;
+use crate::clients::run_clients;
+use crate::consuming::{CONSUMER, consume, create_invoices, insert_invoice_sql};
+use crate::env::{Env, table_in};
+use crate::payload::{Payload, envelopes};
+use crate::raw_publish::RawPublisher;
+use crate::report::{Figure, Goal};
+
+const NAME: &str = "consume";
+/// The confirm window while filling the queue.
+const FILL_WINDOW: usize = 500;
+
+pub(super) async fn run(
+    env: &Env,
+    sizes: &Sizes,
+    report: &mut dyn FnMut(Figure),
+) -> anyhow::Result<()> {
+    let raw = env.store("consume_raw", Retention::Delete).await?;
+    let store = env.store("consume", Retention::Delete).await?;
+    let queue = env.queue("bench-consume").await?;
+    let result = async {
+        create_invoices(&raw).await?;
+        create_invoices(&store).await?;
+        let count = sizes.consume_messages;
+        let raw_took = two_row_transactions(&raw, sizes.clients, count).await?;
+        let raw_rate = Figure::rate(NAME, "raw two-row transactions", count, raw_took);
+        report(raw_rate.clone());
+
+        let publisher = RawPublisher::connect(&env.amqp_url).await?;
+        publisher
+            .publish_all(&envelopes(queue, count)?, FILL_WINDOW)
+            .await?;
+        let took = consume(
+            &store,
+            env.amqp("tidings-bench-consumer"),
+            queue,
+            count,
+            sizes.clients,
+        )
+        .await?;
+        report(
+            Figure::rate(NAME, "consumed messages", count, took)
+                .limit(raw_rate.value)
+                .goal(Goal::RatioAtLeast(0.9)),
+        );
+        Ok(())
+    }
+    .await;
+    env.drop_store(&raw).await?;
+    env.drop_store(&store).await?;
+    env.drop_queue(queue).await?;
+    result
+}
+
+/// What the consumer does per message, by hand: the inbox row and the
+/// business row in one transaction.
+async fn two_row_transactions(
+    store: &PgOutboxStore,
+    clients: usize,
+    count: usize,
+) -> anyhow::Result<std::time::Duration> {
+    let inbox_sql = format!(
+        "insert into {} (consumer, event_id) values ($1, $2) on conflict do nothing",
+        table_in(store, store.options().get_inbox_table())
+    );
+    let invoice_sql = insert_invoice_sql(store);
+    let pool = store.pool().clone();
+    run_clients(clients, count, move |i| {
+        let (pool, inbox_sql, invoice_sql) = (pool.clone(), inbox_sql.clone(), invoice_sql.clone());
+        async move {
+            let payload = Payload::new(i as i64);
+            let mut tx = pool.begin().await?;
+            sqlx::query(AssertSqlSafe(inbox_sql))
+                .bind(CONSUMER)
+                .bind(Uuid::now_v7())
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(AssertSqlSafe(invoice_sql))
+                .bind(payload.order_id)
+                .bind(payload.amount_cents)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(())
+        }
+    })
+    .await
+}

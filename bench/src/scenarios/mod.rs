@@ -1,0 +1,95 @@
+//! The scenarios, one module each. Every scenario makes its own schemas and
+//! queues, measures tidings and its raw limit in the same run, and removes
+//! what it made.
+
+mod consume;
+mod drain_noop;
+mod drain_rabbitmq;
+mod growth;
+mod latency;
+mod memory;
+mod stage;
+
+use anyhow::bail;
+
+use crate::args::Sizes;
+use crate::env::Env;
+use crate::report::Figure;
+
+pub(crate) use memory::run_child;
+
+/// One benchmark scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scenario {
+    /// Staging throughput against two-row transactions.
+    Stage,
+    /// Draining to a publisher that does nothing, against a bare SQL loop.
+    DrainNoop,
+    /// Draining to RabbitMQ, against raw confirmed publishing.
+    DrainRabbitmq,
+    /// Commit-to-publish latency at steady rates.
+    Latency,
+    /// Consuming with the PostgreSQL inbox, against two-row transactions.
+    Consume,
+    /// Peak RSS of a relay process and of a consumer process.
+    Memory,
+    /// Draining beside a million retained published rows, against an
+    /// empty table.
+    Growth,
+}
+
+impl Scenario {
+    /// Every scenario, in the order `all` runs them.
+    pub(crate) const ALL: [Scenario; 7] = [
+        Scenario::Stage,
+        Scenario::DrainNoop,
+        Scenario::DrainRabbitmq,
+        Scenario::Latency,
+        Scenario::Consume,
+        Scenario::Memory,
+        Scenario::Growth,
+    ];
+
+    /// The scenario's name on the command line.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Scenario::Stage => "stage",
+            Scenario::DrainNoop => "drain-noop",
+            Scenario::DrainRabbitmq => "drain-rabbitmq",
+            Scenario::Latency => "latency",
+            Scenario::Consume => "consume",
+            Scenario::Memory => "memory",
+            Scenario::Growth => "growth",
+        }
+    }
+
+    /// `all`, or one scenario's name.
+    pub(crate) fn parse(name: &str) -> anyhow::Result<Vec<Scenario>> {
+        if name == "all" {
+            return Ok(Self::ALL.to_vec());
+        }
+        match Self::ALL.into_iter().find(|s| s.name() == name) {
+            Some(s) => Ok(vec![s]),
+            None => bail!("unknown scenario {name}\n\n{}", crate::args::USAGE),
+        }
+    }
+
+    /// Runs the scenario; `report` is called with each figure as soon as
+    /// it is known.
+    pub(crate) async fn run(
+        self,
+        env: &Env,
+        sizes: &Sizes,
+        report: &mut dyn FnMut(Figure),
+    ) -> anyhow::Result<()> {
+        match self {
+            Scenario::Stage => stage::run(env, sizes, report).await,
+            Scenario::DrainNoop => drain_noop::run(env, sizes, report).await,
+            Scenario::DrainRabbitmq => drain_rabbitmq::run(env, sizes, report).await,
+            Scenario::Latency => latency::run(env, sizes, report).await,
+            Scenario::Consume => consume::run(env, sizes, report).await,
+            Scenario::Memory => memory::run(env, sizes, report).await,
+            Scenario::Growth => growth::run(env, sizes, report).await,
+        }
+    }
+}

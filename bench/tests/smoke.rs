@@ -1,0 +1,112 @@
+//! Every scenario of the bench runs at a tiny size against the real
+//! services and prints its figures. Timing is measured by the bench, never
+//! asserted here.
+
+use std::process::Command;
+
+/// Runs `tidings-bench <scenario>` at a tiny size; returns its stdout.
+fn run(scenario: &str) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_tidings-bench"))
+        .args([scenario, "--scale", "0.002", "--latency-rates", "50,100"])
+        .output()
+        .expect("the bench program starts");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "tidings-bench {scenario} failed ({}); if a service is down, run bash scripts/setup-services.sh\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// Asserts the output has every measure as a line and a table row.
+fn assert_figures(stdout: &str, scenario: &str, measures: &[&str]) {
+    for measure in measures {
+        let line = format!("{scenario} | {measure}");
+        assert!(stdout.contains(&line), "no figure {line:?} in:\n{stdout}");
+        let row = format!("| {scenario} | {measure}");
+        assert!(stdout.contains(&row), "no table row {row:?} in:\n{stdout}");
+    }
+    assert!(
+        stdout.contains("| scenario | measure | value |"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn stage_measures_staging_and_its_raw_limit() {
+    let out = run("stage");
+    assert_figures(
+        &out,
+        "stage",
+        &["raw two-row transactions", "staged transactions"],
+    );
+    assert!(out.contains("ratio"), "{out}");
+}
+
+#[test]
+fn drain_noop_measures_the_relay_and_the_raw_loop() {
+    let out = run("drain-noop");
+    assert_figures(
+        &out,
+        "drain-noop",
+        &["raw claim + delete loop", "relayed events"],
+    );
+}
+
+#[test]
+fn drain_rabbitmq_measures_the_relay_and_raw_publishing() {
+    let out = run("drain-rabbitmq");
+    assert_figures(
+        &out,
+        "drain-rabbitmq",
+        &["raw confirmed publishing", "relayed events"],
+    );
+}
+
+#[test]
+fn latency_measures_percentiles_and_publishes_every_commit() {
+    let out = run("latency");
+    for rate in [50, 100] {
+        assert_figures(
+            &out,
+            "latency",
+            &[
+                &format!("commit-to-publish p50 at {rate}/s"),
+                &format!("commit-to-publish p99 at {rate}/s"),
+            ],
+        );
+        let unpublished = format!("latency | committed but unpublished at {rate}/s: 0 ");
+        assert!(out.contains(&unpublished), "events went missing:\n{out}");
+    }
+}
+
+#[test]
+fn consume_measures_the_consumer_and_two_row_transactions() {
+    let out = run("consume");
+    assert_figures(
+        &out,
+        "consume",
+        &["raw two-row transactions", "consumed messages"],
+    );
+}
+
+#[test]
+fn memory_measures_relay_and_consumer_processes() {
+    let out = run("memory");
+    assert_figures(&out, "memory", &["relay peak RSS", "consumer peak RSS"]);
+}
+
+#[test]
+fn growth_compares_a_retained_table_with_an_empty_one() {
+    let out = run("growth");
+    assert_figures(
+        &out,
+        "growth",
+        &[
+            "relayed events, empty table",
+            "relayed events, 2000 published rows kept",
+        ],
+    );
+}
