@@ -81,12 +81,23 @@ where
     async fn judge(&self, envelope: &Envelope, count: Option<u32>) -> Verdict {
         // Layer 2, decode: a payload the codec refuses never reaches the
         // handler.
-        if let Err(e) = self.queue.decode(&envelope.payload) {
-            return Verdict::Park(format!("undecodable payload: {}", error_chain(&e)));
-        }
+        let mut decoded = match self.queue.decode(&envelope.payload) {
+            Ok(payload) => Some(payload),
+            Err(e) => return Verdict::Park(format!("undecodable payload: {}", error_chain(&e))),
+        };
         let mut attempt = 1;
         loop {
-            let error = match self.attempt(envelope, count).await {
+            // The handler consumes the payload; a retry decodes it afresh.
+            let payload = match decoded.take() {
+                Some(payload) => payload,
+                None => match self.queue.decode(&envelope.payload) {
+                    Ok(payload) => payload,
+                    Err(e) => {
+                        return Verdict::Park(format!("undecodable payload: {}", error_chain(&e)));
+                    }
+                },
+            };
+            let error = match self.attempt(envelope, count, payload).await {
                 Ok(verdict) => return verdict,
                 Err(error) => error,
             };
@@ -108,6 +119,7 @@ where
         &self,
         envelope: &Envelope,
         count: Option<u32>,
+        payload: T,
     ) -> Result<Verdict, HandlerError> {
         // Layer 3, inbox dedupe: the mark goes into the transaction the
         // handler writes through.
@@ -125,10 +137,6 @@ where
                 )));
             }
         }
-        let payload = self
-            .queue
-            .decode(&envelope.payload)
-            .map_err(HandlerError::permanent)?;
         let message = Message {
             payload,
             envelope: envelope.clone(),
