@@ -1,0 +1,94 @@
+//! What the in-memory consumer tests share: a broker and store, orders,
+//! and an effect counter written through the handler's transaction.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tidings_consumer::{Consumer, ConsumerOptions, ConsumerReport, TxHandle};
+use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
+use tidings_core::{Backoff, Envelope, Message, QueueSpec};
+use tokio_util::sync::CancellationToken;
+
+pub(crate) static ORDERS: QueueSpec<Order> = QueueSpec::json("orders");
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Order {
+    pub(crate) id: u32,
+}
+
+pub(crate) const QUICK: Backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(20));
+
+pub(crate) fn options() -> ConsumerOptions {
+    ConsumerOptions::default()
+        .retry_backoff(QUICK)
+        .restart_backoff(QUICK)
+        .shutdown_timeout(Duration::from_secs(5))
+}
+
+pub(crate) fn order(id: u32, key: Option<&str>) -> Envelope {
+    let payload = Bytes::from(serde_json::to_vec(&Order { id }).unwrap());
+    let mut env = Envelope::new(
+        "order-events",
+        "orders",
+        "order.placed",
+        payload,
+        "application/json",
+    );
+    env.ordering_key = key.map(str::to_owned);
+    env
+}
+
+pub(crate) fn setup() -> (MemoryStore, MemoryBroker) {
+    let broker = MemoryBroker::new();
+    broker.declare_queue("orders");
+    (MemoryStore::new(), broker)
+}
+
+/// Adds one to the order's effect counter in the handler's transaction.
+pub(crate) async fn count_effect(msg: &Message<Order>, tx: &TxHandle<MemoryContext>) {
+    let mut tx = tx.lock().await;
+    let key = msg.payload.id.to_string();
+    let seen: u32 = tx
+        .get("effects", &key)
+        .map_or(0, |b| std::str::from_utf8(&b).unwrap().parse().unwrap());
+    tx.insert("effects", key, (seen + 1).to_string());
+}
+
+pub(crate) fn effects(store: &MemoryStore) -> HashMap<u32, u32> {
+    store
+        .table("effects")
+        .into_iter()
+        .map(|(k, v)| {
+            (
+                k.parse().unwrap(),
+                std::str::from_utf8(&v).unwrap().parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Runs the consumer until `done` holds for its report, for at most 10 s.
+pub(crate) async fn run_until<H>(
+    consumer: Consumer<MemoryBroker, Order, tidings_core::JsonCodec, H, MemoryStore>,
+    done: impl Fn(&ConsumerReport) -> bool,
+) -> ConsumerReport
+where
+    H: tidings_consumer::Handler<Order, MemoryContext>,
+{
+    let cancel = CancellationToken::new();
+    let consumer = Arc::new(consumer);
+    let task = tokio::spawn({
+        let (consumer, cancel) = (consumer.clone(), cancel.clone());
+        async move { consumer.run(cancel).await }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !done(&consumer.report()) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    cancel.cancel();
+    task.await.unwrap();
+    consumer.report()
+}
