@@ -6,6 +6,7 @@ mod support;
 
 use std::time::Duration;
 
+use futures::FutureExt;
 use mongodb::Client;
 use mongodb::bson::{Document, doc};
 use support::server::PrivateServer;
@@ -59,11 +60,18 @@ async fn relayed_after(
     timeout: Duration,
 ) -> Option<Duration> {
     let before = broker.depth(QUEUE);
-    let mut ctx = store.begin().await.unwrap();
-    ctx.outbox()
-        .stage(&ORDER_EVENTS, "order.placed", &1)
-        .unwrap();
-    ctx.commit().await.unwrap();
+    // Through the transaction helper: a broken connection clears the
+    // driver's pool, and the helper runs the staging again.
+    store
+        .transaction(|ctx| {
+            let staged = ctx
+                .outbox()
+                .stage(&ORDER_EVENTS, "order.placed", &1)
+                .map(drop);
+            async move { Ok(staged?) }.boxed()
+        })
+        .await
+        .expect("staged");
     let committed = Instant::now();
     while broker.depth(QUEUE) == before {
         if committed.elapsed() > timeout {
