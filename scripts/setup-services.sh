@@ -78,19 +78,20 @@ start_background() {
 
 mongodb() {
   if port_open 27017; then log "mongodb answers on 27017"; return; fi
-  stand_ins
   start_background secantusdb 27017 30 \
     "$VENV/bin/secantusd-py" --host 127.0.0.1 --port 27017 --storage-path :memory:
 }
 
 sqs() {
   if port_open 4566; then log "sqs answers on 4566"; return; fi
-  stand_ins
   start_background moto 4566 60 "$VENV/bin/moto_server" -H 127.0.0.1 -p 4566
 }
 
 postgres
 rabbitmq
+# Installed even when both ports answer: fault tests start private servers
+# of their own from this virtualenv.
+stand_ins
 mongodb
 sqs
 log "all services answer"

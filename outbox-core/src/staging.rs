@@ -157,7 +157,9 @@ pub struct Staged<'a> {
 }
 
 impl Staged<'_> {
-    /// Uses this event id instead of a fresh UUIDv7, for idempotent staging.
+    /// Uses this event id instead of a fresh UUIDv7, for idempotent
+    /// staging: stores skip an event whose id they already hold for the
+    /// route.
     pub fn event_id(self, id: Uuid) -> Self {
         self.event.envelope.event_id = id;
         self

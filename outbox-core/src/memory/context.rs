@@ -16,14 +16,6 @@ pub enum CommitError {
     /// A staged event is invalid.
     #[error(transparent)]
     Stage(#[from] StageError),
-    /// An event with this id is already stored for the route.
-    #[error("event {event_id} already exists in outbox route {route:?}")]
-    DuplicateEvent {
-        /// The route.
-        route: String,
-        /// The event id.
-        event_id: Uuid,
-    },
     /// Another unit of work committed the same inbox mark first.
     #[error("inbox mark ({consumer}, {event_id}) was committed concurrently")]
     InboxConflict {
@@ -36,7 +28,8 @@ pub enum CommitError {
 
 /// A unit of work on a [`MemoryStore`]: staged events, inbox marks and
 /// table writes, applied together by [`commit`](Self::commit). Dropping it
-/// discards everything.
+/// discards everything. An event whose id is already stored for its route
+/// is skipped, so staging with an explicit id is idempotent.
 #[derive(Debug)]
 pub struct MemoryContext {
     store: MemoryStore,
@@ -100,7 +93,7 @@ impl MemoryContext {
         let staged = self.outbox.take()?;
         let now = self.store.now();
         let mut state = self.store.lock();
-        check_conflicts(&state, &staged, &self.marks)?;
+        check_conflicts(&state, &self.marks)?;
         for (consumer, id) in self.marks.drain(..) {
             state.inbox.insert((consumer, id), now);
         }
@@ -109,6 +102,11 @@ impl MemoryContext {
         }
         let woke = !staged.is_empty();
         for StagedEvent { envelope, delay } in staged {
+            let rows = state.routes.entry(envelope.route.clone()).or_default();
+            if rows.by_id.contains_key(&envelope.event_id) {
+                // Staging an id already stored for its route is a no-op.
+                continue;
+            }
             let seq = state.next_seq;
             state.next_seq += 1;
             let row = Row {
@@ -139,22 +137,8 @@ impl MemoryContext {
 
 fn check_conflicts(
     state: &super::store::State,
-    staged: &[StagedEvent],
     marks: &[(String, Uuid)],
 ) -> Result<(), CommitError> {
-    for event in staged {
-        let env = &event.envelope;
-        let exists = state
-            .routes
-            .get(&env.route)
-            .is_some_and(|rows| rows.by_id.contains_key(&env.event_id));
-        if exists {
-            return Err(CommitError::DuplicateEvent {
-                route: env.route.clone(),
-                event_id: env.event_id,
-            });
-        }
-    }
     let mut seen = HashSet::new();
     for (consumer, id) in marks {
         if state.inbox.contains_key(&(consumer.clone(), *id)) || !seen.insert((consumer, id)) {
