@@ -3,30 +3,46 @@
 
 mod support;
 
+use std::sync::Mutex;
+
 use tidings_core::StagedEvent;
 use tidings_mongo::{MongoOutboxStore, Retention};
 use tidings_testing::store::StoreHarness;
 
-struct Mongo(Retention);
+/// Remembers the stores it made so their collections go after the case.
+struct Mongo(Retention, Mutex<Vec<MongoOutboxStore>>);
+
+fn mongo(retention: Retention) -> Mongo {
+    Mongo(retention, Mutex::default())
+}
 
 impl StoreHarness for Mongo {
     type Store = MongoOutboxStore;
 
     async fn store(&self) -> MongoOutboxStore {
-        support::store(self.0).await
+        let store = support::store(self.0).await;
+        self.1.lock().unwrap().push(store.clone());
+        store
     }
 
     async fn commit(&self, store: &MongoOutboxStore, events: Vec<StagedEvent>) {
         support::commit(store, events).await;
     }
+
+    async fn teardown(&self) {
+        let stores = std::mem::take(&mut *self.1.lock().unwrap());
+        for store in &stores {
+            support::drop_collections(store).await;
+        }
+    }
 }
 
 mod delete_on_publish {
     use super::*;
-    tidings_testing::store_conformance!(Mongo(Retention::Delete));
+    tidings_testing::store_conformance!(mongo(Retention::Delete));
 }
 
 mod keep_published {
     use super::*;
-    tidings_testing::store_conformance!(Mongo(Retention::Keep));
+    tidings_testing::store_conformance!(mongo(Retention::Keep));
 }
