@@ -2,6 +2,7 @@
 //! against lapin publishing the same messages with a confirm window of the
 //! relay's batch size.
 
+use tidings_core::Publisher;
 use tidings_core::relay::{Relay, RelayConfig};
 use tidings_postgres::Retention;
 use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
@@ -27,7 +28,6 @@ pub(super) async fn run(
         let publisher = RawPublisher::connect(&env.amqp_url).await?;
         let envelopes = envelopes(raw_queue, sizes.drain_events)?;
         let raw_took = publisher.publish_all(&envelopes, sizes.batch_size).await?;
-        drop(envelopes);
         let raw_rate = Figure::rate(
             NAME,
             "raw confirmed publishing",
@@ -35,6 +35,27 @@ pub(super) async fn run(
             raw_took,
         );
         report(raw_rate.clone());
+        // The transport alone, without the store: where the relay's time goes.
+        let transport = RabbitPublisher::new(
+            env.amqp("tidings-bench-transport"),
+            PublisherOptions::default(),
+        );
+        let started = std::time::Instant::now();
+        for chunk in envelopes.chunks(sizes.batch_size) {
+            for result in transport.publish_batch(chunk).await {
+                result?;
+            }
+        }
+        report(
+            Figure::rate(
+                NAME,
+                "RabbitPublisher alone",
+                sizes.drain_events,
+                started.elapsed(),
+            )
+            .limit(raw_rate.value),
+        );
+        drop(envelopes);
 
         let spec = spec(queue);
         stage_pending(&store, spec, sizes.drain_events).await?;

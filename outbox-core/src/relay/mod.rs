@@ -9,6 +9,12 @@
 //! followed at once by the next, so a backlog drains without sleeping;
 //! otherwise the relay sleeps until a [`Wakeup`] or the poll interval.
 //!
+//! On an unordered route a backlog drains pipelined: while one batch is
+//! published, the next is claimed and the previous one settled, so the
+//! relay moves at the pace of the slowest step rather than of all three in
+//! turn. Per-key routes claim only after settling, since a settle is what
+//! releases their keys.
+//!
 //! Expired leases are returned by the [`Sweeper`], finished rows removed
 //! by the [`Cleaner`] and the backlog reported by the [`Monitor`], each a
 //! step of its own.
@@ -47,6 +53,7 @@ mod cleaner;
 mod config;
 mod monitor;
 mod pass;
+mod pipeline;
 mod sweeper;
 
 use futures::FutureExt;
@@ -117,7 +124,17 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     }
 
     /// Runs passes until one claims less than a full batch; returns the sum.
+    /// On an unordered route the passes overlap (see the module docs).
     pub async fn drain(&self) -> Result<PassReport, StoreError> {
+        if self.pipelines() {
+            return pipeline::drain_pipelined(
+                &self.store,
+                &self.publisher,
+                &self.route,
+                &self.config,
+            )
+            .await;
+        }
         let mut total = PassReport::default();
         loop {
             let report = self.run_pass().await?;
@@ -133,7 +150,13 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), StoreError> {
         let mut failures = 0;
         while !cancel.is_cancelled() {
-            match self.run_pass().await {
+            let pass = if self.pipelines() {
+                // Drains until a claim comes back short: nothing waits.
+                self.drain().await.map(|_| PassReport::default())
+            } else {
+                self.run_pass().await
+            };
+            match pass {
                 Ok(report) if self.more_may_wait(&report) => {
                     failures = 0;
                     continue;
@@ -151,6 +174,11 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
             self.idle(&cancel).await;
         }
         Ok(())
+    }
+
+    /// Whether backlogs drain pipelined: on unordered routes.
+    fn pipelines(&self) -> bool {
+        self.route.ordering == OrderingMode::Unordered
     }
 
     /// Whether to claim again at once: after a full batch, or in per-key

@@ -43,47 +43,69 @@ pub(super) async fn run_pass<S: OutboxStore, P: Publisher>(
     route: &Route,
     config: &RelayConfig,
 ) -> Result<PassReport, StoreError> {
-    let span = tracing::debug_span!(
-        "relay.pass",
-        messaging.destination.name = route.destination.unwrap_or_default(),
-        outbox.route = route.name
-    );
     async move {
-        let request = ClaimRequest {
-            route,
-            limit: config.batch_size,
-            lease: config.lease,
-        };
-        let started = Instant::now();
-        let batch = store.claim(request).await?;
-        metrics::histogram!("tidings_relay_claim_seconds", "route" => route.name)
-            .record(started.elapsed());
+        let batch = claim(store, route, config).await?;
         let claimed = batch.records().len();
         if claimed == 0 {
             return Ok(PassReport::default());
         }
-        let started = Instant::now();
         let settlements = publish(publisher, route, config, batch.records()).await;
-        metrics::histogram!("tidings_relay_publish_seconds", "route" => route.name)
-            .record(started.elapsed());
-        let settled = batch.settle(settlements).await?;
-        count(route.name, &settled);
-        if !settled.lost.is_empty() {
-            tracing::warn!(
-                lost = settled.lost.len(),
-                "lease lost before settling; another relay owns those rows"
-            );
-        }
-        Ok(PassReport {
-            claimed,
-            published: settled.published,
-            rescheduled: settled.rescheduled,
-            failed: settled.failed,
-            lease_lost: settled.lost.len(),
-        })
+        let mut report = settle(batch, settlements, route).await?;
+        report.claimed = claimed;
+        Ok(report)
     }
-    .instrument(span)
+    .instrument(pass_span(route))
     .await
+}
+
+/// The span of a pass (or of a pipelined drain).
+pub(super) fn pass_span(route: &Route) -> tracing::Span {
+    tracing::debug_span!(
+        "relay.pass",
+        messaging.destination.name = route.destination.unwrap_or_default(),
+        outbox.route = route.name
+    )
+}
+
+/// Claims a batch under a fresh lease.
+pub(super) async fn claim<S: OutboxStore>(
+    store: &S,
+    route: &Route,
+    config: &RelayConfig,
+) -> Result<S::Batch, StoreError> {
+    let request = ClaimRequest {
+        route,
+        limit: config.batch_size,
+        lease: config.lease,
+    };
+    let started = Instant::now();
+    let batch = store.claim(request).await?;
+    metrics::histogram!("tidings_relay_claim_seconds", "route" => route.name)
+        .record(started.elapsed());
+    Ok(batch)
+}
+
+/// Settles a published batch; the report counts everything but `claimed`.
+pub(super) async fn settle<B: ClaimedBatch>(
+    batch: B,
+    settlements: Vec<Settlement>,
+    route: &Route,
+) -> Result<PassReport, StoreError> {
+    let settled = batch.settle(settlements).await?;
+    count(route.name, &settled);
+    if !settled.lost.is_empty() {
+        tracing::warn!(
+            lost = settled.lost.len(),
+            "lease lost before settling; another relay owns those rows"
+        );
+    }
+    Ok(PassReport {
+        claimed: 0,
+        published: settled.published,
+        rescheduled: settled.rescheduled,
+        failed: settled.failed,
+        lease_lost: settled.lost.len(),
+    })
 }
 
 fn count(route: &'static str, settled: &crate::SettleReport) {
@@ -101,7 +123,7 @@ fn count(route: &'static str, settled: &crate::SettleReport) {
 }
 
 /// Publishes what may be published and decides every row's outcome.
-async fn publish<P: Publisher>(
+pub(super) async fn publish<P: Publisher>(
     publisher: &P,
     route: &Route,
     config: &RelayConfig,
@@ -122,7 +144,10 @@ async fn publish<P: Publisher>(
         }
     }
     let envelopes: Vec<Envelope> = sendable.iter().map(|r| r.envelope.clone()).collect();
+    let started = Instant::now();
     let mut results = publisher.publish_batch(&envelopes).await.into_iter();
+    metrics::histogram!("tidings_relay_publish_seconds", "route" => route.name)
+        .record(started.elapsed());
     for record in sendable {
         let result = results.next().unwrap_or_else(|| {
             Err(PublishError::Refused {

@@ -1,0 +1,92 @@
+//! A pipelined drain for unordered routes: while one batch is published,
+//! the next is claimed and the one before is settled, so a backlog drains
+//! at the pace of the slowest of the three instead of their sum.
+//!
+//! At most three batches are held at once (one of each), all under their
+//! own leases. A batch once claimed is always published and settled: after
+//! a failed settle or claim, the pipeline stops claiming, finishes what it
+//! holds and then reports the first error, so no claim is left to expire
+//! and count as a crash.
+
+use tracing::Instrument;
+
+use super::pass::{claim, pass_span, publish, settle};
+use super::{PassReport, RelayConfig};
+use crate::{ClaimedBatch, OutboxStore, Publisher, Route, Settlement, StoreError};
+
+/// Claims, publishes and settles batches, overlapped, until a claim comes
+/// back short of a full batch; returns the sum.
+pub(super) async fn drain_pipelined<S: OutboxStore, P: Publisher>(
+    store: &S,
+    publisher: &P,
+    route: &Route,
+    config: &RelayConfig,
+) -> Result<PassReport, StoreError> {
+    async move {
+        let mut total = PassReport::default();
+        let mut error = None;
+        let mut batch = Some(claim(store, route, config).await?);
+        let mut published: Option<(S::Batch, Vec<Settlement>)> = None;
+        while let Some(current) = batch.take() {
+            let claimed = current.records().len();
+            if claimed == 0 {
+                break;
+            }
+            total.claimed += claimed;
+            let claim_next = claimed >= config.batch_size && error.is_none();
+            let previous = published.take();
+            let (settlements, next, settled) = tokio::join!(
+                publish(publisher, route, config, current.records()),
+                async {
+                    if claim_next {
+                        Some(claim(store, route, config).await)
+                    } else {
+                        None
+                    }
+                },
+                async {
+                    match previous {
+                        Some((b, s)) => Some(settle(b, s, route).await),
+                        None => None,
+                    }
+                },
+            );
+            published = Some((current, settlements));
+            record(&mut total, &mut error, settled);
+            // After an error nothing more is claimed, but a batch claimed
+            // already is still published and settled on the next turn.
+            batch = match next {
+                Some(Ok(next)) => Some(next),
+                Some(Err(e)) => {
+                    error.get_or_insert(e);
+                    None
+                }
+                None => None,
+            };
+        }
+        if let Some((b, s)) = published {
+            record(&mut total, &mut error, Some(settle(b, s, route).await));
+        }
+        match error {
+            Some(e) => Err(e),
+            None => Ok(total),
+        }
+    }
+    .instrument(pass_span(route))
+    .await
+}
+
+/// Adds a settle's counts to `total`, or keeps its error (the first wins).
+fn record(
+    total: &mut PassReport,
+    error: &mut Option<StoreError>,
+    settled: Option<Result<PassReport, StoreError>>,
+) {
+    match settled {
+        Some(Ok(report)) => total.add(report),
+        Some(Err(e)) => {
+            error.get_or_insert(e);
+        }
+        None => {}
+    }
+}
