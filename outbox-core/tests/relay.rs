@@ -245,24 +245,3 @@ async fn a_spec_without_destination_is_refused() {
         "outbox spec \"nowhere\" has no destination; call .to_queue(..)"
     );
 }
-
-#[tokio::test]
-async fn a_pipelined_drain_publishes_every_event_once_in_staging_order() {
-    let store = MemoryStore::new();
-    stage(&store, 250);
-    let publisher = Scripted::always(Answer::Accept);
-    let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
-        .unwrap()
-        .config(RelayConfig::default().batch_size(100));
-
-    let report = relay.drain().await.unwrap();
-
-    assert_eq!((report.claimed, report.published), (250, 250));
-    assert_eq!(store.pending_count("events"), 0);
-    let accepted = publisher.accepted.lock().unwrap();
-    let payloads: Vec<u32> = accepted
-        .iter()
-        .map(|e| serde_json::from_slice(&e.payload).unwrap())
-        .collect();
-    assert_eq!(payloads, (0..250).collect::<Vec<_>>());
-}

@@ -90,3 +90,47 @@ fn record(
         None => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use crate::memory::MemoryStore;
+    use crate::relay::{Relay, RelayConfig};
+    use crate::{Envelope, OutboxSpec, PublishError, Publisher};
+
+    static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events").to_queue("events-q");
+
+    /// Accepts everything and keeps the payloads in arrival order.
+    #[derive(Clone, Default)]
+    struct Keep(Arc<Mutex<Vec<u32>>>);
+
+    impl Publisher for Keep {
+        async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
+            let n = serde_json::from_slice(&envelope.payload).expect("a u32 payload");
+            self.0.lock().expect("not poisoned").push(n);
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pipelined_drain_publishes_every_event_once_in_staging_order() {
+        let store = MemoryStore::new();
+        let mut ctx = store.begin();
+        for n in 0..250_u32 {
+            ctx.outbox().stage(&EVENTS, "test.event", &n).unwrap();
+        }
+        ctx.commit().unwrap();
+        let publisher = Keep::default();
+        let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
+            .unwrap()
+            .config(RelayConfig::default().batch_size(100));
+
+        let report = relay.drain().await.unwrap();
+
+        assert_eq!((report.claimed, report.published), (250, 250));
+        assert_eq!(store.pending_count("events"), 0);
+        let published = publisher.0.lock().unwrap().clone();
+        assert_eq!(published, (0..250).collect::<Vec<_>>());
+    }
+}
