@@ -247,3 +247,79 @@ async fn a_connection_closed_by_the_broker_mid_consume_loses_and_doubles_nothing
     assert_eq!(world.effects().await, (100, 1));
     world.drop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_key_messages_run_one_at_a_time_in_order() {
+    use std::collections::{HashMap, HashSet};
+    use std::sync::Mutex;
+
+    let world = World::new(QueueKind::Quorum).await;
+    let keys = ["a", "b", "c", "d", "e"];
+    for id in 0..60 {
+        let mut envelope = world.envelope(id);
+        envelope.ordering_key = Some(keys[id as usize % keys.len()].to_owned());
+        world.publish(&envelope).await;
+    }
+    let running: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let seen: Arc<Mutex<HashMap<String, Vec<i32>>>> = Arc::default();
+    let overlaps = Arc::new(AtomicU32::new(0));
+    let peak = Arc::new(AtomicU32::new(0));
+    let sql = world.effect_sql();
+    let handler = handler_fn({
+        let (running, seen, overlaps, peak) = (
+            running.clone(),
+            seen.clone(),
+            overlaps.clone(),
+            peak.clone(),
+        );
+        move |msg: Message<Order>, tx: TxHandle<PgContext<'static>>| {
+            let (sql, running, seen, overlaps, peak) = (
+                sql.clone(),
+                running.clone(),
+                seen.clone(),
+                overlaps.clone(),
+                peak.clone(),
+            );
+            async move {
+                let key = msg.ordering_key().unwrap_or_default().to_owned();
+                {
+                    let mut now = running.lock().unwrap();
+                    if !now.insert(key.clone()) {
+                        overlaps.fetch_add(1, SeqCst);
+                    }
+                    peak.fetch_max(now.len() as u32, SeqCst);
+                }
+                seen.lock()
+                    .unwrap()
+                    .entry(key.clone())
+                    .or_default()
+                    .push(msg.payload.id);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                let applied = apply(&sql, &msg, &tx).await;
+                running.lock().unwrap().remove(&key);
+                applied
+            }
+        }
+    });
+    let consumer = Consumer::new(world.source.clone(), world.queue, handler)
+        .unwrap()
+        .inbox(world.inbox())
+        .options(options().concurrency(8));
+    run_until(consumer, || async { world.effects().await.0 == 60 }).await;
+
+    assert_eq!(world.effects().await, (60, 1));
+    assert_eq!(
+        overlaps.load(SeqCst),
+        0,
+        "two messages of one key ran at once"
+    );
+    assert!(peak.load(SeqCst) > 1, "keys never ran concurrently");
+    let seen = seen.lock().unwrap();
+    for (i, key) in keys.iter().enumerate() {
+        let expected: Vec<i32> = (0..60)
+            .filter(|id| *id as usize % keys.len() == i)
+            .collect();
+        assert_eq!(seen[*key], expected, "key {key} out of order");
+    }
+    world.drop().await;
+}
