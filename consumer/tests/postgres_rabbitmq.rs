@@ -314,7 +314,7 @@ async fn per_key_messages_run_one_at_a_time_in_order() {
         "two messages of one key ran at once"
     );
     assert!(peak.load(SeqCst) > 1, "keys never ran concurrently");
-    let seen = seen.lock().unwrap();
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
     for (i, key) in keys.iter().enumerate() {
         let expected: Vec<i32> = (0..60)
             .filter(|id| *id as usize % keys.len() == i)
