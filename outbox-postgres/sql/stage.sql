@@ -1,6 +1,8 @@
--- Writes every event staged in a transaction in one statement and sends the
--- relay a wake-up hint, delivered when the transaction commits. An event id
--- already stored for the route is skipped, so staging is idempotent.
+-- Writes every event staged in a transaction in one statement and, given a
+-- channel in $15, sends the relay a wake-up hint, delivered when the
+-- transaction commits. Without one the caller announces the commit itself:
+-- a NOTIFY serialises the commits of every transaction sending one. An event
+-- id already stored for the route is skipped, so staging is idempotent.
 with inserted as (
     insert into {outbox} (
         event_id, route, destination, event_type, payload, content_type, headers,
@@ -24,4 +26,7 @@ with inserted as (
     on conflict (route, event_id) do nothing
     returning 1
 )
-select count(*) as inserted, pg_notify($15, '')::text as notified from inserted
+select
+    count(*) as inserted,
+    case when $15::text is null then '' else pg_notify($15, '')::text end as notified
+from inserted

@@ -22,6 +22,12 @@ pub struct PgContext<'c> {
     tx: Transaction<'c, Postgres>,
     outbox: OutboxBuffer,
     store: PgOutboxStore,
+    /// Whether [`commit`](Self::commit) wakes relays after committing
+    /// instead of by a `NOTIFY` in the transaction: only where the commit
+    /// is a real one, not a savepoint release.
+    announce_after_commit: bool,
+    /// Rows written that no `NOTIFY` in the transaction announces.
+    unannounced: bool,
 }
 
 impl<'c> PgContext<'c> {
@@ -30,7 +36,19 @@ impl<'c> PgContext<'c> {
         outbox: OutboxBuffer,
         store: PgOutboxStore,
     ) -> Self {
-        Self { tx, outbox, store }
+        Self {
+            tx,
+            outbox,
+            store,
+            announce_after_commit: false,
+            unannounced: false,
+        }
+    }
+
+    /// Announces the commit after it, from outside the transaction.
+    pub(crate) fn announce_after_commit(mut self) -> Self {
+        self.announce_after_commit = true;
+        self
     }
 
     /// The open transaction, to run the caller's own statements in.
@@ -49,6 +67,13 @@ impl<'c> PgContext<'c> {
     /// stored for its route is skipped).
     #[instrument(skip_all, fields(db.system = "postgresql", events = self.outbox.len()), err)]
     pub async fn flush(&mut self) -> Result<u64, CommitError> {
+        self.write(true).await
+    }
+
+    /// Writes the staged events; with `notify`, the statement also queues
+    /// the wake-up hint, else the rows are left for [`commit`](Self::commit)
+    /// to announce.
+    async fn write(&mut self, notify: bool) -> Result<u64, CommitError> {
         let events = self.outbox.take()?;
         if events.is_empty() {
             return Ok(0);
@@ -70,10 +95,11 @@ impl<'c> PgContext<'c> {
             .bind(columns.occurred_at)
             .bind(columns.hlc)
             .bind(columns.delay_us)
-            .bind(&inner.channel)
+            .bind(notify.then_some(inner.channel.as_str()))
             .fetch_one(&mut *self.tx)
             .await?;
         let inserted: i64 = row.try_get("inserted")?;
+        self.unannounced |= !notify && inserted > 0;
         Ok(u64::try_from(inserted).unwrap_or(0))
     }
 
@@ -81,8 +107,11 @@ impl<'c> PgContext<'c> {
     /// connection already in a transaction, releases the savepoint).
     #[instrument(skip_all, fields(db.system = "postgresql"), err)]
     pub async fn commit(mut self) -> Result<(), CommitError> {
-        self.flush().await?;
+        self.write(!self.announce_after_commit).await?;
         self.tx.commit().await?;
+        if self.unannounced {
+            self.store.announce();
+        }
         Ok(())
     }
 

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod announce;
 mod batch;
 mod context;
 mod error;

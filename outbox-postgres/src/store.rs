@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Transaction};
 use tidings_core::{HybridClock, OutboxBuffer, StoreError, Wakeup};
-use tracing::instrument;
+use tracing::{debug, instrument};
 
+use crate::announce::{Announcer, SenderGuard};
 use crate::error::store_error;
 use crate::names::TableNames;
 use crate::sql::Statements;
@@ -32,6 +33,7 @@ pub(crate) struct Inner {
     pub(crate) options: PgOutboxOptions,
     pub(crate) hlc: HybridClock,
     pub(crate) channel: String,
+    announcer: Announcer,
 }
 
 impl PgOutboxStore {
@@ -56,15 +58,19 @@ impl PgOutboxStore {
                 options,
                 hlc,
                 channel,
+                announcer: Announcer::default(),
             }),
         })
     }
 
-    /// Opens a transaction on a pooled connection, ready for staging.
+    /// Opens a transaction on a pooled connection, ready for staging. Its
+    /// [`commit`](PgContext::commit) wakes relays right after committing,
+    /// rather than by a `NOTIFY` inside the transaction, which would
+    /// serialise it with every other staging commit.
     #[instrument(skip_all, fields(db.system = "postgresql"), err)]
     pub async fn begin(&self) -> Result<PgContext<'static>, StoreError> {
         let tx = self.inner.pool.begin().await.map_err(store_error)?;
-        Ok(self.context(tx))
+        Ok(self.context(tx).announce_after_commit())
     }
 
     /// Opens a transaction on a connection the caller holds: a plain one,
@@ -115,6 +121,32 @@ impl PgOutboxStore {
 
     pub(crate) fn inner(&self) -> &Inner {
         &self.inner
+    }
+
+    /// Wakes relays after a commit, from a task of its own, coalescing
+    /// the hints of commits that arrive while one is sent.
+    pub(crate) fn announce(&self) {
+        if !self.inner.announcer.request() {
+            return;
+        }
+        let store = self.clone();
+        tokio::spawn(async move {
+            let inner = store.inner();
+            let guard = SenderGuard::new(&inner.announcer);
+            loop {
+                let sent = sqlx::query(inner.sql.announce.clone())
+                    .bind(&inner.channel)
+                    .execute(&inner.pool)
+                    .await;
+                if let Err(error) = sent {
+                    debug!(%error, "wake-up hint not sent; relays poll");
+                }
+                if !inner.announcer.sent() {
+                    break;
+                }
+            }
+            guard.disarm();
+        });
     }
 
     pub(crate) fn delete_on_publish(&self) -> bool {

@@ -1,0 +1,3 @@
+-- Wakes relays after a staging transaction committed. A hint only, so this
+-- statement's own commit does not wait for the WAL flush.
+select set_config('synchronous_commit', 'off', true), pg_notify($1, '')
