@@ -27,12 +27,20 @@ impl Env {
     /// Connects to the database and checks the broker answers.
     pub(crate) async fn connect(max_connections: u32) -> anyhow::Result<Self> {
         let database_url = database_url();
+        // Every connection opened up front: opening one mid-measurement
+        // stalls whoever waits for it by tens of milliseconds.
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
+            .min_connections(max_connections)
             .acquire_timeout(Duration::from_secs(30))
             .connect(&database_url)
             .await
             .with_context(|| format!("PostgreSQL at {database_url}; run {SETUP_COMMAND}"))?;
+        // The pool opens its minimum in the background; wait for it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while pool.size() < max_connections && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         Ok(Self {
             amqp_url: amqp_url(),
             pool,

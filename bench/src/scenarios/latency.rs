@@ -31,6 +31,8 @@ const MAX_PRODUCERS: u32 = 4;
 /// `MAX_PRODUCERS` times this, transactions carry several events, since a
 /// shared 2-core machine commits only several hundred per second.
 const MAX_TX_PER_PRODUCER: u32 = 100;
+/// How soon a warm-up event must be published to count the relay as ready.
+const WARM_UP_WAIT: Duration = Duration::from_millis(20);
 /// How long the relay gets to publish the last events after producing stops.
 const SETTLE: Duration = Duration::from_secs(10);
 
@@ -63,8 +65,7 @@ async fn measure(store: &PgOutboxStore, rate: u32, sizes: &Sizes) -> anyhow::Res
         let cancel = cancel.clone();
         async move { relay.run(cancel).await }
     });
-    // Let the listener connect before the first commit.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    warm_up(store, spec, &publisher).await?;
 
     let plan = Plan::new(rate);
     let started = Instant::now();
@@ -86,6 +87,34 @@ async fn measure(store: &PgOutboxStore, rate: u32, sizes: &Sizes) -> anyhow::Res
     relay.await??;
     listener.await?;
     Ok(figures(plan, &committed, &publisher.take(), produced_for))
+}
+
+/// Commits events until one is published within [`WARM_UP_WAIT`]: the
+/// listener is connected and the relay idle, waiting for wake-ups. Gives
+/// up after [`SETTLE`]. What was published so far is forgotten.
+async fn warm_up(
+    store: &PgOutboxStore,
+    spec: &'static tidings_core::OutboxSpec<Payload>,
+    publisher: &RecordingPublisher,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + SETTLE;
+    while Instant::now() < deadline {
+        let mut ctx = store.begin().await?;
+        ctx.outbox().stage(spec, "warm.up", &Payload::new(-1))?;
+        ctx.commit().await?;
+        let committed = Instant::now();
+        let before = publisher.count();
+        while publisher.count() == before && committed.elapsed() < WARM_UP_WAIT {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        if committed.elapsed() < WARM_UP_WAIT {
+            // Let the relay settle that pass and go idle.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            publisher.take();
+            return Ok(());
+        }
+    }
+    anyhow::bail!("the relay never published a warm-up event within {WARM_UP_WAIT:?}")
 }
 
 /// How a rate is produced.
