@@ -19,7 +19,7 @@ use crate::payload::Payload;
 /// The consumer name the inbox records.
 pub(crate) const CONSUMER: &str = "bench-billing";
 /// Deliveries the source holds unsettled: a few per handler.
-const PREFETCH: u16 = 64;
+pub(crate) const PREFETCH: u16 = 64;
 /// How long a consumer may take per thousand messages before the run fails.
 const TIMEOUT_PER_THOUSAND: Duration = Duration::from_secs(10);
 

@@ -22,6 +22,7 @@ mod env;
 mod load;
 mod payload;
 mod publishers;
+mod raw_consume;
 mod raw_drain;
 mod raw_publish;
 mod report;
