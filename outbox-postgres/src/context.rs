@@ -78,7 +78,43 @@ impl<'c> PgContext<'c> {
         if events.is_empty() {
             return Ok(0);
         }
+        let single = events.len() == 1 && !notify;
         let columns = Columns::new(events)?;
+        let inserted = if single {
+            self.write_one(columns).await?
+        } else {
+            self.write_all(columns, notify).await?
+        };
+        self.unannounced |= !notify && inserted > 0;
+        Ok(inserted)
+    }
+
+    /// Writes one event with scalar parameters, no wake-up hint.
+    async fn write_one(&mut self, mut c: Columns) -> Result<u64, CommitError> {
+        let inner = self.store.inner();
+        let one = |v: &mut Vec<String>| v.pop().unwrap_or_default();
+        let done = sqlx::query(inner.sql.stage_one.clone())
+            .bind(c.event_id.pop())
+            .bind(one(&mut c.route))
+            .bind(one(&mut c.destination))
+            .bind(one(&mut c.event_type))
+            .bind(c.payload.pop())
+            .bind(one(&mut c.content_type))
+            .bind(one(&mut c.headers))
+            .bind(c.ordering_key.pop().flatten())
+            .bind(c.correlation_id.pop().flatten())
+            .bind(c.causation_id.pop().flatten())
+            .bind(c.tenant_id.pop().flatten())
+            .bind(c.occurred_at.pop())
+            .bind(c.hlc.pop().flatten())
+            .bind(c.delay_us.pop().unwrap_or(0))
+            .execute(&mut *self.tx)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Writes every event in one statement, queueing the hint with `notify`.
+    async fn write_all(&mut self, columns: Columns, notify: bool) -> Result<u64, CommitError> {
         let inner = self.store.inner();
         let row = sqlx::query(inner.sql.stage.clone())
             .bind(columns.event_id)
@@ -99,7 +135,6 @@ impl<'c> PgContext<'c> {
             .fetch_one(&mut *self.tx)
             .await?;
         let inserted: i64 = row.try_get("inserted")?;
-        self.unannounced |= !notify && inserted > 0;
         Ok(u64::try_from(inserted).unwrap_or(0))
     }
 

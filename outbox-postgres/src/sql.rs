@@ -55,6 +55,7 @@ pub(crate) struct Statements {
     pub(crate) find_relations: SqlStr,
     pub(crate) schema_version: SqlStr,
     pub(crate) stage: SqlStr,
+    pub(crate) stage_one: SqlStr,
     pub(crate) announce: SqlStr,
     claim: SqlStr,
     claim_hlc: SqlStr,
@@ -88,6 +89,7 @@ impl Statements {
             find_relations: sql(include_str!("../sql/find_relations.sql")),
             schema_version: sql(include_str!("../sql/schema_version.sql")),
             stage: sql(include_str!("../sql/stage.sql")),
+            stage_one: sql(include_str!("../sql/stage_one.sql")),
             announce: sql(include_str!("../sql/announce.sql")),
             claim: sql(include_str!("../sql/claim.sql")),
             claim_hlc: sql(include_str!("../sql/claim_hlc.sql")),
@@ -134,7 +136,12 @@ mod tests {
     fn every_placeholder_is_filled() {
         let names = TableNames::new("s", "o", "i").unwrap();
         let all = Statements::new(&names);
-        let mut texts = vec![all.stage.as_str(), all.settle.as_str(), all.stats.as_str()];
+        let mut texts = vec![
+            all.stage.as_str(),
+            all.stage_one.as_str(),
+            all.settle.as_str(),
+            all.stats.as_str(),
+        ];
         texts.extend(all.migrations.iter().map(|(_, s)| s.as_str()));
         for text in texts {
             for placeholder in ["{outbox", "{inbox", "{schema}", "{migrations}"] {

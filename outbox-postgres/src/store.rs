@@ -144,6 +144,8 @@ impl PgOutboxStore {
                 if !inner.announcer.sent() {
                     break;
                 }
+                // Commits keep coming: let more of them share the next hint.
+                tokio::time::sleep(ANNOUNCE_SPACING).await;
             }
             guard.disarm();
         });
@@ -164,6 +166,10 @@ impl PgOutboxStore {
         OutboxBuffer::new(self.inner.options.clock().clone(), self.inner.hlc.clone())
     }
 }
+
+/// The least time between two wake-up hints of a store while commits keep
+/// coming: the relay is busy then, and each hint costs a transaction.
+const ANNOUNCE_SPACING: Duration = Duration::from_millis(1);
 
 /// The longest interval handed to PostgreSQL, so `now() + interval` never
 /// leaves the timestamp range: about 100 years.
