@@ -23,7 +23,7 @@ pub(crate) async fn drain(
     let claim = format!(
         "with picked as (select id from {table} \
          where route = $1 and status = 'pending' and available_at <= now() \
-         order by id limit $2 for update skip locked) \
+         order by id + 0 limit $2 for update skip locked) \
          update {table} as o set status = 'in_flight', lease_token = $3, \
          lease_expires_at = now() + interval '30 seconds' \
          from picked where o.id = picked.id \

@@ -22,7 +22,8 @@ with picked as (
                 and (k.id < r.id or k.status = 'in_flight')
           )
       ))
-    order by r.id
+    -- id + 0: the claim index's key, as in claim.sql
+    order by r.id + 0
     limit $2
     for update of r skip locked
 )

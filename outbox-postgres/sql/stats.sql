@@ -10,6 +10,6 @@ select
         select (extract(epoch from now() - created_at) * 1000000)::bigint
         from {outbox}
         where route = $1 and status = 'pending'
-        order by id
+        order by id + 0
         limit 1
     ) as oldest_pending_us

@@ -37,6 +37,8 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(6, "0006_outbox_finished_index"),
     migration!(7, "0007_inbox_table"),
     migration!(8, "0008_inbox_age_index"),
+    migration!(9, "0009_outbox_claim_index_drop"),
+    migration!(10, "0010_outbox_claim_index_by_position"),
 ];
 
 /// The schema version this build needs.
