@@ -16,7 +16,7 @@ pub use outbox_store::{
     ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, OutboxStats, OutboxStore, Outcome,
     PurgeRequest, PurgeStatus, Requeue, SettleReport, Settlement, StoreError,
 };
-pub use publisher::{PublishError, Publisher};
+pub use publisher::{PublishError, Publisher, trace_outcome};
 pub use source::{
     AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, Redelivery, Source, SourceError,
 };

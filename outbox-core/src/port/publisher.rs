@@ -25,6 +25,30 @@ pub trait Publisher: Clone + Send + Sync + 'static {
     }
 }
 
+/// Logs one publish's outcome the way every transport does: `debug` when
+/// accepted, `info` with the error and its class when not. Returns the
+/// outcome unchanged.
+pub fn trace_outcome(
+    envelope: &Envelope,
+    outcome: Result<(), PublishError>,
+) -> Result<(), PublishError> {
+    match &outcome {
+        Ok(()) => tracing::debug!(
+            messaging.destination.name = %envelope.destination,
+            messaging.message.id = %envelope.event_id,
+            "published"
+        ),
+        Err(error) => tracing::info!(
+            messaging.destination.name = %envelope.destination,
+            messaging.message.id = %envelope.event_id,
+            transient = error.is_transient(),
+            error = %error,
+            "publish failed"
+        ),
+    }
+    outcome
+}
+
 /// A publish that failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use futures::future::join_all;
 use lapin::Channel;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
+use tidings_core::port::trace_outcome;
 use tidings_core::{Envelope, PublishError, Publisher};
 use tokio::sync::Mutex;
 use tokio::time::{Instant, timeout_at};
@@ -129,7 +130,7 @@ impl RabbitPublisher {
                     (None, Some(error)) => Err(unsettled(error.clone(), envelope)),
                     (None, None) => Err(PublishError::Timeout),
                 };
-                log(envelope, outcome)
+                trace_outcome(envelope, outcome)
             })
             .collect()
     }
@@ -246,22 +247,4 @@ impl Publisher for RabbitPublisher {
         );
         self.publish_all(envelopes).instrument(span)
     }
-}
-
-fn log(envelope: &Envelope, outcome: Result<(), PublishError>) -> Result<(), PublishError> {
-    match &outcome {
-        Ok(()) => tracing::debug!(
-            messaging.destination.name = %envelope.destination,
-            messaging.message.id = %envelope.event_id,
-            "published"
-        ),
-        Err(error) => tracing::info!(
-            messaging.destination.name = %envelope.destination,
-            messaging.message.id = %envelope.event_id,
-            transient = error.is_transient(),
-            error = %error,
-            "publish failed"
-        ),
-    }
-    outcome
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use aws_sdk_sqs::Client;
 use futures::future::join_all;
+use tidings_core::port::trace_outcome;
 use tidings_core::{Envelope, PublishError, Publisher};
 use tracing::Instrument;
 
@@ -98,7 +99,9 @@ impl SqsPublisher {
         envelopes
             .iter()
             .zip(slots)
-            .map(|(envelope, slot)| log(envelope, slot.unwrap_or(Err(PublishError::Timeout))))
+            .map(|(envelope, slot)| {
+                trace_outcome(envelope, slot.unwrap_or(Err(PublishError::Timeout)))
+            })
             .collect()
     }
 
@@ -272,22 +275,4 @@ impl Publisher for SqsPublisher {
         );
         self.publish_all(envelopes).instrument(span)
     }
-}
-
-fn log(envelope: &Envelope, outcome: Result<(), PublishError>) -> Result<(), PublishError> {
-    match &outcome {
-        Ok(()) => tracing::debug!(
-            messaging.destination.name = %envelope.destination,
-            messaging.message.id = %envelope.event_id,
-            "published"
-        ),
-        Err(error) => tracing::info!(
-            messaging.destination.name = %envelope.destination,
-            messaging.message.id = %envelope.event_id,
-            transient = error.is_transient(),
-            error = %error,
-            "publish failed"
-        ),
-    }
-    outcome
 }
