@@ -68,9 +68,9 @@ impl ClaimedBatch for MongoBatch {
     #[instrument(
         skip_all,
         fields(
-            messaging.system = "mongodb",
-            tidings.route = %self.route,
-            tidings.lease = %self.lease.0,
+            db.system = "mongodb",
+            outbox.route = %self.route,
+            outbox.lease = %self.lease.0,
             settlements = settlements.len(),
         ),
         err

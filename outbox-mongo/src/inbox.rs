@@ -50,7 +50,7 @@ impl InboxStore for MongoInboxStore {
     /// the delivery again finds it committed.
     #[instrument(
         skip_all,
-        fields(messaging.system = "mongodb", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
+        fields(db.system = "mongodb", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
         err
     )]
     async fn mark(
@@ -94,7 +94,7 @@ impl InboxStore for MongoInboxStore {
 
     #[instrument(
         skip_all,
-        fields(messaging.system = "mongodb", messaging.consumer.group.name = consumer),
+        fields(db.system = "mongodb", messaging.consumer.group.name = consumer),
         err
     )]
     async fn purge_older_than(

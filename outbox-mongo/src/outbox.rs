@@ -24,8 +24,8 @@ impl OutboxStore for MongoOutboxStore {
     #[instrument(
         skip_all,
         fields(
-            messaging.system = "mongodb",
-            tidings.route = request.route.name,
+            db.system = "mongodb",
+            outbox.route = request.route.name,
             limit = request.limit,
             claimed,
         ),
@@ -62,7 +62,7 @@ impl OutboxStore for MongoOutboxStore {
         ))
     }
 
-    #[instrument(skip_all, fields(messaging.system = "mongodb", tidings.route = route), err)]
+    #[instrument(skip_all, fields(db.system = "mongodb", outbox.route = route), err)]
     async fn sweep_expired(&self, route: &str, limit: usize) -> Result<u64, StoreError> {
         let now = micros(self.now());
         let ids = self.ids_where(filters::expired(route, now), limit).await?;
@@ -81,7 +81,7 @@ impl OutboxStore for MongoOutboxStore {
         Ok(swept)
     }
 
-    #[instrument(skip_all, fields(messaging.system = "mongodb", tidings.route = route), err)]
+    #[instrument(skip_all, fields(db.system = "mongodb", outbox.route = route), err)]
     async fn requeue_failed(&self, route: &str, which: Requeue) -> Result<u64, StoreError> {
         let filter = match &which {
             Requeue::All => filters::failed(route, None),
@@ -97,7 +97,7 @@ impl OutboxStore for MongoOutboxStore {
         Ok(requeued)
     }
 
-    #[instrument(skip_all, fields(messaging.system = "mongodb", tidings.route = route), err)]
+    #[instrument(skip_all, fields(db.system = "mongodb", outbox.route = route), err)]
     async fn purge(&self, route: &str, request: PurgeRequest) -> Result<u64, StoreError> {
         let status = match request.status {
             PurgeStatus::Published => status::PUBLISHED,
@@ -123,7 +123,7 @@ impl OutboxStore for MongoOutboxStore {
         Ok(purged)
     }
 
-    #[instrument(skip_all, fields(messaging.system = "mongodb", tidings.route = route), err)]
+    #[instrument(skip_all, fields(db.system = "mongodb", outbox.route = route), err)]
     async fn stats(&self, route: &str) -> Result<OutboxStats, StoreError> {
         let groups: Vec<Document> = self
             .outbox()
