@@ -245,3 +245,30 @@ async fn a_spec_without_destination_is_refused() {
         "outbox spec \"nowhere\" has no destination; call .to_queue(..)"
     );
 }
+
+#[tokio::test]
+async fn a_per_key_backlog_drains_completely() {
+    static KEYED: OutboxSpec<u32> = OutboxSpec::json("keyed").to_queue("keyed-q").per_key();
+    let store = MemoryStore::new();
+    let mut ctx = store.begin();
+    for n in 0..50u32 {
+        ctx.outbox()
+            .stage(&KEYED, "t", &n)
+            .unwrap()
+            .ordering_key(format!("k{}", n % 5));
+    }
+    ctx.commit().unwrap();
+    let broker = MemoryBroker::new();
+    broker.declare_queue("keyed-q");
+
+    let report = Relay::new(store.clone(), broker.clone(), &KEYED)
+        .unwrap()
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!(
+        report.published, 50,
+        "drain stopped with keys still holding rows"
+    );
+    assert_eq!(broker.depth("keyed-q"), 50);
+}

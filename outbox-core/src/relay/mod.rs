@@ -123,8 +123,9 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
         pass::run_pass(&self.store, &self.publisher, &self.route, &self.config).await
     }
 
-    /// Runs passes until one claims less than a full batch; returns the sum.
-    /// On an unordered route the passes overlap (see the module docs).
+    /// Runs passes until nothing more may wait (a short batch; on a per-key
+    /// route, an empty one); returns the sum. On an unordered route the
+    /// passes overlap (see the module docs).
     pub async fn drain(&self) -> Result<PassReport, StoreError> {
         if self.pipelines() {
             return pipeline::drain_pipelined(
@@ -139,7 +140,7 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
         loop {
             let report = self.run_pass().await?;
             total.add(report);
-            if report.claimed < self.config.batch_size {
+            if !self.more_may_wait(&report) {
                 return Ok(total);
             }
         }
