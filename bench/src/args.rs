@@ -23,6 +23,8 @@ pub(crate) struct Sizes {
     pub(crate) latency_rates: Vec<u32>,
     /// Messages of the consume scenario.
     pub(crate) consume_messages: usize,
+    /// The consumer's `max_batch` in the consume scenario's batched run.
+    pub(crate) consume_batch: usize,
     /// Events the relay and consumer processes of the memory scenario move.
     pub(crate) memory_events: usize,
     /// Published rows kept in the table of the growth scenario.
@@ -39,6 +41,7 @@ impl Default for Sizes {
             latency_duration: Duration::from_secs(20),
             latency_rates: vec![200, 2_000],
             consume_messages: 20_000,
+            consume_batch: 16,
             memory_events: 50_000,
             growth_retained: 1_000_000,
         }
@@ -87,6 +90,7 @@ options:
   --latency-seconds <n>      (default 20)
   --latency-rates <a,b,..>   (default 200,2000)
   --consume-messages <n>     (default 20000)
+  --consume-batch <n>        (default 16)
   --memory-events <n>        (default 50000)
   --growth-retained <n>      (default 1000000)
 
@@ -141,6 +145,7 @@ fn apply(sizes: &mut Sizes, flag: &str, value: &str) -> anyhow::Result<()> {
             sizes.latency_rates = value.split(',').map(str::parse).collect::<Result<_, _>>()?;
         }
         "--consume-messages" => sizes.consume_messages = value.parse()?,
+        "--consume-batch" => sizes.consume_batch = value.parse::<usize>()?.max(1),
         "--memory-events" => sizes.memory_events = value.parse()?,
         "--growth-retained" => sizes.growth_retained = value.parse()?,
         other => bail!("unknown option {other}\n\n{USAGE}"),

@@ -18,8 +18,9 @@ use crate::payload::Payload;
 
 /// The consumer name the inbox records.
 pub(crate) const CONSUMER: &str = "bench-billing";
-/// Deliveries the source holds unsettled: a few per handler.
-pub(crate) const PREFETCH: u16 = 64;
+/// Deliveries the source holds unsettled: enough for 8 handlers taking
+/// batches of 16.
+pub(crate) const PREFETCH: u16 = 128;
 /// How long a consumer may take per thousand messages before the run fails.
 const TIMEOUT_PER_THOUSAND: Duration = Duration::from_secs(10);
 
@@ -44,14 +45,16 @@ pub(crate) fn insert_invoice_sql(store: &PgOutboxStore) -> String {
     )
 }
 
-/// Consumes `count` messages from `queue` with `concurrency` handlers;
-/// returns the time from subscribing until the last was handled.
+/// Consumes `count` messages from `queue` with `concurrency` handlers,
+/// up to `max_batch` deliveries per transaction; returns the time from
+/// subscribing until the last was handled.
 pub(crate) async fn consume(
     store: &PgOutboxStore,
     connection: ConnectionOptions,
     queue: &'static str,
     count: usize,
     concurrency: usize,
+    max_batch: usize,
 ) -> anyhow::Result<Duration> {
     let spec: &'static QueueSpec<Payload> = Box::leak(Box::new(QueueSpec::json(queue)));
     let sql = Arc::new(insert_invoice_sql(store));
@@ -73,7 +76,11 @@ pub(crate) async fn consume(
     let consumer = Arc::new(
         Consumer::new(source, spec, handler)?
             .inbox(Inbox::new(store.inbox(), CONSUMER)?)
-            .options(ConsumerOptions::default().concurrency(concurrency)),
+            .options(
+                ConsumerOptions::default()
+                    .concurrency(concurrency)
+                    .max_batch(max_batch),
+            ),
     );
     let cancel = CancellationToken::new();
     let started = Instant::now();

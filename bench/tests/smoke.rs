@@ -88,7 +88,12 @@ fn consume_measures_the_consumer_and_two_row_transactions() {
     assert_figures(
         &out,
         "consume",
-        &["raw two-row transactions", "consumed messages"],
+        &[
+            "raw two-row transactions",
+            "raw receive + ack",
+            "consumed messages, one transaction each",
+            "consumed messages, batches of up to",
+        ],
     );
 }
 

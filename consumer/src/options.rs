@@ -7,8 +7,19 @@ use tidings_core::Backoff;
 /// Settings of a consumer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConsumerOptions {
-    /// Deliveries handled at once.
+    /// Deliveries, or batches of them, handled at once.
     pub concurrency: usize,
+    /// Deliveries at most that share one inbox transaction (at least 1,
+    /// the default). Deliveries already waiting when a handler slot frees
+    /// up are marked and handled one after another in one transaction,
+    /// committed once, then acked; nothing waits for a batch to fill. If a
+    /// handler in the batch fails, or the commit does, the transaction is
+    /// rolled back and each delivery runs again in its own, with the usual
+    /// retries, so the database sees every effect once. Handlers with
+    /// effects outside the transaction may see them repeated, as with any
+    /// redelivery. The source's prefetch should cover
+    /// `concurrency × max_batch` for batches to fill.
+    pub max_batch: usize,
     /// Whether deliveries sharing an ordering key run one at a time, in
     /// arrival order.
     pub serialize_by_key: bool,
@@ -51,6 +62,12 @@ impl ConsumerOptions {
     /// Sets [`concurrency`](Self::concurrency) (at least 1).
     pub fn concurrency(mut self, concurrency: usize) -> Self {
         self.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// Sets [`max_batch`](Self::max_batch) (at least 1).
+    pub fn max_batch(mut self, max: usize) -> Self {
+        self.max_batch = max.max(1);
         self
     }
 
@@ -107,6 +124,7 @@ impl Default for ConsumerOptions {
     fn default() -> Self {
         Self {
             concurrency: Self::DEFAULT_CONCURRENCY,
+            max_batch: 1,
             serialize_by_key: true,
             max_deliveries: None,
             attempts: Self::DEFAULT_ATTEMPTS,

@@ -17,7 +17,7 @@ use crate::{ConsumerOptions, HandlerError};
 
 /// How one delivery ends.
 #[derive(Debug)]
-enum Verdict {
+pub(crate) enum Verdict {
     /// Handled and committed: ack.
     Done,
     /// Seen before: ack without running the handler.
@@ -70,7 +70,7 @@ where
 
     /// Moves the hybrid clock past the delivery's stamp, so reactions the
     /// handler stages sort after it.
-    fn observe_clock(&self, envelope: &Envelope) {
+    pub(crate) fn observe_clock(&self, envelope: &Envelope) {
         if let (Some(clock), Some(stamp)) = (&self.hlc, envelope.hlc) {
             if let Err(e) = clock.observe(stamp) {
                 tracing::warn!(error = %e, "ignoring a hybrid clock stamp from too far in the future");
@@ -163,7 +163,7 @@ where
         }
     }
 
-    async fn call_handler(
+    pub(crate) async fn call_handler(
         &self,
         message: Message<T>,
         tx: TxHandle<I::Tx>,
@@ -179,7 +179,7 @@ where
         }
     }
 
-    async fn rollback(&self, tx: I::Tx) {
+    pub(crate) async fn rollback(&self, tx: I::Tx) {
         if let Err(e) = self.inbox.rollback(tx).await {
             tracing::warn!(error = %error_chain(&e), "rollback failed");
         }
@@ -201,7 +201,7 @@ where
 
     /// Acks, nacks or dead-letters. A settlement the broker refuses is
     /// logged; the broker redelivers and the inbox dedupes.
-    async fn settle<A: Acker>(&self, verdict: Verdict, acker: A) {
+    pub(crate) async fn settle<A: Acker>(&self, verdict: Verdict, acker: A) {
         let counters = &self.counters;
         self.count(&verdict);
         let settled = match verdict {

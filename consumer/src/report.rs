@@ -16,6 +16,10 @@ pub struct ConsumerReport {
     pub failed: u64,
     /// Settlements the broker did not take; it redelivers those.
     pub settle_errors: u64,
+    /// Of the processed and duplicate deliveries, those committed in a
+    /// transaction shared with others
+    /// ([`ConsumerOptions::max_batch`](crate::ConsumerOptions::max_batch)).
+    pub batched: u64,
 }
 
 #[derive(Debug, Default)]
@@ -25,6 +29,7 @@ pub(crate) struct Counters {
     pub(crate) parked: AtomicU64,
     pub(crate) failed: AtomicU64,
     pub(crate) settle_errors: AtomicU64,
+    pub(crate) batched: AtomicU64,
 }
 
 impl Counters {
@@ -39,6 +44,7 @@ impl Counters {
             parked: self.parked.load(Relaxed),
             failed: self.failed.load(Relaxed),
             settle_errors: self.settle_errors.load(Relaxed),
+            batched: self.batched.load(Relaxed),
         }
     }
 }

@@ -7,62 +7,13 @@ use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::time::Duration;
 
 use bytes::Bytes;
-use e2e::{Order, World, apply, options};
-use tidings_consumer::{Consumer, ConsumerReport, HandlerError, TxHandle, handler_fn};
+use e2e::{Order, World, apply, options, run_until};
+use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::Message;
 use tidings_postgres::PgContext;
 use tidings_rabbitmq::QueueKind;
 use tidings_testing::faults::close_rabbitmq_connection;
 use tokio_util::sync::CancellationToken;
-
-/// Runs the consumer in the background until `done` holds, for at most
-/// 30 s; returns its report.
-async fn run_until<C, F, Fut>(consumer: C, done: F) -> ConsumerReport
-where
-    C: RunReport,
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let cancel = CancellationToken::new();
-    let consumer = Arc::new(consumer);
-    let task = tokio::spawn({
-        let (consumer, cancel) = (consumer.clone(), cancel.clone());
-        async move { consumer.run_to(cancel).await }
-    });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !done().await && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    cancel.cancel();
-    task.await.unwrap();
-    consumer.current()
-}
-
-/// A consumer of these tests, whatever its handler type.
-trait RunReport: Send + Sync + 'static {
-    fn run_to(&self, cancel: CancellationToken) -> impl std::future::Future<Output = ()> + Send;
-    fn current(&self) -> ConsumerReport;
-}
-
-impl<H> RunReport
-    for Consumer<
-        tidings_rabbitmq::RabbitSource,
-        Order,
-        tidings_core::JsonCodec,
-        H,
-        tidings_postgres::PgInboxStore,
-    >
-where
-    H: tidings_consumer::Handler<Order, PgContext<'static>>,
-{
-    async fn run_to(&self, cancel: CancellationToken) {
-        self.run(cancel).await;
-    }
-
-    fn current(&self) -> ConsumerReport {
-        self.report()
-    }
-}
 
 macro_rules! counting_handler {
     ($world:expr) => {{

@@ -60,6 +60,19 @@ impl<S: InboxStore> Inbox<S> {
         }
     }
 
+    /// Opens a transaction without marking anything, for several events
+    /// to share: mark each with [`mark`](Self::mark) before its handler
+    /// runs.
+    pub async fn open(&self) -> Result<S::Tx, InboxError> {
+        self.store.begin().await
+    }
+
+    /// Marks `event_id` in a transaction from [`open`](Self::open). A
+    /// duplicate leaves `tx` usable for the next event.
+    pub async fn mark(&self, tx: &mut S::Tx, event_id: Uuid) -> Result<InboxMark, InboxError> {
+        self.store.mark(tx, &self.consumer, event_id).await
+    }
+
     /// Commits the handler's writes with the mark.
     pub async fn commit(&self, tx: S::Tx) -> Result<(), InboxError> {
         self.store.commit(tx).await

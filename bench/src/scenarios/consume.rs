@@ -1,6 +1,8 @@
 //! consume: messages from RabbitMQ handled by the consumer runner with the
 //! PostgreSQL inbox, the handler inserting one row, against the same
-//! two-row transactions (inbox row and business row) in plain SQL.
+//! two-row transactions (inbox row and business row) in plain SQL. The
+//! consumer runs twice: with a transaction per message, and with batches
+//! of the messages already waiting (`ConsumerOptions::max_batch`).
 
 use sqlx::AssertSqlSafe;
 use tidings_postgres::{PgOutboxStore, Retention};
@@ -25,11 +27,13 @@ pub(super) async fn run(
     report: &mut dyn FnMut(Figure),
 ) -> anyhow::Result<()> {
     let raw = env.store("consume_raw", Retention::Delete).await?;
-    let store = env.store("consume", Retention::Delete).await?;
+    let single = env.store("consume", Retention::Delete).await?;
+    let batched = env.store("consume_batch", Retention::Delete).await?;
     let queue = env.queue("bench-consume").await?;
     let result = async {
         create_invoices(&raw).await?;
-        create_invoices(&store).await?;
+        create_invoices(&single).await?;
+        create_invoices(&batched).await?;
         let count = sizes.consume_messages;
         let raw_took = two_row_transactions(&raw, sizes.clients, count).await?;
         let raw_rate = Figure::rate(NAME, "raw two-row transactions", count, raw_took);
@@ -42,32 +46,33 @@ pub(super) async fn run(
         let broker_took = receive_and_ack(&env.amqp_url, queue, count, PREFETCH).await?;
         let broker_rate = Figure::rate(NAME, "raw receive + ack (broker only)", count, broker_took);
         report(broker_rate.clone());
+        // One transaction per message, then batches of ready messages.
+        let amqp = env.amqp("tidings-bench-consumer");
         publisher.publish_all(&messages, FILL_WINDOW).await?;
-        let took = consume(
-            &store,
-            env.amqp("tidings-bench-consumer"),
-            queue,
-            count,
-            sizes.clients,
-        )
-        .await?;
-        let consumed = Figure::rate(NAME, "consumed messages", count, took);
+        let took = consume(&single, amqp.clone(), queue, count, sizes.clients, 1).await?;
+        let mut one_each =
+            Figure::rate(NAME, "consumed messages, one transaction each", count, took)
+                .limit(raw_rate.value);
+        report(one_each.clone());
         // Where broker and database share the CPU, their costs add up.
         let shared = 1.0 / (1.0 / raw_rate.value + 1.0 / broker_rate.value);
+        one_each.measure += " vs database + broker costs added";
+        report(one_each.limit(shared));
+        publisher.publish_all(&messages, FILL_WINDOW).await?;
+        let batch = sizes.consume_batch;
+        let took = consume(&batched, amqp, queue, count, sizes.clients, batch).await?;
+        let measure = format!("consumed messages, batches of up to {batch}");
         report(
-            consumed
-                .clone()
+            Figure::rate(NAME, &measure, count, took)
                 .limit(raw_rate.value)
                 .goal(Goal::RatioAtLeast(0.9)),
         );
-        let mut against_shared = consumed.limit(shared);
-        against_shared.measure = "consumed messages vs database + broker costs added".into();
-        report(against_shared);
         Ok(())
     }
     .await;
     env.drop_store(&raw).await?;
-    env.drop_store(&store).await?;
+    env.drop_store(&single).await?;
+    env.drop_store(&batched).await?;
     env.drop_queue(queue).await?;
     result
 }

@@ -125,7 +125,7 @@ pub(crate) async fn run_child(args: Vec<String>) -> anyhow::Result<String> {
         "consumer" => {
             let count: usize = arg(3)?.parse()?;
             let concurrency: usize = arg(4)?.parse()?;
-            consume(&store, connection, leak(arg(2)?), count, concurrency).await?;
+            consume(&store, connection, leak(arg(2)?), count, concurrency, 1).await?;
         }
         other => bail!("unknown child {other}"),
     }

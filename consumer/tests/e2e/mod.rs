@@ -1,12 +1,14 @@
 //! A PostgreSQL inbox and a RabbitMQ queue of the test's own, and a handler
 //! that counts each order's effects in a table beside the inbox.
+#![allow(dead_code)]
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgPoolOptions;
-use tidings_consumer::{ConsumerOptions, HandlerError, TxHandle};
+use tidings_consumer::{Consumer, ConsumerOptions, ConsumerReport, HandlerError, TxHandle};
 use tidings_core::{Backoff, Envelope, Message, Publisher, QueueSpec};
 use tidings_postgres::{PgContext, PgInboxStore, PgOutboxOptions, PgOutboxStore};
 use tidings_rabbitmq::{
@@ -15,6 +17,7 @@ use tidings_rabbitmq::{
 };
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{amqp_url, database_url, service_missing};
+use tokio_util::sync::CancellationToken;
 
 /// The payload.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -152,4 +155,53 @@ pub(crate) fn options() -> ConsumerOptions {
         .retry_backoff(QUICK)
         .restart_backoff(QUICK)
         .shutdown_timeout(Duration::from_secs(10))
+}
+
+/// Runs the consumer in the background until `done` holds, for at most
+/// 30 s; returns its report.
+pub(crate) async fn run_until<C, F, Fut>(consumer: C, done: F) -> ConsumerReport
+where
+    C: RunReport,
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let cancel = CancellationToken::new();
+    let consumer = Arc::new(consumer);
+    let task = tokio::spawn({
+        let (consumer, cancel) = (consumer.clone(), cancel.clone());
+        async move { consumer.run_to(cancel).await }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !done().await && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    cancel.cancel();
+    task.await.unwrap();
+    consumer.current()
+}
+
+/// A consumer of these tests, whatever its handler type.
+pub(crate) trait RunReport: Send + Sync + 'static {
+    fn run_to(&self, cancel: CancellationToken) -> impl std::future::Future<Output = ()> + Send;
+    fn current(&self) -> ConsumerReport;
+}
+
+impl<H> RunReport
+    for Consumer<
+        tidings_rabbitmq::RabbitSource,
+        Order,
+        tidings_core::JsonCodec,
+        H,
+        tidings_postgres::PgInboxStore,
+    >
+where
+    H: tidings_consumer::Handler<Order, PgContext<'static>>,
+{
+    async fn run_to(&self, cancel: CancellationToken) {
+        self.run(cancel).await;
+    }
+
+    fn current(&self) -> ConsumerReport {
+        self.report()
+    }
 }

@@ -1,0 +1,170 @@
+//! Several ready deliveries in one inbox transaction: one commit for all
+//! of them, and the one-at-a-time path whenever anything goes wrong.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use futures::future::join_all;
+use tidings_core::port::error_chain;
+use tidings_core::{Acker, Codec, Delivery, Envelope, InboxMark, InboxStore, Message};
+use tracing::Instrument;
+
+use crate::handler::{Handler, TxHandle};
+use crate::process::{Pipeline, Verdict};
+
+/// A delivery taken into a batch: decoded, not past `max_deliveries`.
+struct Item<T, A> {
+    envelope: Envelope,
+    count: Option<u32>,
+    /// Decoded on admission and moved into the handler.
+    payload: Option<T>,
+    acker: A,
+}
+
+impl<T, A: Acker> Item<T, A> {
+    fn new(delivery: Delivery<A>, payload: T) -> Self {
+        let (envelope, count, acker) = delivery.into_parts();
+        Self {
+            envelope,
+            count,
+            payload: Some(payload),
+            acker,
+        }
+    }
+
+    /// The delivery again, for the one-at-a-time path, which decodes it
+    /// afresh.
+    fn into_delivery(self) -> Delivery<A> {
+        Delivery::new(self.envelope, self.count, self.acker)
+    }
+}
+
+impl<T, C, H, I> Pipeline<T, C, H, I>
+where
+    T: Send + 'static,
+    C: Codec<T> + 'static,
+    I: InboxStore,
+    H: Handler<T, I::Tx>,
+{
+    /// Runs `deliveries` in order, sharing one transaction where they can.
+    ///
+    /// Deliveries that will be dead-lettered (undecodable, past
+    /// `max_deliveries`) go the one-at-a-time way first. The rest are
+    /// marked and handled in one transaction, committed once and then
+    /// acked. If a handler fails or the commit does, the transaction is
+    /// rolled back, taking every mark and write with it, and each delivery
+    /// runs again on its own with the usual retries.
+    pub(crate) async fn process_batch<A: Acker>(&self, deliveries: Vec<Delivery<A>>) {
+        if deliveries.len() <= 1 {
+            for delivery in deliveries {
+                self.process(delivery).await;
+            }
+            return;
+        }
+        let mut items = Vec::with_capacity(deliveries.len());
+        for delivery in deliveries {
+            match self.batchable(&delivery) {
+                Some(payload) => items.push(Item::new(delivery, payload)),
+                None => self.process(delivery).await,
+            }
+        }
+        if items.len() <= 1 {
+            for item in items {
+                self.process(item.into_delivery()).await;
+            }
+            return;
+        }
+        let span = tracing::info_span!(
+            "process_batch",
+            messaging.system = "tidings",
+            messaging.operation = "process",
+            messaging.destination.name = self.queue.name(),
+            messaging.batch.message_count = items.len(),
+            consumer = self.inbox.consumer(),
+        );
+        async move {
+            match self.handle_together(&mut items).await {
+                Ok(verdicts) => {
+                    let batched = &self.counters.batched;
+                    batched.fetch_add(verdicts.len() as u64, Relaxed);
+                    let settles = items
+                        .into_iter()
+                        .zip(verdicts)
+                        .map(|(item, verdict)| self.settle(verdict, item.acker));
+                    join_all(settles).await;
+                }
+                Err(reason) => {
+                    tracing::info!(%reason, size = items.len(), "batch rolled back; handling its deliveries one at a time");
+                    for item in items {
+                        self.process(item.into_delivery()).await;
+                    }
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// The payload of a delivery that can join a batch; `None` leaves it
+    /// to the one-at-a-time path, which dead-letters it with its reason.
+    fn batchable<A: Acker>(&self, delivery: &Delivery<A>) -> Option<T> {
+        if let (Some(max), Some(count)) = (self.options.max_deliveries, delivery.delivery_count()) {
+            if count > max {
+                return None;
+            }
+        }
+        self.queue.decode(&delivery.envelope().payload).ok()
+    }
+
+    /// Marks and handles every item in one transaction and commits it.
+    async fn handle_together<A: Acker>(
+        &self,
+        items: &mut [Item<T, A>],
+    ) -> Result<Vec<Verdict>, String> {
+        let mut tx = self.inbox.open().await.map_err(|e| error_chain(&e))?;
+        let mut verdicts = Vec::with_capacity(items.len());
+        for item in items.iter_mut() {
+            match self.inbox.mark(&mut tx, item.envelope.event_id).await {
+                Ok(InboxMark::Duplicate) => {
+                    verdicts.push(Verdict::Duplicate);
+                    continue;
+                }
+                Ok(InboxMark::Fresh) => {}
+                Err(e) => {
+                    self.rollback(tx).await;
+                    return Err(format!("inbox mark failed: {}", error_chain(&e)));
+                }
+            }
+            self.observe_clock(&item.envelope);
+            let Some(payload) = item.payload.take() else {
+                self.rollback(tx).await;
+                return Err("a payload was handled already".to_owned());
+            };
+            let message = Message {
+                payload,
+                envelope: item.envelope.clone(),
+                delivery_count: item.count,
+            };
+            let handle = TxHandle::new(tx);
+            let span =
+                tracing::info_span!("handle", messaging.message.id = %item.envelope.event_id);
+            let outcome = self
+                .call_handler(message, handle.clone())
+                .instrument(span)
+                .await;
+            tx = match handle.into_inner() {
+                Some(tx) => tx,
+                None => return Err("a handler kept its transaction handle".to_owned()),
+            };
+            if let Err(error) = outcome {
+                self.rollback(tx).await;
+                return Err(format!("handler failed: {error}"));
+            }
+            verdicts.push(Verdict::Done);
+        }
+        self.inbox
+            .commit(tx)
+            .await
+            .map_err(|e| format!("commit failed: {}", error_chain(&e)))?;
+        Ok(verdicts)
+    }
+}
