@@ -12,8 +12,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use crate::announce::Registration;
+
 /// Listens on a store's channel and calls [`Wakeup::wake`] on every
-/// notification, so a relay claims within milliseconds of a commit.
+/// notification, so a relay claims within milliseconds of a commit. One
+/// made by [`PgOutboxStore::listener`](crate::PgOutboxStore::listener) is
+/// also woken directly by that store's commits in this process, and skips
+/// their notifications when they arrive.
 ///
 /// A hint only: notifications sent while the listener is disconnected are
 /// lost, so it also wakes the relay whenever it (re)connects, and the
@@ -29,6 +34,15 @@ pub struct PgListener {
     wakeup: Wakeup,
     reconnect_delay: Duration,
     max_reconnect_delay: Duration,
+    /// The hints of the store whose commits wake this listener directly.
+    own: Option<OwnHints>,
+}
+
+/// Hints signed with `token` were delivered in process already.
+#[derive(Debug)]
+struct OwnHints {
+    token: String,
+    _registration: Registration,
 }
 
 /// Why a listening session ended.
@@ -53,7 +67,18 @@ impl PgListener {
             wakeup,
             reconnect_delay: Self::DEFAULT_RECONNECT_DELAY,
             max_reconnect_delay: Self::DEFAULT_MAX_RECONNECT_DELAY,
+            own: None,
         }
+    }
+
+    /// Ignores hints signed with `token`: the store that sends them wakes
+    /// this listener directly while `registration` lives.
+    pub(crate) fn skip_own_hints(mut self, token: String, registration: Registration) -> Self {
+        self.own = Some(OwnHints {
+            token,
+            _registration: registration,
+        });
+        self
     }
 
     /// The first delay before reconnecting; it doubles up to
@@ -131,7 +156,12 @@ impl PgListener {
                 received = listener.try_recv() => received,
             };
             match received {
-                Ok(Some(_)) => self.wakeup.wake(),
+                Ok(Some(notification)) => {
+                    let own = self.own.as_ref();
+                    if own.is_none_or(|own| own.token != notification.payload()) {
+                        self.wakeup.wake();
+                    }
+                }
                 Ok(None) => {
                     return Ended::Lost(sqlx::Error::Io(
                         std::io::ErrorKind::ConnectionAborted.into(),

@@ -8,7 +8,7 @@ use sqlx::{Connection, PgConnection, PgPool, Postgres, Transaction};
 use tidings_core::{HybridClock, OutboxBuffer, StoreError, Wakeup};
 use tracing::{debug, instrument};
 
-use crate::announce::{Announcer, SenderGuard};
+use crate::announce::{Announcer, HintConnection, LocalWakeups, SenderGuard};
 use crate::error::store_error;
 use crate::names::TableNames;
 use crate::sql::Statements;
@@ -34,6 +34,11 @@ pub(crate) struct Inner {
     pub(crate) hlc: HybridClock,
     pub(crate) channel: String,
     announcer: Announcer,
+    hints: HintConnection,
+    /// Listeners of this process, woken at commit without a round trip.
+    local: Arc<LocalWakeups>,
+    /// Signs this store's hints, so its own listeners skip them.
+    token: String,
 }
 
 impl PgOutboxStore {
@@ -59,6 +64,9 @@ impl PgOutboxStore {
                 hlc,
                 channel,
                 announcer: Announcer::default(),
+                hints: HintConnection::default(),
+                local: Arc::default(),
+                token: uuid::Uuid::new_v4().simple().to_string(),
             }),
         })
     }
@@ -92,9 +100,13 @@ impl PgOutboxStore {
     }
 
     /// A listener waking `wakeup` whenever a transaction staging into this
-    /// store commits.
+    /// store's table commits. Commits through this store (or its clones)
+    /// wake it directly, without waiting for their `NOTIFY`, as long as the
+    /// listener exists; those from other processes arrive by `NOTIFY`.
     pub fn listener(&self, wakeup: Wakeup) -> PgListener {
+        let registration = self.inner.local.register(wakeup.clone());
         PgListener::new(self.inner.pool.clone(), self.inner.channel.clone(), wakeup)
+            .skip_own_hints(self.inner.token.clone(), registration)
     }
 
     /// The inbox store on this store's inbox table; its transactions are
@@ -123,9 +135,11 @@ impl PgOutboxStore {
         &self.inner
     }
 
-    /// Wakes relays after a commit, from a task of its own, coalescing
-    /// the hints of commits that arrive while one is sent.
+    /// Wakes relays after a commit: this process's at once, the others'
+    /// by a hint from a task of its own, coalescing the hints of commits
+    /// that arrive while one is sent.
     pub(crate) fn announce(&self) {
+        self.inner.local.wake_all();
         if !self.inner.announcer.request() {
             return;
         }
@@ -134,9 +148,13 @@ impl PgOutboxStore {
             let inner = store.inner();
             let guard = SenderGuard::new(&inner.announcer);
             loop {
-                let sent = sqlx::query(inner.sql.announce.clone())
-                    .bind(&inner.channel)
-                    .execute(&inner.pool)
+                let sent = (inner.hints)
+                    .send(
+                        &inner.pool,
+                        &inner.sql.announce,
+                        &inner.channel,
+                        &inner.token,
+                    )
                     .await;
                 if let Err(error) = sent {
                     debug!(%error, "wake-up hint not sent; relays poll");

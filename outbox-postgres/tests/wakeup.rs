@@ -1,5 +1,6 @@
-//! The LISTEN/NOTIFY wake-up: a commit wakes the relay within
-//! milliseconds, also after the listener's connection was lost.
+//! The wake-up: a commit in another process wakes the relay through
+//! LISTEN/NOTIFY within milliseconds, also after the listener's connection
+//! was lost; a commit through the listener's own store wakes it directly.
 
 mod support;
 
@@ -85,6 +86,12 @@ async fn warm_pool(store: &PgOutboxStore, n: usize) {
     drop(connections.await.unwrap());
 }
 
+/// A second store on the same table, standing for a producer in another
+/// process: its commits reach the listener only by `NOTIFY`.
+fn other_process(store: &PgOutboxStore) -> PgOutboxStore {
+    PgOutboxStore::new(store.pool().clone(), store.options().clone()).unwrap()
+}
+
 async fn commit_and_time_claim(
     store: &PgOutboxStore,
     claimed: &mut mpsc::UnboundedReceiver<Instant>,
@@ -117,11 +124,12 @@ async fn a_committed_event_is_claimed_within_100_ms_despite_a_10_s_poll() {
     // open (a new one costs a TLS handshake, about 90 ms in a debug build)
     // and the statements prepared.
     warm_pool(&store, 4).await;
-    commit_and_time_claim(&store, &mut claimed, 100).await;
+    let producer = other_process(&store);
+    commit_and_time_claim(&producer, &mut claimed, 100).await;
 
     let mut slowest = Duration::ZERO;
     for n in 0..5 {
-        let latency = commit_and_time_claim(&store, &mut claimed, n).await;
+        let latency = commit_and_time_claim(&producer, &mut claimed, n).await;
         assert!(latency < WAKE_LATENCY, "claimed {latency:?} after commit");
         slowest = slowest.max(latency);
     }
@@ -141,6 +149,9 @@ async fn the_listener_reconnects_after_losing_its_connection() {
     let (mut claimed, relay) = relay(store.clone(), wakeup, cancel.clone());
     let first = listening_backend(&store, None).await;
     warm_pool(&store, 4).await;
+    // The producer's first hint opens its connection; measure it warm.
+    let producer = other_process(&store);
+    commit_and_time_claim(&producer, &mut claimed, 0).await;
 
     // Only this test's own listening session is terminated.
     let terminated: bool = sqlx::query_scalar("select pg_terminate_backend($1)")
@@ -152,10 +163,40 @@ async fn the_listener_reconnects_after_losing_its_connection() {
     let second = listening_backend(&store, Some(first)).await;
     assert_ne!(first, second);
 
-    let latency = commit_and_time_claim(&store, &mut claimed, 1).await;
+    let latency = commit_and_time_claim(&producer, &mut claimed, 1).await;
     assert!(latency < WAKE_LATENCY, "claimed {latency:?} after commit");
     cancel.cancel();
     relay.await.unwrap();
     listener.await.unwrap();
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_through_the_listeners_own_store_wakes_it_in_process() {
+    let store = store(Retention::Delete).await;
+    let wakeup = Wakeup::new();
+    let cancel = CancellationToken::new();
+    // Made but never run: no LISTEN, so only the in-process wake-up can
+    // reach the relay before its 10 s poll.
+    let listener = store.listener(wakeup.clone());
+    let (mut claimed, relay) = relay(store.clone(), wakeup, cancel.clone());
+    warm_pool(&store, 4).await;
+
+    for n in 0..3 {
+        let latency = commit_and_time_claim(&store.clone(), &mut claimed, n).await;
+        assert!(latency < WAKE_LATENCY, "claimed {latency:?} after commit");
+    }
+
+    // Without the listener the store has no one to wake.
+    drop(listener);
+    let mut ctx = store.begin().await.unwrap();
+    ctx.outbox()
+        .stage(&ORDER_EVENTS, "order.placed", &9)
+        .unwrap();
+    ctx.commit().await.unwrap();
+    let woken = tokio::time::timeout(Duration::from_millis(500), claimed.recv()).await;
+    assert!(woken.is_err(), "a dropped listener was still woken");
+    cancel.cancel();
+    relay.await.unwrap();
     drop_schema(&store).await;
 }

@@ -19,7 +19,7 @@ use crate::report::{Figure, Goal};
 
 const NAME: &str = "stage";
 /// Rounds each side runs, alternating.
-const ROUNDS: usize = 4;
+const ROUNDS: usize = 10;
 
 pub(super) async fn run(
     env: &Env,
