@@ -71,6 +71,9 @@ pub struct OutboxBuffer {
     clock: SharedClock,
     hlc: HybridClock,
     staged: Vec<StagedEvent>,
+    /// Whether an event's id was chosen by the caller rather than freshly
+    /// generated.
+    ids_chosen: bool,
 }
 
 impl OutboxBuffer {
@@ -80,6 +83,7 @@ impl OutboxBuffer {
             clock,
             hlc,
             staged: Vec::new(),
+            ids_chosen: false,
         }
     }
 
@@ -111,12 +115,16 @@ impl OutboxBuffer {
             delay: None,
         });
         let event = self.staged.last_mut().expect("just pushed");
-        Ok(Staged { event })
+        Ok(Staged {
+            event,
+            ids_chosen: &mut self.ids_chosen,
+        })
     }
 
     /// Buffers an event built elsewhere, for example one forwarded from
     /// another outbox. Its options are checked at commit like any other.
     pub fn push(&mut self, event: StagedEvent) {
+        self.ids_chosen = true;
         self.staged.push(event);
     }
 
@@ -135,6 +143,14 @@ impl OutboxBuffer {
         self.staged.is_empty()
     }
 
+    /// Whether any staged event carries an id the caller chose
+    /// ([`Staged::event_id`], [`push`](Self::push)) rather than a fresh
+    /// UUIDv7. Only such an id can already be stored, so a backend may
+    /// skip its duplicate check when this is `false`.
+    pub fn ids_chosen(&self) -> bool {
+        self.ids_chosen
+    }
+
     /// Checks the options set on every staged event and empties the
     /// buffer. Backends call this when committing.
     pub fn take(&mut self) -> Result<Vec<StagedEvent>, StageError> {
@@ -145,6 +161,7 @@ impl OutboxBuffer {
                 return Err(StageError::DuplicateEventId(event.envelope.event_id));
             }
         }
+        self.ids_chosen = false;
         Ok(std::mem::take(&mut self.staged))
     }
 }
@@ -154,6 +171,7 @@ impl OutboxBuffer {
 #[derive(Debug)]
 pub struct Staged<'a> {
     event: &'a mut StagedEvent,
+    ids_chosen: &'a mut bool,
 }
 
 impl Staged<'_> {
@@ -161,6 +179,7 @@ impl Staged<'_> {
     /// staging: stores skip an event whose id they already hold for the
     /// route.
     pub fn event_id(self, id: Uuid) -> Self {
+        *self.ids_chosen = true;
         self.event.envelope.event_id = id;
         self
     }
@@ -266,6 +285,21 @@ mod tests {
     fn buffer() -> OutboxBuffer {
         let clock: SharedClock = Arc::new(ManualClock::starting_now());
         OutboxBuffer::new(clock.clone(), HybridClock::new(clock))
+    }
+
+    #[test]
+    fn ids_count_as_chosen_once_set_or_pushed_until_taken() {
+        let mut buf = buffer();
+        buf.stage(&SPEC, "order.placed", &1).unwrap();
+        assert!(!buf.ids_chosen(), "a fresh UUIDv7 cannot be stored yet");
+        buf.stage(&SPEC, "order.placed", &2)
+            .unwrap()
+            .event_id(Uuid::now_v7());
+        assert!(buf.ids_chosen());
+        let taken = buf.take().unwrap();
+        assert!(!buf.ids_chosen(), "taking empties the buffer");
+        buf.push(taken[0].clone());
+        assert!(buf.ids_chosen(), "a pushed event brings its own id");
     }
 
     #[test]

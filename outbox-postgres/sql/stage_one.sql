@@ -1,6 +1,7 @@
--- Writes the one event staged in a transaction, the common case, without
--- the arrays of stage.sql; the caller announces the commit. An event id
--- already stored for the route is skipped, so staging is idempotent.
+-- Writes the one event staged in a transaction, without the arrays of
+-- stage.sql, when the caller chose its id; the caller announces the commit.
+-- An event id already stored for the route is skipped, so staging is
+-- idempotent.
 insert into {outbox} (
     event_id, route, destination, event_type, payload, content_type, headers,
     ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc,

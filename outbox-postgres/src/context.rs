@@ -74,6 +74,7 @@ impl<'c> PgContext<'c> {
     /// the wake-up hint, else the rows are left for [`commit`](Self::commit)
     /// to announce.
     async fn write(&mut self, notify: bool) -> Result<u64, CommitError> {
+        let ids_chosen = self.outbox.ids_chosen();
         let events = self.outbox.take()?;
         if events.is_empty() {
             return Ok(0);
@@ -81,7 +82,7 @@ impl<'c> PgContext<'c> {
         let single = events.len() == 1 && !notify;
         let columns = Columns::new(events)?;
         let inserted = if single {
-            self.write_one(columns).await?
+            self.write_one(columns, ids_chosen).await?
         } else {
             self.write_all(columns, notify).await?
         };
@@ -89,11 +90,16 @@ impl<'c> PgContext<'c> {
         Ok(inserted)
     }
 
-    /// Writes one event with scalar parameters, no wake-up hint.
-    async fn write_one(&mut self, mut c: Columns) -> Result<u64, CommitError> {
+    /// Writes one event with scalar parameters, no wake-up hint; the
+    /// duplicate check only where the caller chose the id.
+    async fn write_one(&mut self, mut c: Columns, ids_chosen: bool) -> Result<u64, CommitError> {
         let inner = self.store.inner();
         let one = |v: &mut Vec<String>| v.pop().unwrap_or_default();
-        let done = sqlx::query(inner.sql.stage_one.clone())
+        let statement = match ids_chosen {
+            true => inner.sql.stage_one.clone(),
+            false => inner.sql.stage_one_fresh.clone(),
+        };
+        let done = sqlx::query(statement)
             .bind(c.event_id.pop())
             .bind(one(&mut c.route))
             .bind(one(&mut c.destination))

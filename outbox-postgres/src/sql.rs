@@ -58,6 +58,7 @@ pub(crate) struct Statements {
     pub(crate) schema_version: SqlStr,
     pub(crate) stage: SqlStr,
     pub(crate) stage_one: SqlStr,
+    pub(crate) stage_one_fresh: SqlStr,
     pub(crate) announce: SqlStr,
     claim: SqlStr,
     claim_hlc: SqlStr,
@@ -92,6 +93,7 @@ impl Statements {
             schema_version: sql(include_str!("../sql/schema_version.sql")),
             stage: sql(include_str!("../sql/stage.sql")),
             stage_one: sql(include_str!("../sql/stage_one.sql")),
+            stage_one_fresh: sql(include_str!("../sql/stage_one_fresh.sql")),
             announce: sql(include_str!("../sql/announce.sql")),
             claim: sql(include_str!("../sql/claim.sql")),
             claim_hlc: sql(include_str!("../sql/claim_hlc.sql")),
@@ -141,6 +143,7 @@ mod tests {
         let mut texts = vec![
             all.stage.as_str(),
             all.stage_one.as_str(),
+            all.stage_one_fresh.as_str(),
             all.settle.as_str(),
             all.stats.as_str(),
         ];

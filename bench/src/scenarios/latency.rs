@@ -1,6 +1,9 @@
 //! latency: producers commit one staged event per transaction at a steady
-//! rate while a relay, woken by LISTEN/NOTIFY, publishes them; measures
-//! commit-to-publish time and counts staged against published.
+//! rate while a relay publishes them; measures commit-to-publish time and
+//! counts staged against published. Each rate runs twice: with the
+//! producers on the relay's own store, whose commits wake it in process,
+//! and with them on a second store instance, standing for another process,
+//! whose commits reach the relay by LISTEN/NOTIFY.
 //!
 //! The publisher notes when each envelope reaches it, so the figure is the
 //! relay's own delay (wake-up, claim, hand-over), not the broker's confirm.
@@ -42,17 +45,42 @@ pub(super) async fn run(
     report: &mut dyn FnMut(Figure),
 ) -> anyhow::Result<()> {
     for &rate in &sizes.latency_rates {
-        let store = env.store("latency", Retention::Delete).await?;
-        let result = measure(&store, rate, sizes).await;
-        env.drop_store(&store).await?;
-        for figure in result? {
-            report(figure);
+        for wake in [Wake::InProcess, Wake::Notify] {
+            let store = env.store("latency", Retention::Delete).await?;
+            let result = measure(&store, rate, wake, sizes).await;
+            env.drop_store(&store).await?;
+            for figure in result? {
+                report(figure);
+            }
         }
     }
     Ok(())
 }
 
-async fn measure(store: &PgOutboxStore, rate: u32, sizes: &Sizes) -> anyhow::Result<Vec<Figure>> {
+/// How the producers' commits reach the relay.
+#[derive(Debug, Clone, Copy)]
+enum Wake {
+    /// Producers share the relay's store, which wakes it at commit.
+    InProcess,
+    /// Producers use a store instance of their own, which sends `NOTIFY`.
+    Notify,
+}
+
+impl Wake {
+    fn label(self) -> &'static str {
+        match self {
+            Self::InProcess => "woken in process",
+            Self::Notify => "woken by NOTIFY",
+        }
+    }
+}
+
+async fn measure(
+    store: &PgOutboxStore,
+    rate: u32,
+    wake: Wake,
+    sizes: &Sizes,
+) -> anyhow::Result<Vec<Figure>> {
     let spec = spec("bench-latency");
     let publisher = RecordingPublisher::default();
     let wakeup = Wakeup::new();
@@ -65,12 +93,16 @@ async fn measure(store: &PgOutboxStore, rate: u32, sizes: &Sizes) -> anyhow::Res
         let cancel = cancel.clone();
         async move { relay.run(cancel).await }
     });
-    warm_up(store, spec, &publisher).await?;
+    let producers = match wake {
+        Wake::InProcess => store.clone(),
+        Wake::Notify => PgOutboxStore::new(store.pool().clone(), store.options().clone())?,
+    };
+    warm_up(&producers, spec, &publisher).await?;
 
     let plan = Plan::new(rate);
     let started = Instant::now();
     let committed = try_join_all((0..plan.producers).map(|p| {
-        let store = store.clone();
+        let store = producers.clone();
         tokio::spawn(produce(store, spec, plan, sizes.latency_duration, p))
     }))
     .await?
@@ -86,7 +118,13 @@ async fn measure(store: &PgOutboxStore, rate: u32, sizes: &Sizes) -> anyhow::Res
     cancel.cancel();
     relay.await??;
     listener.await?;
-    Ok(figures(plan, &committed, &publisher.take(), produced_for))
+    Ok(figures(
+        plan,
+        wake,
+        &committed,
+        &publisher.take(),
+        produced_for,
+    ))
 }
 
 /// Commits events until one is published within [`WARM_UP_WAIT`]: the
@@ -173,6 +211,7 @@ async fn produce(
 
 fn figures(
     plan: Plan,
+    wake: Wake,
     committed: &HashMap<Uuid, Instant>,
     published: &[(Uuid, Instant)],
     produced_for: Duration,
@@ -188,10 +227,12 @@ fn figures(
         delays.get(i).copied().unwrap_or_default()
     };
     let rate = plan.rate;
-    let label = |what: &str| format!("{what} at {rate}/s");
+    let label = |what: &str| format!("{what} at {rate}/s, {}", wake.label());
     let committed_rate = format!(
-        "committed rate at {rate}/s ({} producers, {} events per transaction)",
-        plan.producers, plan.events_per_tx
+        "committed rate at {rate}/s, {} ({} producers, {} events per transaction)",
+        wake.label(),
+        plan.producers,
+        plan.events_per_tx
     );
     let mut out = vec![
         Figure::rate(NAME, &committed_rate, committed.len(), produced_for),
