@@ -154,11 +154,15 @@ impl OutboxBuffer {
     /// Checks the options set on every staged event and empties the
     /// buffer. Backends call this when committing.
     pub fn take(&mut self) -> Result<Vec<StagedEvent>, StageError> {
-        let mut seen = std::collections::HashSet::with_capacity(self.staged.len());
         for event in &self.staged {
             check_options(&event.envelope)?;
-            if !seen.insert((event.envelope.route.as_str(), event.envelope.event_id)) {
-                return Err(StageError::DuplicateEventId(event.envelope.event_id));
+        }
+        if self.staged.len() > 1 {
+            let mut seen = std::collections::HashSet::with_capacity(self.staged.len());
+            for event in &self.staged {
+                if !seen.insert((event.envelope.route.as_str(), event.envelope.event_id)) {
+                    return Err(StageError::DuplicateEventId(event.envelope.event_id));
+                }
             }
         }
         self.ids_chosen = false;

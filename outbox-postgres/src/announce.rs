@@ -12,13 +12,16 @@
 //!
 //! Relays in the same process need no round trip: the listeners made by
 //! the store are registered with it and woken directly at commit, and they
-//! skip the store's own hints when those arrive.
+//! skip the store's own hints when those arrive. When no other listener
+//! exists, no hint is sent at all (see [`audience`](crate::audience)).
 
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use sqlx::{ConnectOptions, PgConnection, PgPool, SqlStr};
 use tidings_core::Wakeup;
+
+use crate::audience::{LOCK_SPACE, Listeners};
 
 /// Nothing to send.
 const IDLE: u8 = 0;
@@ -83,7 +86,7 @@ impl Announcer {
 
 /// The hint sender's connection: opened from the pool's settings on first
 /// use, kept between hints and dropped after a failure, so the next hint
-/// connects afresh.
+/// connects afresh. It also looks up who listens, for the [`Audience`](crate::audience::Audience).
 #[derive(Debug, Default)]
 pub(crate) struct HintConnection {
     slot: Mutex<Option<PgConnection>>,
@@ -99,51 +102,95 @@ impl HintConnection {
         channel: &str,
         token: &str,
     ) -> Result<(), sqlx::Error> {
-        let kept = self
-            .slot
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        let mut connection = match kept {
-            Some(connection) => connection,
-            None => pool.connect_options().connect().await?,
-        };
+        let mut connection = self.take(pool).await?;
         sqlx::query(sql.clone())
             .bind(channel)
             .bind(token)
             .execute(&mut connection)
             .await?;
-        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(connection);
+        self.put(connection);
         Ok(())
     }
+
+    /// Runs the look-up `sql` for `channel`: who listens, apart from the
+    /// `own` backends of this process's listeners.
+    pub(crate) async fn listeners(
+        &self,
+        pool: &PgPool,
+        sql: &SqlStr,
+        channel: &str,
+        own: Vec<i32>,
+    ) -> Result<Listeners, sqlx::Error> {
+        let mut connection = self.take(pool).await?;
+        let (anywhere, elsewhere): (bool, bool) = sqlx::query_as(sql.clone())
+            .bind(LOCK_SPACE)
+            .bind(channel)
+            .bind(own)
+            .fetch_one(&mut connection)
+            .await?;
+        self.put(connection);
+        Ok(Listeners {
+            anywhere,
+            elsewhere,
+        })
+    }
+
+    async fn take(&self, pool: &PgPool) -> Result<PgConnection, sqlx::Error> {
+        let kept = self
+            .slot
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match kept {
+            Some(connection) => Ok(connection),
+            None => pool.connect_options().connect().await,
+        }
+    }
+
+    fn put(&self, connection: PgConnection) {
+        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(connection);
+    }
 }
+
+/// A registered listener: its wake-up, and the backend its connection
+/// runs on while it listens (zero while it does not).
+type Entry = (u64, Wakeup, Arc<AtomicI32>);
 
 /// The wake-ups of a store's listeners in this process, woken at commit.
 #[derive(Debug, Default)]
 pub(crate) struct LocalWakeups {
     next: AtomicU64,
-    wakeups: Mutex<Vec<(u64, Wakeup)>>,
+    wakeups: Mutex<Vec<Entry>>,
 }
 
 impl LocalWakeups {
     /// Adds `wakeup` until the returned registration is dropped.
     pub(crate) fn register(self: &Arc<Self>, wakeup: Wakeup) -> Registration {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.lock().push((id, wakeup));
+        let backend = Arc::new(AtomicI32::new(0));
+        self.lock().push((id, wakeup, backend.clone()));
         Registration {
             wakeups: self.clone(),
             id,
+            backend,
         }
     }
 
     /// Wakes every registered wake-up.
     pub(crate) fn wake_all(&self) {
-        for (_, wakeup) in self.lock().iter() {
+        for (_, wakeup, _) in self.lock().iter() {
             wakeup.wake();
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Wakeup)>> {
+    /// The backends the registered listeners listen on.
+    pub(crate) fn backends(&self) -> Vec<i32> {
+        let lock = self.lock();
+        let backends = lock.iter().map(|(_, _, b)| b.load(Ordering::Acquire));
+        backends.filter(|b| *b != 0).collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Entry>> {
         self.wakeups.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -153,11 +200,19 @@ impl LocalWakeups {
 pub(crate) struct Registration {
     wakeups: Arc<LocalWakeups>,
     id: u64,
+    backend: Arc<AtomicI32>,
+}
+
+impl Registration {
+    /// The listener now listens on `backend`, or on none with zero.
+    pub(crate) fn listening_on(&self, backend: i32) {
+        self.backend.store(backend, Ordering::Release);
+    }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.wakeups.lock().retain(|(id, _)| *id != self.id);
+        self.wakeups.lock().retain(|(id, _, _)| *id != self.id);
     }
 }
 

@@ -3,8 +3,9 @@
 
 use sqlx::types::time::OffsetDateTime;
 use sqlx::{PgConnection, Postgres, Row, Transaction};
-use tidings_core::{OutboxBuffer, StagedEvent, StoreError};
+use tidings_core::{Headers, Hlc, OutboxBuffer, StagedEvent, StoreError};
 use tracing::instrument;
+use uuid::Uuid;
 
 use crate::PgOutboxStore;
 use crate::error::{CommitError, store_error};
@@ -62,8 +63,8 @@ impl<'c> PgContext<'c> {
     }
 
     /// Writes the events staged so far into the transaction, in one
-    /// statement that also queues the relay's wake-up hint, without
-    /// committing. Returns how many rows were inserted (an event id already
+    /// statement that also queues the relays' wake-up hint (unless no
+    /// listener exists), without committing. Returns how many rows were inserted (an event id already
     /// stored for its route is skipped).
     #[instrument(skip_all, fields(db.system = "postgresql", events = self.outbox.len()), err)]
     pub async fn flush(&mut self) -> Result<u64, CommitError> {
@@ -75,16 +76,20 @@ impl<'c> PgContext<'c> {
     /// to announce.
     async fn write(&mut self, notify: bool) -> Result<u64, CommitError> {
         let ids_chosen = self.outbox.ids_chosen();
-        let events = self.outbox.take()?;
+        let mut events = self.outbox.take()?;
         if events.is_empty() {
             return Ok(0);
         }
-        let single = events.len() == 1 && !notify;
-        let columns = Columns::new(events)?;
-        let inserted = if single {
-            self.write_one(columns, ids_chosen).await?
-        } else {
-            self.write_all(columns, notify).await?
+        // Where nobody listens at all, there is nobody to notify.
+        let notifying = notify && self.store.notify_in_transaction();
+        let inserted = match events.pop() {
+            Some(event) if events.is_empty() && !notifying => {
+                self.write_one(event, ids_chosen).await?
+            }
+            last => {
+                events.extend(last);
+                self.write_all(Columns::new(events)?, notifying).await?
+            }
         };
         self.unannounced |= !notify && inserted > 0;
         Ok(inserted)
@@ -92,28 +97,32 @@ impl<'c> PgContext<'c> {
 
     /// Writes one event with scalar parameters, no wake-up hint; the
     /// duplicate check only where the caller chose the id.
-    async fn write_one(&mut self, mut c: Columns, ids_chosen: bool) -> Result<u64, CommitError> {
+    async fn write_one(
+        &mut self,
+        event: StagedEvent,
+        ids_chosen: bool,
+    ) -> Result<u64, CommitError> {
+        let StagedEvent { envelope: e, delay } = event;
         let inner = self.store.inner();
-        let one = |v: &mut Vec<String>| v.pop().unwrap_or_default();
         let statement = match ids_chosen {
             true => inner.sql.stage_one.clone(),
             false => inner.sql.stage_one_fresh.clone(),
         };
         let done = sqlx::query(statement)
-            .bind(c.event_id.pop())
-            .bind(one(&mut c.route))
-            .bind(one(&mut c.destination))
-            .bind(one(&mut c.event_type))
-            .bind(c.payload.pop())
-            .bind(one(&mut c.content_type))
-            .bind(one(&mut c.headers))
-            .bind(c.ordering_key.pop().flatten())
-            .bind(c.correlation_id.pop().flatten())
-            .bind(c.causation_id.pop().flatten())
-            .bind(c.tenant_id.pop().flatten())
-            .bind(c.occurred_at.pop())
-            .bind(c.hlc.pop().flatten())
-            .bind(c.delay_us.pop().unwrap_or(0))
+            .bind(e.event_id)
+            .bind(e.route)
+            .bind(e.destination)
+            .bind(e.event_type)
+            .bind(e.payload.as_ref())
+            .bind(e.content_type)
+            .bind(headers_json(&e.event_id, &e.headers)?)
+            .bind(e.ordering_key)
+            .bind(e.correlation_id)
+            .bind(e.causation_id)
+            .bind(e.tenant_id)
+            .bind(OffsetDateTime::from(e.occurred_at))
+            .bind(e.hlc.map(stored_hlc))
+            .bind(delay.map_or(0, micros))
             .execute(&mut *self.tx)
             .await?;
         Ok(done.rows_affected())
@@ -194,27 +203,39 @@ impl Columns {
     fn new(events: Vec<StagedEvent>) -> Result<Self, StoreError> {
         let mut c = Columns::default();
         for StagedEvent { envelope: e, delay } in events {
-            let headers = serde_json::to_string(&e.headers).map_err(|err| StoreError::Corrupt {
-                event_id: e.event_id,
-                reason: format!("headers do not encode: {err}"),
-            })?;
+            c.headers.push(headers_json(&e.event_id, &e.headers)?);
             c.event_id.push(e.event_id);
             c.route.push(e.route);
             c.destination.push(e.destination);
             c.event_type.push(e.event_type);
             c.payload.push(e.payload.to_vec());
             c.content_type.push(e.content_type);
-            c.headers.push(headers);
             c.ordering_key.push(e.ordering_key);
             c.correlation_id.push(e.correlation_id);
             c.causation_id.push(e.causation_id);
             c.tenant_id.push(e.tenant_id);
             c.occurred_at.push(OffsetDateTime::from(e.occurred_at));
-            // Stored as a signed bigint: a packed stamp stays below 2^63
-            // until the year 6429, so the order is kept.
-            c.hlc.push(e.hlc.map(|h| h.as_u64() as i64));
+            c.hlc.push(e.hlc.map(stored_hlc));
             c.delay_us.push(delay.map_or(0, micros));
         }
         Ok(c)
     }
+}
+
+/// The headers as the JSON text the `headers` column is cast from; `{}`
+/// without an allocation for the common empty map.
+fn headers_json(event_id: &Uuid, headers: &Headers) -> Result<String, StoreError> {
+    if headers.is_empty() {
+        return Ok(String::from("{}"));
+    }
+    serde_json::to_string(headers).map_err(|err| StoreError::Corrupt {
+        event_id: *event_id,
+        reason: format!("headers do not encode: {err}"),
+    })
+}
+
+/// A hybrid-clock stamp as the signed bigint it is stored as: a packed
+/// stamp stays below 2^63 until the year 6429, so the order is kept.
+fn stored_hlc(hlc: Hlc) -> i64 {
+    hlc.as_u64() as i64
 }

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod announce;
+mod audience;
 mod batch;
 mod context;
 mod error;

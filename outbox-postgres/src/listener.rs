@@ -13,6 +13,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::announce::Registration;
+use crate::audience::LOCK_SPACE;
+
+/// Marks a listening session, so stores know their hints are heard.
+const LISTENER_LOCK: &str = include_str!("../sql/listener_lock.sql");
+/// Unmarks it when the listener stops.
+const LISTENER_UNLOCK: &str = include_str!("../sql/listener_unlock.sql");
+/// How long a stopping listener waits to give its lock back.
+const WITHDRAW_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Listens on a store's channel and calls [`Wakeup::wake`] on every
 /// notification, so a relay claims within milliseconds of a commit. One
@@ -26,7 +34,10 @@ use crate::announce::Registration;
 /// pooler, where LISTEN does not work). After the database restarts or drops
 /// the connection it reconnects with exponential backoff.
 ///
-/// While it listens it holds one of the pool's connections.
+/// While it listens it holds one of the pool's connections, and on it a
+/// shared advisory lock keyed on the channel, by which stores see that
+/// their hints are heard: a store sends none while no listener outside its
+/// own process holds one.
 #[derive(Debug)]
 pub struct PgListener {
     pool: PgPool,
@@ -42,7 +53,7 @@ pub struct PgListener {
 #[derive(Debug)]
 struct OwnHints {
     token: String,
-    _registration: Registration,
+    registration: Registration,
 }
 
 /// Why a listening session ended.
@@ -53,6 +64,12 @@ enum Ended {
 }
 
 impl PgListener {
+    /// The first key of the shared advisory lock a listening session
+    /// holds; the second is `hashtext(channel)`. In `pg_locks` a listener
+    /// shows as `locktype = 'advisory'`, `classid` this number, `objid`
+    /// that hash and `objsubid = 2`.
+    pub const PRESENCE_LOCK_SPACE: i32 = LOCK_SPACE;
+
     /// Default first delay before reconnecting.
     pub const DEFAULT_RECONNECT_DELAY: Duration = Duration::from_millis(100);
     /// Default cap of the reconnect backoff.
@@ -76,7 +93,7 @@ impl PgListener {
     pub(crate) fn skip_own_hints(mut self, token: String, registration: Registration) -> Self {
         self.own = Some(OwnHints {
             token,
-            _registration: registration,
+            registration,
         });
         self
     }
@@ -147,9 +164,65 @@ impl PgListener {
                 Err(error) => return ended(error),
             },
         };
+        // Not raced with `cancel`, so the connection never goes back to
+        // the pool holding the lock.
+        if let Err(error) = self.announce_presence(&mut listener).await {
+            return ended(error);
+        }
         debug!(channel = %self.channel, "listening");
         *delay = self.reconnect_delay;
         self.wakeup.wake();
+        let ended = self.receive(&mut listener, cancel).await;
+        if let Some(own) = &self.own {
+            own.registration.listening_on(0);
+        }
+        if matches!(ended, Ended::Cancelled) {
+            self.withdraw_presence(&mut listener).await;
+        }
+        ended
+    }
+
+    /// Takes the shared lock by which stores see that this channel has a
+    /// listener (see `audience.rs`), and tells this process's store which
+    /// backend it is, so that store does not hint it.
+    async fn announce_presence(&self, listener: &mut SqlxListener) -> Result<(), sqlx::Error> {
+        let (locked, backend): (bool, i32) = sqlx::query_as(LISTENER_LOCK)
+            .bind(LOCK_SPACE)
+            .bind(&self.channel)
+            .fetch_one(&mut *listener)
+            .await?;
+        if !locked {
+            // Only an exclusive holder of the same key prevents it; stores
+            // may then skip their hints, and the relay's polling covers it.
+            warn!(channel = %self.channel, "listener presence lock not taken; hints may not arrive");
+        }
+        if let Some(own) = &self.own {
+            own.registration.listening_on(backend);
+        }
+        Ok(())
+    }
+
+    /// Gives the presence lock back before the connection returns to the
+    /// pool. Should that fail, stores merely keep sending hints.
+    async fn withdraw_presence(&self, listener: &mut SqlxListener) {
+        let unlock = sqlx::query(LISTENER_UNLOCK)
+            .bind(LOCK_SPACE)
+            .bind(&self.channel)
+            .execute(&mut *listener);
+        match tokio::time::timeout(WITHDRAW_TIMEOUT, unlock).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                debug!(channel = %self.channel, %error, "listener presence lock not given back")
+            }
+            Err(_) => {
+                debug!(channel = %self.channel, "listener presence lock not given back in time")
+            }
+        }
+    }
+
+    /// Wakes on each notification until the connection fails or `cancel`
+    /// fires.
+    async fn receive(&self, listener: &mut SqlxListener, cancel: &CancellationToken) -> Ended {
         loop {
             let received = tokio::select! {
                 _ = cancel.cancelled() => return Ended::Cancelled,

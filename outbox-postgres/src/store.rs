@@ -9,6 +9,7 @@ use tidings_core::{HybridClock, OutboxBuffer, StoreError, Wakeup};
 use tracing::{debug, instrument};
 
 use crate::announce::{Announcer, HintConnection, LocalWakeups, SenderGuard};
+use crate::audience::{Audience, Listeners};
 use crate::error::store_error;
 use crate::names::TableNames;
 use crate::sql::Statements;
@@ -35,6 +36,8 @@ pub(crate) struct Inner {
     pub(crate) channel: String,
     announcer: Announcer,
     hints: HintConnection,
+    /// Who listened on the channel when last looked.
+    audience: Audience,
     /// Listeners of this process, woken at commit without a round trip.
     local: Arc<LocalWakeups>,
     /// Signs this store's hints, so its own listeners skip them.
@@ -65,6 +68,7 @@ impl PgOutboxStore {
                 channel,
                 announcer: Announcer::default(),
                 hints: HintConnection::default(),
+                audience: Audience::default(),
                 local: Arc::default(),
                 token: uuid::Uuid::new_v4().simple().to_string(),
             }),
@@ -137,9 +141,33 @@ impl PgOutboxStore {
 
     /// Wakes relays after a commit: this process's at once, the others'
     /// by a hint from a task of its own, coalescing the hints of commits
-    /// that arrive while one is sent.
+    /// that arrive while one is sent. No hint is sent while no listener
+    /// outside this process is known to exist.
     pub(crate) fn announce(&self) {
         self.inner.local.wake_all();
+        if self.inner.audience.known().is_some_and(|l| !l.elsewhere) {
+            return;
+        }
+        self.start_sender();
+    }
+
+    /// Whether a transaction that announces its own commit should
+    /// `NOTIFY`: unless nobody at all is known to listen. While that is
+    /// unknown it should, and the hint sender finds out.
+    pub(crate) fn notify_in_transaction(&self) -> bool {
+        match self.inner.audience.known() {
+            Some(listeners) => listeners.anywhere,
+            None => {
+                self.start_sender();
+                true
+            }
+        }
+    }
+
+    /// Starts the hint sender unless it runs already; it looks up who
+    /// listens when the last look is stale, then hints if anyone elsewhere
+    /// does.
+    fn start_sender(&self) {
         if !self.inner.announcer.request() {
             return;
         }
@@ -148,16 +176,8 @@ impl PgOutboxStore {
             let inner = store.inner();
             let guard = SenderGuard::new(&inner.announcer);
             loop {
-                let sent = (inner.hints)
-                    .send(
-                        &inner.pool,
-                        &inner.sql.announce,
-                        &inner.channel,
-                        &inner.token,
-                    )
-                    .await;
-                if let Err(error) = sent {
-                    debug!(%error, "wake-up hint not sent; relays poll");
+                if store.listeners().await.elsewhere {
+                    store.send_hint().await;
                 }
                 if !inner.announcer.sent() {
                     break;
@@ -167,6 +187,47 @@ impl PgOutboxStore {
             }
             guard.disarm();
         });
+    }
+
+    /// Who listens: as last seen, or looked up afresh when that is stale.
+    /// A failed look-up assumes everybody does, and is tried again next time.
+    async fn listeners(&self) -> Listeners {
+        let inner = self.inner();
+        if let Some(known) = inner.audience.known() {
+            return known;
+        }
+        let own = inner.local.backends();
+        let sql = &inner.sql.listeners;
+        match inner
+            .hints
+            .listeners(&inner.pool, sql, &inner.channel, own)
+            .await
+        {
+            Ok(seen) => {
+                debug!(channel = %inner.channel, anywhere = seen.anywhere, elsewhere = seen.elsewhere, "listeners looked up");
+                inner.audience.record(seen);
+                seen
+            }
+            Err(error) => {
+                debug!(%error, "listeners not looked up; hinting anyway");
+                Listeners::ASSUMED
+            }
+        }
+    }
+
+    async fn send_hint(&self) {
+        let inner = self.inner();
+        let sent = (inner.hints)
+            .send(
+                &inner.pool,
+                &inner.sql.announce,
+                &inner.channel,
+                &inner.token,
+            )
+            .await;
+        if let Err(error) = sent {
+            debug!(%error, "wake-up hint not sent; relays poll");
+        }
     }
 
     pub(crate) fn delete_on_publish(&self) -> bool {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use sqlx::postgres::PgPoolOptions;
 use support::ORDER_EVENTS;
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
-use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
+use tidings_postgres::{PgListener, PgOutboxOptions, PgOutboxStore};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::service_missing;
 use tokio::sync::mpsc;
@@ -132,15 +132,19 @@ fn relay(
     rx
 }
 
+/// Waits for a session holding the listener's presence lock; queries
+/// fail while the server restarts, and are tried again.
 async fn wait_for_listener(store: &PgOutboxStore) {
-    let statement = format!("LISTEN \"{}\"", store.channel());
     let started = Instant::now();
     loop {
-        let found: Result<Option<i32>, _> =
-            sqlx::query_scalar("select pid from pg_stat_activity where query = $1 limit 1")
-                .bind(&statement)
-                .fetch_optional(store.pool())
-                .await;
+        let found: Result<Option<i32>, _> = sqlx::query_scalar(
+            "select pid from pg_locks where locktype = 'advisory' and classid = $1::int4::oid \
+             and objid = hashtext($2)::oid and objsubid = 2 and granted limit 1",
+        )
+        .bind(PgListener::PRESENCE_LOCK_SPACE)
+        .bind(store.channel())
+        .fetch_optional(store.pool())
+        .await;
         if let Ok(Some(_)) = found {
             return;
         }

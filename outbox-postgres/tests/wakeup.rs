@@ -6,7 +6,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{ORDER_EVENTS, drop_schema, store};
+use support::{ORDER_EVENTS, drop_schema, listening_backend, store};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
 use tidings_postgres::{PgOutboxStore, Retention};
 use tokio::sync::mpsc;
@@ -53,31 +53,6 @@ fn relay(
         }
     });
     (rx, task)
-}
-
-/// The server process of the session listening on the store's channel,
-/// once there is one.
-async fn listening_backend(store: &PgOutboxStore, not: Option<i32>) -> i32 {
-    let statement = format!("LISTEN \"{}\"", store.channel());
-    let started = Instant::now();
-    loop {
-        let pid: Option<i32> = sqlx::query_scalar(
-            "select pid from pg_stat_activity where query = $1 and pid <> coalesce($2, 0) limit 1",
-        )
-        .bind(&statement)
-        .bind(not)
-        .fetch_optional(store.pool())
-        .await
-        .unwrap();
-        if let Some(pid) = pid {
-            return pid;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the listener never listened"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// Opens `n` pooled connections at once, so later acquires find them idle.

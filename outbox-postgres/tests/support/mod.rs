@@ -118,3 +118,34 @@ async fn drop_stale_schemas(pool: &PgPool) {
         }
     }
 }
+
+/// The server processes of the sessions listening on the store's channel,
+/// found by the presence lock each holds while it listens.
+pub(crate) async fn listening_backends(store: &PgOutboxStore) -> Vec<i32> {
+    sqlx::query_scalar(
+        "select pid from pg_locks where locktype = 'advisory' and classid = $1::int4::oid \
+         and objid = hashtext($2)::oid and objsubid = 2 and granted order by pid",
+    )
+    .bind(tidings_postgres::PgListener::PRESENCE_LOCK_SPACE)
+    .bind(store.channel())
+    .fetch_all(store.pool())
+    .await
+    .expect("pg_locks")
+}
+
+/// The server process of a session listening on the store's channel
+/// other than `not`, once there is one; fails the test after 10 s.
+pub(crate) async fn listening_backend(store: &PgOutboxStore, not: Option<i32>) -> i32 {
+    let started = std::time::Instant::now();
+    loop {
+        let found = listening_backends(store).await.into_iter();
+        if let Some(pid) = found.into_iter().find(|pid| Some(*pid) != not) {
+            return pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the listener never listened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
