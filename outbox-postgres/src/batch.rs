@@ -70,17 +70,23 @@ impl ClaimedBatch for PgBatch {
             return Ok(SettleReport::default());
         }
         let inner = self.store.inner();
-        let rows = sqlx::query(inner.sql.settle.clone())
-            .bind(&self.route)
-            .bind(self.lease.0)
-            .bind(&columns.event_id)
-            .bind(&columns.outcome)
-            .bind(&columns.delay_us)
-            .bind(&columns.error)
-            .bind(self.store.delete_on_publish())
-            .fetch_all(&inner.pool)
-            .await
-            .map_err(store_error)?;
+        let delete = self.store.delete_on_publish();
+        let query = if delete && columns.all_published() {
+            sqlx::query(inner.sql.settle_published.clone())
+                .bind(&self.route)
+                .bind(self.lease.0)
+                .bind(&columns.event_id)
+        } else {
+            sqlx::query(inner.sql.settle.clone())
+                .bind(&self.route)
+                .bind(self.lease.0)
+                .bind(&columns.event_id)
+                .bind(&columns.outcome)
+                .bind(&columns.delay_us)
+                .bind(&columns.error)
+                .bind(delete)
+        };
+        let rows = query.fetch_all(&inner.pool).await.map_err(store_error)?;
         let mut report = SettleReport::default();
         let mut settled = HashSet::with_capacity(rows.len());
         for row in rows {
@@ -120,6 +126,11 @@ struct OutcomeColumns {
 }
 
 impl OutcomeColumns {
+    /// Whether every row was published.
+    fn all_published(&self) -> bool {
+        self.outcome.iter().all(|kind| *kind == PUBLISHED)
+    }
+
     fn new(settlements: Vec<Settlement>) -> Self {
         let mut seen = HashSet::with_capacity(settlements.len());
         let mut c = Self::default();

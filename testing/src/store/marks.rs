@@ -63,6 +63,32 @@ pub async fn stale_lease_marks_are_refused<H: StoreHarness>(h: &H) {
     assert_eq!((report.published, report.lost.len()), (1, 0));
 }
 
+/// A relay that publishes after its lease expired and the row was claimed
+/// again has its published mark refused: the row is neither deleted nor
+/// finished under the new owner, whose own mark then wins.
+pub async fn stale_published_marks_are_refused<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    h.commit(&store, vec![event(&route, 1), event(&route, 2)])
+        .await;
+
+    let old = claim_leased(&store, &route, 10, SHORT_LEASE).await;
+    tokio::time::sleep(SHORT_LEASE + Duration::from_millis(200)).await;
+    assert_eq!(store.sweep_expired(route.name, 100).await.unwrap(), 2);
+    let new = claim(&store, &route, 10).await;
+    assert_eq!(numbers(&new), [1, 2]);
+
+    let late = settle_all(&old, Outcome::Published);
+    let report = old.settle(late).await.unwrap();
+    assert_eq!((report.published, report.lost.len()), (0, 2));
+    assert_eq!(store.stats(route.name).await.unwrap().in_flight, 2);
+
+    let settlements = settle_all(&new, Outcome::Published);
+    let report = new.settle(settlements).await.unwrap();
+    assert_eq!((report.published, report.lost.len()), (2, 0));
+    assert!(claim(&store, &route, 10).await.records().is_empty());
+}
+
 /// A rescheduled row is invisible until its delay has passed, then comes
 /// back with its attempts and last error.
 pub async fn rescheduled_rows_wait_for_available_at<H: StoreHarness>(h: &H) {

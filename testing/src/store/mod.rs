@@ -37,6 +37,7 @@ macro_rules! store_conformance {
             concurrent_claims_never_overlap,
             published_rows_are_final,
             stale_lease_marks_are_refused,
+            stale_published_marks_are_refused,
             rescheduled_rows_wait_for_available_at,
             failed_rows_stay_until_requeued,
             mixed_outcomes_settle_in_one_call,
