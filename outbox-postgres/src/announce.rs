@@ -86,7 +86,8 @@ impl Announcer {
 
 /// The hint sender's connection: opened from the pool's settings on first
 /// use, kept between hints and dropped after a failure, so the next hint
-/// connects afresh. It also looks up who listens, for the [`Audience`](crate::audience::Audience).
+/// connects afresh. It also looks up who listens, for the
+/// [`Audience`](crate::audience::Audience).
 #[derive(Debug, Default)]
 pub(crate) struct HintConnection {
     slot: Mutex<Option<PgConnection>>,

@@ -71,8 +71,14 @@ impl ClaimedBatch for PgBatch {
         }
         let inner = self.store.inner();
         let delete = self.store.delete_on_publish();
-        let query = if delete && columns.all_published() {
-            sqlx::query(inner.sql.settle_published.clone())
+        let query = if columns.all_published() {
+            // The common case, without the outcome join of the general
+            // statement.
+            let statement = match delete {
+                true => inner.sql.settle_published.clone(),
+                false => inner.sql.settle_published_kept.clone(),
+            };
+            sqlx::query(statement)
                 .bind(&self.route)
                 .bind(self.lease.0)
                 .bind(&columns.event_id)

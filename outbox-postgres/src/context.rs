@@ -64,8 +64,8 @@ impl<'c> PgContext<'c> {
 
     /// Writes the events staged so far into the transaction, in one
     /// statement that also queues the relays' wake-up hint (unless no
-    /// listener exists), without committing. Returns how many rows were inserted (an event id already
-    /// stored for its route is skipped).
+    /// listener exists), without committing. Returns how many rows were
+    /// inserted (an event id already stored for its route is skipped).
     #[instrument(skip_all, fields(db.system = "postgresql", events = self.outbox.len()), err)]
     pub async fn flush(&mut self) -> Result<u64, CommitError> {
         self.write(true).await

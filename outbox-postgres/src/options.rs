@@ -31,6 +31,7 @@ pub struct PgOutboxOptions {
     table: String,
     inbox_table: String,
     retention: Retention,
+    remote_hints: bool,
     clock: SharedClock,
 }
 
@@ -43,7 +44,8 @@ impl PgOutboxOptions {
     pub const DEFAULT_INBOX_TABLE: &'static str = "tidings_inbox";
 
     /// The defaults: `public.tidings_outbox` and `public.tidings_inbox`,
-    /// published rows deleted, the system clock.
+    /// published rows deleted, hints to other processes' relays, the
+    /// system clock.
     pub fn new() -> Self {
         Self::default()
     }
@@ -70,6 +72,19 @@ impl PgOutboxOptions {
     /// What happens to published rows.
     pub fn retention(mut self, retention: Retention) -> Self {
         self.retention = retention;
+        self
+    }
+
+    /// Whether commits through [`begin`](crate::PgOutboxStore::begin)
+    /// contexts hint relays in other processes (on by default). Hints are
+    /// sent only while such a relay listens; turn them off where every
+    /// route this process stages is also relayed in this process, as when
+    /// each replica of a service runs its own relay: the local relay is
+    /// woken at commit, and the other replicas' relays, which would only
+    /// compete for the same rows, keep polling instead. Transactions that
+    /// announce inside themselves (`begin_on`, `context`) are not affected.
+    pub fn remote_hints(mut self, enabled: bool) -> Self {
+        self.remote_hints = enabled;
         self
     }
 
@@ -100,6 +115,11 @@ impl PgOutboxOptions {
         self.retention
     }
 
+    /// Whether commits hint relays in other processes.
+    pub fn get_remote_hints(&self) -> bool {
+        self.remote_hints
+    }
+
     pub(crate) fn clock(&self) -> &SharedClock {
         &self.clock
     }
@@ -112,6 +132,7 @@ impl Default for PgOutboxOptions {
             table: Self::DEFAULT_TABLE.to_owned(),
             inbox_table: Self::DEFAULT_INBOX_TABLE.to_owned(),
             retention: Retention::default(),
+            remote_hints: true,
             clock: SystemClock::shared(),
         }
     }

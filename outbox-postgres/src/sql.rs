@@ -67,6 +67,7 @@ pub(crate) struct Statements {
     claim_per_key_hlc: SqlStr,
     pub(crate) settle: SqlStr,
     pub(crate) settle_published: SqlStr,
+    pub(crate) settle_published_kept: SqlStr,
     pub(crate) sweep: SqlStr,
     pub(crate) requeue: SqlStr,
     pub(crate) purge: SqlStr,
@@ -104,6 +105,7 @@ impl Statements {
             claim_per_key_hlc: sql(include_str!("../sql/claim_per_key_hlc.sql")),
             settle: sql(include_str!("../sql/settle.sql")),
             settle_published: sql(include_str!("../sql/settle_published.sql")),
+            settle_published_kept: sql(include_str!("../sql/settle_published_kept.sql")),
             sweep: sql(include_str!("../sql/sweep.sql")),
             requeue: sql(include_str!("../sql/requeue.sql")),
             purge: sql(include_str!("../sql/purge.sql")),
@@ -150,6 +152,7 @@ mod tests {
             all.stage_one_fresh.as_str(),
             all.settle.as_str(),
             all.settle_published.as_str(),
+            all.settle_published_kept.as_str(),
             all.listeners.as_str(),
             all.stats.as_str(),
         ];

@@ -142,10 +142,12 @@ impl PgOutboxStore {
     /// Wakes relays after a commit: this process's at once, the others'
     /// by a hint from a task of its own, coalescing the hints of commits
     /// that arrive while one is sent. No hint is sent while no listener
-    /// outside this process is known to exist.
+    /// outside this process is known to exist, nor ever with
+    /// [`remote_hints`](PgOutboxOptions::remote_hints) off.
     pub(crate) fn announce(&self) {
         self.inner.local.wake_all();
-        if self.inner.audience.known().is_some_and(|l| !l.elsewhere) {
+        let unheard = self.inner.audience.known().is_some_and(|l| !l.elsewhere);
+        if unheard || !self.inner.options.get_remote_hints() {
             return;
         }
         self.start_sender();

@@ -1,7 +1,8 @@
 //! Wake-up hints go only where somebody hears them: none while no listener
 //! exists, none for the store's own listeners (woken in process), and again
-//! within about a second of a listener starting elsewhere. A stopped
-//! listener gives back the lock that marks it.
+//! within about a second of a listener starting elsewhere, and none at all
+//! where the store is told its process relays everything it stages. A
+//! stopped listener gives back the lock that marks it.
 //!
 //! Each test overhears its store's channel with a plain `LISTEN`, which
 //! holds no presence lock and so does not count as a listener itself.
@@ -126,6 +127,29 @@ async fn hints_resume_within_a_second_of_a_listener_starting_elsewhere() {
         overheard(&mut spy, QUIET).await >= 1,
         "no hint reached the new listener"
     );
+    cancel.cancel();
+    listener.await.unwrap();
+    drop(spy);
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_hints_off_leaves_listeners_elsewhere_to_poll() {
+    let store = store(Retention::Delete).await;
+    let options = store.options().clone().remote_hints(false);
+    let quiet = PgOutboxStore::new(store.pool().clone(), options).unwrap();
+    let cancel = CancellationToken::new();
+    let listener = listener_elsewhere(&store).spawn(cancel.clone());
+    listening_backend(&store, None).await;
+    let mut spy = eavesdropper(&store).await;
+
+    for n in 0..3 {
+        commit_one(&quiet, n).await;
+    }
+    assert_eq!(overheard(&mut spy, QUIET).await, 0);
+    // The same commit through a store with the default hints the listener.
+    commit_one(&store, 3).await;
+    assert!(overheard(&mut spy, QUIET).await >= 1);
     cancel.cancel();
     listener.await.unwrap();
     drop(spy);

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use sqlx::postgres::PgPoolOptions;
-use support::ORDER_EVENTS;
+use support::{LISTENING_BACKENDS, ORDER_EVENTS};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
 use tidings_postgres::{PgListener, PgOutboxOptions, PgOutboxStore};
 use tidings_testing::names::unique_name;
@@ -137,15 +137,12 @@ fn relay(
 async fn wait_for_listener(store: &PgOutboxStore) {
     let started = Instant::now();
     loop {
-        let found: Result<Option<i32>, _> = sqlx::query_scalar(
-            "select pid from pg_locks where locktype = 'advisory' and classid = $1::int4::oid \
-             and objid = hashtext($2)::oid and objsubid = 2 and granted limit 1",
-        )
-        .bind(PgListener::PRESENCE_LOCK_SPACE)
-        .bind(store.channel())
-        .fetch_optional(store.pool())
-        .await;
-        if let Ok(Some(_)) = found {
+        let found: Result<Vec<i32>, _> = sqlx::query_scalar(LISTENING_BACKENDS)
+            .bind(PgListener::PRESENCE_LOCK_SPACE)
+            .bind(store.channel())
+            .fetch_all(store.pool())
+            .await;
+        if found.is_ok_and(|backends| !backends.is_empty()) {
             return;
         }
         assert!(

@@ -119,18 +119,21 @@ async fn drop_stale_schemas(pool: &PgPool) {
     }
 }
 
+/// The backends holding a listener's presence lock on a channel: $1 the
+/// lock space, $2 the channel.
+pub(crate) const LISTENING_BACKENDS: &str = "select pid from pg_locks \
+    where locktype = 'advisory' and classid = $1::int4::oid \
+    and objid = hashtext($2)::oid and objsubid = 2 and granted order by pid";
+
 /// The server processes of the sessions listening on the store's channel,
 /// found by the presence lock each holds while it listens.
 pub(crate) async fn listening_backends(store: &PgOutboxStore) -> Vec<i32> {
-    sqlx::query_scalar(
-        "select pid from pg_locks where locktype = 'advisory' and classid = $1::int4::oid \
-         and objid = hashtext($2)::oid and objsubid = 2 and granted order by pid",
-    )
-    .bind(tidings_postgres::PgListener::PRESENCE_LOCK_SPACE)
-    .bind(store.channel())
-    .fetch_all(store.pool())
-    .await
-    .expect("pg_locks")
+    sqlx::query_scalar(LISTENING_BACKENDS)
+        .bind(tidings_postgres::PgListener::PRESENCE_LOCK_SPACE)
+        .bind(store.channel())
+        .fetch_all(store.pool())
+        .await
+        .expect("pg_locks")
 }
 
 /// The server process of a session listening on the store's channel
