@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::future::try_join_all;
-use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
+use lapin::options::{BasicPublishOptions, ConfirmSelectOptions, QueuePurgeOptions};
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use tidings_core::Envelope;
@@ -34,6 +34,14 @@ impl RawPublisher {
             _connection: connection,
             channel,
         })
+    }
+
+    /// Empties `queue`, so every round publishes into the same state.
+    pub(crate) async fn purge(&self, queue: &str) -> anyhow::Result<()> {
+        self.channel
+            .queue_purge(queue.into(), QueuePurgeOptions::default())
+            .await?;
+        Ok(())
     }
 
     /// Publishes `envelopes` to their destinations, `window` at a time,
