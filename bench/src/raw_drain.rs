@@ -23,8 +23,8 @@ pub(crate) async fn drain(
     let claim = format!(
         "with picked as (select id from {table} \
          where route = $1 and status = 'pending' and available_at <= now() \
-         order by id + 0 limit $2 for update skip locked) \
-         update {table} as o set status = 'in_flight', lease_token = $3, \
+         order by id + 0 limit {batch_size} for update skip locked) \
+         update {table} as o set status = 'in_flight', lease_token = $2, \
          lease_expires_at = now() + interval '30 seconds' \
          from picked where o.id = picked.id \
          returning o.id, o.event_id, o.event_type, o.payload"
@@ -36,7 +36,6 @@ pub(crate) async fn drain(
         let lease = Uuid::new_v4();
         let rows = sqlx::query(AssertSqlSafe(claim.clone()))
             .bind(spec.name())
-            .bind(batch_size as i64)
             .bind(lease)
             .fetch_all(store.pool())
             .await?;

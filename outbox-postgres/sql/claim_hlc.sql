@@ -5,13 +5,13 @@ with picked as (
     from {outbox}
     where route = $1 and status = 'pending' and available_at <= now()
     order by hlc nulls first, id
-    limit $2
+    limit {limit}
     for update skip locked
 )
 update {outbox} as o
 set status = 'in_flight',
-    lease_token = $3,
-    lease_expires_at = now() + $4 * interval '1 microsecond',
+    lease_token = $2,
+    lease_expires_at = now() + $3 * interval '1 microsecond',
     attempts_started = o.attempts_started + 1
 from picked
 where o.id = picked.id

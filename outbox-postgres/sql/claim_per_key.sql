@@ -24,13 +24,13 @@ with picked as (
       ))
     -- id + 0: the claim index's key, as in claim.sql
     order by r.id + 0
-    limit $2
+    limit {limit}
     for update of r skip locked
 )
 update {outbox} as o
 set status = 'in_flight',
-    lease_token = $3,
-    lease_expires_at = now() + $4 * interval '1 microsecond',
+    lease_token = $2,
+    lease_expires_at = now() + $3 * interval '1 microsecond',
     attempts_started = o.attempts_started + 1,
     key_lock = o.ordering_key
 from picked

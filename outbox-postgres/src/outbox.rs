@@ -32,9 +32,8 @@ impl OutboxStore for PgOutboxStore {
         let route = request.route;
         let lease = LeaseToken::new();
         let inner = self.inner();
-        let rows = sqlx::query(inner.sql.claim(route))
+        let rows = sqlx::query(inner.sql.claim.get(route, request.limit))
             .bind(route.name)
-            .bind(limit(request.limit))
             .bind(lease.0)
             .bind(micros(request.lease))
             .fetch_all(&inner.pool)

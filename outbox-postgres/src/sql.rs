@@ -2,8 +2,8 @@
 //! with the store's validated table names.
 
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
-use tidings_core::{OrderingMode, Route};
 
+use crate::claim_sql::ClaimStatements;
 use crate::names::TableNames;
 
 /// One versioned migration: applied once per schema, in version order.
@@ -61,10 +61,7 @@ pub(crate) struct Statements {
     pub(crate) stage_one_fresh: SqlStr,
     pub(crate) announce: SqlStr,
     pub(crate) listeners: SqlStr,
-    claim: SqlStr,
-    claim_hlc: SqlStr,
-    claim_per_key: SqlStr,
-    claim_per_key_hlc: SqlStr,
+    pub(crate) claim: ClaimStatements,
     pub(crate) settle: SqlStr,
     pub(crate) settle_published: SqlStr,
     pub(crate) settle_published_kept: SqlStr,
@@ -99,10 +96,7 @@ impl Statements {
             stage_one_fresh: sql(include_str!("../sql/stage_one_fresh.sql")),
             announce: sql(include_str!("../sql/announce.sql")),
             listeners: sql(include_str!("../sql/listeners.sql")),
-            claim: sql(include_str!("../sql/claim.sql")),
-            claim_hlc: sql(include_str!("../sql/claim_hlc.sql")),
-            claim_per_key: sql(include_str!("../sql/claim_per_key.sql")),
-            claim_per_key_hlc: sql(include_str!("../sql/claim_per_key_hlc.sql")),
+            claim: ClaimStatements::new(names),
             settle: sql(include_str!("../sql/settle.sql")),
             settle_published: sql(include_str!("../sql/settle_published.sql")),
             settle_published_kept: sql(include_str!("../sql/settle_published_kept.sql")),
@@ -112,16 +106,6 @@ impl Statements {
             stats: sql(include_str!("../sql/stats.sql")),
             inbox_mark: sql(include_str!("../sql/inbox_mark.sql")),
             inbox_purge: sql(include_str!("../sql/inbox_purge.sql")),
-        }
-    }
-
-    /// The claim statement for a route's ordering mode.
-    pub(crate) fn claim(&self, route: &Route) -> SqlStr {
-        match (route.ordering, route.hlc_ordering) {
-            (OrderingMode::PerKey, true) => self.claim_per_key_hlc.clone(),
-            (OrderingMode::PerKey, false) => self.claim_per_key.clone(),
-            (_, true) => self.claim_hlc.clone(),
-            (_, false) => self.claim.clone(),
         }
     }
 }
