@@ -13,6 +13,7 @@ use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 use tidings_core::{OrderingMode, Route};
 
 use crate::names::TableNames;
+use crate::store;
 
 /// Rendered statements kept per store; limits beyond these are rendered
 /// on every claim rather than kept.
@@ -64,9 +65,8 @@ impl ClaimStatements {
         if let Some((_, _, sql)) = rendered.iter().find(|(k, l, _)| (*k, *l) == (kind, limit)) {
             return sql.clone();
         }
-        // PostgreSQL's limit is a bigint.
-        let written = limit.min(i64::MAX as usize);
-        let text = self.templates[kind as usize].replace("{limit}", &written.to_string());
+        let written = store::limit(limit).to_string();
+        let text = self.templates[kind as usize].replace("{limit}", &written);
         // Safe: besides the store's validated, quoted names, the only text
         // written in is the decimal digits of an integer.
         let sql = AssertSqlSafe(text).into_sql_str();

@@ -119,11 +119,13 @@ async fn measure(
         }
     }
     anyhow::ensure!(relayed == total, "relayed {relayed} of {total} events");
-    let raw_rate = Figure::rate(NAME, "raw confirmed publishing", total, took[0]);
+    let took = |side: Side| took[side as usize];
+    let raw_rate = Figure::rate(NAME, "raw confirmed publishing", total, took(Side::Raw));
     report(raw_rate.clone());
-    report(Figure::rate(NAME, "RabbitPublisher alone", total, took[1]).limit(raw_rate.value));
+    let transport_rate = Figure::rate(NAME, "RabbitPublisher alone", total, took(Side::Transport));
+    report(transport_rate.limit(raw_rate.value));
     report(
-        Figure::rate(NAME, "relayed events", relayed, took[2])
+        Figure::rate(NAME, "relayed events", relayed, took(Side::Relay))
             .limit(raw_rate.value)
             .goal(Goal::RatioAtLeast(0.85)),
     );
