@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 use tidings_core::{OrderingMode, Route};
 
+use crate::ClaimMode;
 use crate::names::TableNames;
 use crate::store;
 
@@ -19,22 +20,29 @@ use crate::store;
 /// on every claim rather than kept.
 const KEPT: usize = 16;
 
-/// The four claim templates of a store and the statements rendered from
+/// The eight claim templates of a store and the statements rendered from
 /// them so far.
 #[derive(Debug, Clone)]
 pub(crate) struct ClaimStatements {
-    /// By [`Kind`], with the store's names filled in and `{limit}` open.
-    templates: Arc<[String; 4]>,
+    /// By [`Kind::index`], with the store's names filled in and `{limit}`
+    /// open.
+    templates: Arc<[String; 8]>,
     rendered: Arc<Mutex<Vec<(Kind, usize, SqlStr)>>>,
 }
 
-/// Which claim: by ordering mode and clock.
+/// Which claim: by ordering mode, clock and how the rows are held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Oldest,
-    OldestByClock,
-    PerKey,
-    PerKeyByClock,
+struct Kind {
+    per_key: bool,
+    by_clock: bool,
+    locked: bool,
+}
+
+impl Kind {
+    /// The position of the kind's template.
+    fn index(self) -> usize {
+        usize::from(self.per_key) * 2 + usize::from(self.by_clock) + usize::from(self.locked) * 4
+    }
 }
 
 impl ClaimStatements {
@@ -44,6 +52,10 @@ impl ClaimStatements {
             include_str!("../sql/claim_hlc.sql"),
             include_str!("../sql/claim_per_key.sql"),
             include_str!("../sql/claim_per_key_hlc.sql"),
+            include_str!("../sql/claim_locked.sql"),
+            include_str!("../sql/claim_locked_hlc.sql"),
+            include_str!("../sql/claim_per_key_locked.sql"),
+            include_str!("../sql/claim_per_key_locked_hlc.sql"),
         ]
         .map(|template| names.render(template));
         Self {
@@ -52,21 +64,22 @@ impl ClaimStatements {
         }
     }
 
-    /// The claim of at most `limit` rows for `route`'s ordering mode;
-    /// binds the route name, the lease token and the lease in microseconds.
-    pub(crate) fn get(&self, route: &Route, limit: usize) -> SqlStr {
-        let kind = match (route.ordering, route.hlc_ordering) {
-            (OrderingMode::PerKey, true) => Kind::PerKeyByClock,
-            (OrderingMode::PerKey, false) => Kind::PerKey,
-            (_, true) => Kind::OldestByClock,
-            (_, false) => Kind::Oldest,
+    /// The claim of at most `limit` rows for `route`'s ordering mode. A
+    /// leased claim binds the route name, the lease token and the lease in
+    /// microseconds; a locked one (`mode` [`ClaimMode::Locked`]) the route
+    /// name only.
+    pub(crate) fn get(&self, route: &Route, limit: usize, mode: ClaimMode) -> SqlStr {
+        let kind = Kind {
+            per_key: route.ordering == OrderingMode::PerKey,
+            by_clock: route.hlc_ordering,
+            locked: mode == ClaimMode::Locked,
         };
         let mut rendered = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, _, sql)) = rendered.iter().find(|(k, l, _)| (*k, *l) == (kind, limit)) {
             return sql.clone();
         }
         let written = store::limit(limit).to_string();
-        let text = self.templates[kind as usize].replace("{limit}", &written);
+        let text = self.templates[kind.index()].replace("{limit}", &written);
         // Safe: besides the store's validated, quoted names, the only text
         // written in is the decimal digits of an integer.
         let sql = AssertSqlSafe(text).into_sql_str();
@@ -90,16 +103,30 @@ mod tests {
         let names = TableNames::new("s", "o", "i").expect("valid names");
         let claims = ClaimStatements::new(&names);
         let route = EVENTS.route();
-        let sql = claims.get(route, 250);
+        let sql = claims.get(route, 250, ClaimMode::Leased);
         assert!(sql.as_str().contains("limit 250"), "{}", sql.as_str());
         assert!(!sql.as_str().contains('{'), "{}", sql.as_str());
-        assert_eq!(claims.get(route, 250).as_str(), sql.as_str());
-        let largest = claims.get(route, usize::MAX);
+        assert_eq!(
+            claims.get(route, 250, ClaimMode::Leased).as_str(),
+            sql.as_str()
+        );
+        let locked = claims.get(route, 250, ClaimMode::Locked);
+        assert!(
+            locked
+                .as_str()
+                .contains("limit 250\nfor update skip locked")
+        );
+        assert!(
+            !locked.as_str().contains("lease_token"),
+            "{}",
+            locked.as_str()
+        );
+        let largest = claims.get(route, usize::MAX, ClaimMode::Leased);
         assert!(largest.as_str().contains(&format!("limit {}\n", i64::MAX)));
         for limit in 0..2 * KEPT {
             assert!(
                 claims
-                    .get(route, limit)
+                    .get(route, limit, ClaimMode::Leased)
                     .as_str()
                     .contains(&format!("limit {limit}\n"))
             );

@@ -41,8 +41,9 @@ fn classify_code(code: &str) -> Class {
         // serialization failure, deadlock, lock not available, unique
         // violation (two claims of one ordering key racing)
         "40001" | "40P01" | "55P03" | "23505" => Class::Conflict,
-        // statement timeout
-        "57014" => Class::Conflict,
+        // statement timeout; a locked claim's transaction idle past its
+        // lease, ended by the server, which released its rows
+        "57014" | "25P03" => Class::Conflict,
         // undefined table, column, function, schema
         "42P01" | "42703" | "42883" | "3F000" => Class::Schema,
         _ => Class::Backend,

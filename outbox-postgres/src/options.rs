@@ -1,4 +1,4 @@
-//! How a store is set up: table names, retention and clock.
+//! How a store is set up: table names, retention, claims and clock.
 
 use tidings_core::{SharedClock, SystemClock};
 
@@ -12,6 +12,29 @@ pub enum Retention {
     /// Keep it as `published`, for audits or replays, until
     /// [`purge`](tidings_core::OutboxStore::purge) removes it.
     Keep,
+}
+
+/// How a relay's claim holds its rows until it settles them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClaimMode {
+    /// The claim commits at once, stamping the rows `in_flight` with a
+    /// lease token and expiry (the default). The publish may take any time;
+    /// settling writes under the token, a sweep returns rows whose lease
+    /// expired, and a row whose claims keep dying unsettled is failed as a
+    /// crash loop.
+    #[default]
+    Leased,
+    /// The claim locks the rows in a transaction that stays open while the
+    /// batch is published, and settling writes the outcomes and commits in
+    /// that transaction: one write per row instead of three, and nothing to
+    /// sweep, since a relay that dies simply rolls back. Meant for short
+    /// publishes. Each batch in flight holds a pooled connection (a
+    /// pipelined drain holds up to three); the lease bounds how long the
+    /// transaction may sit idle before PostgreSQL ends it and releases the
+    /// rows; claimed rows read as pending in
+    /// [`stats`](tidings_core::OutboxStore::stats); and a claim that dies
+    /// unsettled leaves no trace, so crash loops are not detected.
+    Locked,
 }
 
 /// Options of a [`PgOutboxStore`](crate::PgOutboxStore).
@@ -32,6 +55,7 @@ pub struct PgOutboxOptions {
     inbox_table: String,
     retention: Retention,
     remote_hints: bool,
+    claim_mode: ClaimMode,
     clock: SharedClock,
 }
 
@@ -88,6 +112,13 @@ impl PgOutboxOptions {
         self
     }
 
+    /// How relays' claims hold their rows ([`ClaimMode::Leased`] by
+    /// default). Stores of either mode can relay one table side by side.
+    pub fn claim_mode(mut self, mode: ClaimMode) -> Self {
+        self.claim_mode = mode;
+        self
+    }
+
     /// The clock stamping staged events (`occurred_at` and hybrid-clock
     /// stamps). Lease and retry times always use the database clock.
     pub fn with_clock(mut self, clock: SharedClock) -> Self {
@@ -120,6 +151,11 @@ impl PgOutboxOptions {
         self.remote_hints
     }
 
+    /// How relays' claims hold their rows.
+    pub fn get_claim_mode(&self) -> ClaimMode {
+        self.claim_mode
+    }
+
     pub(crate) fn clock(&self) -> &SharedClock {
         &self.clock
     }
@@ -133,6 +169,7 @@ impl Default for PgOutboxOptions {
             inbox_table: Self::DEFAULT_INBOX_TABLE.to_owned(),
             retention: Retention::default(),
             remote_hints: true,
+            claim_mode: ClaimMode::default(),
             clock: SystemClock::shared(),
         }
     }

@@ -10,10 +10,11 @@ use tidings_core::{
 use tracing::{debug, info, instrument};
 use uuid::Uuid;
 
+use crate::batch::Hold;
 use crate::error::store_error;
 use crate::record::{ClaimedRow, into_records};
 use crate::store::{limit, micros};
-use crate::{PgBatch, PgOutboxStore};
+use crate::{ClaimMode, PgBatch, PgOutboxStore, locked};
 
 impl OutboxStore for PgOutboxStore {
     type Batch = PgBatch;
@@ -29,10 +30,13 @@ impl OutboxStore for PgOutboxStore {
         err
     )]
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<PgBatch, StoreError> {
+        if self.options().get_claim_mode() == ClaimMode::Locked {
+            return locked::claim(self, request).await;
+        }
         let route = request.route;
         let lease = LeaseToken::new();
         let inner = self.inner();
-        let rows = sqlx::query(inner.sql.claim.get(route, request.limit))
+        let rows = sqlx::query(inner.sql.claim.get(route, request.limit, ClaimMode::Leased))
             .bind(route.name)
             .bind(lease.0)
             .bind(micros(request.lease))
@@ -50,6 +54,7 @@ impl OutboxStore for PgOutboxStore {
             route.name.to_owned(),
             lease,
             records,
+            Hold::Lease,
         ))
     }
 

@@ -65,6 +65,9 @@ pub(crate) struct Statements {
     pub(crate) settle: SqlStr,
     pub(crate) settle_published: SqlStr,
     pub(crate) settle_published_kept: SqlStr,
+    pub(crate) settle_locked: SqlStr,
+    pub(crate) settle_locked_published: SqlStr,
+    pub(crate) settle_locked_published_kept: SqlStr,
     pub(crate) sweep: SqlStr,
     pub(crate) requeue: SqlStr,
     pub(crate) purge: SqlStr,
@@ -100,6 +103,11 @@ impl Statements {
             settle: sql(include_str!("../sql/settle.sql")),
             settle_published: sql(include_str!("../sql/settle_published.sql")),
             settle_published_kept: sql(include_str!("../sql/settle_published_kept.sql")),
+            settle_locked: sql(include_str!("../sql/settle_locked.sql")),
+            settle_locked_published: sql(include_str!("../sql/settle_locked_published.sql")),
+            settle_locked_published_kept: sql(include_str!(
+                "../sql/settle_locked_published_kept.sql"
+            )),
             sweep: sql(include_str!("../sql/sweep.sql")),
             requeue: sql(include_str!("../sql/requeue.sql")),
             purge: sql(include_str!("../sql/purge.sql")),
@@ -137,6 +145,9 @@ mod tests {
             all.settle.as_str(),
             all.settle_published.as_str(),
             all.settle_published_kept.as_str(),
+            all.settle_locked.as_str(),
+            all.settle_locked_published.as_str(),
+            all.settle_locked_published_kept.as_str(),
             all.listeners.as_str(),
             all.stats.as_str(),
         ];

@@ -1,27 +1,31 @@
-//! The store conformance suite on PostgreSQL, with each retention. Every
-//! case runs in a schema of its own.
+//! The store conformance suite on PostgreSQL, with each retention and each
+//! claim mode. Every case runs in a schema of its own.
 
 mod support;
 
 use std::sync::Mutex;
 
 use tidings_core::StagedEvent;
-use tidings_postgres::{PgOutboxStore, Retention};
+use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
 use tidings_testing::store::StoreHarness;
 
 /// Remembers the stores it made so their schemas go after the case.
-struct Pg(Retention, Mutex<Vec<PgOutboxStore>>);
+struct Pg(Retention, ClaimMode, Mutex<Vec<PgOutboxStore>>);
 
 fn pg(retention: Retention) -> Pg {
-    Pg(retention, Mutex::default())
+    Pg(retention, ClaimMode::Leased, Mutex::default())
+}
+
+fn pg_locked(retention: Retention) -> Pg {
+    Pg(retention, ClaimMode::Locked, Mutex::default())
 }
 
 impl StoreHarness for Pg {
     type Store = PgOutboxStore;
 
     async fn store(&self) -> PgOutboxStore {
-        let store = support::store(self.0).await;
-        self.1.lock().unwrap().push(store.clone());
+        let store = support::store_with(self.0, self.1).await;
+        self.2.lock().unwrap().push(store.clone());
         store
     }
 
@@ -30,7 +34,7 @@ impl StoreHarness for Pg {
     }
 
     async fn teardown(&self) {
-        let stores = std::mem::take(&mut *self.1.lock().unwrap());
+        let stores = std::mem::take(&mut *self.2.lock().unwrap());
         for store in &stores {
             support::drop_schema(store).await;
         }
@@ -45,4 +49,14 @@ mod delete_on_publish {
 mod keep_published {
     use super::*;
     tidings_testing::store_conformance!(pg(Retention::Keep));
+}
+
+mod locked_delete_on_publish {
+    use super::*;
+    tidings_testing::store_conformance!(locked: pg_locked(Retention::Delete));
+}
+
+mod locked_keep_published {
+    use super::*;
+    tidings_testing::store_conformance!(locked: pg_locked(Retention::Keep));
 }

@@ -1,5 +1,6 @@
 //! Several relays on one outbox: exactly-once settlement, fenced leases and
-//! per-key order under concurrency.
+//! per-key order under concurrency. Where several relays run, half claim
+//! leased and half locked, on the same table.
 
 mod support;
 
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use support::{KEYED_EVENTS, ORDER_EVENTS, drop_schema, store_on};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Route, Settlement};
-use tidings_postgres::{PgOutboxStore, Retention};
+use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
 
 const LONG_LEASE: Duration = Duration::from_secs(300);
 
@@ -25,6 +26,16 @@ async fn claim(
         lease,
     };
     store.claim(request).await.expect("claim")
+}
+
+/// The relay store of relay `n`: `store` itself (leased claims) for even
+/// `n`, a store on the same table claiming locked for odd `n`.
+fn relay_store(store: &PgOutboxStore, n: u64) -> PgOutboxStore {
+    if n % 2 == 0 {
+        return store.clone();
+    }
+    let options = store.options().clone().claim_mode(ClaimMode::Locked);
+    PgOutboxStore::new(store.pool().clone(), options).expect("valid names")
 }
 
 fn number(record: &tidings_core::OutboxRecord) -> u64 {
@@ -67,15 +78,15 @@ fn published(batch: &impl ClaimedBatch) -> Vec<Settlement> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[allow(clippy::print_stderr)] // reports the drain rate
-async fn four_relays_drain_ten_thousand_events_each_exactly_once() {
+async fn four_relays_of_both_modes_drain_ten_thousand_events_each_exactly_once() {
     const EVENTS: u64 = 10_000;
     let store = store_on(support::pool(8).await, Retention::Delete).await;
     stage_all(&store, (0..EVENTS).map(|n| (n, None)), false).await;
 
     let started = Instant::now();
     let seen: Arc<Mutex<HashMap<u64, u32>>> = Arc::default();
-    let relays = (0..4).map(|_| {
-        let (store, seen) = (store.clone(), seen.clone());
+    let relays = (0..4).map(|n| {
+        let (store, seen) = (relay_store(&store, n), seen.clone());
         tokio::spawn(async move {
             loop {
                 let batch = claim(&store, ORDER_EVENTS.route(), 100, LONG_LEASE).await;
@@ -146,7 +157,7 @@ async fn a_swept_relays_late_mark_is_lost_and_the_new_owner_publishes_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn per_key_order_holds_with_four_relays_and_transient_failures() {
+async fn per_key_order_holds_with_four_relays_of_both_modes_and_transient_failures() {
     const KEYS: u64 = 20;
     const PER_KEY: u64 = 25;
     let store = store_on(support::pool(8).await, Retention::Delete).await;
@@ -159,7 +170,7 @@ async fn per_key_order_holds_with_four_relays_and_transient_failures() {
     let retries = Arc::new(Mutex::new(0_u32));
     let relays = (0..4).map(|relay| {
         let (store, in_flight, order, retries) = (
-            store.clone(),
+            relay_store(&store, relay),
             in_flight.clone(),
             order.clone(),
             retries.clone(),

@@ -116,8 +116,9 @@ pub trait ClaimedBatch: Send + 'static {
     fn records(&self) -> &[OutboxRecord];
 
     /// Applies the outcomes in as few round trips as the store can, each
-    /// fenced on the lease. Rows without an outcome stay claimed until their
-    /// lease expires.
+    /// fenced on the lease. Rows without an outcome stay claimed until the
+    /// lease expires (a leased batch) or are released untouched (a locked
+    /// one, whose transaction commits).
     fn settle(
         self,
         settlements: Vec<Settlement>,

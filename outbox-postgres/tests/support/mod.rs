@@ -10,7 +10,7 @@ use std::time::Duration;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 use tidings_core::{OutboxSpec, StagedEvent};
-use tidings_postgres::{PgOutboxOptions, PgOutboxStore, Retention};
+use tidings_postgres::{ClaimMode, PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{database_url, service_missing};
 
@@ -44,11 +44,26 @@ pub(crate) async fn store(retention: Retention) -> PgOutboxStore {
     store_on(pool(8).await, retention).await
 }
 
+/// A migrated store in a fresh schema, claiming in `mode`.
+pub(crate) async fn store_with(retention: Retention, mode: ClaimMode) -> PgOutboxStore {
+    store_on_with(pool(8).await, retention, mode).await
+}
+
 /// A migrated store in a fresh schema on `pool`.
 pub(crate) async fn store_on(pool: PgPool, retention: Retention) -> PgOutboxStore {
+    store_on_with(pool, retention, ClaimMode::Leased).await
+}
+
+/// A migrated store in a fresh schema on `pool`, claiming in `mode`.
+pub(crate) async fn store_on_with(
+    pool: PgPool,
+    retention: Retention,
+    mode: ClaimMode,
+) -> PgOutboxStore {
     let options = PgOutboxOptions::new()
         .schema(unique_name(SCHEMA_PREFIX))
-        .retention(retention);
+        .retention(retention)
+        .claim_mode(mode);
     let store = PgOutboxStore::new(pool, options).expect("valid names");
     store.migrate().await.expect("migrate");
     store

@@ -25,9 +25,26 @@ pub use ordering::*;
 /// Expands to one `#[tokio::test]` per case of the store conformance suite,
 /// each calling the case with the harness expression, then its
 /// `teardown`.
+///
+/// `store_conformance!(harness)` runs every case. A store whose claims hold
+/// their rows by locks in an open transaction rather than by a committed
+/// lease (so that there is no lease to expire, sweep or lose, and claimed
+/// rows are not counted in flight) runs `store_conformance!(locked:
+/// harness)`: every case but those four.
 #[macro_export]
 macro_rules! store_conformance {
     ($harness:expr) => {
+        $crate::store_conformance!(@common $harness;
+            stale_lease_marks_are_refused,
+            stale_published_marks_are_refused,
+            sweep_returns_expired_leases_counting_the_crash,
+            stats_report_depth_age_and_failures,
+        );
+    };
+    (locked: $harness:expr) => {
+        $crate::store_conformance!(@common $harness;);
+    };
+    (@common $harness:expr; $($leased:ident),* $(,)?) => {
         $crate::store_conformance!(@cases $harness;
             claim_returns_rows_oldest_first_with_every_field,
             claim_respects_limit_and_skips_claimed_rows,
@@ -36,18 +53,15 @@ macro_rules! store_conformance {
             hlc_ordering_claims_in_clock_order,
             concurrent_claims_never_overlap,
             published_rows_are_final,
-            stale_lease_marks_are_refused,
-            stale_published_marks_are_refused,
             rescheduled_rows_wait_for_available_at,
             failed_rows_stay_until_requeued,
             mixed_outcomes_settle_in_one_call,
-            sweep_returns_expired_leases_counting_the_crash,
             per_key_claims_the_oldest_row_of_each_key,
             per_key_retry_holds_back_only_its_key,
             per_key_failed_row_releases_its_key,
             per_key_concurrent_claimers_keep_key_order,
-            stats_report_depth_age_and_failures,
             purge_deletes_finished_rows_in_batches,
+            $($leased),*
         );
     };
     (@cases $harness:expr; $($case:ident),* $(,)?) => {

@@ -43,19 +43,26 @@ pub async fn per_key_claims_the_oldest_row_of_each_key<H: StoreHarness>(h: &H) {
     ];
     h.commit(&store, staged).await;
 
-    let first = claim(&store, &route, 10).await;
-    assert_eq!(numbers(&first), [1, 2, 4, 6]);
+    let first = claim(&store, &route, 1).await;
+    assert_eq!(numbers(&first), [1]);
+    let second = claim(&store, &route, 10).await;
+    assert_eq!(
+        numbers(&second),
+        [2, 4, 6],
+        "k1 waits for row 1; k2 gives only its oldest row"
+    );
     assert!(claim(&store, &route, 10).await.records().is_empty());
 
     let one = id_of(&first, 1);
     settle(first, vec![(one, Outcome::Published)]).await;
-    let second = claim(&store, &route, 10).await;
+    let third = claim(&store, &route, 10).await;
     assert_eq!(
-        numbers(&second),
+        numbers(&third),
         [3],
         "k1 moves on; k2 waits for row 2, still in flight"
     );
     assert!(claim(&store, &route, 10).await.records().is_empty());
+    drop(second);
 }
 
 /// A row waiting to be retried holds back its own key, and only that key.

@@ -1,0 +1,29 @@
+-- As claim_per_key_locked.sql, with "oldest" meaning first in hybrid-clock
+-- order.
+select
+    r.id, r.event_id, r.route, r.destination, r.event_type, r.payload, r.content_type,
+    r.headers::text as headers, r.ordering_key, r.correlation_id, r.causation_id,
+    r.tenant_id, r.occurred_at, r.hlc, r.attempts_started + 1 as attempts_started,
+    r.attempts_finished, r.last_error
+from {outbox} as r
+where r.route = $1 and r.status = 'pending' and r.available_at <= now()
+  and (r.ordering_key is null or (
+      r.ordering_key not in (
+          select f.key_lock
+          from {outbox} as f
+          where f.route = $1 and f.key_lock is not null
+      )
+      and not exists (
+          select 1
+          from {outbox} as k
+          where k.route = r.route and k.ordering_key = r.ordering_key
+            and k.status in ('pending', 'in_flight')
+            and (
+                (coalesce(k.hlc, -1), k.id) < (coalesce(r.hlc, -1), r.id)
+                or k.status = 'in_flight'
+            )
+      )
+  ))
+order by r.hlc nulls first, r.id
+limit {limit}
+for update of r skip locked

@@ -1,0 +1,155 @@
+//! Locked claims: the rows are locked in a transaction that stays open
+//! while they are published, then settled and committed in it.
+//!
+//! The claim rewrites nothing, so each row costs one write (its settle)
+//! instead of three (claim, settle, and the index entries the claim's
+//! rewrite adds). The open transaction fences the batch: no other claim
+//! can take a locked row, and if the relay dies, or sits idle in the
+//! transaction for longer than its lease, PostgreSQL rolls back and the
+//! rows are claimable again, untouched.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::Duration;
+
+use sqlx::{AssertSqlSafe, Postgres, SqlSafeStr, Transaction};
+use tidings_core::{ClaimRequest, LeaseToken, SettleReport, StoreError};
+use uuid::Uuid;
+
+use crate::batch::Hold;
+use crate::error::store_error;
+use crate::outcomes::OutcomeColumns;
+use crate::record::{ClaimedRow, into_records};
+use crate::{ClaimMode, PgBatch, PgOutboxStore};
+
+/// The open transaction of a locked batch and its rows' ids.
+pub(crate) struct LockedRows {
+    tx: Transaction<'static, Postgres>,
+    /// Row id by event id, for the rows this transaction locked.
+    ids: HashMap<Uuid, i64>,
+}
+
+impl fmt::Debug for LockedRows {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockedRows")
+            .field("rows", &self.ids.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Claims by locking rows in a transaction of their own, which may sit idle
+/// for at most the lease.
+pub(crate) async fn claim(
+    store: &PgOutboxStore,
+    request: ClaimRequest<'_>,
+) -> Result<PgBatch, StoreError> {
+    let route = request.route;
+    let inner = store.inner();
+    let mut tx = inner
+        .pool
+        .begin_with(begin_statement(request.lease))
+        .await
+        .map_err(store_error)?;
+    let rows = sqlx::query(inner.sql.claim.get(route, request.limit, ClaimMode::Locked))
+        .bind(route.name)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(store_error)?;
+    let rows = rows
+        .iter()
+        .map(ClaimedRow::decode)
+        .collect::<Result<Vec<_>, _>>()?;
+    tracing::Span::current().record("claimed", rows.len());
+    let hold = if rows.is_empty() {
+        tx.rollback().await.map_err(store_error)?;
+        Hold::Lease
+    } else {
+        let ids = rows
+            .iter()
+            .map(|r| (r.record.envelope.event_id, r.id))
+            .collect();
+        Hold::Locks(LockedRows { tx, ids })
+    };
+    let records = into_records(rows, route.hlc_ordering);
+    Ok(PgBatch::new(
+        store.clone(),
+        route.name.to_owned(),
+        LeaseToken::new(),
+        records,
+        hold,
+    ))
+}
+
+/// Opens the transaction and bounds how long it may sit idle (between
+/// statements, as while the batch is published) by the lease, so a hung
+/// relay gives its rows back. The only text written in is the decimal
+/// digits of an integer.
+fn begin_statement(lease: Duration) -> impl SqlSafeStr {
+    let millis = i32::try_from(lease.as_millis()).unwrap_or(i32::MAX).max(1);
+    AssertSqlSafe(format!(
+        "begin; set local idle_in_transaction_session_timeout = {millis}"
+    ))
+}
+
+impl LockedRows {
+    /// Writes the outcomes and commits, releasing the locks. Outcomes for
+    /// rows this batch does not hold change nothing and come back as lost;
+    /// rows left without an outcome are released untouched.
+    pub(crate) async fn settle(
+        mut self,
+        store: &PgOutboxStore,
+        mut columns: OutcomeColumns,
+    ) -> Result<SettleReport, StoreError> {
+        let foreign = columns.retain(|id| self.ids.contains_key(id));
+        let rows = match columns.is_empty() {
+            true => Vec::new(),
+            false => self.write(store, &columns).await?,
+        };
+        self.tx.commit().await.map_err(store_error)?;
+        let mut report = columns.report(rows)?;
+        report.lost.extend(foreign);
+        Ok(report)
+    }
+
+    /// Runs the settle statement in the open transaction.
+    async fn write(
+        &mut self,
+        store: &PgOutboxStore,
+        columns: &OutcomeColumns,
+    ) -> Result<Vec<sqlx::postgres::PgRow>, StoreError> {
+        let inner = store.inner();
+        let delete = store.delete_on_publish();
+        let ids: Vec<i64> = columns.event_id.iter().map(|id| self.ids[id]).collect();
+        let query = if columns.all_published() {
+            let statement = match delete {
+                true => inner.sql.settle_locked_published.clone(),
+                false => inner.sql.settle_locked_published_kept.clone(),
+            };
+            sqlx::query(statement).bind(ids)
+        } else {
+            sqlx::query(inner.sql.settle_locked.clone())
+                .bind(ids)
+                .bind(&columns.outcome)
+                .bind(&columns.delay_us)
+                .bind(&columns.error)
+                .bind(delete)
+        };
+        query.fetch_all(&mut *self.tx).await.map_err(store_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_idle_bound_is_the_lease_in_whole_milliseconds() {
+        let sql = |lease| begin_statement(lease).into_sql_str().as_str().to_owned();
+        assert_eq!(
+            sql(Duration::from_secs(30)),
+            "begin; set local idle_in_transaction_session_timeout = 30000"
+        );
+        assert!(sql(Duration::ZERO).ends_with("= 1"));
+        assert!(sql(Duration::MAX).ends_with(&format!("= {}", i32::MAX)));
+    }
+}

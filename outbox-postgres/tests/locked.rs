@@ -1,0 +1,191 @@
+//! Locked claims: rows held by locks in an open transaction, untouched
+//! until they settle, given back when the batch is dropped or sits idle
+//! past its lease.
+
+mod support;
+
+use std::time::Duration;
+
+use sqlx::Row;
+use support::{ORDER_EVENTS, drop_schema, store_with};
+use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement};
+use tidings_postgres::{ClaimMode, PgBatch, PgOutboxStore, Retention};
+use uuid::Uuid;
+
+const LONG_LEASE: Duration = Duration::from_secs(300);
+
+async fn claim(store: &PgOutboxStore, limit: usize, lease: Duration) -> PgBatch {
+    let request = ClaimRequest {
+        route: ORDER_EVENTS.route(),
+        limit,
+        lease,
+    };
+    store.claim(request).await.expect("claim")
+}
+
+async fn stage(store: &PgOutboxStore, events: u64) {
+    let mut ctx = store.begin().await.unwrap();
+    for n in 0..events {
+        ctx.outbox().stage(&ORDER_EVENTS, "test.event", &n).unwrap();
+    }
+    ctx.commit().await.unwrap();
+}
+
+fn outcomes(batch: &PgBatch, outcome: Outcome) -> Vec<Settlement> {
+    batch
+        .records()
+        .iter()
+        .map(|r| Settlement {
+            event_id: r.envelope.event_id,
+            outcome: outcome.clone(),
+        })
+        .collect()
+}
+
+/// Each row's status and attempts as stored, read outside any batch.
+async fn stored(store: &PgOutboxStore) -> Vec<(String, i32, i32)> {
+    let sql = format!(
+        "select status, attempts_started, attempts_finished from \"{}\".tidings_outbox order by id",
+        store.options().get_schema()
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .fetch_all(store.pool())
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect()
+}
+
+fn pending(n: usize, started: i32, finished: i32) -> Vec<(String, i32, i32)> {
+    vec![("pending".to_owned(), started, finished); n]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_claim_writes_nothing_until_it_settles() {
+    let store = store_with(Retention::Keep, ClaimMode::Locked).await;
+    stage(&store, 3).await;
+
+    let batch = claim(&store, 10, LONG_LEASE).await;
+    assert!(batch.is_locked());
+    assert_eq!(batch.records().len(), 3);
+    assert_eq!(batch.records()[0].attempts_started, 1);
+    assert_eq!(batch.records()[0].envelope.attempts, 1);
+    assert_eq!(stored(&store).await, pending(3, 0, 0));
+    let stats = store.stats(ORDER_EVENTS.name()).await.unwrap();
+    assert_eq!((stats.pending, stats.in_flight), (3, 0));
+    assert!(claim(&store, 10, LONG_LEASE).await.records().is_empty());
+
+    let settlements = outcomes_of_first_published(&batch);
+    let report = batch.settle(settlements).await.unwrap();
+    assert_eq!((report.published, report.rescheduled), (1, 2));
+    let published = ("published".to_owned(), 1, 1);
+    let rescheduled = pending(2, 1, 1);
+    assert_eq!(
+        stored(&store).await,
+        [vec![published], rescheduled].concat()
+    );
+    drop_schema(&store).await;
+}
+
+/// The first row published, the others rescheduled far ahead.
+fn outcomes_of_first_published(batch: &PgBatch) -> Vec<Settlement> {
+    let mut settlements = outcomes(
+        batch,
+        Outcome::Retry {
+            delay: Duration::from_secs(60),
+            error: "later".into(),
+        },
+    );
+    settlements[0].outcome = Outcome::Published;
+    settlements
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_locked_batch_gives_its_rows_back_untouched() {
+    let store = store_with(Retention::Delete, ClaimMode::Locked).await;
+    stage(&store, 2).await;
+
+    let batch = claim(&store, 10, LONG_LEASE).await;
+    assert_eq!(batch.records().len(), 2);
+    drop(batch);
+
+    let again = claim(&store, 10, LONG_LEASE).await;
+    assert_eq!(again.records().len(), 2);
+    assert_eq!(again.records()[0].attempts_started, 1, "no attempt counted");
+    let settlements = outcomes(&again, Outcome::Published);
+    assert_eq!(again.settle(settlements).await.unwrap().published, 2);
+    assert_eq!(support::row_count(&store).await, 0);
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_batch_idle_past_its_lease_is_ended_and_its_settle_fails() {
+    let store = store_with(Retention::Delete, ClaimMode::Locked).await;
+    stage(&store, 2).await;
+
+    let stuck = claim(&store, 10, Duration::from_millis(200)).await;
+    assert_eq!(stuck.records().len(), 2);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let new = claim(&store, 10, LONG_LEASE).await;
+    assert_eq!(new.records().len(), 2, "the server released the rows");
+
+    let settlements = outcomes(&stuck, Outcome::Published);
+    let error = stuck
+        .settle(settlements)
+        .await
+        .expect_err("the transaction was ended");
+    assert!(error.is_transient(), "{error:?}");
+    assert_eq!(support::row_count(&store).await, 2, "nothing was written");
+
+    let settlements = outcomes(&new, Outcome::Published);
+    assert_eq!(new.settle(settlements).await.unwrap().published, 2);
+    assert_eq!(support::row_count(&store).await, 0);
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_settle_touches_only_its_own_rows() {
+    let store = store_with(Retention::Delete, ClaimMode::Locked).await;
+    stage(&store, 2).await;
+
+    let first = claim(&store, 1, LONG_LEASE).await;
+    let second = claim(&store, 1, LONG_LEASE).await;
+    let foreign = second.records()[0].envelope.event_id;
+    let mut settlements = outcomes(&first, Outcome::Published);
+    settlements.push(Settlement {
+        event_id: foreign,
+        outcome: Outcome::Published,
+    });
+    settlements.push(Settlement {
+        event_id: Uuid::new_v4(),
+        outcome: Outcome::Published,
+    });
+
+    let report = first.settle(settlements).await.unwrap();
+    assert_eq!(report.published, 1);
+    assert_eq!(report.lost.len(), 2);
+    assert!(report.lost.contains(&foreign));
+    assert_eq!(support::row_count(&store).await, 1);
+    let settlements = outcomes(&second, Outcome::Published);
+    assert_eq!(second.settle(settlements).await.unwrap().published, 1);
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_locked_claim_holds_no_connection() {
+    let store = store_with(Retention::Delete, ClaimMode::Locked).await;
+    // More than the pool's 8 connections, all kept.
+    let mut empty = Vec::new();
+    for _ in 0..20 {
+        let batch = claim(&store, 10, LONG_LEASE).await;
+        assert!(batch.records().is_empty());
+        assert!(!batch.is_locked());
+        empty.push(batch);
+    }
+    stage(&store, 1).await;
+    let batch = claim(&store, 10, LONG_LEASE).await;
+    assert_eq!(batch.records().len(), 1);
+    drop((batch, empty));
+    drop_schema(&store).await;
+}
