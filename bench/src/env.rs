@@ -7,7 +7,7 @@ use anyhow::Context;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{AssertSqlSafe, PgPool};
 use tidings_core::OutboxSpec;
-use tidings_postgres::{PgOutboxOptions, PgOutboxStore, Retention};
+use tidings_postgres::{ClaimMode, PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_rabbitmq::{ConnectionOptions, QueueOptions, Topology};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{SETUP_COMMAND, amqp_url, database_url};
@@ -53,8 +53,23 @@ impl Env {
         prefix: &str,
         retention: Retention,
     ) -> anyhow::Result<PgOutboxStore> {
+        self.store_claiming(prefix, retention, ClaimMode::Leased)
+            .await
+    }
+
+    /// A store in a fresh schema named after `prefix`, migrated, whose
+    /// relays claim in `mode`.
+    pub(crate) async fn store_claiming(
+        &self,
+        prefix: &str,
+        retention: Retention,
+        mode: ClaimMode,
+    ) -> anyhow::Result<PgOutboxStore> {
         let schema = unique_name(&format!("bench_{prefix}"));
-        let options = PgOutboxOptions::new().schema(schema).retention(retention);
+        let options = PgOutboxOptions::new()
+            .schema(schema)
+            .retention(retention)
+            .claim_mode(mode);
         let store = PgOutboxStore::new(self.pool.clone(), options)?;
         store.migrate().await?;
         Ok(store)

@@ -61,7 +61,11 @@ fn drain_rabbitmq_measures_the_relay_and_raw_publishing() {
     assert_figures(
         &out,
         "drain-rabbitmq",
-        &["raw confirmed publishing", "relayed events"],
+        &[
+            "raw confirmed publishing",
+            "relayed events, leased claims",
+            "relayed events, locked claims",
+        ],
     );
 }
 

@@ -1,32 +1,34 @@
 //! drain-rabbitmq: a backlog relayed to RabbitMQ (persistent, confirmed),
-//! against lapin publishing the same messages with a confirm window of the
-//! relay's batch size. The backlog is staged and drained in rounds, each
-//! alternating with the raw publishing of the same number of messages and
-//! with the transport publishing them alone.
+//! with leased and with locked claims, against lapin publishing the same
+//! messages with a confirm window of the relay's batch size. The backlogs
+//! are staged and drained in rounds, each alternating with the raw
+//! publishing of the same number of messages and with the transport
+//! publishing them alone.
 //!
 //! Each side publishes into a queue of its own, emptied before every round,
-//! on a connection opened before the clock starts, and each round runs the
-//! sides in another of their six orders, so none meets a deeper queue, a
-//! colder connection or a busier moment than the others.
+//! on a connection opened before the clock starts, and the rounds run the
+//! sides in orders where each comes first, second, third and last equally
+//! often and follows each of the others equally often, so none meets a
+//! deeper queue, a colder connection or a busier moment than the others.
 
 use std::time::{Duration, Instant};
 
 use tidings_core::relay::{Relay, RelayConfig};
-use tidings_core::{Envelope, Publisher};
-use tidings_postgres::{PgOutboxStore, Retention};
+use tidings_core::{Envelope, OutboxSpec, Publisher};
+use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
 use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
 
 use crate::args::Sizes;
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
-use crate::payload::envelopes;
+use crate::payload::{Payload, envelopes};
 use crate::raw_publish::RawPublisher;
 use crate::report::{Figure, Goal};
 
 const NAME: &str = "drain-rabbitmq";
 
 /// Rounds each side runs, alternating, so that a change in the machine's
-/// load falls on all of them: one per order of the sides.
+/// load falls on all of them: one per order in [`ORDERS`].
 const ROUNDS: usize = ORDERS.len();
 
 pub(super) async fn run(
@@ -38,43 +40,54 @@ pub(super) async fn run(
         env.queue("bench-drain-raw").await?,
         env.queue("bench-drain-transport").await?,
         env.queue("bench-drain").await?,
+        env.queue("bench-drain-locked").await?,
     ];
-    let store = env.store("drain_rabbit", Retention::Delete).await?;
-    let result = measure(env, sizes, &store, queues, report).await;
-    env.drop_store(&store).await?;
+    let stores = [
+        env.store("drain_rabbit", Retention::Delete).await?,
+        env.store_claiming("drain_locked", Retention::Delete, ClaimMode::Locked)
+            .await?,
+    ];
+    let result = measure(env, sizes, &stores, queues, report).await;
+    for store in &stores {
+        env.drop_store(store).await?;
+    }
     for queue in queues {
         env.drop_queue(queue).await?;
     }
     result
 }
 
-/// The three sides, in the order of their queues.
+/// The four sides, in the order of their queues.
 #[derive(Debug, Clone, Copy)]
 enum Side {
     Raw,
     Transport,
     Relay,
+    LockedRelay,
 }
 
-/// Every order of the sides: over six rounds each goes first, second and
-/// last twice, and follows each of the others equally often.
-const ORDERS: [[Side; 3]; 6] = {
-    use Side::{Raw, Relay, Transport};
+/// The orders of the rounds: a balanced Latin square of the four sides and
+/// its rows reversed. Each side runs in each position twice and right
+/// after each other side twice.
+const ORDERS: [[Side; 4]; 8] = {
+    use Side::{LockedRelay as L, Raw as R, Relay as E, Transport as T};
     [
-        [Raw, Transport, Relay],
-        [Relay, Transport, Raw],
-        [Transport, Relay, Raw],
-        [Raw, Relay, Transport],
-        [Relay, Raw, Transport],
-        [Transport, Raw, Relay],
+        [R, T, L, E],
+        [T, E, R, L],
+        [E, L, T, R],
+        [L, R, E, T],
+        [E, L, T, R],
+        [L, R, E, T],
+        [R, T, L, E],
+        [T, E, R, L],
     ]
 };
 
 async fn measure(
     env: &Env,
     sizes: &Sizes,
-    store: &PgOutboxStore,
-    queues: [&'static str; 3],
+    stores: &[PgOutboxStore; 2],
+    queues: [&'static str; 4],
     report: &mut dyn FnMut(Figure),
 ) -> anyhow::Result<()> {
     let per_round = sizes.drain_events.div_ceil(ROUNDS);
@@ -87,20 +100,26 @@ async fn measure(
         PublisherOptions::default(),
     );
     let transport_envelopes = envelopes(queues[1], per_round)?;
-    let spec = spec(queues[2]);
-    let publisher =
-        RabbitPublisher::new(env.amqp("tidings-bench-relay"), PublisherOptions::default());
     // Both transport connections open, and find their exchange, untimed.
-    let warm = envelopes(queues[2], 1)?;
     transport.publish(&transport_envelopes[0]).await?;
-    publisher.publish(&warm[0]).await?;
-    let relay = Relay::new(store.clone(), publisher, spec)?
-        .config(RelayConfig::default().batch_size(sizes.batch_size));
-    let mut took = [Duration::ZERO; 3];
-    let mut relayed = 0;
+    let relays = [
+        relay(env, sizes, &stores[0], queues[2], "tidings-bench-relay").await?,
+        relay(
+            env,
+            sizes,
+            &stores[1],
+            queues[3],
+            "tidings-bench-relay-locked",
+        )
+        .await?,
+    ];
+    let mut took = [Duration::ZERO; 4];
+    let mut relayed = [0; 2];
     for order in ORDERS {
-        stage_pending(store, spec, per_round).await?;
-        env.vacuum(store).await?;
+        for (store, relay) in stores.iter().zip(&relays) {
+            stage_pending(store, relay.0, per_round).await?;
+            env.vacuum(store).await?;
+        }
         for queue in queues {
             raw.purge(queue).await?;
         }
@@ -110,26 +129,64 @@ async fn measure(
                 Side::Transport => {
                     publish_through(&transport, &transport_envelopes, sizes.batch_size).await?
                 }
-                Side::Relay => {
+                Side::Relay | Side::LockedRelay => {
+                    let n = side as usize - Side::Relay as usize;
                     let started = Instant::now();
-                    relayed += relay.drain().await?.published;
+                    relayed[n] += relays[n].1.drain().await?.published;
                     started.elapsed()
                 }
             };
         }
     }
-    anyhow::ensure!(relayed == total, "relayed {relayed} of {total} events");
+    for relayed in relayed {
+        anyhow::ensure!(relayed == total, "relayed {relayed} of {total} events");
+    }
     let took = |side: Side| took[side as usize];
     let raw_rate = Figure::rate(NAME, "raw confirmed publishing", total, took(Side::Raw));
     report(raw_rate.clone());
     let transport_rate = Figure::rate(NAME, "RabbitPublisher alone", total, took(Side::Transport));
     report(transport_rate.limit(raw_rate.value));
     report(
-        Figure::rate(NAME, "relayed events", relayed, took(Side::Relay))
-            .limit(raw_rate.value)
-            .goal(Goal::RatioAtLeast(0.85)),
+        Figure::rate(
+            NAME,
+            "relayed events, leased claims",
+            total,
+            took(Side::Relay),
+        )
+        .limit(raw_rate.value)
+        .goal(Goal::RatioAtLeast(0.85)),
+    );
+    report(
+        Figure::rate(
+            NAME,
+            "relayed events, locked claims",
+            total,
+            took(Side::LockedRelay),
+        )
+        .limit(raw_rate.value)
+        .goal(Goal::RatioAtLeast(0.85)),
     );
     Ok(())
+}
+
+/// A fresh route into `queue` and its relay on `store`, the relay's
+/// connection open.
+async fn relay(
+    env: &Env,
+    sizes: &Sizes,
+    store: &PgOutboxStore,
+    queue: &'static str,
+    connection_name: &str,
+) -> anyhow::Result<(
+    &'static OutboxSpec<Payload>,
+    Relay<PgOutboxStore, RabbitPublisher>,
+)> {
+    let publisher = RabbitPublisher::new(env.amqp(connection_name), PublisherOptions::default());
+    publisher.publish(&envelopes(queue, 1)?[0]).await?;
+    let spec = spec(queue);
+    let relay = Relay::new(store.clone(), publisher, spec)?
+        .config(RelayConfig::default().batch_size(sizes.batch_size));
+    Ok((spec, relay))
 }
 
 /// Publishes `envelopes` through the transport, `batch` at a time.

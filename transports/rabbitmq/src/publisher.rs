@@ -2,13 +2,14 @@
 
 use std::sync::Arc;
 
-use futures::future::join_all;
-use lapin::Channel;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
+use lapin::{Channel, Confirmation};
 use tidings_core::port::trace_outcome;
 use tidings_core::{Envelope, PublishError, Publisher};
 use tokio::sync::Mutex;
-use tokio::time::{Instant, timeout_at};
+use tokio::time::{Instant, sleep_until};
 use tracing::Instrument;
 
 use crate::connection::Connector;
@@ -190,13 +191,7 @@ impl RabbitPublisher {
             );
         }
         let deadline = Instant::now() + self.inner.options.confirm_timeout;
-        let answers = join_all(confirms.into_iter().map(|sent| async move {
-            match sent {
-                Ok(confirm) => timeout_at(deadline, confirm).await.map_err(drop),
-                Err(error) => Ok(Err(error)),
-            }
-        }))
-        .await;
+        let answers = confirmed_by(deadline, confirms).await;
         let mut again = Vec::new();
         let mut broken = false;
         for (mut out, sent) in batch.into_iter().zip(answers) {
@@ -225,6 +220,32 @@ impl RabbitPublisher {
     }
 }
 
+/// Awaits every confirm until `deadline`, under one timer for the batch
+/// rather than one per message; a confirm still missing then reads as no
+/// answer.
+async fn confirmed_by<C>(deadline: Instant, sent: Vec<Result<C, lapin::Error>>) -> Vec<Sent>
+where
+    C: Future<Output = Result<Confirmation, lapin::Error>>,
+{
+    let mut answers: Vec<Sent> = Vec::with_capacity(sent.len());
+    let waiting = FuturesUnordered::new();
+    for (index, sent) in sent.into_iter().enumerate() {
+        match sent {
+            Ok(confirm) => {
+                answers.push(Err(()));
+                waiting.push(async move { (index, confirm.await) });
+            }
+            Err(error) => answers.push(Ok(Err(error))),
+        }
+    }
+    let confirms = waiting.take_until(sleep_until(deadline));
+    let mut confirms = std::pin::pin!(confirms);
+    while let Some((index, answer)) = confirms.next().await {
+        answers[index] = Ok(answer);
+    }
+    answers
+}
+
 fn unsettled(error: lapin::Error, envelope: &Envelope) -> PublishError {
     publish_error(error, &envelope.destination, envelope.payload.len())
 }
@@ -246,5 +267,38 @@ impl Publisher for RabbitPublisher {
             messaging.batch.message_count = envelopes.len(),
         );
         self.publish_all(envelopes).instrument(span)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::{Future, pending, ready};
+    use std::pin::Pin;
+    use std::time::Duration;
+
+    use super::*;
+
+    type Confirm = Pin<Box<dyn Future<Output = Result<Confirmation, lapin::Error>> + Send>>;
+
+    #[tokio::test(start_paused = true)]
+    async fn confirms_missing_at_the_deadline_read_as_no_answer() {
+        let sent: Vec<Result<Confirm, lapin::Error>> = vec![
+            Ok(Box::pin(ready(Ok(Confirmation::Ack(None))))),
+            Ok(Box::pin(pending())),
+            Err(lapin::ErrorKind::InvalidChannelState(lapin::ChannelState::Closed, "test").into()),
+            Ok(Box::pin(async {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                Ok(Confirmation::Nack(None))
+            })),
+        ];
+        let deadline = Instant::now() + Duration::from_millis(10);
+
+        let answers = confirmed_by(deadline, sent).await;
+
+        assert!(matches!(answers[0], Ok(Ok(Confirmation::Ack(None)))));
+        assert!(answers[1].is_err(), "no answer by the deadline");
+        assert!(matches!(answers[2], Ok(Err(_))));
+        assert!(matches!(answers[3], Ok(Ok(Confirmation::Nack(None)))));
+        assert_eq!(Instant::now(), deadline);
     }
 }
