@@ -51,7 +51,11 @@ fn drain_noop_measures_the_relay_and_the_raw_loop() {
     assert_figures(
         &out,
         "drain-noop",
-        &["raw claim + delete loop", "relayed events"],
+        &[
+            "raw claim + delete loop",
+            "relayed events, leased claims",
+            "relayed events, locked claims",
+        ],
     );
 }
 

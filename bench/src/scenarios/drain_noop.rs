@@ -1,12 +1,17 @@
-//! drain-noop: a backlog relayed to a publisher that does nothing, against
-//! a bare claim-and-delete loop in plain SQL with the same batch size.
+//! drain-noop: a backlog relayed to a publisher that does nothing, with
+//! leased and with locked claims, against a bare claim-and-delete loop in
+//! plain SQL with the same batch size.
 
+use std::time::{Duration, Instant};
+
+use tidings_core::OutboxSpec;
 use tidings_core::relay::{Relay, RelayConfig};
-use tidings_postgres::Retention;
+use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
 
 use crate::args::Sizes;
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
+use crate::payload::Payload;
 use crate::publishers::NoopPublisher;
 use crate::raw_drain;
 use crate::report::{Figure, Goal};
@@ -19,36 +24,66 @@ pub(super) async fn run(
     report: &mut dyn FnMut(Figure),
 ) -> anyhow::Result<()> {
     let raw = env.store("drain_raw", Retention::Delete).await?;
-    let tidings = env.store("drain", Retention::Delete).await?;
+    let leased = env.store("drain", Retention::Delete).await?;
+    let locked = env
+        .store_claiming("drain_locked", Retention::Delete, ClaimMode::Locked)
+        .await?;
     let result = async {
         let spec = spec("bench-drain");
-        stage_pending(&raw, spec, sizes.drain_events).await?;
-        stage_pending(&tidings, spec, sizes.drain_events).await?;
-        env.vacuum(&raw).await?;
-        env.vacuum(&tidings).await?;
+        for store in [&raw, &leased, &locked] {
+            stage_pending(store, spec, sizes.drain_events).await?;
+            env.vacuum(store).await?;
+        }
         let (raw_moved, raw_took) = raw_drain::drain(&raw, spec, sizes.batch_size).await?;
-        let relay = Relay::new(tidings.clone(), NoopPublisher, spec)?
-            .config(RelayConfig::default().batch_size(sizes.batch_size));
-        let started = std::time::Instant::now();
-        let drained = relay.drain().await?;
-        let took = started.elapsed();
-        anyhow::ensure!(
-            drained.published == sizes.drain_events,
-            "relayed {} of {} events",
-            drained.published,
-            sizes.drain_events
-        );
         let raw_rate = Figure::rate(NAME, "raw claim + delete loop", raw_moved, raw_took);
         report(raw_rate.clone());
+        let took = drain(&leased, spec, sizes).await?;
         report(
-            Figure::rate(NAME, "relayed events", drained.published, took)
-                .limit(raw_rate.value)
-                .goal(Goal::RatioAtLeast(0.6)),
+            Figure::rate(
+                NAME,
+                "relayed events, leased claims",
+                sizes.drain_events,
+                took,
+            )
+            .limit(raw_rate.value)
+            .goal(Goal::RatioAtLeast(0.6)),
+        );
+        let took = drain(&locked, spec, sizes).await?;
+        report(
+            Figure::rate(
+                NAME,
+                "relayed events, locked claims",
+                sizes.drain_events,
+                took,
+            )
+            .limit(raw_rate.value)
+            .goal(Goal::RatioAtLeast(0.6)),
         );
         Ok(())
     }
     .await;
-    env.drop_store(&raw).await?;
-    env.drop_store(&tidings).await?;
+    for store in [&raw, &leased, &locked] {
+        env.drop_store(store).await?;
+    }
     result
+}
+
+/// Relays every pending event of `store`; returns how long it took.
+async fn drain(
+    store: &PgOutboxStore,
+    spec: &'static OutboxSpec<Payload>,
+    sizes: &Sizes,
+) -> anyhow::Result<Duration> {
+    let relay = Relay::new(store.clone(), NoopPublisher, spec)?
+        .config(RelayConfig::default().batch_size(sizes.batch_size));
+    let started = Instant::now();
+    let drained = relay.drain().await?;
+    let took = started.elapsed();
+    anyhow::ensure!(
+        drained.published == sizes.drain_events,
+        "relayed {} of {} events",
+        drained.published,
+        sizes.drain_events
+    );
+    Ok(took)
 }
