@@ -8,8 +8,9 @@
 //! commits then sends a wake-up hint. The goal applies to the first; the
 //! second shows what the hints cost.
 //!
-//! The sides alternate in rounds on tables of their own, so a change in the
-//! machine's load during the run falls on all of them.
+//! The sides alternate in rounds on tables of their own, in every order,
+//! so a change in the machine's load during the run falls on all of them
+//! and none always follows the same other side.
 
 use std::time::Duration;
 
@@ -26,8 +27,9 @@ use crate::payload::Payload;
 use crate::report::{Figure, Goal};
 
 const NAME: &str = "stage";
-/// Rounds each side runs, alternating.
-const ROUNDS: usize = 10;
+/// Rounds each side runs, alternating: every order of the three sides
+/// twice, so each side runs first, second and last equally often.
+const ROUNDS: usize = 12;
 
 pub(super) async fn run(
     env: &Env,
@@ -100,13 +102,42 @@ async fn measure(stores: &Stores, sizes: &Sizes) -> anyhow::Result<Took> {
 async fn rounds(stores: &Stores, sizes: &Sizes) -> anyhow::Result<Took> {
     let (clients, per_round) = (sizes.clients, sizes.stage_transactions.div_ceil(ROUNDS));
     let mut took = Took::default();
-    for _ in 0..ROUNDS {
-        took.raw += stage_raw(&stores.raw, clients, per_round).await?;
-        took.unheard += stage_tidings(&stores.unheard, clients, per_round).await?;
-        took.heard += stage_tidings(&stores.heard, clients, per_round).await?;
+    for round in 0..ROUNDS {
+        for side in ORDERS[round % ORDERS.len()] {
+            match side {
+                Side::Raw => took.raw += stage_raw(&stores.raw, clients, per_round).await?,
+                Side::Unheard => {
+                    took.unheard += stage_tidings(&stores.unheard, clients, per_round).await?
+                }
+                Side::Heard => {
+                    took.heard += stage_tidings(&stores.heard, clients, per_round).await?
+                }
+            }
+        }
     }
     Ok(took)
 }
+
+/// The three sides of a round.
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    Raw,
+    Unheard,
+    Heard,
+}
+
+/// Every order of the sides.
+const ORDERS: [[Side; 3]; 6] = {
+    use Side::{Heard as H, Raw as R, Unheard as U};
+    [
+        [R, U, H],
+        [H, U, R],
+        [U, H, R],
+        [R, H, U],
+        [H, R, U],
+        [U, R, H],
+    ]
+};
 
 async fn create_orders(store: &PgOutboxStore) -> anyhow::Result<()> {
     let sql = format!(
