@@ -1,21 +1,16 @@
--- Claims the oldest claimable rows of a route under a fresh lease. Ordered
--- by `id + 0`, the key of the claim index, so that index serves it whatever
--- the statistics say. The row limit is written into the statement: with a
--- parameter there, PostgreSQL's generic plan assumes a tenth of the table
--- and loses to a fresh plan every time, so every claim was planned anew.
+-- Claims the rows that one of the claimable*.sql selections, written in
+-- below, takes, under a fresh lease committed with the statement. On a
+-- per-key route ($4) each claimed row also takes its key's lock.
 with picked as (
-    select id
-    from {outbox}
-    where route = $1 and status = 'pending' and available_at <= now()
-    order by id + 0
-    limit {limit}
-    for update skip locked
+    select r.id
+    {claimable}
 )
 update {outbox} as o
 set status = 'in_flight',
     lease_token = $2,
     lease_expires_at = now() + $3 * interval '1 microsecond',
-    attempts_started = o.attempts_started + 1
+    attempts_started = o.attempts_started + 1,
+    key_lock = case when $4 then o.ordering_key end
 from picked
 where o.id = picked.id
 returning

@@ -20,8 +20,9 @@ use crate::store;
 /// on every claim rather than kept.
 const KEPT: usize = 16;
 
-/// The eight claim templates of a store and the statements rendered from
-/// them so far.
+/// The eight claim templates of a store (each of the two claims around
+/// each of the four selections of claimable rows) and the statements
+/// rendered from them so far.
 #[derive(Debug, Clone)]
 pub(crate) struct ClaimStatements {
     /// By [`Kind::index`], with the store's names filled in and `{limit}`
@@ -47,17 +48,21 @@ impl Kind {
 
 impl ClaimStatements {
     pub(crate) fn new(names: &TableNames) -> Self {
-        let templates = [
+        let selections = [
+            include_str!("../sql/claimable.sql"),
+            include_str!("../sql/claimable_hlc.sql"),
+            include_str!("../sql/claimable_per_key.sql"),
+            include_str!("../sql/claimable_per_key_hlc.sql"),
+        ];
+        let claims = [
             include_str!("../sql/claim.sql"),
-            include_str!("../sql/claim_hlc.sql"),
-            include_str!("../sql/claim_per_key.sql"),
-            include_str!("../sql/claim_per_key_hlc.sql"),
             include_str!("../sql/claim_locked.sql"),
-            include_str!("../sql/claim_locked_hlc.sql"),
-            include_str!("../sql/claim_per_key_locked.sql"),
-            include_str!("../sql/claim_per_key_locked_hlc.sql"),
-        ]
-        .map(|template| names.render(template));
+        ];
+        let templates = std::array::from_fn(|index| {
+            let selection = selections[index % 4];
+            let claim = claims[index / 4];
+            names.render(&claim.replace("{claimable}", &without_heading(selection)))
+        });
         Self {
             templates: Arc::new(templates),
             rendered: Arc::default(),
@@ -65,9 +70,9 @@ impl ClaimStatements {
     }
 
     /// The claim of at most `limit` rows for `route`'s ordering mode. A
-    /// leased claim binds the route name, the lease token and the lease in
-    /// microseconds; a locked one (`mode` [`ClaimMode::Locked`]) the route
-    /// name only.
+    /// leased claim binds the route name, the lease token, the lease in
+    /// microseconds and whether the route is per key; a locked one (`mode`
+    /// [`ClaimMode::Locked`]) the route name only.
     pub(crate) fn get(&self, route: &Route, limit: usize, mode: ClaimMode) -> SqlStr {
         let kind = Kind {
             per_key: route.ordering == OrderingMode::PerKey,
@@ -90,6 +95,15 @@ impl ClaimStatements {
     }
 }
 
+/// A selection without the comment lines that head its file.
+fn without_heading(selection: &str) -> String {
+    let body: Vec<&str> = selection
+        .lines()
+        .skip_while(|line| line.starts_with("--"))
+        .collect();
+    body.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use tidings_core::OutboxSpec;
@@ -110,17 +124,6 @@ mod tests {
             claims.get(route, 250, ClaimMode::Leased).as_str(),
             sql.as_str()
         );
-        let locked = claims.get(route, 250, ClaimMode::Locked);
-        assert!(
-            locked
-                .as_str()
-                .contains("limit 250\nfor update skip locked")
-        );
-        assert!(
-            !locked.as_str().contains("lease_token"),
-            "{}",
-            locked.as_str()
-        );
         let largest = claims.get(route, usize::MAX, ClaimMode::Leased);
         assert!(largest.as_str().contains(&format!("limit {}\n", i64::MAX)));
         for limit in 0..2 * KEPT {
@@ -130,6 +133,29 @@ mod tests {
                     .as_str()
                     .contains(&format!("limit {limit}\n"))
             );
+        }
+    }
+
+    #[test]
+    fn each_claim_is_written_around_each_selection() {
+        let names = TableNames::new("s", "o", "i").expect("valid names");
+        let claims = ClaimStatements::new(&names);
+        for (index, template) in claims.templates.iter().enumerate() {
+            let sql = template.replace("{limit}", "7");
+            assert!(!sql.contains('{'), "{sql}");
+            assert!(
+                sql.contains("limit 7\nfor update of r skip locked"),
+                "{sql}"
+            );
+            assert_eq!(sql.contains("with picked"), index < 4, "{sql}");
+            assert_eq!(sql.contains("not exists"), index % 4 >= 2, "{sql}");
+            assert_eq!(sql.contains("r.hlc nulls first"), index % 2 == 1, "{sql}");
+            // Only the claim's own heading is a comment line at the start.
+            let selection_heading = sql
+                .lines()
+                .skip(1)
+                .position(|l| l.starts_with("-- The rows"));
+            assert_eq!(selection_heading, None, "{sql}");
         }
     }
 }

@@ -55,11 +55,7 @@ pub(crate) async fn claim(
         .fetch_all(&mut *tx)
         .await
         .map_err(store_error)?;
-    let rows = rows
-        .iter()
-        .map(ClaimedRow::decode)
-        .collect::<Result<Vec<_>, _>>()?;
-    tracing::Span::current().record("claimed", rows.len());
+    let rows = ClaimedRow::decode_all(&rows)?;
     let hold = if rows.is_empty() {
         tx.rollback().await.map_err(store_error)?;
         Hold::Lease

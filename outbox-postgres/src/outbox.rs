@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use sqlx::Row;
 use tidings_core::{
-    ClaimRequest, LeaseToken, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus, Requeue,
-    StoreError,
+    ClaimRequest, LeaseToken, OrderingMode, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus,
+    Requeue, StoreError,
 };
 use tracing::{debug, info, instrument};
 use uuid::Uuid;
@@ -40,14 +40,11 @@ impl OutboxStore for PgOutboxStore {
             .bind(route.name)
             .bind(lease.0)
             .bind(micros(request.lease))
+            .bind(route.ordering == OrderingMode::PerKey)
             .fetch_all(&inner.pool)
             .await
             .map_err(store_error)?;
-        let rows = rows
-            .iter()
-            .map(ClaimedRow::decode)
-            .collect::<Result<Vec<_>, _>>()?;
-        tracing::Span::current().record("claimed", rows.len());
+        let rows = ClaimedRow::decode_all(&rows)?;
         let records = into_records(rows, route.hlc_ordering);
         Ok(PgBatch::new(
             self.clone(),

@@ -23,6 +23,17 @@ pub(crate) struct ClaimedRow {
 }
 
 impl ClaimedRow {
+    /// Decodes every row a claim statement returned, and records their
+    /// number as the current span's `claimed`.
+    pub(crate) fn decode_all(rows: &[PgRow]) -> Result<Vec<Self>, StoreError> {
+        let rows = rows
+            .iter()
+            .map(Self::decode)
+            .collect::<Result<Vec<_>, _>>()?;
+        tracing::Span::current().record("claimed", rows.len());
+        Ok(rows)
+    }
+
     /// Decodes a row returned by a claim statement.
     pub(crate) fn decode(row: &PgRow) -> Result<Self, StoreError> {
         let event_id: Uuid = row.try_get("event_id").map_err(store_error)?;

@@ -10,6 +10,7 @@ use sqlx::Row;
 use support::{ORDER_EVENTS, drop_schema, store_with};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement};
 use tidings_postgres::{ClaimMode, PgBatch, PgOutboxStore, Retention};
+use tidings_testing::store::settle_all;
 use uuid::Uuid;
 
 const LONG_LEASE: Duration = Duration::from_secs(300);
@@ -29,17 +30,6 @@ async fn stage(store: &PgOutboxStore, events: u64) {
         ctx.outbox().stage(&ORDER_EVENTS, "test.event", &n).unwrap();
     }
     ctx.commit().await.unwrap();
-}
-
-fn outcomes(batch: &PgBatch, outcome: Outcome) -> Vec<Settlement> {
-    batch
-        .records()
-        .iter()
-        .map(|r| Settlement {
-            event_id: r.envelope.event_id,
-            outcome: outcome.clone(),
-        })
-        .collect()
 }
 
 /// Each row's status and attempts as stored, read outside any batch.
@@ -90,7 +80,7 @@ async fn a_locked_claim_writes_nothing_until_it_settles() {
 
 /// The first row published, the others rescheduled far ahead.
 fn outcomes_of_first_published(batch: &PgBatch) -> Vec<Settlement> {
-    let mut settlements = outcomes(
+    let mut settlements = settle_all(
         batch,
         Outcome::Retry {
             delay: Duration::from_secs(60),
@@ -113,7 +103,7 @@ async fn a_dropped_locked_batch_gives_its_rows_back_untouched() {
     let again = claim(&store, 10, LONG_LEASE).await;
     assert_eq!(again.records().len(), 2);
     assert_eq!(again.records()[0].attempts_started, 1, "no attempt counted");
-    let settlements = outcomes(&again, Outcome::Published);
+    let settlements = settle_all(&again, Outcome::Published);
     assert_eq!(again.settle(settlements).await.unwrap().published, 2);
     assert_eq!(support::row_count(&store).await, 0);
     drop_schema(&store).await;
@@ -130,7 +120,7 @@ async fn a_locked_batch_idle_past_its_lease_is_ended_and_its_settle_fails() {
     let new = claim(&store, 10, LONG_LEASE).await;
     assert_eq!(new.records().len(), 2, "the server released the rows");
 
-    let settlements = outcomes(&stuck, Outcome::Published);
+    let settlements = settle_all(&stuck, Outcome::Published);
     let error = stuck
         .settle(settlements)
         .await
@@ -138,7 +128,7 @@ async fn a_locked_batch_idle_past_its_lease_is_ended_and_its_settle_fails() {
     assert!(error.is_transient(), "{error:?}");
     assert_eq!(support::row_count(&store).await, 2, "nothing was written");
 
-    let settlements = outcomes(&new, Outcome::Published);
+    let settlements = settle_all(&new, Outcome::Published);
     assert_eq!(new.settle(settlements).await.unwrap().published, 2);
     assert_eq!(support::row_count(&store).await, 0);
     drop_schema(&store).await;
@@ -152,7 +142,7 @@ async fn a_locked_settle_touches_only_its_own_rows() {
     let first = claim(&store, 1, LONG_LEASE).await;
     let second = claim(&store, 1, LONG_LEASE).await;
     let foreign = second.records()[0].envelope.event_id;
-    let mut settlements = outcomes(&first, Outcome::Published);
+    let mut settlements = settle_all(&first, Outcome::Published);
     settlements.push(Settlement {
         event_id: foreign,
         outcome: Outcome::Published,
@@ -167,7 +157,7 @@ async fn a_locked_settle_touches_only_its_own_rows() {
     assert_eq!(report.lost.len(), 2);
     assert!(report.lost.contains(&foreign));
     assert_eq!(support::row_count(&store).await, 1);
-    let settlements = outcomes(&second, Outcome::Published);
+    let settlements = settle_all(&second, Outcome::Published);
     assert_eq!(second.settle(settlements).await.unwrap().published, 1);
     drop_schema(&store).await;
 }

@@ -2,19 +2,15 @@
 //! leased and with locked claims, against a bare claim-and-delete loop in
 //! plain SQL with the same batch size.
 
-use std::time::{Duration, Instant};
-
-use tidings_core::OutboxSpec;
-use tidings_core::relay::{Relay, RelayConfig};
-use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
+use tidings_postgres::{ClaimMode, Retention};
 
 use crate::args::Sizes;
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
-use crate::payload::Payload;
-use crate::publishers::NoopPublisher;
 use crate::raw_drain;
 use crate::report::{Figure, Goal};
+
+use super::relay_to_nothing;
 
 const NAME: &str = "drain-noop";
 
@@ -37,7 +33,7 @@ pub(super) async fn run(
         let (raw_moved, raw_took) = raw_drain::drain(&raw, spec, sizes.batch_size).await?;
         let raw_rate = Figure::rate(NAME, "raw claim + delete loop", raw_moved, raw_took);
         report(raw_rate.clone());
-        let took = drain(&leased, spec, sizes).await?;
+        let took = relay_to_nothing(&leased, spec, sizes, sizes.drain_events).await?;
         report(
             Figure::rate(
                 NAME,
@@ -48,7 +44,7 @@ pub(super) async fn run(
             .limit(raw_rate.value)
             .goal(Goal::RatioAtLeast(0.6)),
         );
-        let took = drain(&locked, spec, sizes).await?;
+        let took = relay_to_nothing(&locked, spec, sizes, sizes.drain_events).await?;
         report(
             Figure::rate(
                 NAME,
@@ -66,24 +62,4 @@ pub(super) async fn run(
         env.drop_store(store).await?;
     }
     result
-}
-
-/// Relays every pending event of `store`; returns how long it took.
-async fn drain(
-    store: &PgOutboxStore,
-    spec: &'static OutboxSpec<Payload>,
-    sizes: &Sizes,
-) -> anyhow::Result<Duration> {
-    let relay = Relay::new(store.clone(), NoopPublisher, spec)?
-        .config(RelayConfig::default().batch_size(sizes.batch_size));
-    let started = Instant::now();
-    let drained = relay.drain().await?;
-    let took = started.elapsed();
-    anyhow::ensure!(
-        drained.published == sizes.drain_events,
-        "relayed {} of {} events",
-        drained.published,
-        sizes.drain_events
-    );
-    Ok(took)
 }

@@ -3,16 +3,16 @@
 //! empty table. Both stores keep published rows, so both drains write the
 //! same way. The two tables are drained in alternating rounds.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tidings_core::relay::{Relay, RelayConfig};
-use tidings_postgres::{PgOutboxStore, Retention};
+use tidings_postgres::Retention;
 
 use crate::args::Sizes;
 use crate::env::{Env, spec};
 use crate::load::{insert_published, stage_pending};
-use crate::publishers::NoopPublisher;
 use crate::report::{Figure, Goal};
+
+use super::relay_to_nothing;
 
 const NAME: &str = "growth";
 /// Rounds each table is drained in, alternating, so that a change in the
@@ -36,8 +36,8 @@ pub(super) async fn run(
                 stage_pending(store, spec, per_round).await?;
                 env.vacuum(store).await?;
             }
-            empty_took += drain(&empty, spec, sizes, per_round).await?;
-            full_took += drain(&full, spec, sizes, per_round).await?;
+            empty_took += relay_to_nothing(&empty, spec, sizes, per_round).await?;
+            full_took += relay_to_nothing(&full, spec, sizes, per_round).await?;
         }
         let total = per_round * ROUNDS;
         let empty_rate = Figure::rate(NAME, "relayed events, empty table", total, empty_took);
@@ -57,24 +57,4 @@ pub(super) async fn run(
     env.drop_store(&empty).await?;
     env.drop_store(&full).await?;
     result
-}
-
-/// Relays the `count` pending events of `store`; returns how long it took.
-async fn drain(
-    store: &PgOutboxStore,
-    spec: &'static tidings_core::OutboxSpec<crate::payload::Payload>,
-    sizes: &Sizes,
-    count: usize,
-) -> anyhow::Result<Duration> {
-    let relay = Relay::new(store.clone(), NoopPublisher, spec)?
-        .config(RelayConfig::default().batch_size(sizes.batch_size));
-    let started = Instant::now();
-    let drained = relay.drain().await?;
-    let took = started.elapsed();
-    anyhow::ensure!(
-        drained.published == count,
-        "relayed {} of {count} events",
-        drained.published
-    );
-    Ok(took)
 }

@@ -10,10 +10,17 @@ mod latency;
 mod memory;
 mod stage;
 
+use std::time::{Duration, Instant};
+
 use anyhow::bail;
+use tidings_core::OutboxSpec;
+use tidings_core::relay::{Relay, RelayConfig};
+use tidings_postgres::PgOutboxStore;
 
 use crate::args::Sizes;
 use crate::env::Env;
+use crate::payload::Payload;
+use crate::publishers::NoopPublisher;
 use crate::report::Figure;
 
 pub(crate) use memory::run_child;
@@ -92,4 +99,25 @@ impl Scenario {
             Scenario::Growth => growth::run(env, sizes, report).await,
         }
     }
+}
+
+/// Relays the `count` pending events of `store` to a publisher that does
+/// nothing; returns how long it took.
+async fn relay_to_nothing(
+    store: &PgOutboxStore,
+    spec: &'static OutboxSpec<Payload>,
+    sizes: &Sizes,
+    count: usize,
+) -> anyhow::Result<Duration> {
+    let relay = Relay::new(store.clone(), NoopPublisher, spec)?
+        .config(RelayConfig::default().batch_size(sizes.batch_size));
+    let started = Instant::now();
+    let drained = relay.drain().await?;
+    let took = started.elapsed();
+    anyhow::ensure!(
+        drained.published == count,
+        "relayed {} of {count} events",
+        drained.published
+    );
+    Ok(took)
 }

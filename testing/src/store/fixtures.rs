@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tidings_core::{
-    ClaimRequest, ClaimedBatch, Envelope, Hlc, OrderingMode, OutboxStore, RetryPolicy, Route,
-    StagedEvent,
+    ClaimRequest, ClaimedBatch, Envelope, Hlc, OrderingMode, OutboxStore, Outcome, RetryPolicy,
+    Route, Settlement, StagedEvent,
 };
 
 use crate::names::unique_name;
@@ -77,6 +77,18 @@ pub fn numbers<B: ClaimedBatch>(batch: &B) -> Vec<u32> {
                 .unwrap()
                 .parse()
                 .unwrap()
+        })
+        .collect()
+}
+
+/// The same outcome for every row of `batch`.
+pub fn settle_all<B: ClaimedBatch>(batch: &B, outcome: Outcome) -> Vec<Settlement> {
+    batch
+        .records()
+        .iter()
+        .map(|r| Settlement {
+            event_id: r.envelope.event_id,
+            outcome: outcome.clone(),
         })
         .collect()
 }

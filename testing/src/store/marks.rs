@@ -5,18 +5,9 @@ use std::time::Duration;
 use tidings_core::{ClaimedBatch, OrderingMode, OutboxStore, Outcome, Settlement};
 
 use super::StoreHarness;
-use super::fixtures::{SHORT_LEASE, claim, claim_leased, claim_within, event, numbers, route};
-
-fn settle_all<B: ClaimedBatch>(batch: &B, outcome: Outcome) -> Vec<Settlement> {
-    batch
-        .records()
-        .iter()
-        .map(|r| Settlement {
-            event_id: r.envelope.event_id,
-            outcome: outcome.clone(),
-        })
-        .collect()
-}
+use super::fixtures::{
+    SHORT_LEASE, claim, claim_leased, claim_within, event, numbers, route, settle_all,
+};
 
 /// A published row is never claimed again.
 pub async fn published_rows_are_final<H: StoreHarness>(h: &H) {

@@ -15,7 +15,7 @@ mod ordering;
 pub use claims::*;
 pub use fixtures::{
     LONG_LEASE, SHORT_LEASE, claim, claim_leased, claim_within, event, full_event, keyed, numbers,
-    route,
+    route, settle_all,
 };
 pub use harness::StoreHarness;
 pub use maintenance::*;

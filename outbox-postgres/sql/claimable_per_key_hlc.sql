@@ -1,10 +1,5 @@
--- As claim_per_key_locked.sql, with "oldest" meaning first in hybrid-clock
+-- As claimable_per_key.sql, with "oldest" meaning first in hybrid-clock
 -- order.
-select
-    r.id, r.event_id, r.route, r.destination, r.event_type, r.payload, r.content_type,
-    r.headers::text as headers, r.ordering_key, r.correlation_id, r.causation_id,
-    r.tenant_id, r.occurred_at, r.hlc, r.attempts_started + 1 as attempts_started,
-    r.attempts_finished, r.last_error
 from {outbox} as r
 where r.route = $1 and r.status = 'pending' and r.available_at <= now()
   and (r.ordering_key is null or (

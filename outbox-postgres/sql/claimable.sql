@@ -1,0 +1,12 @@
+-- The rows a claim takes, as both claim modes (claim.sql, claim_locked.sql)
+-- select them: the oldest claimable rows of a route, locked, skipping those
+-- another claim holds. Ordered by `id + 0`, the key of the claim index, so
+-- that index serves the claim whatever the statistics say. The row limit is
+-- written in: with a parameter there, PostgreSQL's generic plan assumes a
+-- tenth of the table and loses to a fresh plan every time, so every claim
+-- was planned anew.
+from {outbox} as r
+where r.route = $1 and r.status = 'pending' and r.available_at <= now()
+order by r.id + 0
+limit {limit}
+for update of r skip locked
