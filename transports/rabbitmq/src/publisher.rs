@@ -17,6 +17,7 @@ use crate::error::{Cause, cause, names_exchange, publish_error};
 use crate::exchanges::KnownExchanges;
 use crate::options::{ConnectionOptions, PublisherOptions};
 use crate::outgoing::{Outgoing, Sent};
+use crate::properties::encode;
 
 /// How often a batch is sent again, on a fresh channel, after the broker
 /// closed the channel because of another message in it.
@@ -116,7 +117,7 @@ impl RabbitPublisher {
             if batch.is_empty() {
                 break;
             }
-            pending = Some(self.round(batch, &ch, &mut slots).await);
+            pending = Some(self.round(batch, &ch, frame_max, &mut slots).await);
         }
         for out in pending.into_iter().flatten() {
             let error = out.last_error.or_else(|| channel_error.clone());
@@ -171,12 +172,13 @@ impl RabbitPublisher {
     /// returns the messages to send again.
     async fn round<'a>(
         &self,
-        batch: Vec<Outgoing<'a>>,
+        mut batch: Vec<Outgoing<'a>>,
         ch: &Channel,
+        frame_max: usize,
         slots: &mut [Slot],
     ) -> Vec<Outgoing<'a>> {
         let mut confirms = Vec::with_capacity(batch.len());
-        for out in &batch {
+        for out in &mut batch {
             let options = BasicPublishOptions {
                 mandatory: true,
                 immediate: false,
@@ -184,7 +186,8 @@ impl RabbitPublisher {
             let exchange = out.exchange.as_str().into();
             let routing_key = out.routing_key.as_str().into();
             let payload = &out.envelope.payload;
-            let properties = out.properties.clone();
+            // Sent, not copied: a message sent again is encoded anew.
+            let properties = std::mem::take(&mut out.properties);
             confirms.push(
                 ch.basic_publish(exchange, routing_key, options, payload, properties)
                     .await,
@@ -199,7 +202,13 @@ impl RabbitPublisher {
             self.forget_if_missing(&out, &sent).await;
             match out.settle(sent) {
                 Some(outcome) => slots[out.index] = Some(outcome),
-                None => again.push(out),
+                None => match encode(out.envelope, frame_max) {
+                    Ok(properties) => {
+                        out.properties = properties;
+                        again.push(out);
+                    }
+                    Err(error) => slots[out.index] = Some(Err(error)),
+                },
             }
         }
         if broken {
