@@ -2,8 +2,8 @@
 //! while they are published, then settled and committed in it.
 //!
 //! The claim rewrites nothing, so each row costs one write (its settle)
-//! instead of three (claim, settle, and the index entries the claim's
-//! rewrite adds). The open transaction fences the batch: no other claim
+//! instead of two (the claim's rewrite, which adds index entries, and the
+//! settle). The open transaction fences the batch: no other claim
 //! can take a locked row, and if the relay dies, or sits idle in the
 //! transaction for longer than its lease, PostgreSQL rolls back and the
 //! rows are claimable again, untouched.

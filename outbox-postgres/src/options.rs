@@ -26,7 +26,8 @@ pub enum ClaimMode {
     Leased,
     /// The claim locks the rows in a transaction that stays open while the
     /// batch is published, and settling writes the outcomes and commits in
-    /// that transaction: one write per row instead of three, and nothing to
+    /// that transaction: one write per row instead of two (the claim's
+    /// rewrite, with new index entries, and the settle), and nothing to
     /// sweep, since a relay that dies simply rolls back. Meant for short
     /// publishes. Each batch in flight holds a pooled connection (a
     /// pipelined drain holds up to three); the lease bounds how long the
