@@ -2,8 +2,11 @@
 -- transaction holding the rows' locks, which fences it: no other claim can
 -- have taken them. Rows are named by their id. Counts the attempt as
 -- started and finished. With $5 (delete on publish), published rows are
--- deleted. Returns the rows settled.
-with outcome as (
+-- deleted. Also deletes the claim's record ($6). Returns the rows settled.
+with released as (
+    delete from {claims} where token = $6
+),
+outcome as (
     select *
     from unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[])
         as u(id, outcome, delay_us, error)

@@ -1,6 +1,10 @@
 -- Settles a locked batch whose every row was published, on a store keeping
--- published rows, inside the transaction holding the rows' locks; counts
--- the attempt as started and finished. Returns the rows settled.
+-- published rows, inside the transaction holding the rows' locks, which
+-- also deletes the claim's record ($2); counts the attempt as started and
+-- finished. Returns the rows settled.
+with released as (
+    delete from {claims} where token = $2
+)
 update {outbox}
 set status = 'published',
     finished_at = now(),

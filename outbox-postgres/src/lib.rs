@@ -3,6 +3,7 @@
 mod announce;
 mod audience;
 mod batch;
+mod claim_records;
 mod claim_sql;
 mod context;
 mod error;

@@ -3,7 +3,8 @@
 //!
 //! The claim rewrites nothing, so each row costs one write (its settle)
 //! instead of two (the claim's rewrite, which adds index entries, and the
-//! settle). The open transaction fences the batch: no other claim
+//! settle); a record per batch ([`claim_records`]) keeps count of claims
+//! that die. The open transaction fences the batch: no other claim
 //! can take a locked row, and if the relay dies, or sits idle in the
 //! transaction for longer than its lease, PostgreSQL rolls back and the
 //! rows are claimable again, untouched.
@@ -17,16 +18,19 @@ use tidings_core::{ClaimRequest, LeaseToken, SettleReport, StoreError};
 use uuid::Uuid;
 
 use crate::batch::Hold;
+use crate::claim_records;
 use crate::error::store_error;
 use crate::outcomes::OutcomeColumns;
 use crate::record::{ClaimedRow, into_records};
 use crate::{ClaimMode, PgBatch, PgOutboxStore};
 
-/// The open transaction of a locked batch and its rows' ids.
+/// The open transaction of a locked batch, its rows' ids and the token of
+/// its claim record.
 pub(crate) struct LockedRows {
     tx: Transaction<'static, Postgres>,
     /// Row id by event id, for the rows this transaction locked.
     ids: HashMap<Uuid, i64>,
+    token: Uuid,
 }
 
 impl fmt::Debug for LockedRows {
@@ -56,21 +60,28 @@ pub(crate) async fn claim(
         .await
         .map_err(store_error)?;
     let rows = ClaimedRow::decode_all(&rows)?;
+    let token = LeaseToken::new();
     let hold = if rows.is_empty() {
         tx.rollback().await.map_err(store_error)?;
         Hold::Lease
     } else {
+        let row_ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+        claim_records::record(store, token.0, route.name, &row_ids, request.lease).await?;
         let ids = rows
             .iter()
             .map(|r| (r.record.envelope.event_id, r.id))
             .collect();
-        Hold::Locks(LockedRows { tx, ids })
+        Hold::Locks(LockedRows {
+            tx,
+            ids,
+            token: token.0,
+        })
     };
     let records = into_records(rows, route.hlc_ordering);
     Ok(PgBatch::new(
         store.clone(),
         route.name.to_owned(),
-        LeaseToken::new(),
+        token,
         records,
         hold,
     ))
@@ -88,9 +99,10 @@ fn begin_statement(lease: Duration) -> impl SqlSafeStr {
 }
 
 impl LockedRows {
-    /// Writes the outcomes and commits, releasing the locks. Outcomes for
-    /// rows this batch does not hold change nothing and come back as lost;
-    /// rows left without an outcome are released untouched.
+    /// Writes the outcomes, deletes the claim's record and commits,
+    /// releasing the locks. Outcomes for rows this batch does not hold
+    /// change nothing and come back as lost; rows left without an outcome
+    /// are released untouched.
     pub(crate) async fn settle(
         mut self,
         store: &PgOutboxStore,
@@ -98,7 +110,10 @@ impl LockedRows {
     ) -> Result<SettleReport, StoreError> {
         let foreign = columns.retain(|id| self.ids.contains_key(id));
         let rows = match columns.is_empty() {
-            true => Vec::new(),
+            true => {
+                claim_records::release(store, &mut self.tx, self.token).await?;
+                Vec::new()
+            }
             false => self.write(store, &columns).await?,
         };
         self.tx.commit().await.map_err(store_error)?;
@@ -107,7 +122,8 @@ impl LockedRows {
         Ok(report)
     }
 
-    /// Runs the settle statement in the open transaction.
+    /// Runs the settle statement, which also deletes the claim's record,
+    /// in the open transaction.
     async fn write(
         &mut self,
         store: &PgOutboxStore,
@@ -121,7 +137,7 @@ impl LockedRows {
                 true => inner.sql.settle_locked_published.clone(),
                 false => inner.sql.settle_locked_published_kept.clone(),
             };
-            sqlx::query(statement).bind(ids)
+            sqlx::query(statement).bind(ids).bind(self.token)
         } else {
             sqlx::query(inner.sql.settle_locked.clone())
                 .bind(ids)
@@ -129,6 +145,7 @@ impl LockedRows {
                 .bind(&columns.delay_us)
                 .bind(&columns.error)
                 .bind(delete)
+                .bind(self.token)
         };
         query.fetch_all(&mut *self.tx).await.map_err(store_error)
     }

@@ -30,6 +30,13 @@ impl TableNames {
                 "the outbox and inbox tables are both named {outbox:?}; give them different names"
             )));
         }
+        for suffix in ["_migrations", "_claims"] {
+            if inbox.strip_suffix(suffix) == Some(outbox) {
+                return Err(StoreError::Invalid(format!(
+                    "the inbox table {inbox:?} would share its name with the outbox's {suffix} table; give it another name"
+                )));
+            }
+        }
         Ok(Self {
             schema: schema.to_owned(),
             outbox: outbox.to_owned(),
@@ -48,8 +55,8 @@ impl TableNames {
     }
 
     /// Fills the placeholders of a statement template: `{schema}`,
-    /// `{outbox}`, `{inbox}` and `{migrations}` become quoted, qualified
-    /// names; `{outbox_table}` and `{inbox_table}` the bare table names, for
+    /// `{outbox}`, `{inbox}`, `{migrations}` and `{claims}` become quoted,
+    /// qualified names; `{outbox_table}` and `{inbox_table}` the bare table names, for
     /// naming indexes inside quotes.
     pub(crate) fn render(&self, template: &str) -> String {
         let schema = quote(&self.schema);
@@ -59,6 +66,7 @@ impl TableNames {
             .replace("{outbox}", &qualified(&self.outbox))
             .replace("{inbox}", &qualified(&self.inbox))
             .replace("{migrations}", &qualified(&self.migrations_table()))
+            .replace("{claims}", &qualified(&self.claims_table()))
             .replace("{outbox_table}", &self.outbox)
             .replace("{inbox_table}", &self.inbox)
     }
@@ -71,6 +79,11 @@ impl TableNames {
     /// The bare name of the table recording applied migrations.
     pub(crate) fn migrations_table(&self) -> String {
         format!("{}_migrations", self.outbox)
+    }
+
+    /// The bare name of the table recording locked claims in progress.
+    pub(crate) fn claims_table(&self) -> String {
+        format!("{}_claims", self.outbox)
     }
 }
 
@@ -128,6 +141,7 @@ mod tests {
             names.render("{migrations}"),
             r#""shop"."outbox_migrations""#
         );
+        assert_eq!(names.render("{claims}"), r#""shop"."outbox_claims""#);
         assert_eq!(names.channel(), "shop.outbox");
     }
 
@@ -156,5 +170,8 @@ mod tests {
     #[test]
     fn outbox_and_inbox_must_differ() {
         assert!(TableNames::new("public", "t", "t").is_err());
+        assert!(TableNames::new("public", "t", "t_claims").is_err());
+        assert!(TableNames::new("public", "t", "t_migrations").is_err());
+        assert!(TableNames::new("public", "t", "t_inbox").is_ok());
     }
 }

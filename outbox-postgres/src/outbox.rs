@@ -11,6 +11,7 @@ use tracing::{debug, info, instrument};
 use uuid::Uuid;
 
 use crate::batch::Hold;
+use crate::claim_records;
 use crate::error::store_error;
 use crate::record::{ClaimedRow, into_records};
 use crate::store::{limit, micros};
@@ -68,7 +69,9 @@ impl OutboxStore for PgOutboxStore {
         if swept > 0 {
             debug!(swept, "expired leases returned to pending");
         }
-        Ok(swept)
+        // Locked claims that died unsettled, from whichever store claimed.
+        let counted = claim_records::count_crashes(self, route, limit_rows).await?;
+        Ok(swept + counted)
     }
 
     #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]

@@ -39,6 +39,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(8, "0008_inbox_age_index"),
     migration!(9, "0009_outbox_claim_index_drop"),
     migration!(10, "0010_outbox_claim_index_by_position"),
+    migration!(11, "0011_outbox_claims_table"),
 ];
 
 /// The schema version this build needs.
@@ -65,6 +66,12 @@ pub(crate) struct Statements {
     pub(crate) settle: SqlStr,
     pub(crate) settle_published: SqlStr,
     pub(crate) settle_published_kept: SqlStr,
+    pub(crate) claim_record: SqlStr,
+    pub(crate) claim_release: SqlStr,
+    pub(crate) claims_expired: SqlStr,
+    pub(crate) claims_pending: SqlStr,
+    pub(crate) claims_trim: SqlStr,
+    pub(crate) count_crashes: SqlStr,
     pub(crate) settle_locked: SqlStr,
     pub(crate) settle_locked_published: SqlStr,
     pub(crate) settle_locked_published_kept: SqlStr,
@@ -103,6 +110,12 @@ impl Statements {
             settle: sql(include_str!("../sql/settle.sql")),
             settle_published: sql(include_str!("../sql/settle_published.sql")),
             settle_published_kept: sql(include_str!("../sql/settle_published_kept.sql")),
+            claim_record: sql(include_str!("../sql/claim_record.sql")),
+            claim_release: sql(include_str!("../sql/claim_release.sql")),
+            claims_expired: sql(include_str!("../sql/claims_expired.sql")),
+            claims_pending: sql(include_str!("../sql/claims_pending.sql")),
+            claims_trim: sql(include_str!("../sql/claims_trim.sql")),
+            count_crashes: sql(include_str!("../sql/count_crashes.sql")),
             settle_locked: sql(include_str!("../sql/settle_locked.sql")),
             settle_locked_published: sql(include_str!("../sql/settle_locked_published.sql")),
             settle_locked_published_kept: sql(include_str!(
@@ -146,6 +159,11 @@ mod tests {
             all.settle_published.as_str(),
             all.settle_published_kept.as_str(),
             all.settle_locked.as_str(),
+            all.claim_record.as_str(),
+            all.claim_release.as_str(),
+            all.claims_expired.as_str(),
+            all.claims_trim.as_str(),
+            all.count_crashes.as_str(),
             all.settle_locked_published.as_str(),
             all.settle_locked_published_kept.as_str(),
             all.listeners.as_str(),
@@ -153,7 +171,7 @@ mod tests {
         ];
         texts.extend(all.migrations.iter().map(|(_, s)| s.as_str()));
         for text in texts {
-            for placeholder in ["{outbox", "{inbox", "{schema}", "{migrations}"] {
+            for placeholder in ["{outbox", "{inbox", "{schema}", "{migrations}", "{claims}"] {
                 assert!(!text.contains(placeholder), "{text}");
             }
         }

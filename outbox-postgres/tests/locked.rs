@@ -1,6 +1,6 @@
 //! Locked claims: rows held by locks in an open transaction, untouched
 //! until they settle, given back when the batch is dropped or sits idle
-//! past its lease.
+//! past its lease, and counted as crashes when their claim dies unsettled.
 
 mod support;
 
@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use sqlx::Row;
 use support::{ORDER_EVENTS, drop_schema, store_with};
+use tidings_core::memory::MemoryBroker;
+use tidings_core::relay::{Relay, RelayConfig};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement};
 use tidings_postgres::{ClaimMode, PgBatch, PgOutboxStore, Retention};
 use tidings_testing::store::settle_all;
@@ -177,5 +179,72 @@ async fn an_empty_locked_claim_holds_no_connection() {
     let batch = claim(&store, 10, LONG_LEASE).await;
     assert_eq!(batch.records().len(), 1);
     drop((batch, empty));
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locked_claims_that_die_unsettled_count_until_the_relay_fails_the_row() {
+    let store = store_with(Retention::Delete, ClaimMode::Locked).await;
+    stage(&store, 1).await;
+    let lease = Duration::from_millis(150);
+    for crashes in 0..3 {
+        let batch = claim(&store, 10, lease).await;
+        assert_eq!(batch.records()[0].crashes(), crashes);
+        drop(batch); // the relay dies mid-publish
+        assert_eq!(
+            store.sweep_expired(ORDER_EVENTS.name(), 100).await.unwrap(),
+            0,
+            "the record has not expired yet"
+        );
+        tokio::time::sleep(lease + Duration::from_millis(150)).await;
+        assert_eq!(
+            store.sweep_expired(ORDER_EVENTS.name(), 100).await.unwrap(),
+            1
+        );
+    }
+
+    let broker = MemoryBroker::new();
+    broker.declare_queue("orders");
+    let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
+        .unwrap()
+        .config(RelayConfig::default().max_crashes(3));
+    let report = relay.drain().await.unwrap();
+    assert_eq!((report.published, report.failed), (0, 1));
+    assert_eq!(broker.depth("orders"), 0, "a crash loop is not published");
+    let stats = store.stats(ORDER_EVENTS.name()).await.unwrap();
+    assert_eq!((stats.pending, stats.failed), (0, 1));
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_leaves_rows_a_live_claim_holds_for_later() {
+    let store = store_with(Retention::Delete, ClaimMode::Locked).await;
+    stage(&store, 1).await;
+    let lease = Duration::from_millis(150);
+    drop(claim(&store, 10, lease).await); // dies
+    let live = claim(&store, 10, LONG_LEASE).await;
+    tokio::time::sleep(lease + Duration::from_millis(150)).await;
+    assert_eq!(
+        store.sweep_expired(ORDER_EVENTS.name(), 100).await.unwrap(),
+        0,
+        "the row is locked by a live claim"
+    );
+    let settlements = settle_all(
+        &live,
+        Outcome::Retry {
+            delay: Duration::ZERO,
+            error: "broker busy".into(),
+        },
+    );
+    assert_eq!(live.settle(settlements).await.unwrap().rescheduled, 1);
+    assert_eq!(
+        store.sweep_expired(ORDER_EVENTS.name(), 100).await.unwrap(),
+        1
+    );
+    let again = claim(&store, 10, LONG_LEASE).await;
+    let record = &again.records()[0];
+    assert_eq!((record.attempts_started, record.attempts_finished), (3, 1));
+    assert_eq!(record.crashes(), 1);
+    drop(again);
     drop_schema(&store).await;
 }

@@ -1,0 +1,9 @@
+-- Keeps, in the expired claim record $1, only the rows $2 that are still
+-- pending under a live claim, or deletes the record when there are none.
+with trimmed as (
+    update {claims}
+    set ids = $2
+    where token = $1 and cardinality($2::bigint[]) > 0
+)
+delete from {claims}
+where token = $1 and cardinality($2::bigint[]) = 0

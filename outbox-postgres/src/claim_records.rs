@@ -1,0 +1,129 @@
+//! Records of locked claims, so a claim that dies unsettled still counts
+//! as a crash.
+//!
+//! A locked claim writes nothing to its rows until it settles, and a relay
+//! that dies takes its transaction with it. So each locked batch also
+//! writes a record naming its rows, committed apart from its transaction;
+//! the settle deletes the record in the batch's transaction. A record left
+//! behind past its expiry names rows whose claim died unsettled, and the
+//! sweep counts that crash against each of them that no live claim holds,
+//! as the lease sweep does for leased rows: two small writes per batch
+//! instead of one per row.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use sqlx::{PgConnection, Row};
+use tidings_core::StoreError;
+use tracing::debug;
+use uuid::Uuid;
+
+use crate::PgOutboxStore;
+use crate::error::store_error;
+use crate::store::{limit, micros};
+
+/// Records the claim `token` of `ids`, expiring after `lease`, on a pooled
+/// connection of its own.
+pub(crate) async fn record(
+    store: &PgOutboxStore,
+    token: Uuid,
+    route: &str,
+    ids: &[i64],
+    lease: Duration,
+) -> Result<(), StoreError> {
+    let inner = store.inner();
+    sqlx::query(inner.sql.claim_record.clone())
+        .bind(token)
+        .bind(route)
+        .bind(ids)
+        .bind(micros(lease))
+        .execute(&inner.pool)
+        .await
+        .map_err(store_error)?;
+    Ok(())
+}
+
+/// Deletes the record of claim `token` in the batch's transaction.
+pub(crate) async fn release(
+    store: &PgOutboxStore,
+    tx: &mut PgConnection,
+    token: Uuid,
+) -> Result<(), StoreError> {
+    sqlx::query(store.inner().sql.claim_release.clone())
+        .bind(token)
+        .execute(tx)
+        .await
+        .map_err(store_error)?;
+    Ok(())
+}
+
+/// Counts a crash against the rows of up to `limit` expired records of
+/// `route` that no claim holds now; returns how many rows were counted.
+/// Rows still held by a live claim stay in their record for a later sweep.
+pub(crate) async fn count_crashes(
+    store: &PgOutboxStore,
+    route: &str,
+    limit_records: usize,
+) -> Result<u64, StoreError> {
+    let inner = store.inner();
+    let mut tx = inner.pool.begin().await.map_err(store_error)?;
+    let expired: Vec<(Uuid, Vec<i64>)> = sqlx::query(inner.sql.claims_expired.clone())
+        .bind(route)
+        .bind(limit(limit_records))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(store_error)?
+        .iter()
+        .map(|row| Ok((row.try_get("token")?, row.try_get("ids")?)))
+        .collect::<Result<_, sqlx::Error>>()
+        .map_err(store_error)?;
+    if expired.is_empty() {
+        return Ok(0);
+    }
+    let named: Vec<i64> = expired.iter().flat_map(|(_, ids)| ids).copied().collect();
+    let counted: HashSet<i64> = ids_of(
+        sqlx::query(inner.sql.count_crashes.clone())
+            .bind(route)
+            .bind(&named)
+            .fetch_all(&mut *tx)
+            .await,
+    )?;
+    let pending: HashSet<i64> = ids_of(
+        sqlx::query(inner.sql.claims_pending.clone())
+            .bind(route)
+            .bind(&named)
+            .fetch_all(&mut *tx)
+            .await,
+    )?;
+    for (token, ids) in &expired {
+        let held: Vec<i64> = ids
+            .iter()
+            .filter(|id| pending.contains(id) && !counted.contains(id))
+            .copied()
+            .collect();
+        sqlx::query(inner.sql.claims_trim.clone())
+            .bind(token)
+            .bind(&held)
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
+    }
+    tx.commit().await.map_err(store_error)?;
+    if !counted.is_empty() {
+        debug!(
+            rows = counted.len(),
+            "crashes of locked claims that died unsettled counted"
+        );
+    }
+    Ok(counted.len() as u64)
+}
+
+/// The `id` column of the rows a statement returned.
+fn ids_of(
+    rows: Result<Vec<sqlx::postgres::PgRow>, sqlx::Error>,
+) -> Result<HashSet<i64>, StoreError> {
+    rows.map_err(store_error)?
+        .iter()
+        .map(|row| row.try_get("id").map_err(store_error))
+        .collect()
+}
