@@ -27,14 +27,15 @@ pub enum ClaimMode {
     /// The claim locks the rows in a transaction that stays open while the
     /// batch is published, and settling writes the outcomes and commits in
     /// that transaction: one write per row instead of two (the claim's
-    /// rewrite, with new index entries, and the settle), and nothing to
-    /// sweep, since a relay that dies simply rolls back. Meant for short
+    /// rewrite, with new index entries, and the settle); a relay that dies
+    /// simply rolls back. A record per batch, committed on its own and
+    /// deleted by the settle, lets a sweep count a claim that died as a
+    /// crash, so crash loops are failed as with leases. Meant for short
     /// publishes. Each batch in flight holds a pooled connection (a
     /// pipelined drain holds up to three); the lease bounds how long the
     /// transaction may sit idle before PostgreSQL ends it and releases the
-    /// rows; claimed rows read as pending in
-    /// [`stats`](tidings_core::OutboxStore::stats); and a claim that dies
-    /// unsettled leaves no trace, so crash loops are not detected.
+    /// rows; and claimed rows read as pending in
+    /// [`stats`](tidings_core::OutboxStore::stats).
     Locked,
 }
 
