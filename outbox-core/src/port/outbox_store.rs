@@ -186,7 +186,9 @@ pub trait OutboxStore: Clone + Send + Sync + 'static {
 
     /// Returns up to `limit` rows whose lease expired to pending, where they
     /// are claimable at once. The crash stays counted (attempts started
-    /// exceed attempts finished).
+    /// exceed attempts finished). A store whose claims hold rows by locks
+    /// in an open transaction, released when a relay dies, counts the crash
+    /// of each such claim here instead; the result counts both.
     fn sweep_expired(
         &self,
         route: &str,
