@@ -100,7 +100,8 @@ async fn measure(
         PublisherOptions::default(),
     );
     let transport_envelopes = envelopes(queues[1], per_round)?;
-    // Both transport connections open, and find their exchange, untimed.
+    // The transport opens its connection and finds its exchange untimed,
+    // as each relay does in `relay`.
     transport.publish(&transport_envelopes[0]).await?;
     let relays = [
         relay(env, sizes, &stores[0], queues[2], "tidings-bench-relay").await?,
