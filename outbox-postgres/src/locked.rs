@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use sqlx::{AssertSqlSafe, Postgres, SqlSafeStr, Transaction};
 use tidings_core::{ClaimRequest, LeaseToken, SettleReport, StoreError};
+use tokio::task::JoinHandle;
+use tracing::warn;
 use uuid::Uuid;
 
 use crate::batch::Hold;
@@ -24,13 +26,17 @@ use crate::outcomes::OutcomeColumns;
 use crate::record::{ClaimedRow, into_records};
 use crate::{ClaimMode, PgBatch, PgOutboxStore};
 
-/// The open transaction of a locked batch, its rows' ids and the token of
-/// its claim record.
+/// The open transaction of a locked batch, its rows' ids and its claim
+/// record.
 pub(crate) struct LockedRows {
     tx: Transaction<'static, Postgres>,
     /// Row id by event id, for the rows this transaction locked.
     ids: HashMap<Uuid, i64>,
     token: Uuid,
+    /// The claim record being written beside the publish, off the claim's
+    /// path; the settle waits for it, so it never deletes the record
+    /// before the record exists.
+    record: JoinHandle<Result<(), StoreError>>,
 }
 
 impl fmt::Debug for LockedRows {
@@ -66,7 +72,10 @@ pub(crate) async fn claim(
         Hold::Lease
     } else {
         let row_ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
-        claim_records::record(store, token.0, route.name, &row_ids, request.lease).await?;
+        let (recorder, name, lease) = (store.clone(), route.name, request.lease);
+        let record = tokio::spawn(async move {
+            claim_records::record(&recorder, token.0, name, &row_ids, lease).await
+        });
         let ids = rows
             .iter()
             .map(|r| (r.record.envelope.event_id, r.id))
@@ -75,6 +84,7 @@ pub(crate) async fn claim(
             tx,
             ids,
             token: token.0,
+            record,
         })
     };
     let records = into_records(rows, route.hlc_ordering);
@@ -109,6 +119,7 @@ impl LockedRows {
         mut columns: OutcomeColumns,
     ) -> Result<SettleReport, StoreError> {
         let foreign = columns.retain(|id| self.ids.contains_key(id));
+        self.recorded().await;
         let rows = match columns.is_empty() {
             true => {
                 claim_records::release(store, &mut self.tx, self.token).await?;
@@ -120,6 +131,19 @@ impl LockedRows {
         let mut report = columns.report(rows)?;
         report.lost.extend(foreign);
         Ok(report)
+    }
+
+    /// Waits for the claim record to be written. A record that could not
+    /// be written only means a crash of this claim would have gone
+    /// uncounted, so the settle goes on.
+    async fn recorded(&mut self) {
+        let written = match (&mut self.record).await {
+            Ok(written) => written,
+            Err(join) => Err(StoreError::Backend(join.into())),
+        };
+        if let Err(error) = written {
+            warn!(%error, "locked claim not recorded; its crash would not have been counted");
+        }
     }
 
     /// Runs the settle statement, which also deletes the claim's record,
