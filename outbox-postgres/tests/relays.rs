@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use support::{KEYED_EVENTS, ORDER_EVENTS, drop_schema, store_on};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Route, Settlement};
 use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
+use tidings_testing::store::settle_all;
 
 const LONG_LEASE: Duration = Duration::from_secs(300);
 
@@ -66,14 +67,7 @@ async fn stage_all(
 }
 
 fn published(batch: &impl ClaimedBatch) -> Vec<Settlement> {
-    batch
-        .records()
-        .iter()
-        .map(|r| Settlement {
-            event_id: r.envelope.event_id,
-            outcome: Outcome::Published,
-        })
-        .collect()
+    settle_all(batch, Outcome::Published)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,10 +3,10 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use tidings_core::{ClaimedBatch, Hlc, OrderingMode, Outcome, Settlement};
+use tidings_core::{ClaimedBatch, Hlc, OrderingMode, Outcome};
 
 use super::StoreHarness;
-use super::fixtures::{claim, claim_within, event, full_event, numbers, route};
+use super::fixtures::{claim, claim_within, event, full_event, numbers, route, settle_all};
 
 /// Rows come back oldest first, with every envelope field as staged and
 /// the attempt counted.
@@ -68,11 +68,8 @@ pub async fn delayed_rows_wait<H: StoreHarness>(h: &H) {
 
     let now = claim(&store, &route, 10).await;
     assert_eq!(numbers(&now), [2]);
-    let published = Settlement {
-        event_id: now.records()[0].envelope.event_id,
-        outcome: Outcome::Published,
-    };
-    now.settle(vec![published]).await.expect("settle");
+    let published = settle_all(&now, Outcome::Published);
+    now.settle(published).await.expect("settle");
     assert_eq!(
         numbers(&claim_within(&store, &route, 10, Duration::from_secs(5)).await),
         [1]
@@ -113,14 +110,7 @@ pub async fn concurrent_claims_never_overlap<H: StoreHarness>(h: &H) {
                     return mine;
                 }
                 mine.extend(numbers(&batch));
-                let done = batch
-                    .records()
-                    .iter()
-                    .map(|r| Settlement {
-                        event_id: r.envelope.event_id,
-                        outcome: Outcome::Published,
-                    })
-                    .collect();
+                let done = settle_all(&batch, Outcome::Published);
                 let report = batch.settle(done).await.expect("settle");
                 assert!(report.lost.is_empty());
             }

@@ -2,22 +2,14 @@
 
 use std::time::Duration;
 
-use tidings_core::{
-    ClaimedBatch, OrderingMode, OutboxStore, Outcome, PurgeRequest, PurgeStatus, Settlement,
-};
+use tidings_core::{ClaimedBatch, OrderingMode, OutboxStore, Outcome, PurgeRequest, PurgeStatus};
 
 use super::StoreHarness;
-use super::fixtures::{claim, event, route};
+use super::fixtures::{claim, event, route, settle_all};
 
-async fn settle_all<B: ClaimedBatch>(batch: B, outcome: Outcome) {
-    let settlements = batch
-        .records()
-        .iter()
-        .map(|r| Settlement {
-            event_id: r.envelope.event_id,
-            outcome: outcome.clone(),
-        })
-        .collect();
+/// Settles every row of `batch` with `outcome`.
+async fn settle_every<B: ClaimedBatch>(batch: B, outcome: Outcome) {
+    let settlements = settle_all(&batch, outcome);
     batch.settle(settlements).await.expect("settle");
 }
 
@@ -42,7 +34,7 @@ pub async fn stats_report_depth_age_and_failures<H: StoreHarness>(h: &H) {
 
     let batch = claim(&store, &route, 1).await;
     assert_eq!(store.stats(route.name).await.unwrap().in_flight, 1);
-    settle_all(batch, Outcome::Failed { reason: "x".into() }).await;
+    settle_every(batch, Outcome::Failed { reason: "x".into() }).await;
     let stats = store.stats(route.name).await.unwrap();
     assert_eq!((stats.pending, stats.in_flight, stats.failed), (2, 0, 1));
 }
@@ -54,12 +46,12 @@ pub async fn purge_deletes_finished_rows_in_batches<H: StoreHarness>(h: &H) {
     let route = route(OrderingMode::Unordered);
     h.commit(&store, (1..=5).map(|n| event(&route, n)).collect())
         .await;
-    settle_all(
+    settle_every(
         claim(&store, &route, 3).await,
         Outcome::Failed { reason: "x".into() },
     )
     .await;
-    settle_all(claim(&store, &route, 1).await, Outcome::Published).await;
+    settle_every(claim(&store, &route, 1).await, Outcome::Published).await;
 
     let failed = |older_than, limit| PurgeRequest {
         status: PurgeStatus::Failed,

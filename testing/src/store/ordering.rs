@@ -8,7 +8,7 @@ use tidings_core::{ClaimedBatch, OrderingMode, Outcome, Settlement};
 use uuid::Uuid;
 
 use super::StoreHarness;
-use super::fixtures::{claim, claim_within, event, keyed, numbers, route};
+use super::fixtures::{claim, claim_within, event, keyed, numbers, route, settle_all};
 
 fn id_of<B: ClaimedBatch>(batch: &B, n: u32) -> Uuid {
     let at = numbers(batch)
@@ -179,14 +179,7 @@ pub async fn per_key_concurrent_claimers_keep_key_order<H: StoreHarness>(h: &H) 
                         .unwrap()
                         .remove(record.envelope.ordering_key.as_deref().unwrap());
                 }
-                let done = batch
-                    .records()
-                    .iter()
-                    .map(|r| Settlement {
-                        event_id: r.envelope.event_id,
-                        outcome: Outcome::Published,
-                    })
-                    .collect();
+                let done = settle_all(&batch, Outcome::Published);
                 batch.settle(done).await.expect("settle");
             }
         }
