@@ -13,8 +13,9 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use sqlx::{PgConnection, Row};
+use sqlx::{ConnectOptions, PgConnection, Row};
 use tidings_core::StoreError;
+use tokio::sync::Mutex;
 use tracing::debug;
 use uuid::Uuid;
 
@@ -22,8 +23,22 @@ use crate::PgOutboxStore;
 use crate::error::store_error;
 use crate::store::{limit, micros};
 
-/// Records the claim `token` of `ids`, expiring after `lease`, on a pooled
-/// connection of its own.
+/// The connection claim records are written on: opened from the pool's
+/// settings on first use, kept between records and dropped after a
+/// failure, so the next record connects afresh.
+///
+/// It lies outside the pool on purpose. A batch holds its pooled
+/// connection until it settles, and its settle waits for its record; were
+/// the record written through the pool, batches holding every pooled
+/// connection would each wait for a connection none of them gives back.
+#[derive(Debug, Default)]
+pub(crate) struct RecordConnection {
+    slot: Mutex<Option<PgConnection>>,
+}
+
+/// Records the claim `token` of `ids`, expiring after `lease`, on the
+/// store's [`RecordConnection`]. Records are written one at a time: each is
+/// a single small insert that does not wait for the WAL flush.
 pub(crate) async fn record(
     store: &PgOutboxStore,
     token: Uuid,
@@ -32,14 +47,25 @@ pub(crate) async fn record(
     lease: Duration,
 ) -> Result<(), StoreError> {
     let inner = store.inner();
-    sqlx::query(inner.sql.claim_record.clone())
+    let mut slot = inner.records.slot.lock().await;
+    let connection = match slot.as_mut() {
+        Some(connection) => connection,
+        None => {
+            let opened = inner.pool.connect_options().connect().await;
+            slot.insert(opened.map_err(store_error)?)
+        }
+    };
+    let written = sqlx::query(inner.sql.claim_record.clone())
         .bind(token)
         .bind(route)
         .bind(ids)
         .bind(micros(lease))
-        .execute(&inner.pool)
-        .await
-        .map_err(store_error)?;
+        .execute(connection)
+        .await;
+    if let Err(error) = written {
+        *slot = None;
+        return Err(store_error(error));
+    }
     Ok(())
 }
 

@@ -17,26 +17,25 @@ pub enum Retention {
 /// How a relay's claim holds its rows until it settles them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ClaimMode {
-    /// The claim commits at once, stamping the rows `in_flight` with a
-    /// lease token and expiry (the default). The publish may take any time;
-    /// settling writes under the token, a sweep returns rows whose lease
-    /// expired, and a row whose claims keep dying unsettled is failed as a
-    /// crash loop.
-    #[default]
-    Leased,
     /// The claim locks the rows in a transaction that stays open while the
     /// batch is published, and settling writes the outcomes and commits in
-    /// that transaction: one write per row instead of two (the claim's
-    /// rewrite, with new index entries, and the settle); a relay that dies
-    /// simply rolls back. A record per batch, committed on its own and
-    /// deleted by the settle, lets a sweep count a claim that died as a
-    /// crash, so crash loops are failed as with leases. Meant for short
-    /// publishes. Each batch in flight holds a pooled connection (a
-    /// pipelined drain holds up to three); the lease bounds how long the
-    /// transaction may sit idle before PostgreSQL ends it and releases the
-    /// rows; and claimed rows read as pending in
-    /// [`stats`](tidings_core::OutboxStore::stats).
+    /// that transaction (the default): one write per row instead of two
+    /// (the claim's rewrite, with new index entries, and the settle); a
+    /// relay that dies simply rolls back. A record per batch, committed on
+    /// its own and deleted by the settle, lets a sweep count a claim that
+    /// died as a crash, so crash loops are failed as with leases. Meant for
+    /// publishes that take less than the lease: PostgreSQL ends a
+    /// transaction left idle for longer and releases its rows. Each batch
+    /// in flight holds a pooled connection (a pipelined drain holds up to
+    /// three).
+    #[default]
     Locked,
+    /// The claim commits at once, stamping the rows `in_flight` with a
+    /// lease token and expiry. The publish may take any time and holds no
+    /// connection; settling writes under the token, a sweep returns rows
+    /// whose lease expired, and a row whose claims keep dying unsettled is
+    /// failed as a crash loop. Each row is written twice.
+    Leased,
 }
 
 /// Options of a [`PgOutboxStore`](crate::PgOutboxStore).
@@ -114,8 +113,10 @@ impl PgOutboxOptions {
         self
     }
 
-    /// How relays' claims hold their rows ([`ClaimMode::Leased`] by
-    /// default). Stores of either mode can relay one table side by side.
+    /// How relays' claims hold their rows ([`ClaimMode::Locked`] by
+    /// default; [`ClaimMode::Leased`] for publishes that may outlast the
+    /// lease or must not hold a connection). Stores of either mode can
+    /// relay one table side by side.
     pub fn claim_mode(mut self, mode: ClaimMode) -> Self {
         self.claim_mode = mode;
         self

@@ -10,6 +10,7 @@ use tracing::{debug, instrument};
 
 use crate::announce::{Announcer, HintConnection, LocalWakeups, SenderGuard};
 use crate::audience::{Audience, Listeners};
+use crate::claim_records::RecordConnection;
 use crate::error::store_error;
 use crate::names::TableNames;
 use crate::sql::Statements;
@@ -36,6 +37,8 @@ pub(crate) struct Inner {
     pub(crate) channel: String,
     announcer: Announcer,
     hints: HintConnection,
+    /// Where locked claims write their records.
+    pub(crate) records: RecordConnection,
     /// Who listened on the channel when last looked.
     audience: Audience,
     /// Listeners of this process, woken at commit without a round trip.
@@ -68,6 +71,7 @@ impl PgOutboxStore {
                 channel,
                 announcer: Announcer::default(),
                 hints: HintConnection::default(),
+                records: RecordConnection::default(),
                 audience: Audience::default(),
                 local: Arc::default(),
                 token: uuid::Uuid::new_v4().simple().to_string(),

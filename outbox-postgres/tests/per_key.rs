@@ -5,12 +5,12 @@ mod support;
 
 use std::time::Duration;
 
-use support::{commit, drop_schema, store};
+use support::{commit, drop_schema, store, store_with};
 use tidings_core::{
     ClaimRequest, ClaimedBatch, Envelope, Hlc, OrderingMode, OutboxStore, Outcome, Requeue,
     RetryPolicy, Route, Settlement, StagedEvent,
 };
-use tidings_postgres::{PgBatch, PgOutboxStore, Retention};
+use tidings_postgres::{ClaimMode, PgBatch, PgOutboxStore, Retention};
 
 fn route(hlc_ordering: bool) -> Route {
     Route {
@@ -93,9 +93,22 @@ async fn with_hybrid_clock_ordering_the_oldest_stamp_of_a_key_goes_first() {
     drop_schema(&store).await;
 }
 
-#[tokio::test]
-async fn a_requeued_row_waits_while_its_key_has_a_row_in_flight() {
-    let store = store(Retention::Delete).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requeued_row_waits_while_its_key_has_a_leased_row_in_flight() {
+    requeued_row_waits_for_its_key(ClaimMode::Leased).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requeued_row_waits_while_its_key_has_a_locked_row_in_flight() {
+    requeued_row_waits_for_its_key(ClaimMode::Locked).await;
+}
+
+/// Row 1 of a key fails, row 2 is claimed, and row 1 is requeued while row
+/// 2 is in flight: row 1 must not be claimed before row 2 settles. A
+/// leased row in flight holds its key back from claims; a locked one holds
+/// back the requeue itself, which waits for the claim to settle.
+async fn requeued_row_waits_for_its_key(mode: ClaimMode) {
+    let store = store_with(Retention::Delete, mode).await;
     let route = route(false);
     commit(
         &store,
@@ -114,18 +127,20 @@ async fn a_requeued_row_waits_while_its_key_has_a_row_in_flight() {
     let second = claim(&store, &route).await;
     assert_eq!(numbers(&second), [2]);
 
-    assert_eq!(
-        store
+    let requeuer = store.clone();
+    let requeue = tokio::spawn(async move {
+        requeuer
             .requeue_failed(route.name, Requeue::All)
             .await
-            .unwrap(),
-        1
-    );
+            .unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(
         claim(&store, &route).await.records().is_empty(),
         "row 1 is the oldest again, but row 2 of its key is in flight"
     );
     settle(second, Outcome::Published).await;
+    assert_eq!(requeue.await.unwrap(), 1);
     let third = claim(&store, &route).await;
     assert_eq!(numbers(&third), [1]);
     assert_eq!(
@@ -133,5 +148,6 @@ async fn a_requeued_row_waits_while_its_key_has_a_row_in_flight() {
         1,
         "requeue resets the attempts"
     );
+    drop(third);
     drop_schema(&store).await;
 }

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use support::{KEYED_EVENTS, ORDER_EVENTS, drop_schema, store_on};
+use support::{KEYED_EVENTS, ORDER_EVENTS, drop_schema, store_on_with};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Route, Settlement};
 use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
 use tidings_testing::store::settle_all;
@@ -29,7 +29,7 @@ async fn claim(
     store.claim(request).await.expect("claim")
 }
 
-/// The relay store of relay `n`: `store` itself (leased claims) for even
+/// The relay store of relay `n`: `store` itself (claiming leased) for even
 /// `n`, a store on the same table claiming locked for odd `n`.
 fn relay_store(store: &PgOutboxStore, n: u64) -> PgOutboxStore {
     if n % 2 == 0 {
@@ -74,7 +74,7 @@ fn published(batch: &impl ClaimedBatch) -> Vec<Settlement> {
 #[allow(clippy::print_stderr)] // reports the drain rate
 async fn four_relays_of_both_modes_drain_ten_thousand_events_each_exactly_once() {
     const EVENTS: u64 = 10_000;
-    let store = store_on(support::pool(8).await, Retention::Delete).await;
+    let store = store_on_with(support::pool(8).await, Retention::Delete, ClaimMode::Leased).await;
     stage_all(&store, (0..EVENTS).map(|n| (n, None)), false).await;
 
     let started = Instant::now();
@@ -118,7 +118,7 @@ async fn four_relays_of_both_modes_drain_ten_thousand_events_each_exactly_once()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_swept_relays_late_mark_is_lost_and_the_new_owner_publishes_once() {
-    let store = store_on(support::pool(4).await, Retention::Keep).await;
+    let store = store_on_with(support::pool(4).await, Retention::Keep, ClaimMode::Leased).await;
     let route = ORDER_EVENTS.route();
     stage_all(&store, [(1, None)].into_iter(), false).await;
 
@@ -154,7 +154,7 @@ async fn a_swept_relays_late_mark_is_lost_and_the_new_owner_publishes_once() {
 async fn per_key_order_holds_with_four_relays_of_both_modes_and_transient_failures() {
     const KEYS: u64 = 20;
     const PER_KEY: u64 = 25;
-    let store = store_on(support::pool(8).await, Retention::Delete).await;
+    let store = store_on_with(support::pool(8).await, Retention::Delete, ClaimMode::Leased).await;
     let route = KEYED_EVENTS.route();
     let events = (0..KEYS * PER_KEY).map(|n| (n, Some(format!("key-{}", n % KEYS))));
     stage_all(&store, events, true).await;

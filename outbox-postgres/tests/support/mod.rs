@@ -49,12 +49,14 @@ pub(crate) async fn store_with(retention: Retention, mode: ClaimMode) -> PgOutbo
     store_on_with(pool(8).await, retention, mode).await
 }
 
-/// A migrated store in a fresh schema on `pool`.
+/// A migrated store in a fresh schema on `pool`, claiming in the default
+/// mode.
 pub(crate) async fn store_on(pool: PgPool, retention: Retention) -> PgOutboxStore {
-    store_on_with(pool, retention, ClaimMode::Leased).await
+    store_on_with(pool, retention, ClaimMode::default()).await
 }
 
-/// A migrated store in a fresh schema on `pool`, claiming in `mode`.
+/// A migrated store in a fresh schema on `pool`, claiming in the default
+/// mode. claiming in `mode`.
 pub(crate) async fn store_on_with(
     pool: PgPool,
     retention: Retention,

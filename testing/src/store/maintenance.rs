@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use tidings_core::{ClaimedBatch, OrderingMode, OutboxStore, Outcome, PurgeRequest, PurgeStatus};
+use tidings_core::{
+    ClaimedBatch, OrderingMode, OutboxStats, OutboxStore, Outcome, PurgeRequest, PurgeStatus,
+};
 
 use super::StoreHarness;
 use super::fixtures::{claim, event, route, settle_all};
@@ -33,10 +35,25 @@ pub async fn stats_report_depth_age_and_failures<H: StoreHarness>(h: &H) {
     );
 
     let batch = claim(&store, &route, 1).await;
-    assert_eq!(store.stats(route.name).await.unwrap().in_flight, 1);
+    let held = in_flight_soon(&store, route.name, 1).await;
+    assert_eq!((held.pending, held.in_flight), (2, 1));
     settle_every(batch, Outcome::Failed { reason: "x".into() }).await;
     let stats = store.stats(route.name).await.unwrap();
     assert_eq!((stats.pending, stats.in_flight, stats.failed), (2, 0, 1));
+}
+
+/// The stats once they count `expected` rows in flight, which a store may
+/// learn of just after its claim returns (a locked claim's record is
+/// written beside the publish); fails after five seconds.
+async fn in_flight_soon<S: OutboxStore>(store: &S, route: &str, expected: u64) -> OutboxStats {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let stats = store.stats(route).await.unwrap();
+        if stats.in_flight == expected || tokio::time::Instant::now() > deadline {
+            return stats;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Purge deletes finished rows older than the window, at most `limit` per
