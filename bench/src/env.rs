@@ -47,13 +47,14 @@ impl Env {
         })
     }
 
-    /// A store in a fresh schema named after `prefix`, migrated.
+    /// A store in a fresh schema named after `prefix`, migrated, whose
+    /// relays claim in the default mode.
     pub(crate) async fn store(
         &self,
         prefix: &str,
         retention: Retention,
     ) -> anyhow::Result<PgOutboxStore> {
-        self.store_claiming(prefix, retention, ClaimMode::Leased)
+        self.store_claiming(prefix, retention, ClaimMode::default())
             .await
     }
 

@@ -1,5 +1,6 @@
 //! drain-rabbitmq: a backlog relayed to RabbitMQ (persistent, confirmed),
-//! with leased and with locked claims, against lapin publishing the same
+//! with leased and with locked claims (the default, which the goal is
+//! for), against lapin publishing the same
 //! messages with a confirm window of the relay's batch size. The backlogs
 //! are staged and drained in rounds, each alternating with the raw
 //! publishing of the same number of messages and with the transport
@@ -43,9 +44,9 @@ pub(super) async fn run(
         env.queue("bench-drain-locked").await?,
     ];
     let stores = [
-        env.store("drain_rabbit", Retention::Delete).await?,
-        env.store_claiming("drain_locked", Retention::Delete, ClaimMode::Locked)
+        env.store_claiming("drain_leased", Retention::Delete, ClaimMode::Leased)
             .await?,
+        env.store("drain_rabbit", Retention::Delete).await?,
     ];
     let result = measure(env, sizes, &stores, queues, report).await;
     for store in &stores {
@@ -62,7 +63,7 @@ pub(super) async fn run(
 enum Side {
     Raw,
     Transport,
-    Relay,
+    LeasedRelay,
     LockedRelay,
 }
 
@@ -70,7 +71,7 @@ enum Side {
 /// its rows reversed. Each side runs in each position twice and right
 /// after each other side twice.
 const ORDERS: [[Side; 4]; 8] = {
-    use Side::{LockedRelay as L, Raw as R, Relay as E, Transport as T};
+    use Side::{LeasedRelay as E, LockedRelay as L, Raw as R, Transport as T};
     [
         [R, T, L, E],
         [T, E, R, L],
@@ -130,8 +131,8 @@ async fn measure(
                 Side::Transport => {
                     publish_through(&transport, &transport_envelopes, sizes.batch_size).await?
                 }
-                Side::Relay | Side::LockedRelay => {
-                    let n = side as usize - Side::Relay as usize;
+                Side::LeasedRelay | Side::LockedRelay => {
+                    let n = side as usize - Side::LeasedRelay as usize;
                     let started = Instant::now();
                     relayed[n] += relays[n].1.drain().await?.published;
                     started.elapsed()
@@ -152,15 +153,14 @@ async fn measure(
             NAME,
             "relayed events, leased claims",
             total,
-            took(Side::Relay),
+            took(Side::LeasedRelay),
         )
-        .limit(raw_rate.value)
-        .goal(Goal::RatioAtLeast(0.85)),
+        .limit(raw_rate.value),
     );
     report(
         Figure::rate(
             NAME,
-            "relayed events, locked claims",
+            "relayed events, locked claims (default)",
             total,
             took(Side::LockedRelay),
         )
