@@ -55,8 +55,7 @@ pub(crate) async fn store_on(pool: PgPool, retention: Retention) -> PgOutboxStor
     store_on_with(pool, retention, ClaimMode::default()).await
 }
 
-/// A migrated store in a fresh schema on `pool`, claiming in the default
-/// mode. claiming in `mode`.
+/// A migrated store in a fresh schema on `pool`, claiming in `mode`.
 pub(crate) async fn store_on_with(
     pool: PgPool,
     retention: Retention,
