@@ -10,7 +10,7 @@ use sqlx::Row;
 use support::{ORDER_EVENTS, drop_schema, pool, store_on_with, store_with};
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayConfig};
-use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement};
+use tidings_core::{ClaimRequest, ClaimedBatch, OutboxSpec, OutboxStore, Outcome, Settlement};
 use tidings_postgres::{ClaimMode, PgBatch, PgOutboxStore, Retention};
 use tidings_testing::store::settle_all;
 use uuid::Uuid;
@@ -285,5 +285,44 @@ async fn a_relay_drains_through_a_pool_of_one_connection() {
         .await
         .unwrap();
     assert_eq!(records, 0, "every settle deleted its claim's record");
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_relays_drain_through_a_pool_of_two_connections() {
+    // Each relay can hold a locked batch on one of the two connections
+    // while claiming its next batch: a batch whose next claim waits is
+    // settled at once, giving its connection back.
+    static INVOICE_EVENTS: OutboxSpec<u64> =
+        OutboxSpec::json("invoice-events").to_queue("invoices");
+    let store = store_on_with(pool(2).await, Retention::Delete, ClaimMode::Locked).await;
+    stage(&store, 250).await;
+    let mut ctx = store.begin().await.unwrap();
+    for n in 0..250_u64 {
+        ctx.outbox()
+            .stage(&INVOICE_EVENTS, "test.event", &n)
+            .unwrap();
+    }
+    ctx.commit().await.unwrap();
+    let broker = MemoryBroker::new();
+    broker.declare_queue("orders");
+    broker.declare_queue("invoices");
+    let config = RelayConfig::default().batch_size(25);
+    let orders = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
+        .unwrap()
+        .config(config);
+    let invoices = Relay::new(store.clone(), broker.clone(), &INVOICE_EVENTS)
+        .unwrap()
+        .config(config);
+    let both = async { tokio::try_join!(orders.drain(), invoices.drain()) };
+    let drained = tokio::time::timeout(Duration::from_secs(8), both).await;
+    let (a, b) = drained
+        .expect("drained well within the pool's acquire timeout")
+        .unwrap();
+    assert_eq!((a.published, b.published), (250, 250));
+    assert_eq!(
+        (broker.depth("orders"), broker.depth("invoices")),
+        (250, 250)
+    );
     drop_schema(&store).await;
 }

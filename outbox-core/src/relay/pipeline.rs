@@ -3,11 +3,17 @@
 //! at the pace of the slowest of the three instead of their sum.
 //!
 //! At most three batches are held at once (one of each), all under their
-//! own leases. A batch once claimed is always published and settled: after
+//! own leases. A batch whose next claim is still waiting once it has been
+//! published is settled at once instead of on the next turn, so a claim
+//! never waits on a batch that waits for it. A batch once claimed is always published and settled: after
 //! a failed settle or claim, the pipeline stops claiming, finishes what it
 //! holds and then reports the first error, so no claim is left to expire
 //! and count as a crash.
 
+use std::future::{Future, poll_fn};
+use std::pin::{Pin, pin};
+
+use futures::future::maybe_done;
 use tracing::Instrument;
 
 use super::pass::{claim, pass_span, publish, settle};
@@ -35,27 +41,41 @@ pub(super) async fn drain_pipelined<S: OutboxStore, P: Publisher>(
             total.claimed += claimed;
             let claim_next = claimed >= config.batch_size && error.is_none();
             let previous = published.take();
-            let (settlements, next, settled) = tokio::join!(
-                publish(publisher, route, config, current.records()),
+            let next = maybe_done(async {
+                match claim_next {
+                    true => Some(claim(store, route, config).await),
+                    false => None,
+                }
+            });
+            let mut next = pin!(next);
+            let records = current.records();
+            let (settlements, settled) = beside(
                 async {
-                    if claim_next {
-                        Some(claim(store, route, config).await)
-                    } else {
-                        None
-                    }
+                    tokio::join!(publish(publisher, route, config, records), async {
+                        match previous {
+                            Some((b, s)) => Some(settle(b, s, route).await),
+                            None => None,
+                        }
+                    })
                 },
-                async {
-                    match previous {
-                        Some((b, s)) => Some(settle(b, s, route).await),
-                        None => None,
-                    }
-                },
-            );
-            published = Some((current, settlements));
+                next.as_mut(),
+            )
+            .await;
             record(&mut total, &mut error, settled);
+            if next.as_mut().output_mut().is_some() {
+                published = Some((current, settlements));
+            } else {
+                // The claim may be waiting for a connection that this
+                // batch holds (a store that keeps its batches' rows locked
+                // in open transactions, on a small pool shared by several
+                // relays): settle it now rather than on the next turn.
+                let settled = beside(settle(current, settlements, route), next.as_mut()).await;
+                record(&mut total, &mut error, Some(settled));
+            }
+            next.as_mut().await;
             // After an error nothing more is claimed, but a batch claimed
             // already is still published and settled on the next turn.
-            batch = match next {
+            batch = match next.as_mut().take_output().flatten() {
                 Some(Ok(next)) => Some(next),
                 Some(Err(e)) => {
                     error.get_or_insert(e);
@@ -73,6 +93,17 @@ pub(super) async fn drain_pipelined<S: OutboxStore, P: Publisher>(
         }
     }
     .instrument(pass_span(route))
+    .await
+}
+
+/// Runs `main` to its end while also driving `side`, which may finish
+/// before or after it.
+async fn beside<F: Future, G: Future<Output = ()>>(main: F, mut side: Pin<&mut G>) -> F::Output {
+    let mut main = pin!(main);
+    poll_fn(|cx| {
+        let _ = side.as_mut().poll(cx);
+        main.as_mut().poll(cx)
+    })
     .await
 }
 
