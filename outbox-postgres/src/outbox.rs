@@ -17,18 +17,6 @@ use crate::record::{ClaimedRow, into_records};
 use crate::store::{limit, micros};
 use crate::{ClaimMode, PgBatch, PgOutboxStore, locked};
 
-impl PgOutboxStore {
-    /// Whether claims lock their rows: in [`ClaimMode::Locked`], on a pool
-    /// that can hold a locked batch and still claim the next one. A
-    /// pipelined drain claims the next batch while it holds the current
-    /// one, so on a pool of one connection claims are leased, as a locked
-    /// batch would keep that claim waiting for its own connection.
-    fn claims_locked(&self) -> bool {
-        self.options().get_claim_mode() == ClaimMode::Locked
-            && self.inner().pool.options().get_max_connections() >= 2
-    }
-}
-
 impl OutboxStore for PgOutboxStore {
     type Batch = PgBatch;
 
@@ -43,7 +31,7 @@ impl OutboxStore for PgOutboxStore {
         err
     )]
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<PgBatch, StoreError> {
-        if self.claims_locked() {
+        if self.options().get_claim_mode() == ClaimMode::Locked {
             return locked::claim(self, request).await;
         }
         let route = request.route;
