@@ -5,7 +5,9 @@
 -- a locked claim that holds one of them to settle. A requeued row is older
 -- than those rows, and a locked claim's rows read as pending, so without
 -- the wait the requeued row could be claimed while a newer row of its key
--- is being published.
+-- is being published. The update reads the count of `held` so that those
+-- locks are taken (a plain select in a WITH runs only when read) before
+-- any row is requeued.
 with requeued as (
     select id, ordering_key
     from {outbox}

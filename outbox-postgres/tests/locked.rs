@@ -42,9 +42,13 @@ async fn claim_all_soon(store: &PgOutboxStore, n: usize) -> PgBatch {
 }
 
 async fn stage(store: &PgOutboxStore, events: u64) {
+    stage_to(store, &ORDER_EVENTS, events).await;
+}
+
+async fn stage_to(store: &PgOutboxStore, spec: &OutboxSpec<u64>, events: u64) {
     let mut ctx = store.begin().await.unwrap();
     for n in 0..events {
-        ctx.outbox().stage(&ORDER_EVENTS, "test.event", &n).unwrap();
+        ctx.outbox().stage(spec, "test.event", &n).unwrap();
     }
     ctx.commit().await.unwrap();
 }
@@ -263,8 +267,9 @@ async fn a_sweep_leaves_rows_a_live_claim_holds_for_later() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relay_drains_through_a_pool_of_one_connection() {
-    // Each batch holds the only pooled connection until it settles, and its
-    // settle waits for its claim record: the record must not need the pool.
+    // Each batch holds the only pooled connection until it settles: its
+    // claim record must not need the pool, and while the next claim waits
+    // for the connection, the batch is settled at once.
     let store = store_on_with(pool(1).await, Retention::Delete, ClaimMode::Locked).await;
     stage(&store, 250).await;
     let broker = MemoryBroker::new();
@@ -297,13 +302,7 @@ async fn two_relays_drain_through_a_pool_of_two_connections() {
         OutboxSpec::json("invoice-events").to_queue("invoices");
     let store = store_on_with(pool(2).await, Retention::Delete, ClaimMode::Locked).await;
     stage(&store, 250).await;
-    let mut ctx = store.begin().await.unwrap();
-    for n in 0..250_u64 {
-        ctx.outbox()
-            .stage(&INVOICE_EVENTS, "test.event", &n)
-            .unwrap();
-    }
-    ctx.commit().await.unwrap();
+    stage_to(&store, &INVOICE_EVENTS, 250).await;
     let broker = MemoryBroker::new();
     broker.declare_queue("orders");
     broker.declare_queue("invoices");

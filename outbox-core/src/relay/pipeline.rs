@@ -5,10 +5,10 @@
 //! At most three batches are held at once (one of each), all under their
 //! own leases. A batch whose next claim is still waiting once it has been
 //! published is settled at once instead of on the next turn, so a claim
-//! never waits on a batch that waits for it. A batch once claimed is always published and settled: after
-//! a failed settle or claim, the pipeline stops claiming, finishes what it
-//! holds and then reports the first error, so no claim is left to expire
-//! and count as a crash.
+//! never waits on a batch that waits for it. A batch once claimed is
+//! always published and settled: after a failed settle or claim, the
+//! pipeline stops claiming, finishes what it holds and then reports the
+//! first error, so no claim is left to expire and count as a crash.
 
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
@@ -67,8 +67,9 @@ pub(super) async fn drain_pipelined<S: OutboxStore, P: Publisher>(
             } else {
                 // The claim may be waiting for a connection that this
                 // batch holds (a store that keeps its batches' rows locked
-                // in open transactions, on a small pool shared by several
-                // relays): settle it now rather than on the next turn.
+                // in open transactions, on a pool too small for every
+                // batch in flight): settle it now rather than on the next
+                // turn.
                 let settled = beside(settle(current, settlements, route), next.as_mut()).await;
                 record(&mut total, &mut error, Some(settled));
             }
