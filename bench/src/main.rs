@@ -18,6 +18,7 @@
 mod args;
 mod clients;
 mod consuming;
+mod cpu;
 mod env;
 mod load;
 mod payload;

@@ -58,26 +58,26 @@ impl RawPublisher {
         Ok(started.elapsed())
     }
 
-    /// Publishes one window and awaits its confirms.
+    /// Publishes one window and awaits its confirms. The window's sends
+    /// are queued together, as `RabbitPublisher` queues a batch, so the
+    /// connection writes them in a few large writes: lapin's fastest way
+    /// to publish.
     pub(crate) async fn publish_window(&self, envelopes: &[Envelope]) -> anyhow::Result<()> {
-        let mut confirms = Vec::with_capacity(envelopes.len());
+        let mut sends = Vec::with_capacity(envelopes.len());
         for envelope in envelopes {
             let exchange = exchange_name(&envelope.destination);
-            let confirm = self
-                .channel
-                .basic_publish(
-                    exchange.as_str().into(),
-                    envelope.destination.as_str().into(),
-                    BasicPublishOptions {
-                        mandatory: true,
-                        immediate: false,
-                    },
-                    &envelope.payload,
-                    properties(envelope)?,
-                )
-                .await?;
-            confirms.push(confirm);
+            sends.push(self.channel.basic_publish(
+                exchange.as_str().into(),
+                envelope.destination.as_str().into(),
+                BasicPublishOptions {
+                    mandatory: true,
+                    immediate: false,
+                },
+                &envelope.payload,
+                properties(envelope)?,
+            ));
         }
+        let confirms = try_join_all(sends).await?;
         for confirmation in try_join_all(confirms).await? {
             anyhow::ensure!(confirmation.is_ack(), "broker refused a message");
         }
@@ -97,5 +97,14 @@ fn properties(envelope: &Envelope) -> anyhow::Result<BasicProperties> {
         .with_type(short(&envelope.event_type)?)
         .with_content_type(short(&envelope.content_type)?)
         .with_delivery_mode(PERSISTENT)
+        .with_timestamp(unix_seconds(envelope))
         .with_headers(headers))
+}
+
+/// When the event occurred, in whole seconds, as the transport stamps it.
+fn unix_seconds(envelope: &Envelope) -> u64 {
+    envelope
+        .occurred_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }

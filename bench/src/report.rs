@@ -4,6 +4,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use crate::cpu::CpuTime;
+
 /// What a figure is held to.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Goal {
@@ -56,6 +58,24 @@ impl Figure {
     /// A duration in milliseconds.
     pub(crate) fn millis(scenario: &str, measure: &str, value: Duration) -> Self {
         Self::new(scenario, measure, value.as_secs_f64() * 1e3, "ms")
+    }
+
+    /// The CPU time a side spent per 1,000 events, split between the bench,
+    /// PostgreSQL and RabbitMQ in its measure.
+    pub(crate) fn cpu_per_thousand(
+        scenario: &str,
+        side: &str,
+        cpu: CpuTime,
+        events: usize,
+    ) -> Self {
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / events.max(1) as f64;
+        let measure = format!(
+            "CPU per 1,000 events, {side} (bench {:.1} + PostgreSQL {:.1} + RabbitMQ {:.1} ms)",
+            per(cpu.bench),
+            per(cpu.postgres),
+            per(cpu.rabbitmq),
+        );
+        Self::new(scenario, &measure, per(cpu.total()), "ms")
     }
 
     /// Sets the raw limit.

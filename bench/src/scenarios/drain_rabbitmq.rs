@@ -20,6 +20,7 @@ use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
 use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
 
 use crate::args::Sizes;
+use crate::cpu::CpuTime;
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
 use crate::payload::{Payload, envelopes};
@@ -116,6 +117,7 @@ async fn measure(
         .await?,
     ];
     let mut took = [Duration::ZERO; 4];
+    let mut cpu = [CpuTime::default(); 4];
     let mut relayed = [0; 2];
     for order in ORDERS {
         for (store, relay) in stores.iter().zip(&relays) {
@@ -126,6 +128,7 @@ async fn measure(
             raw.purge(queue).await?;
         }
         for side in order {
+            let before = CpuTime::now();
             took[side as usize] += match side {
                 Side::Raw => raw.publish_all(&raw_envelopes, sizes.batch_size).await?,
                 Side::Transport => {
@@ -138,6 +141,7 @@ async fn measure(
                     started.elapsed()
                 }
             };
+            cpu[side as usize] += CpuTime::now() - before;
         }
     }
     for relayed in relayed {
@@ -167,6 +171,20 @@ async fn measure(
         .limit(raw_rate.value)
         .goal(Goal::RatioAtLeast(0.85)),
     );
+    let sides = [
+        (Side::Raw, "raw"),
+        (Side::Transport, "transport alone"),
+        (Side::LeasedRelay, "leased relay"),
+        (Side::LockedRelay, "locked relay"),
+    ];
+    for (side, name) in sides {
+        report(Figure::cpu_per_thousand(
+            NAME,
+            name,
+            cpu[side as usize],
+            total,
+        ));
+    }
     Ok(())
 }
 

@@ -22,6 +22,7 @@ use uuid::Uuid;
 
 use crate::args::Sizes;
 use crate::clients::run_clients;
+use crate::cpu::CpuTime;
 use crate::env::{Env, outbox_table, spec, table_in};
 use crate::payload::Payload;
 use crate::report::{Figure, Goal};
@@ -63,6 +64,19 @@ pub(super) async fn run(
         )
         .limit(raw_rate.value),
     );
+    let sides = [
+        (Side::Raw, "raw"),
+        (Side::Unheard, "staged"),
+        (Side::Heard, "staged, heard"),
+    ];
+    for (side, name) in sides {
+        report(Figure::cpu_per_thousand(
+            NAME,
+            name,
+            took.cpu[side as usize],
+            total,
+        ));
+    }
     Ok(())
 }
 
@@ -75,12 +89,13 @@ struct Stores {
     heard: PgOutboxStore,
 }
 
-/// The time each side took over all rounds.
+/// The time each side took over all rounds, and the CPU time it cost.
 #[derive(Default)]
 struct Took {
     raw: Duration,
     unheard: Duration,
     heard: Duration,
+    cpu: [CpuTime; 3],
 }
 
 async fn measure(stores: &Stores, sizes: &Sizes) -> anyhow::Result<Took> {
@@ -104,6 +119,7 @@ async fn rounds(stores: &Stores, sizes: &Sizes) -> anyhow::Result<Took> {
     let mut took = Took::default();
     for round in 0..ROUNDS {
         for side in ORDERS[round % ORDERS.len()] {
+            let before = CpuTime::now();
             match side {
                 Side::Raw => took.raw += stage_raw(&stores.raw, clients, per_round).await?,
                 Side::Unheard => {
@@ -113,6 +129,7 @@ async fn rounds(stores: &Stores, sizes: &Sizes) -> anyhow::Result<Took> {
                     took.heard += stage_tidings(&stores.heard, clients, per_round).await?
                 }
             }
+            took.cpu[side as usize] += CpuTime::now() - before;
         }
     }
     Ok(took)

@@ -47,6 +47,27 @@ async fn missing_exchange_fails_only_its_message() {
 }
 
 #[tokio::test]
+async fn a_batch_arrives_in_batch_order() {
+    let setup = Setup::new("batch_order", QueueKind::Classic).await;
+    let batch: Vec<_> = (0..300).map(|n| setup.envelope(n)).collect();
+
+    let results = setup.publisher.publish_batch(&batch).await;
+
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    let mut stream = setup.subscribe(&setup.queue).await;
+    let mut seen = Vec::with_capacity(batch.len());
+    for _ in 0..batch.len() {
+        let delivery = next(&mut stream).await;
+        seen.push(delivery.envelope().event_id);
+        delivery.ack().await.unwrap();
+    }
+    let sent: Vec<_> = batch.iter().map(|e| e.event_id).collect();
+    assert_eq!(seen, sent);
+    drop(stream);
+    setup.delete().await;
+}
+
+#[tokio::test]
 async fn unroutable_mandatory_publish_fails_only_its_message() {
     let setup = Setup::new("unroutable", QueueKind::Classic).await;
     // The exchange exists but nothing is bound with this routing key.

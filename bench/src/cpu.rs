@@ -1,0 +1,104 @@
+//! CPU time spent by the processes a scenario runs on: the bench itself,
+//! PostgreSQL's and RabbitMQ's, read from each thread's run time in
+//! `/proc/<pid>/task/<tid>/schedstat` (nanoseconds on a CPU), so a side's
+//! cost can be split between the client, the database and the broker.
+
+use std::fs;
+use std::ops::{AddAssign, Sub};
+use std::time::Duration;
+
+/// Run time by process group, at one moment or between two.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CpuTime {
+    /// This process.
+    pub(crate) bench: Duration,
+    /// Every process named `postgres` (the server and its backends).
+    pub(crate) postgres: Duration,
+    /// The RabbitMQ node (`beam.smp`).
+    pub(crate) rabbitmq: Duration,
+}
+
+impl CpuTime {
+    /// The run time of every thread of each group so far. Processes that
+    /// cannot be read (gone meanwhile, or not ours to read) count nothing.
+    pub(crate) fn now() -> Self {
+        let own = std::process::id();
+        let mut time = CpuTime::default();
+        let Ok(entries) = fs::read_dir("/proc") else {
+            return time;
+        };
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let group = match fs::read_to_string(format!("/proc/{pid}/comm")) {
+                _ if pid == own => &mut time.bench,
+                Ok(comm) if comm.trim_end() == "postgres" => &mut time.postgres,
+                Ok(comm) if comm.trim_end() == "beam.smp" => &mut time.rabbitmq,
+                _ => continue,
+            };
+            *group += run_time(pid);
+        }
+        time
+    }
+
+    /// All three groups together.
+    pub(crate) fn total(&self) -> Duration {
+        self.bench + self.postgres + self.rabbitmq
+    }
+}
+
+impl Sub for CpuTime {
+    type Output = CpuTime;
+
+    /// The time spent between two readings; a group whose processes ended
+    /// meanwhile reads zero rather than negative.
+    fn sub(self, earlier: CpuTime) -> CpuTime {
+        CpuTime {
+            bench: self.bench.saturating_sub(earlier.bench),
+            postgres: self.postgres.saturating_sub(earlier.postgres),
+            rabbitmq: self.rabbitmq.saturating_sub(earlier.rabbitmq),
+        }
+    }
+}
+
+impl AddAssign for CpuTime {
+    fn add_assign(&mut self, other: CpuTime) {
+        self.bench += other.bench;
+        self.postgres += other.postgres;
+        self.rabbitmq += other.rabbitmq;
+    }
+}
+
+/// The summed run time of a process's threads.
+fn run_time(pid: u32) -> Duration {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Duration::ZERO;
+    };
+    let nanos: u64 = tasks
+        .flatten()
+        .filter_map(|task| fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(nanos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_run_time_grows_with_work() {
+        let before = CpuTime::now();
+        let mut x = 0_u64;
+        for i in 0..20_000_000_u64 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+        let spent = CpuTime::now() - before;
+        assert!(spent.bench > Duration::ZERO, "spent {spent:?} ({x})");
+    }
+}
