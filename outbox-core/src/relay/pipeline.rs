@@ -1,6 +1,11 @@
 //! A pipelined drain for unordered routes: while one batch is published,
-//! the next is claimed and the one before is settled, so a backlog drains
-//! at the pace of the slowest of the three instead of their sum.
+//! the one before is settled and then the next is claimed, so a backlog
+//! drains at the pace of the publish or of the store's two steps,
+//! whichever is slower, instead of their sum.
+//!
+//! The store's steps run one after the other rather than together: both
+//! start as a publish starts, when the broker is busiest, and two database
+//! statements at once would take every core of a small machine from it.
 //!
 //! At most three batches are held at once (one of each), all under their
 //! own leases. A batch whose next claim is still waiting once it has been
@@ -41,42 +46,31 @@ pub(super) async fn drain_pipelined<S: OutboxStore, P: Publisher>(
             total.claimed += claimed;
             let claim_next = claimed >= config.batch_size && error.is_none();
             let previous = published.take();
-            let next = maybe_done(async {
-                match claim_next {
-                    true => Some(claim(store, route, config).await),
-                    false => None,
-                }
-            });
+            let next = maybe_done(settle_then_claim(
+                previous, claim_next, store, route, config,
+            ));
             let mut next = pin!(next);
             let records = current.records();
-            let (settlements, settled) = beside(
-                async {
-                    tokio::join!(publish(publisher, route, config, records), async {
-                        match previous {
-                            Some((b, s)) => Some(settle(b, s, route).await),
-                            None => None,
-                        }
-                    })
-                },
-                next.as_mut(),
-            )
-            .await;
-            record(&mut total, &mut error, settled);
-            if next.as_mut().output_mut().is_some() {
+            let settlements =
+                beside(publish(publisher, route, config, records), next.as_mut()).await;
+            let early = if next.as_mut().output_mut().is_some() {
                 published = Some((current, settlements));
+                None
             } else {
                 // The claim may be waiting for a connection that this
                 // batch holds (a store that keeps its batches' rows locked
                 // in open transactions, on a pool too small for every
                 // batch in flight): settle it now rather than on the next
                 // turn.
-                let settled = beside(settle(current, settlements, route), next.as_mut()).await;
-                record(&mut total, &mut error, Some(settled));
-            }
+                Some(beside(settle(current, settlements, route), next.as_mut()).await)
+            };
             next.as_mut().await;
+            let (settled, claimed) = next.as_mut().take_output().unwrap_or_default();
+            record(&mut total, &mut error, settled);
+            record(&mut total, &mut error, early);
             // After an error nothing more is claimed, but a batch claimed
             // already is still published and settled on the next turn.
-            batch = match next.as_mut().take_output().flatten() {
+            batch = match claimed {
                 Some(Ok(next)) => Some(next),
                 Some(Err(e)) => {
                     error.get_or_insert(e);
@@ -95,6 +89,33 @@ pub(super) async fn drain_pipelined<S: OutboxStore, P: Publisher>(
     }
     .instrument(pass_span(route))
     .await
+}
+
+/// What the store did beside a publish: the previous batch's settle and
+/// the next batch's claim, each where there was one to do.
+type StoreSide<B> = (
+    Option<Result<PassReport, StoreError>>,
+    Option<Result<B, StoreError>>,
+);
+
+/// Settles the batch published on the last turn, then claims the next one
+/// where `claim_next` asks for it and the settle did not fail.
+async fn settle_then_claim<S: OutboxStore>(
+    previous: Option<(S::Batch, Vec<Settlement>)>,
+    claim_next: bool,
+    store: &S,
+    route: &Route,
+    config: &RelayConfig,
+) -> StoreSide<S::Batch> {
+    let settled = match previous {
+        Some((batch, settlements)) => Some(settle(batch, settlements, route).await),
+        None => None,
+    };
+    let claimed = match claim_next && !matches!(settled, Some(Err(_))) {
+        true => Some(claim(store, route, config).await),
+        false => None,
+    };
+    (settled, claimed)
 }
 
 /// Runs `main` to its end while also driving `side`, which may finish
