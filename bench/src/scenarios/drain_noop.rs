@@ -6,6 +6,7 @@
 use tidings_postgres::{ClaimMode, Retention};
 
 use crate::args::Sizes;
+use crate::cpu::CpuTime;
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
 use crate::raw_drain;
@@ -31,10 +32,14 @@ pub(super) async fn run(
             stage_pending(store, spec, sizes.drain_events).await?;
             env.vacuum(store).await?;
         }
+        let before = CpuTime::now();
         let (raw_moved, raw_took) = raw_drain::drain(&raw, spec, sizes.batch_size).await?;
+        let raw_cpu = CpuTime::now() - before;
         let raw_rate = Figure::rate(NAME, "raw claim + delete loop", raw_moved, raw_took);
         report(raw_rate.clone());
+        let before = CpuTime::now();
         let took = relay_to_nothing(&leased, spec, sizes, sizes.drain_events).await?;
+        let leased_cpu = CpuTime::now() - before;
         report(
             Figure::rate(
                 NAME,
@@ -44,7 +49,9 @@ pub(super) async fn run(
             )
             .limit(raw_rate.value),
         );
+        let before = CpuTime::now();
         let took = relay_to_nothing(&locked, spec, sizes, sizes.drain_events).await?;
+        let locked_cpu = CpuTime::now() - before;
         report(
             Figure::rate(
                 NAME,
@@ -55,6 +62,14 @@ pub(super) async fn run(
             .limit(raw_rate.value)
             .goal(Goal::RatioAtLeast(0.6)),
         );
+        let sides = [
+            ("raw", raw_cpu, raw_moved),
+            ("leased relay", leased_cpu, sizes.drain_events),
+            ("locked relay", locked_cpu, sizes.drain_events),
+        ];
+        for (side, cpu, events) in sides {
+            report(Figure::cpu_per_thousand(NAME, side, cpu, events));
+        }
         Ok(())
     }
     .await;
