@@ -35,11 +35,15 @@ impl CpuTime {
             else {
                 continue;
             };
-            let group = match fs::read_to_string(format!("/proc/{pid}/comm")) {
-                _ if pid == own => &mut time.bench,
-                Ok(comm) if comm.trim_end() == "postgres" => &mut time.postgres,
-                Ok(comm) if comm.trim_end() == "beam.smp" => &mut time.rabbitmq,
-                _ => continue,
+            let group = if pid == own {
+                &mut time.bench
+            } else {
+                let comm = fs::read_to_string(format!("/proc/{pid}/comm"));
+                match comm.as_deref().map(str::trim_end) {
+                    Ok("postgres") => &mut time.postgres,
+                    Ok("beam.smp") => &mut time.rabbitmq,
+                    _ => continue,
+                }
             };
             *group += run_time(pid);
         }
