@@ -294,6 +294,31 @@ async fn a_relay_drains_through_a_pool_of_one_connection() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_of_several_publish_windows_are_published_and_settled_whole() {
+    let store = store_on_with(pool(4).await, Retention::Delete, ClaimMode::Locked).await;
+    stage(&store, 620).await;
+    let broker = MemoryBroker::new();
+    broker.declare_queue("orders");
+    let config = RelayConfig::default().batch_size(250).publish_window(100);
+    let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
+        .unwrap()
+        .config(config);
+    let report = relay.drain().await.unwrap();
+    assert_eq!((report.claimed, report.published), (620, 620));
+    assert_eq!(broker.depth("orders"), 620);
+    let sql = format!(
+        "select count(*) from \"{}\".tidings_outbox",
+        store.options().get_schema()
+    );
+    let left: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "every published row was settled");
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_relays_drain_through_a_pool_of_two_connections() {
     // Each relay can hold a locked batch on one of the two connections
     // while claiming its next batch: a batch whose next claim waits is

@@ -7,6 +7,12 @@ use crate::Backoff;
 pub struct RelayConfig {
     /// Rows claimed per pass.
     pub batch_size: usize,
+    /// Envelopes handed to the publisher at once: a claimed batch larger
+    /// than this is published in windows of this size, each after the one
+    /// before has been answered, so it bounds how many messages await the
+    /// broker at a time. Claiming more rows than a window spreads the
+    /// store's fixed cost per claim and settle over more events.
+    pub publish_window: usize,
     /// How long a claim holds before a sweep may take the rows back. Longer
     /// than the slowest publish of a batch.
     pub lease: Duration,
@@ -22,6 +28,8 @@ pub struct RelayConfig {
 impl RelayConfig {
     /// Default [`batch_size`](Self::batch_size).
     pub const DEFAULT_BATCH_SIZE: usize = 100;
+    /// Default [`publish_window`](Self::publish_window).
+    pub const DEFAULT_PUBLISH_WINDOW: usize = 100;
     /// Default [`lease`](Self::lease).
     pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
     /// Default [`poll_interval`](Self::poll_interval).
@@ -35,6 +43,12 @@ impl RelayConfig {
     /// Sets [`batch_size`](Self::batch_size) (at least 1).
     pub fn batch_size(mut self, batch_size: usize) -> Self {
         self.batch_size = batch_size.max(1);
+        self
+    }
+
+    /// Sets [`publish_window`](Self::publish_window) (at least 1).
+    pub fn publish_window(mut self, publish_window: usize) -> Self {
+        self.publish_window = publish_window.max(1);
         self
     }
 
@@ -67,6 +81,7 @@ impl Default for RelayConfig {
     fn default() -> Self {
         Self {
             batch_size: Self::DEFAULT_BATCH_SIZE,
+            publish_window: Self::DEFAULT_PUBLISH_WINDOW,
             lease: Self::DEFAULT_LEASE,
             poll_interval: Self::DEFAULT_POLL_INTERVAL,
             max_crashes: Self::DEFAULT_MAX_CRASHES,

@@ -143,21 +143,23 @@ pub(super) async fn publish<P: Publisher>(
             None => sendable.push(record),
         }
     }
-    let envelopes: Vec<Envelope> = sendable.iter().map(|r| r.envelope.clone()).collect();
-    let started = Instant::now();
-    let mut results = publisher.publish_batch(&envelopes).await.into_iter();
-    metrics::histogram!("tidings_relay_publish_seconds", "route" => route.name)
-        .record(started.elapsed());
-    for record in sendable {
-        let result = results.next().unwrap_or_else(|| {
-            Err(PublishError::Refused {
-                reason: "publisher returned no result".into(),
-            })
-        });
-        settlements.push(Settlement {
-            event_id: record.envelope.event_id,
-            outcome: decide(record, result, route),
-        });
+    for window in sendable.chunks(config.publish_window.max(1)) {
+        let envelopes: Vec<Envelope> = window.iter().map(|r| r.envelope.clone()).collect();
+        let started = Instant::now();
+        let mut results = publisher.publish_batch(&envelopes).await.into_iter();
+        metrics::histogram!("tidings_relay_publish_seconds", "route" => route.name)
+            .record(started.elapsed());
+        for record in window {
+            let result = results.next().unwrap_or_else(|| {
+                Err(PublishError::Refused {
+                    reason: "publisher returned no result".into(),
+                })
+            });
+            settlements.push(Settlement {
+                event_id: record.envelope.event_id,
+                outcome: decide(record, result, route),
+            });
+        }
     }
     settlements
 }

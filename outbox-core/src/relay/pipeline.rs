@@ -166,6 +166,43 @@ mod tests {
         }
     }
 
+    /// Accepts everything and keeps the size of each batch handed to it.
+    #[derive(Clone, Default)]
+    struct Windows(Arc<Mutex<Vec<usize>>>);
+
+    impl Publisher for Windows {
+        async fn publish(&self, _: &Envelope) -> Result<(), PublishError> {
+            Ok(())
+        }
+
+        async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
+            self.0.lock().expect("not poisoned").push(envelopes.len());
+            envelopes.iter().map(|_| Ok(())).collect()
+        }
+    }
+
+    #[tokio::test]
+    async fn claims_wider_than_the_publish_window_are_published_a_window_at_a_time() {
+        let store = MemoryStore::new();
+        let mut ctx = store.begin();
+        for n in 0..620_u32 {
+            ctx.outbox().stage(&EVENTS, "test.event", &n).unwrap();
+        }
+        ctx.commit().unwrap();
+        let publisher = Windows::default();
+        let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
+            .unwrap()
+            .config(RelayConfig::default().batch_size(250).publish_window(100));
+
+        let report = relay.drain().await.unwrap();
+
+        assert_eq!((report.claimed, report.published), (620, 620));
+        assert_eq!(store.pending_count("events"), 0);
+        let windows = publisher.0.lock().unwrap().clone();
+        // Claims of 250, 250 and 120, each cut into windows of 100.
+        assert_eq!(windows, [100, 100, 50, 100, 100, 50, 100, 20]);
+    }
+
     #[tokio::test]
     async fn a_pipelined_drain_publishes_every_event_once_in_staging_order() {
         let store = MemoryStore::new();
