@@ -15,8 +15,12 @@ pub(crate) struct Sizes {
     pub(crate) clients: usize,
     /// Pending events of the drain scenarios.
     pub(crate) drain_events: usize,
-    /// Rows claimed per pass, by the relay and by the raw loops.
+    /// Rows claimed per pass, by the relay and by the raw loops; also the
+    /// confirm window of every side of drain-rabbitmq.
     pub(crate) batch_size: usize,
+    /// Rows the wide relay of drain-rabbitmq claims at once, published in
+    /// windows of `batch_size`.
+    pub(crate) wide_claim: usize,
     /// How long each latency rate runs.
     pub(crate) latency_duration: Duration,
     /// The steady rates of the latency scenario, events per second.
@@ -38,6 +42,7 @@ impl Default for Sizes {
             clients: 8,
             drain_events: 50_000,
             batch_size: 100,
+            wide_claim: 500,
             latency_duration: Duration::from_secs(20),
             latency_rates: vec![200, 2_000],
             consume_messages: 20_000,
@@ -87,6 +92,7 @@ options:
   --clients <n>              (default 8)
   --drain-events <n>         (default 50000)
   --batch-size <n>           (default 100)
+  --wide-claim <n>           (default 500)
   --latency-seconds <n>      (default 20)
   --latency-rates <a,b,..>   (default 200,2000)
   --consume-messages <n>     (default 20000)
@@ -140,6 +146,7 @@ fn apply(sizes: &mut Sizes, flag: &str, value: &str) -> anyhow::Result<()> {
         "--clients" => sizes.clients = value.parse::<usize>()?.max(1),
         "--drain-events" => sizes.drain_events = value.parse()?,
         "--batch-size" => sizes.batch_size = value.parse::<usize>()?.max(1),
+        "--wide-claim" => sizes.wide_claim = value.parse::<usize>()?.max(1),
         "--latency-seconds" => sizes.latency_duration = Duration::from_secs_f64(value.parse()?),
         "--latency-rates" => {
             sizes.latency_rates = value.split(',').map(str::parse).collect::<Result<_, _>>()?;

@@ -67,8 +67,9 @@ fn drain_rabbitmq_measures_the_relay_and_raw_publishing() {
         "drain-rabbitmq",
         &[
             "raw confirmed publishing",
-            "relayed events, leased claims",
-            "relayed events, locked claims",
+            "RabbitPublisher alone",
+            "relayed events, claims of 100 (default)",
+            "relayed events, claims of 500 in windows of 100",
         ],
     );
 }

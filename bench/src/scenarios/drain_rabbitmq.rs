@@ -1,10 +1,10 @@
-//! drain-rabbitmq: a backlog relayed to RabbitMQ (persistent, confirmed),
-//! with leased and with locked claims (the default, which the goal is
-//! for), against lapin publishing the same
-//! messages with a confirm window of the relay's batch size. The backlogs
-//! are staged and drained in rounds, each alternating with the raw
-//! publishing of the same number of messages and with the transport
-//! publishing them alone.
+//! drain-rabbitmq: a backlog relayed to RabbitMQ (persistent, confirmed)
+//! by a relay with the default configuration, claiming a batch per confirm
+//! window, and by a wide relay claiming several windows at once (the goal's
+//! figure), against lapin publishing the same messages with the same
+//! confirm window. The backlogs are staged and drained in rounds, each
+//! alternating with the raw publishing of the same number of messages and
+//! with the transport publishing them alone.
 //!
 //! Each side publishes into a queue of its own, emptied before every round,
 //! on a connection opened before the clock starts, and the rounds run the
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use tidings_core::relay::{Relay, RelayConfig};
 use tidings_core::{Envelope, OutboxSpec, Publisher};
-use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
+use tidings_postgres::{PgOutboxStore, Retention};
 use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
 
 use crate::args::Sizes;
@@ -42,12 +42,11 @@ pub(super) async fn run(
         env.queue("bench-drain-raw").await?,
         env.queue("bench-drain-transport").await?,
         env.queue("bench-drain").await?,
-        env.queue("bench-drain-locked").await?,
+        env.queue("bench-drain-wide").await?,
     ];
     let stores = [
-        env.store_claiming("drain_leased", Retention::Delete, ClaimMode::Leased)
-            .await?,
         env.store("drain_rabbit", Retention::Delete).await?,
+        env.store("drain_wide", Retention::Delete).await?,
     ];
     let result = measure(env, sizes, &stores, queues, report).await;
     for store in &stores {
@@ -64,15 +63,17 @@ pub(super) async fn run(
 enum Side {
     Raw,
     Transport,
-    LeasedRelay,
-    LockedRelay,
+    /// The default configuration: a claim per confirm window.
+    Relay,
+    /// Claims of several windows, published a window at a time.
+    WideRelay,
 }
 
 /// The orders of the rounds: a balanced Latin square of the four sides and
 /// its rows reversed. Each side runs in each position twice and right
 /// after each other side twice.
 const ORDERS: [[Side; 4]; 8] = {
-    use Side::{LeasedRelay as E, LockedRelay as L, Raw as R, Transport as T};
+    use Side::{Raw as R, Relay as E, Transport as T, WideRelay as L};
     [
         [R, T, L, E],
         [T, E, R, L],
@@ -105,14 +106,22 @@ async fn measure(
     // The transport opens its connection and finds its exchange untimed,
     // as each relay does in `relay`.
     transport.publish(&transport_envelopes[0]).await?;
+    let window = sizes.batch_size;
     let relays = [
-        relay(env, sizes, &stores[0], queues[2], "tidings-bench-relay").await?,
         relay(
             env,
-            sizes,
+            (window, window),
+            &stores[0],
+            queues[2],
+            "tidings-bench-relay",
+        )
+        .await?,
+        relay(
+            env,
+            (sizes.wide_claim, window),
             &stores[1],
             queues[3],
-            "tidings-bench-relay-locked",
+            "tidings-bench-relay-wide",
         )
         .await?,
     ];
@@ -134,8 +143,8 @@ async fn measure(
                 Side::Transport => {
                     publish_through(&transport, &transport_envelopes, sizes.batch_size).await?
                 }
-                Side::LeasedRelay | Side::LockedRelay => {
-                    let n = side as usize - Side::LeasedRelay as usize;
+                Side::Relay | Side::WideRelay => {
+                    let n = side as usize - Side::Relay as usize;
                     let started = Instant::now();
                     relayed[n] += relays[n].1.drain().await?.published;
                     started.elapsed()
@@ -155,18 +164,21 @@ async fn measure(
     report(
         Figure::rate(
             NAME,
-            "relayed events, leased claims",
+            &format!("relayed events, claims of {window} (default)"),
             total,
-            took(Side::LeasedRelay),
+            took(Side::Relay),
         )
         .limit(raw_rate.value),
     );
     report(
         Figure::rate(
             NAME,
-            "relayed events, locked claims (default)",
+            &format!(
+                "relayed events, claims of {} in windows of {window}",
+                sizes.wide_claim
+            ),
             total,
-            took(Side::LockedRelay),
+            took(Side::WideRelay),
         )
         .limit(raw_rate.value)
         .goal(Goal::RatioAtLeast(0.85)),
@@ -174,8 +186,8 @@ async fn measure(
     let sides = [
         (Side::Raw, "raw"),
         (Side::Transport, "transport alone"),
-        (Side::LeasedRelay, "leased relay"),
-        (Side::LockedRelay, "locked relay"),
+        (Side::Relay, "relay, default claims"),
+        (Side::WideRelay, "relay, wide claims"),
     ];
     for (side, name) in sides {
         report(Figure::cpu_per_thousand(
@@ -188,11 +200,12 @@ async fn measure(
     Ok(())
 }
 
-/// A fresh route into `queue` and its relay on `store`, the relay's
+/// A fresh route into `queue` and its relay on `store`, claiming `claim`
+/// rows at a time and publishing them in windows of `window`, the relay's
 /// connection open.
 async fn relay(
     env: &Env,
-    sizes: &Sizes,
+    (claim, window): (usize, usize),
     store: &PgOutboxStore,
     queue: &'static str,
     connection_name: &str,
@@ -203,8 +216,10 @@ async fn relay(
     let publisher = RabbitPublisher::new(env.amqp(connection_name), PublisherOptions::default());
     publisher.publish(&envelopes(queue, 1)?[0]).await?;
     let spec = spec(queue);
-    let relay = Relay::new(store.clone(), publisher, spec)?
-        .config(RelayConfig::default().batch_size(sizes.batch_size));
+    let config = RelayConfig::default()
+        .batch_size(claim)
+        .publish_window(window);
+    let relay = Relay::new(store.clone(), publisher, spec)?.config(config);
     Ok((spec, relay))
 }
 

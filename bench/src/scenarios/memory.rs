@@ -19,7 +19,7 @@ use tokio::process::Command;
 
 use crate::args::Sizes;
 use crate::consuming::{consume, create_invoices};
-use crate::env::{Env, spec};
+use crate::env::{Env, connect_options, spec};
 use crate::load::stage_pending;
 use crate::payload::Payload;
 use crate::report::{Figure, Goal};
@@ -100,7 +100,7 @@ async fn child(args: &[&str]) -> anyhow::Result<u64> {
 pub(crate) async fn run_child(args: Vec<String>) -> anyhow::Result<String> {
     let pool = PgPoolOptions::new()
         .max_connections(CHILD_CONNECTIONS)
-        .connect(&database_url())
+        .connect_with(connect_options(&database_url())?)
         .await?;
     let arg = |i: usize| -> anyhow::Result<&str> {
         args.get(i).map(String::as_str).context("missing argument")
