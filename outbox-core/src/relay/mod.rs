@@ -15,6 +15,17 @@
 //! turn. Per-key routes claim only after settling, since a settle is what
 //! releases their keys.
 //!
+//! A batch reaches the publisher a [`publish_window`] at a time, each
+//! window after the one before has been answered, so the window bounds the
+//! messages awaiting the broker while the batch size sets how many rows a
+//! claim and a settle handle. A relay draining large backlogs can claim
+//! several windows at once (`batch_size(500)` with the default window of
+//! 100), which spreads the store's cost per claim over more events; the
+//! price is that a relay crashing mid-batch counts that crash against
+//! every row of the larger batch.
+//!
+//! [`publish_window`]: RelayConfig::publish_window
+//!
 //! Expired leases are returned by the [`Sweeper`], finished rows removed
 //! by the [`Cleaner`] and the backlog reported by the [`Monitor`], each a
 //! step of its own.
