@@ -27,10 +27,11 @@ use crate::store::{limit, micros};
 /// settings on first use, kept between records and dropped after a
 /// failure, so the next record connects afresh.
 ///
-/// It lies outside the pool on purpose. A batch holds its pooled
-/// connection until it settles, and its settle waits for its record; were
-/// the record written through the pool, batches holding every pooled
-/// connection would each wait for a connection none of them gives back.
+/// It is kept apart on purpose. A batch holds its claim connection until
+/// it settles, and its settle waits for its record; were records written
+/// on connections that batches hold, batches holding all of them would
+/// each wait for a connection none of them gives back. Nor does it take
+/// one from the pool, which the user's own transactions may fill.
 #[derive(Debug, Default)]
 pub(crate) struct RecordConnection {
     slot: Mutex<Option<PgConnection>>,

@@ -40,6 +40,14 @@ struct Kind {
 }
 
 impl Kind {
+    fn of(route: &Route, mode: ClaimMode) -> Self {
+        Self {
+            per_key: route.ordering == OrderingMode::PerKey,
+            by_clock: route.hlc_ordering,
+            locked: mode == ClaimMode::Locked,
+        }
+    }
+
     /// The position of the kind's template.
     fn index(self) -> usize {
         usize::from(self.per_key) * 2 + usize::from(self.by_clock) + usize::from(self.locked) * 4
@@ -74,11 +82,19 @@ impl ClaimStatements {
     /// microseconds and whether the route is per key; a locked one (`mode`
     /// [`ClaimMode::Locked`]) the route name only.
     pub(crate) fn get(&self, route: &Route, limit: usize, mode: ClaimMode) -> SqlStr {
-        let kind = Kind {
-            per_key: route.ordering == OrderingMode::PerKey,
-            by_clock: route.hlc_ordering,
-            locked: mode == ClaimMode::Locked,
-        };
+        self.render(Kind::of(route, mode), limit)
+    }
+
+    /// The locked claim of at most `limit` rows for `route`, and the name
+    /// it is prepared under on a claim connection: one name per statement
+    /// text of the store.
+    pub(crate) fn locked(&self, route: &Route, limit: usize) -> (String, SqlStr) {
+        let kind = Kind::of(route, ClaimMode::Locked);
+        let name = format!("tidings_claim_{}_{}", kind.index(), store::limit(limit));
+        (name, self.render(kind, limit))
+    }
+
+    fn render(&self, kind: Kind, limit: usize) -> SqlStr {
         let mut rendered = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, _, sql)) = rendered.iter().find(|(k, l, _)| (*k, *l) == (kind, limit)) {
             return sql.clone();

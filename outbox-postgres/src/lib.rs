@@ -3,12 +3,14 @@
 mod announce;
 mod audience;
 mod batch;
+mod claim_connections;
 mod claim_records;
 mod claim_sql;
 mod context;
 mod error;
 mod inbox;
 mod listener;
+mod literal;
 mod locked;
 mod migrate;
 mod names;

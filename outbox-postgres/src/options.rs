@@ -26,8 +26,9 @@ pub enum ClaimMode {
     /// died as a crash, so crash loops are failed as with leases. Meant for
     /// publishes that take less than the lease: PostgreSQL ends a
     /// transaction left idle for longer and releases its rows. Each batch
-    /// in flight holds a pooled connection (a pipelined drain holds up to
-    /// three).
+    /// in flight holds a connection of the store's own, outside the pool
+    /// (a pipelined drain holds two), up to
+    /// [`claim_connections`](PgOutboxOptions::claim_connections) at once.
     #[default]
     Locked,
     /// The claim commits at once, stamping the rows `in_flight` with a
@@ -57,6 +58,7 @@ pub struct PgOutboxOptions {
     retention: Retention,
     remote_hints: bool,
     claim_mode: ClaimMode,
+    claim_connections: usize,
     clock: SharedClock,
 }
 
@@ -67,6 +69,9 @@ impl PgOutboxOptions {
     pub const DEFAULT_TABLE: &'static str = "tidings_outbox";
     /// Default inbox table.
     pub const DEFAULT_INBOX_TABLE: &'static str = "tidings_inbox";
+    /// Default [`claim_connections`](Self::claim_connections): room for
+    /// two relays draining pipelined at once.
+    pub const DEFAULT_CLAIM_CONNECTIONS: usize = 4;
 
     /// The defaults: `public.tidings_outbox` and `public.tidings_inbox`,
     /// published rows deleted, hints to other processes' relays, the
@@ -122,6 +127,17 @@ impl PgOutboxOptions {
         self
     }
 
+    /// The most connections locked claims hold at once (at least one).
+    /// They are the store's own, opened with the pool's settings and kept
+    /// between batches, so a locked batch pays no pool checks and its claim
+    /// and settle each take one round trip; a claim finding them all in
+    /// use waits for one. They come on top of the pool's connections, with
+    /// one more for [claim records](ClaimMode::Locked).
+    pub fn claim_connections(mut self, max: usize) -> Self {
+        self.claim_connections = max.max(1);
+        self
+    }
+
     /// The clock stamping staged events (`occurred_at` and hybrid-clock
     /// stamps). Lease and retry times always use the database clock.
     pub fn with_clock(mut self, clock: SharedClock) -> Self {
@@ -159,6 +175,11 @@ impl PgOutboxOptions {
         self.claim_mode
     }
 
+    /// The most connections locked claims hold at once.
+    pub fn get_claim_connections(&self) -> usize {
+        self.claim_connections
+    }
+
     pub(crate) fn clock(&self) -> &SharedClock {
         &self.clock
     }
@@ -173,6 +194,7 @@ impl Default for PgOutboxOptions {
             retention: Retention::default(),
             remote_hints: true,
             claim_mode: ClaimMode::default(),
+            claim_connections: Self::DEFAULT_CLAIM_CONNECTIONS,
             clock: SystemClock::shared(),
         }
     }

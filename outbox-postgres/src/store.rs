@@ -10,6 +10,7 @@ use tracing::{debug, instrument};
 
 use crate::announce::{Announcer, HintConnection, LocalWakeups, SenderGuard};
 use crate::audience::{Audience, Listeners};
+use crate::claim_connections::ClaimConnections;
 use crate::claim_records::RecordConnection;
 use crate::error::store_error;
 use crate::names::TableNames;
@@ -37,6 +38,8 @@ pub(crate) struct Inner {
     pub(crate) channel: String,
     announcer: Announcer,
     hints: HintConnection,
+    /// Where locked claims run.
+    pub(crate) claims: ClaimConnections,
     /// Where locked claims write their records.
     pub(crate) records: RecordConnection,
     /// Who listened on the channel when last looked.
@@ -61,6 +64,7 @@ impl PgOutboxStore {
         let sql = Statements::new(&names);
         let hlc = HybridClock::new(options.clock().clone());
         let channel = names.channel();
+        let claims = ClaimConnections::new(options.get_claim_connections());
         Ok(Self {
             inner: Arc::new(Inner {
                 pool,
@@ -71,6 +75,7 @@ impl PgOutboxStore {
                 channel,
                 announcer: Announcer::default(),
                 hints: HintConnection::default(),
+                claims,
                 records: RecordConnection::default(),
                 audience: Audience::default(),
                 local: Arc::default(),

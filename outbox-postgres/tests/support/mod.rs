@@ -61,10 +61,13 @@ pub(crate) async fn store_on_with(
     retention: Retention,
     mode: ClaimMode,
 ) -> PgOutboxStore {
-    let options = PgOutboxOptions::new()
-        .schema(unique_name(SCHEMA_PREFIX))
-        .retention(retention)
-        .claim_mode(mode);
+    let options = PgOutboxOptions::new().retention(retention).claim_mode(mode);
+    store_on_options(pool, options).await
+}
+
+/// A migrated store on `pool` with `options`, in a fresh schema.
+pub(crate) async fn store_on_options(pool: PgPool, options: PgOutboxOptions) -> PgOutboxStore {
+    let options = options.schema(unique_name(SCHEMA_PREFIX));
     let store = PgOutboxStore::new(pool, options).expect("valid names");
     store.migrate().await.expect("migrate");
     store

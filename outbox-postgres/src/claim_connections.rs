@@ -1,0 +1,150 @@
+//! The connections locked claims run on: the store's own, outside the pool.
+//!
+//! A locked batch keeps its connection from the claim to the settle. Taken
+//! from the pool, every batch would also pay the pool's check of the
+//! connection on the way out and again on the way back: two round trips
+//! beside the claim's and the settle's own. These connections are opened
+//! with the pool's settings, kept between batches, and carry the claim and
+//! settle statements prepared by name (`PREPARE`), so a claim goes out
+//! together with its `BEGIN`, and a settle with its `COMMIT`, each in one
+//! round trip of the simple protocol, still without planning its statement
+//! again.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use sqlx::postgres::PgRow;
+use sqlx::{AssertSqlSafe, ConnectOptions, PgConnection, PgPool};
+use tidings_core::StoreError;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::error::store_error;
+
+/// Statements prepared on one connection beyond which it forgets them all
+/// and prepares afresh, so claims of ever new sizes cannot pile them up.
+const MAX_PREPARED: usize = 32;
+
+/// Up to a set number of connections in use at once, and the idle ones.
+#[derive(Debug)]
+pub(crate) struct ClaimConnections {
+    idle: Mutex<Vec<ClaimConnection>>,
+    permits: Arc<Semaphore>,
+}
+
+/// A connection of [`ClaimConnections`], with the names of the statements
+/// prepared on it.
+#[derive(Debug)]
+pub(crate) struct ClaimConnection {
+    conn: PgConnection,
+    prepared: HashSet<String>,
+    /// Whether it served a batch before this one.
+    reused: bool,
+    /// Held while the connection is in use.
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+impl ClaimConnections {
+    /// Room for `max` connections in use at once (at least one).
+    pub(crate) fn new(max: usize) -> Self {
+        Self {
+            idle: Mutex::default(),
+            permits: Arc::new(Semaphore::new(max.max(1))),
+        }
+    }
+
+    /// An idle connection, or a new one opened with `pool`'s settings;
+    /// waits while the most allowed are in use.
+    pub(crate) async fn take(&self, pool: &PgPool) -> Result<ClaimConnection, StoreError> {
+        let permit = Arc::clone(&self.permits)
+            .acquire_owned()
+            .await
+            .map_err(|closed| StoreError::Backend(closed.into()))?;
+        if let Some(mut idle) = self.lock().pop() {
+            idle.permit = Some(permit);
+            return Ok(idle);
+        }
+        let conn = pool.connect_options().connect().await;
+        Ok(ClaimConnection {
+            conn: conn.map_err(store_error)?,
+            prepared: HashSet::new(),
+            reused: false,
+            permit: Some(permit),
+        })
+    }
+
+    /// Keeps `connection`, which must be outside any transaction, for the
+    /// next batch.
+    pub(crate) fn put_back(&self, mut connection: ClaimConnection) {
+        let permit = connection.permit.take();
+        connection.reused = true;
+        self.lock().push(connection);
+        drop(permit);
+    }
+
+    /// Closes every idle connection, as after one of them was found broken:
+    /// the others most likely went with it.
+    pub(crate) fn forget_idle(&self) {
+        self.lock().clear();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ClaimConnection>> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl ClaimConnection {
+    /// Whether the connection served an earlier batch, so a failure to
+    /// reach the server may only mean it went stale while idle.
+    pub(crate) fn reused(&self) -> bool {
+        self.reused
+    }
+
+    /// The connection, for statements of the extended protocol.
+    pub(crate) fn conn(&mut self) -> &mut PgConnection {
+        &mut self.conn
+    }
+
+    /// Prepares each of `statements` (name and text) not yet prepared here,
+    /// then runs `script`, which may execute them, in one round trip of the
+    /// simple protocol; returns the rows it produced, in text format.
+    /// `script` must be built only of the store's own statements and of
+    /// literals written by [`crate::literal`].
+    pub(crate) async fn run(
+        &mut self,
+        statements: &[(&str, &str)],
+        script: String,
+    ) -> Result<Vec<PgRow>, sqlx::Error> {
+        let mut prepare = String::new();
+        let missing = statements
+            .iter()
+            .any(|(name, _)| !self.prepared.contains(*name));
+        if missing && self.prepared.len() + statements.len() > MAX_PREPARED {
+            prepare.push_str("deallocate all;\n");
+            self.prepared.clear();
+        }
+        for (name, text) in statements {
+            if !self.prepared.contains(*name) {
+                prepare.push_str(&format!("prepare {name} as\n{text}\n;\n"));
+            }
+        }
+        if !prepare.is_empty() {
+            sqlx::raw_sql(AssertSqlSafe(prepare))
+                .execute(&mut self.conn)
+                .await?;
+            self.prepared
+                .extend(statements.iter().map(|(name, _)| (*name).to_owned()));
+        }
+        sqlx::raw_sql(AssertSqlSafe(script))
+            .fetch_all(&mut self.conn)
+            .await
+    }
+}
+
+/// Whether `error` says the connection itself failed, rather than a
+/// statement on it.
+pub(crate) fn is_broken(error: &sqlx::Error) -> bool {
+    matches!(
+        error,
+        sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::Tls(_)
+    ) || matches!(error, sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("57P")))
+}

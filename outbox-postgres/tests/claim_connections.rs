@@ -1,0 +1,202 @@
+//! The connections locked claims run on: the store's own, outside the
+//! pool, bounded in number, with their statements prepared by name, and
+//! replaced when the server closes them.
+
+mod support;
+
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{AssertSqlSafe, PgPool};
+use support::{ORDER_EVENTS, drop_schema, pool, store_on_options};
+use tidings_core::memory::MemoryBroker;
+use tidings_core::relay::{Relay, RelayConfig};
+use tidings_core::{ClaimRequest, ClaimedBatch, OutboxSpec, OutboxStore, Outcome, StoreError};
+use tidings_postgres::{ClaimMode, PgBatch, PgOutboxOptions, PgOutboxStore};
+use tidings_testing::names::unique_name;
+use tidings_testing::services::database_url;
+use tidings_testing::store::settle_all;
+
+const LEASE: Duration = Duration::from_secs(300);
+
+fn locked(claim_connections: usize) -> PgOutboxOptions {
+    PgOutboxOptions::new()
+        .claim_mode(ClaimMode::Locked)
+        .claim_connections(claim_connections)
+}
+
+async fn claim(store: &PgOutboxStore, limit: usize) -> Result<PgBatch, StoreError> {
+    let request = ClaimRequest {
+        route: ORDER_EVENTS.route(),
+        limit,
+        lease: LEASE,
+    };
+    store.claim(request).await
+}
+
+async fn stage_to(store: &PgOutboxStore, spec: &OutboxSpec<u64>, events: u64) {
+    let mut ctx = store.begin().await.unwrap();
+    for n in 0..events {
+        ctx.outbox().stage(spec, "test.event", &n).unwrap();
+    }
+    ctx.commit().await.unwrap();
+}
+
+async fn publish_all(batch: PgBatch) -> usize {
+    let settlements = settle_all(&batch, Outcome::Published);
+    batch.settle(settlements).await.unwrap().published
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locked_claims_need_no_pooled_connection() {
+    let store = store_on_options(pool(1).await, locked(1)).await;
+    stage_to(&store, &ORDER_EVENTS, 3).await;
+    // The caller holds the pool's only connection throughout.
+    let held = store.pool().acquire().await.unwrap();
+
+    let batch = tokio::time::timeout(Duration::from_secs(5), claim(&store, 10))
+        .await
+        .expect("claimed without the pool")
+        .unwrap();
+    assert!(batch.is_locked());
+    assert_eq!(publish_all(batch).await, 3);
+
+    drop(held);
+    assert_eq!(support::row_count(&store).await, 0);
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_drains_through_a_single_claim_connection() {
+    // Each batch holds the only claim connection until it settles: its
+    // claim record must not need it, and while the next claim waits for
+    // the connection, the batch is settled at once.
+    let store = store_on_options(pool(1).await, locked(1)).await;
+    stage_to(&store, &ORDER_EVENTS, 250).await;
+    let broker = MemoryBroker::new();
+    broker.declare_queue("orders");
+    let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
+        .unwrap()
+        .config(RelayConfig::default().batch_size(50));
+    let drained = tokio::time::timeout(Duration::from_secs(8), relay.drain()).await;
+    let report = drained.expect("drained without stalling");
+    assert_eq!(report.unwrap().published, 250);
+    assert_eq!(broker.depth("orders"), 250);
+    let sql = format!(
+        "select count(*) from \"{}\".tidings_outbox_claims",
+        store.options().get_schema()
+    );
+    let records: i64 = sqlx::query_scalar(AssertSqlSafe(sql))
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(records, 0, "every settle deleted its claim's record");
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_relays_drain_through_two_claim_connections() {
+    // Each relay can hold a locked batch on one of the two connections
+    // while claiming its next batch: a batch whose next claim waits is
+    // settled at once, giving its connection back.
+    static INVOICE_EVENTS: OutboxSpec<u64> =
+        OutboxSpec::json("invoice-events").to_queue("invoices");
+    let store = store_on_options(pool(2).await, locked(2)).await;
+    stage_to(&store, &ORDER_EVENTS, 250).await;
+    stage_to(&store, &INVOICE_EVENTS, 250).await;
+    let broker = MemoryBroker::new();
+    broker.declare_queue("orders");
+    broker.declare_queue("invoices");
+    let config = RelayConfig::default().batch_size(25);
+    let orders = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
+        .unwrap()
+        .config(config);
+    let invoices = Relay::new(store.clone(), broker.clone(), &INVOICE_EVENTS)
+        .unwrap()
+        .config(config);
+    let both = async { tokio::try_join!(orders.drain(), invoices.drain()) };
+    let drained = tokio::time::timeout(Duration::from_secs(8), both).await;
+    let (a, b) = drained.expect("drained without stalling").unwrap();
+    assert_eq!((a.published, b.published), (250, 250));
+    assert_eq!(
+        (broker.depth("orders"), broker.depth("invoices")),
+        (250, 250)
+    );
+    drop_schema(&store).await;
+}
+
+/// A pool whose connections, and so the store's claim connections opened
+/// with its settings, carry `application_name`.
+async fn named_pool(application_name: &str) -> PgPool {
+    let url = database_url();
+    let options: PgConnectOptions = url.parse().unwrap();
+    PgPoolOptions::new()
+        .max_connections(2)
+        .connect_with(options.application_name(application_name))
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_go_on_after_the_server_closes_their_idle_connections() {
+    let application = unique_name("tidings_claims");
+    // Any connection of the main pool's, to end the others from.
+    let admin = pool(1).await;
+    let store = store_on_options(named_pool(&application).await, locked(2)).await;
+    stage_to(&store, &ORDER_EVENTS, 4).await;
+    let (first, second) = (
+        claim(&store, 1).await.unwrap(),
+        claim(&store, 1).await.unwrap(),
+    );
+    assert_eq!(publish_all(first).await + publish_all(second).await, 2);
+
+    // Both claim connections are idle now: end them, as a restart would.
+    let ended: Vec<bool> = sqlx::query_scalar(
+        "select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1",
+    )
+    .bind(&application)
+    .fetch_all(&admin)
+    .await
+    .unwrap();
+    assert!(ended.len() >= 2 && ended.iter().all(|e| *e), "{ended:?}");
+
+    let batch = claim(&store, 10)
+        .await
+        .expect("claimed on a new connection");
+    assert_eq!(publish_all(batch).await, 2);
+    assert_eq!(support::row_count(&store).await, 0);
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_of_many_sizes_on_one_connection_keep_working() {
+    // Each size is a statement of its own, prepared on the connection;
+    // past a bound the connection forgets them all and prepares afresh.
+    let store = store_on_options(pool(2).await, locked(1)).await;
+    stage_to(&store, &ORDER_EVENTS, 100).await;
+    let mut published = 0;
+    for limit in (1..=45).chain(1..=3) {
+        let batch = claim(&store, limit).await.unwrap();
+        assert_eq!(batch.records().len(), limit.min(100 - published));
+        published += publish_all(batch).await;
+    }
+    assert_eq!(published, 100);
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_name_is_sent_as_a_value_whatever_it_holds() {
+    static HOSTILE: OutboxSpec<u64> =
+        OutboxSpec::json(r"x\'); drop table orders; --").to_queue("orders");
+    let store = store_on_options(pool(2).await, locked(1)).await;
+    stage_to(&store, &ORDER_EVENTS, 1).await;
+    let request = ClaimRequest {
+        route: HOSTILE.route(),
+        limit: 10,
+        lease: LEASE,
+    };
+    let batch = store.claim(request).await.expect("an ordinary claim");
+    assert!(batch.records().is_empty(), "no row has that route");
+    assert_eq!(publish_all(claim(&store, 10).await.unwrap()).await, 1);
+    drop_schema(&store).await;
+}
