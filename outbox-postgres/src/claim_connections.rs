@@ -63,9 +63,19 @@ impl ClaimConnections {
             idle.permit = Some(permit);
             return Ok(idle);
         }
-        let conn = pool.connect_options().connect().await;
+        let mut conn = pool
+            .connect_options()
+            .connect()
+            .await
+            .map_err(store_error)?;
+        // Claimed payloads come back as text: in hex, whatever the role's
+        // or database's setting, as the claim decodes them.
+        sqlx::raw_sql("set bytea_output = hex")
+            .execute(&mut conn)
+            .await
+            .map_err(store_error)?;
         Ok(ClaimConnection {
-            conn: conn.map_err(store_error)?,
+            conn,
             prepared: HashSet::new(),
             reused: false,
             permit: Some(permit),

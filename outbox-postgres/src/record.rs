@@ -3,9 +3,9 @@
 use std::time::SystemTime;
 
 use bytes::Bytes;
-use sqlx::Row;
-use sqlx::postgres::PgRow;
+use sqlx::postgres::{PgRow, PgValueFormat};
 use sqlx::types::time::OffsetDateTime;
+use sqlx::{Column, Decode, Postgres, Row, Type};
 use tidings_core::{Envelope, Headers, Hlc, OutboxRecord, StoreError};
 use uuid::Uuid;
 
@@ -22,63 +22,179 @@ pub(crate) struct ClaimedRow {
     pub(crate) record: OutboxRecord,
 }
 
+/// The columns a claim statement returns, in the order both claim
+/// statements (`claim.sql`, `claim_locked.sql`) list them; rows are read
+/// by position, once the first row's columns are found to be these.
+const COLUMNS: [&str; 17] = [
+    "id",
+    "event_id",
+    "route",
+    "destination",
+    "event_type",
+    "payload",
+    "content_type",
+    "headers",
+    "ordering_key",
+    "correlation_id",
+    "causation_id",
+    "tenant_id",
+    "occurred_at",
+    "hlc",
+    "attempts_started",
+    "attempts_finished",
+    "last_error",
+];
+
 impl ClaimedRow {
-    /// Decodes every row a claim statement returned, and records their
-    /// number as the current span's `claimed`.
+    /// Decodes every row a claim statement returned, in the binary format
+    /// of prepared statements or the text format of the simple protocol,
+    /// and records their number as the current span's `claimed`.
     pub(crate) fn decode_all(rows: &[PgRow]) -> Result<Vec<Self>, StoreError> {
+        if let Some(first) = rows.first() {
+            let names = first.columns().iter().map(|c| c.name());
+            if !names.eq(COLUMNS) {
+                let found: Vec<_> = first.columns().iter().map(|c| c.name()).collect();
+                let error = format!("a claim returned the columns {found:?}, not {COLUMNS:?}");
+                return Err(StoreError::Backend(error.into()));
+            }
+        }
         let rows = rows
             .iter()
-            .map(Self::decode)
+            .map(|row| Self::decode(&mut Fields { row, next: 0 }))
             .collect::<Result<Vec<_>, _>>()?;
         tracing::Span::current().record("claimed", rows.len());
         Ok(rows)
     }
 
-    /// Decodes a row returned by a claim statement.
-    pub(crate) fn decode(row: &PgRow) -> Result<Self, StoreError> {
-        let event_id: Uuid = row.try_get("event_id").map_err(store_error)?;
+    /// Decodes a claimed row, its fields in the order of [`COLUMNS`].
+    fn decode(fields: &mut Fields<'_>) -> Result<Self, StoreError> {
+        let id = fields.next()?;
+        let event_id: Uuid = fields.next()?;
         let corrupt = |reason: String| StoreError::Corrupt { event_id, reason };
-        let headers: String = row.try_get("headers").map_err(store_error)?;
+        let route = fields.next()?;
+        let destination = fields.next()?;
+        let event_type = fields.next()?;
+        let payload = fields.bytes().map_err(corrupt)?;
+        let content_type = fields.next()?;
+        let headers: String = fields.next()?;
         let headers: Headers = serde_json::from_str(&headers)
             .map_err(|e| corrupt(format!("headers are not a JSON object of strings: {e}")))?;
-        let attempts_started = count(row, "attempts_started").map_err(corrupt)?;
-        let attempts_finished = count(row, "attempts_finished").map_err(corrupt)?;
-        let occurred_at: OffsetDateTime = row.try_get("occurred_at").map_err(store_error)?;
-        let hlc: Option<i64> = row.try_get("hlc").map_err(store_error)?;
-        let payload: Vec<u8> = row.try_get("payload").map_err(store_error)?;
+        let ordering_key = fields.next()?;
+        let correlation_id = fields.next()?;
+        let causation_id = fields.next()?;
+        let tenant_id = fields.next()?;
+        let occurred_at: OffsetDateTime = fields.next()?;
+        let hlc: Option<i64> = fields.next()?;
+        let attempts_started = fields.count().map_err(corrupt)?;
+        let attempts_finished = fields.count().map_err(corrupt)?;
         let envelope = Envelope {
             event_id,
-            event_type: row.try_get("event_type").map_err(store_error)?,
-            route: row.try_get("route").map_err(store_error)?,
-            destination: row.try_get("destination").map_err(store_error)?,
-            payload: Bytes::from(payload),
-            content_type: row.try_get("content_type").map_err(store_error)?,
+            event_type,
+            route,
+            destination,
+            payload,
+            content_type,
             headers,
-            ordering_key: row.try_get("ordering_key").map_err(store_error)?,
-            correlation_id: row.try_get("correlation_id").map_err(store_error)?,
-            causation_id: row.try_get("causation_id").map_err(store_error)?,
-            tenant_id: row.try_get("tenant_id").map_err(store_error)?,
+            ordering_key,
+            correlation_id,
+            causation_id,
+            tenant_id,
             occurred_at: SystemTime::from(occurred_at),
             hlc: hlc.map(|h| Hlc::from_u64(h as u64)),
             attempts: attempts_started,
         };
         Ok(Self {
-            id: row.try_get("id").map_err(store_error)?,
+            id,
             hlc,
             record: OutboxRecord {
                 envelope,
                 attempts_started,
                 attempts_finished,
-                last_error: row.try_get("last_error").map_err(store_error)?,
+                last_error: fields.next()?,
             },
         })
     }
 }
 
-fn count(row: &PgRow, column: &str) -> Result<u32, String> {
-    let value: i32 = row.try_get(column).map_err(|e| e.to_string())?;
-    u32::try_from(value).map_err(|_| format!("{column} is negative ({value})"))
+/// The fields of a row, read one after the other.
+struct Fields<'r> {
+    row: &'r PgRow,
+    next: usize,
 }
+
+impl Fields<'_> {
+    fn next<'r, T>(&'r mut self) -> Result<T, StoreError>
+    where
+        T: Decode<'r, Postgres> + Type<Postgres>,
+    {
+        self.next += 1;
+        self.row.try_get(self.next - 1).map_err(store_error)
+    }
+
+    /// An attempt count, which may not be negative.
+    fn count(&mut self) -> Result<u32, String> {
+        let value: i32 = self.next().map_err(|e| e.to_string())?;
+        u32::try_from(value)
+            .map_err(|_| format!("{} is negative ({value})", COLUMNS[self.next - 1]))
+    }
+
+    /// A `bytea` field: as it is in the binary format; in the text format,
+    /// hex digits after `\x`, which the server writes unless told otherwise
+    /// (claim connections never are).
+    fn bytes(&mut self) -> Result<Bytes, String> {
+        self.next += 1;
+        let value = self
+            .row
+            .try_get_raw(self.next - 1)
+            .map_err(|e| e.to_string())?;
+        let raw = value.as_bytes().map_err(|e| e.to_string())?;
+        match value.format() {
+            PgValueFormat::Binary => Ok(Bytes::copy_from_slice(raw)),
+            PgValueFormat::Text => hex_bytea(raw).map(Bytes::from),
+        }
+    }
+}
+
+/// Decodes `bytea` in the hex format of its text form: `\x`, then two hex
+/// digits a byte.
+fn hex_bytea(text: &[u8]) -> Result<Vec<u8>, String> {
+    let bad = || {
+        format!(
+            "payload is not hex bytea text: {:?}",
+            String::from_utf8_lossy(&text[..text.len().min(16)])
+        )
+    };
+    let digits = text.strip_prefix(b"\\x").ok_or_else(bad)?;
+    if digits.len() % 2 != 0 {
+        return Err(bad());
+    }
+    let mut bytes = Vec::with_capacity(digits.len() / 2);
+    for pair in digits.chunks_exact(2) {
+        let (high, low) = (NIBBLES[usize::from(pair[0])], NIBBLES[usize::from(pair[1])]);
+        if (high | low) > 0xf {
+            return Err(bad());
+        }
+        bytes.push(high << 4 | low);
+    }
+    Ok(bytes)
+}
+
+/// The value of each hex digit, by its byte; `0xff` for every other byte.
+const NIBBLES: [u8; 256] = {
+    let mut table = [0xff; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        table[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
 
 /// Orders claimed rows as the route asks: staging order, or hybrid-clock
 /// order (rows without a stamp first) with staging order breaking ties.
@@ -89,4 +205,18 @@ pub(crate) fn into_records(mut rows: Vec<ClaimedRow>, hlc_ordering: bool) -> Vec
         rows.sort_by_key(|r| r.id);
     }
     rows.into_iter().map(|r| r.record).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_bytea_text_is_decoded() {
+        assert_eq!(hex_bytea(b"\\x").unwrap(), Vec::<u8>::new());
+        assert_eq!(hex_bytea(b"\\x00ff7Ba0").unwrap(), vec![0, 255, 0x7b, 0xa0]);
+        assert!(hex_bytea(b"00ff").is_err(), "no prefix");
+        assert!(hex_bytea(b"\\x0").is_err(), "half a byte");
+        assert!(hex_bytea(b"\\x0g").is_err(), "not a hex digit");
+    }
 }

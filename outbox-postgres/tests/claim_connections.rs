@@ -11,7 +11,9 @@ use sqlx::{AssertSqlSafe, PgPool};
 use support::{ORDER_EVENTS, drop_schema, pool, store_on_options};
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayConfig};
-use tidings_core::{ClaimRequest, ClaimedBatch, OutboxSpec, OutboxStore, Outcome, StoreError};
+use tidings_core::{
+    ClaimRequest, ClaimedBatch, OutboxSpec, OutboxStore, Outcome, RawCodec, StoreError,
+};
 use tidings_postgres::{ClaimMode, PgBatch, PgOutboxOptions, PgOutboxStore};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::database_url;
@@ -198,5 +200,32 @@ async fn a_route_name_is_sent_as_a_value_whatever_it_holds() {
     let batch = store.claim(request).await.expect("an ordinary claim");
     assert!(batch.records().is_empty(), "no row has that route");
     assert_eq!(publish_all(claim(&store, 10).await.unwrap()).await, 1);
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_byte_of_a_payload_comes_back_as_staged() {
+    static RAW: OutboxSpec<Vec<u8>, RawCodec> =
+        OutboxSpec::with_codec("raw-events", RawCodec).to_queue("raw");
+    let store = store_on_options(pool(2).await, locked(1)).await;
+    let payload: Vec<u8> = (0..=255).chain((0..=255).rev()).collect();
+    let mut ctx = store.begin().await.unwrap();
+    ctx.outbox().stage(&RAW, "raw.bytes", &payload).unwrap();
+    ctx.outbox().stage(&RAW, "raw.empty", &Vec::new()).unwrap();
+    ctx.commit().await.unwrap();
+
+    let request = ClaimRequest {
+        route: RAW.route(),
+        limit: 10,
+        lease: LEASE,
+    };
+    let batch = store.claim(request).await.unwrap();
+    let payloads: Vec<&[u8]> = batch
+        .records()
+        .iter()
+        .map(|r| r.envelope.payload.as_ref())
+        .collect();
+    assert_eq!(payloads, [&payload[..], &[]]);
+    assert_eq!(publish_all(batch).await, 2);
     drop_schema(&store).await;
 }
