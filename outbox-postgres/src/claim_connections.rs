@@ -68,9 +68,9 @@ impl ClaimConnections {
             .connect()
             .await
             .map_err(store_error)?;
-        // Claimed payloads come back as text: in hex, whatever the role's
-        // or database's setting, as the claim decodes them.
-        sqlx::raw_sql("set bytea_output = hex")
+        // Claimed rows come back as text, in the formats the claim decodes
+        // (`text_format`), whatever the role's or database's settings.
+        sqlx::raw_sql("set bytea_output = hex; set datestyle = iso; set timezone = 'UTC'")
             .execute(&mut conn)
             .await
             .map_err(store_error)?;

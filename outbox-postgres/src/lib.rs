@@ -20,6 +20,7 @@ mod outcomes;
 mod record;
 mod sql;
 mod store;
+mod text_format;
 
 pub use batch::PgBatch;
 pub use context::PgContext;

@@ -10,6 +10,7 @@ use tidings_core::{Envelope, Headers, Hlc, OutboxRecord, StoreError};
 use uuid::Uuid;
 
 use crate::error::store_error;
+use crate::text_format;
 
 /// A claimed row: its position in the table (for ordering the batch) and
 /// the record.
@@ -83,7 +84,7 @@ impl ClaimedRow {
         let correlation_id = fields.next()?;
         let causation_id = fields.next()?;
         let tenant_id = fields.next()?;
-        let occurred_at: OffsetDateTime = fields.next()?;
+        let occurred_at = fields.timestamp().map_err(corrupt)?;
         let hlc: Option<i64> = fields.next()?;
         let attempts_started = fields.count().map_err(corrupt)?;
         let attempts_finished = fields.count().map_err(corrupt)?;
@@ -138,6 +139,21 @@ impl Fields<'_> {
             .map_err(|_| format!("{} is negative ({value})", COLUMNS[self.next - 1]))
     }
 
+    /// A `timestamptz` field.
+    fn timestamp(&mut self) -> Result<OffsetDateTime, String> {
+        self.next += 1;
+        let value = self
+            .row
+            .try_get_raw(self.next - 1)
+            .map_err(|e| e.to_string())?;
+        match value.format() {
+            PgValueFormat::Binary => OffsetDateTime::decode(value).map_err(|e| e.to_string()),
+            PgValueFormat::Text => {
+                text_format::timestamptz(value.as_str().map_err(|e| e.to_string())?)
+            }
+        }
+    }
+
     /// A `bytea` field: as it is in the binary format; in the text format,
     /// hex digits after `\x`, which the server writes unless told otherwise
     /// (claim connections never are).
@@ -150,51 +166,10 @@ impl Fields<'_> {
         let raw = value.as_bytes().map_err(|e| e.to_string())?;
         match value.format() {
             PgValueFormat::Binary => Ok(Bytes::copy_from_slice(raw)),
-            PgValueFormat::Text => hex_bytea(raw).map(Bytes::from),
+            PgValueFormat::Text => text_format::bytea(raw).map(Bytes::from),
         }
     }
 }
-
-/// Decodes `bytea` in the hex format of its text form: `\x`, then two hex
-/// digits a byte.
-fn hex_bytea(text: &[u8]) -> Result<Vec<u8>, String> {
-    let bad = || {
-        format!(
-            "payload is not hex bytea text: {:?}",
-            String::from_utf8_lossy(&text[..text.len().min(16)])
-        )
-    };
-    let digits = text.strip_prefix(b"\\x").ok_or_else(bad)?;
-    if digits.len() % 2 != 0 {
-        return Err(bad());
-    }
-    let mut bytes = Vec::with_capacity(digits.len() / 2);
-    for pair in digits.chunks_exact(2) {
-        let (high, low) = (NIBBLES[usize::from(pair[0])], NIBBLES[usize::from(pair[1])]);
-        if (high | low) > 0xf {
-            return Err(bad());
-        }
-        bytes.push(high << 4 | low);
-    }
-    Ok(bytes)
-}
-
-/// The value of each hex digit, by its byte; `0xff` for every other byte.
-const NIBBLES: [u8; 256] = {
-    let mut table = [0xff; 256];
-    let mut i = 0;
-    while i < 10 {
-        table[b'0' as usize + i] = i as u8;
-        i += 1;
-    }
-    let mut i = 0;
-    while i < 6 {
-        table[b'a' as usize + i] = 10 + i as u8;
-        table[b'A' as usize + i] = 10 + i as u8;
-        i += 1;
-    }
-    table
-};
 
 /// Orders claimed rows as the route asks: staging order, or hybrid-clock
 /// order (rows without a stamp first) with staging order breaking ties.
@@ -205,18 +180,4 @@ pub(crate) fn into_records(mut rows: Vec<ClaimedRow>, hlc_ordering: bool) -> Vec
         rows.sort_by_key(|r| r.id);
     }
     rows.into_iter().map(|r| r.record).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hex_bytea_text_is_decoded() {
-        assert_eq!(hex_bytea(b"\\x").unwrap(), Vec::<u8>::new());
-        assert_eq!(hex_bytea(b"\\x00ff7Ba0").unwrap(), vec![0, 255, 0x7b, 0xa0]);
-        assert!(hex_bytea(b"00ff").is_err(), "no prefix");
-        assert!(hex_bytea(b"\\x0").is_err(), "half a byte");
-        assert!(hex_bytea(b"\\x0g").is_err(), "not a hex digit");
-    }
 }

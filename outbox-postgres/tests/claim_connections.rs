@@ -4,11 +4,13 @@
 
 mod support;
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{AssertSqlSafe, PgPool};
 use support::{ORDER_EVENTS, drop_schema, pool, store_on_options};
+use tidings_core::ManualClock;
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayConfig};
 use tidings_core::{
@@ -227,5 +229,29 @@ async fn every_byte_of_a_payload_comes_back_as_staged() {
         .collect();
     assert_eq!(payloads, [&payload[..], &[]]);
     assert_eq!(publish_all(batch).await, 2);
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn staging_times_come_back_exactly_on_a_whole_second_too() {
+    let whole = SystemTime::UNIX_EPOCH + Duration::from_secs(1_790_000_000);
+    let clock = ManualClock::new(whole);
+    let options = locked(1).with_clock(Arc::new(clock.clone()));
+    let store = store_on_options(pool(2).await, options).await;
+    stage_to(&store, &ORDER_EVENTS, 1).await;
+    clock.advance(Duration::from_micros(1));
+    stage_to(&store, &ORDER_EVENTS, 1).await;
+    clock.advance(Duration::from_millis(500));
+    stage_to(&store, &ORDER_EVENTS, 1).await;
+
+    let batch = claim(&store, 10).await.expect("claimed and decoded");
+    let times: Vec<SystemTime> = batch
+        .records()
+        .iter()
+        .map(|r| r.envelope.occurred_at)
+        .collect();
+    let micros = |us| whole + Duration::from_micros(us);
+    assert_eq!(times, [whole, micros(1), micros(500_001)]);
+    assert_eq!(publish_all(batch).await, 3);
     drop_schema(&store).await;
 }
