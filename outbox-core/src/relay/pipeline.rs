@@ -59,9 +59,9 @@ pub(super) async fn drain_pipelined<S: OutboxStore, P: Publisher>(
             } else {
                 // The claim may be waiting for a connection that this
                 // batch holds (a store that keeps its batches' rows locked
-                // in open transactions, on a pool too small for every
-                // batch in flight): settle it now rather than on the next
-                // turn.
+                // in open transactions, on fewer connections than there
+                // are batches in flight): settle it now rather than on the
+                // next turn.
                 Some(beside(settle(current, settlements, route), next.as_mut()).await)
             };
             next.as_mut().await;
