@@ -68,8 +68,8 @@ fn drain_rabbitmq_measures_the_relay_and_raw_publishing() {
         &[
             "raw confirmed publishing",
             "RabbitPublisher alone",
-            "relayed events, claims of 100 (default)",
-            "relayed events, claims of 500 in windows of 100",
+            "relayed events, claims of 100",
+            "relayed events, claims of 500 in windows of 100 (default)",
         ],
     );
 }

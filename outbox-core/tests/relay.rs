@@ -272,3 +272,31 @@ async fn a_per_key_backlog_drains_completely() {
     );
     assert_eq!(broker.depth("keyed-q"), 50);
 }
+
+#[tokio::test]
+async fn claims_are_one_window_wide_at_start_and_after_a_crash() {
+    let (clock, store) = store();
+    stage(&store, 600);
+    // A relay died holding the first row.
+    let lease = Duration::from_secs(5);
+    let request = ClaimRequest {
+        route: EVENTS.route(),
+        limit: 1,
+        lease,
+    };
+    drop(store.claim(request).await.unwrap());
+    clock.advance(lease + Duration::from_secs(1));
+    assert_eq!(store.sweep_expired("events", 10).await.unwrap(), 1);
+    let config = RelayConfig::default().batch_size(250).publish_window(50);
+    let relay = Relay::new(store.clone(), Scripted::always(Answer::Accept), &EVENTS)
+        .unwrap()
+        .config(config);
+
+    let mut claims = Vec::new();
+    for _ in 0..4 {
+        claims.push(relay.run_pass().await.unwrap().claimed);
+    }
+    // Narrow at start, and again after the claim holding the crashed row;
+    // wide once a claim held no crashed row.
+    assert_eq!(claims, [50, 50, 250, 250]);
+}

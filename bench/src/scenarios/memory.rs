@@ -44,7 +44,7 @@ pub(super) async fn run(
         env.vacuum(&store).await?;
         let schema = store.options().get_schema();
         let count = sizes.memory_events.to_string();
-        let batch = sizes.batch_size.to_string();
+        let batch = sizes.wide_claim.to_string();
         let relay_kb = child(&["relay", schema, spec.name(), queue, &count, &batch]).await?;
         report(
             Figure::new(NAME, "relay peak RSS", relay_kb as f64 / 1024.0, "MB")

@@ -5,7 +5,11 @@ use crate::Backoff;
 /// How a [`Relay`](super::Relay) works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RelayConfig {
-    /// Rows claimed per pass.
+    /// The most rows claimed per pass. A relay claims only a
+    /// [`publish_window`](Self::publish_window)'s worth when it starts and
+    /// after a claim that held a row with crashes counted against it, so a
+    /// row that keeps killing the relay fails at most a window's worth of
+    /// rows with it, however large this is.
     pub batch_size: usize,
     /// Envelopes handed to the publisher at once: a claimed batch larger
     /// than this is published in windows of this size, each after the one
@@ -27,7 +31,7 @@ pub struct RelayConfig {
 
 impl RelayConfig {
     /// Default [`batch_size`](Self::batch_size).
-    pub const DEFAULT_BATCH_SIZE: usize = 100;
+    pub const DEFAULT_BATCH_SIZE: usize = 500;
     /// Default [`publish_window`](Self::publish_window).
     pub const DEFAULT_PUBLISH_WINDOW: usize = 100;
     /// Default [`lease`](Self::lease).

@@ -18,11 +18,13 @@
 //! A batch reaches the publisher a [`publish_window`] at a time, each
 //! window after the one before has been answered, so the window bounds the
 //! messages awaiting the broker while the batch size sets how many rows a
-//! claim and a settle handle. A relay draining large backlogs can claim
-//! several windows at once (`batch_size(500)` with the default window of
-//! 100), which spreads the store's cost per claim over more events; the
-//! price is that a relay crashing mid-batch counts that crash against
-//! every row of the larger batch.
+//! claim and a settle handle. By default a relay claims five windows at
+//! once (500 rows, published 100 at a time), which spreads the store's
+//! cost per claim over more events. A claim that dies unsettled counts a
+//! crash against every row it held, so a relay claims a single window's
+//! worth when it starts and after any claim holding a row that crashed
+//! before: a row that keeps killing the relay takes at most a window's
+//! worth of rows with it when it is failed as a crash loop.
 //!
 //! [`publish_window`]: RelayConfig::publish_window
 //!
@@ -66,6 +68,9 @@ mod monitor;
 mod pass;
 mod pipeline;
 mod sweeper;
+mod width;
+
+use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -76,6 +81,8 @@ pub use config::RelayConfig;
 pub use monitor::Monitor;
 pub use pass::PassReport;
 pub use sweeper::Sweeper;
+
+use width::ClaimWidth;
 
 use crate::lifecycle::{Step, StepError};
 use crate::port::error_chain;
@@ -91,6 +98,7 @@ pub struct Relay<S, P> {
     route: Route,
     config: RelayConfig,
     wakeup: Option<Wakeup>,
+    width: Arc<ClaimWidth>,
 }
 
 impl<S: OutboxStore, P: Publisher> Relay<S, P> {
@@ -109,6 +117,7 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
             route,
             config: RelayConfig::default(),
             wakeup: None,
+            width: Arc::default(),
         })
     }
 
@@ -131,7 +140,19 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
 
     /// Claims, publishes and settles one batch.
     pub async fn run_pass(&self) -> Result<PassReport, StoreError> {
-        pass::run_pass(&self.store, &self.publisher, &self.route, &self.config).await
+        Ok(self.pass().await?.0)
+    }
+
+    /// One pass, and whether more may wait right after it: after a full
+    /// batch, or in per-key mode after any claim, since keys it released
+    /// may hold more rows.
+    async fn pass(&self) -> Result<(PassReport, bool), StoreError> {
+        let (store, publisher) = (&self.store, &self.publisher);
+        let (report, limit) =
+            pass::run_pass(store, publisher, &self.route, &self.config, &self.width).await?;
+        let per_key = self.route.ordering == OrderingMode::PerKey;
+        let more = report.claimed >= limit || (per_key && report.claimed > 0);
+        Ok((report, more))
     }
 
     /// Runs passes until nothing more may wait (a short batch; on a per-key
@@ -144,14 +165,15 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
                 &self.publisher,
                 &self.route,
                 &self.config,
+                &self.width,
             )
             .await;
         }
         let mut total = PassReport::default();
         loop {
-            let report = self.run_pass().await?;
+            let (report, more) = self.pass().await?;
             total.add(report);
-            if !self.more_may_wait(&report) {
+            if !more {
                 return Ok(total);
             }
         }
@@ -164,16 +186,16 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
         while !cancel.is_cancelled() {
             let pass = if self.pipelines() {
                 // Drains until a claim comes back short: nothing waits.
-                self.drain().await.map(|_| PassReport::default())
+                self.drain().await.map(|_| false)
             } else {
-                self.run_pass().await
+                self.pass().await.map(|(_, more)| more)
             };
             match pass {
-                Ok(report) if self.more_may_wait(&report) => {
+                Ok(true) => {
                     failures = 0;
                     continue;
                 }
-                Ok(_) => failures = 0,
+                Ok(false) => failures = 0,
                 Err(e) if e.is_transient() => {
                     failures += 1;
                     let delay = self.config.error_backoff.delay(failures);
@@ -191,13 +213,6 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     /// Whether backlogs drain pipelined: on unordered routes.
     fn pipelines(&self) -> bool {
         self.route.ordering == OrderingMode::Unordered
-    }
-
-    /// Whether to claim again at once: after a full batch, or in per-key
-    /// mode after any claim, since keys it released may hold more rows.
-    fn more_may_wait(&self, report: &PassReport) -> bool {
-        report.claimed >= self.config.batch_size
-            || (self.route.ordering == OrderingMode::PerKey && report.claimed > 0)
     }
 
     async fn idle(&self, cancel: &CancellationToken) {

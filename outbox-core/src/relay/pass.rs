@@ -5,6 +5,7 @@ use std::time::Instant;
 use tracing::Instrument;
 
 use super::RelayConfig;
+use super::width::ClaimWidth;
 use crate::port::error_chain;
 use crate::{
     ClaimRequest, ClaimedBatch, Envelope, OutboxRecord, OutboxStore, Outcome, PublishError,
@@ -37,22 +38,25 @@ impl PassReport {
     }
 }
 
+/// Claims a batch, publishes it and settles it; returns what it did and
+/// the row limit it claimed with.
 pub(super) async fn run_pass<S: OutboxStore, P: Publisher>(
     store: &S,
     publisher: &P,
     route: &Route,
     config: &RelayConfig,
-) -> Result<PassReport, StoreError> {
+    width: &ClaimWidth,
+) -> Result<(PassReport, usize), StoreError> {
     async move {
-        let batch = claim(store, route, config).await?;
+        let (batch, limit) = claim(store, route, config, width).await?;
         let claimed = batch.records().len();
         if claimed == 0 {
-            return Ok(PassReport::default());
+            return Ok((PassReport::default(), limit));
         }
         let settlements = publish(publisher, route, config, batch.records()).await;
         let mut report = settle(batch, settlements, route).await?;
         report.claimed = claimed;
-        Ok(report)
+        Ok((report, limit))
     }
     .instrument(pass_span(route))
     .await
@@ -67,22 +71,26 @@ pub(super) fn pass_span(route: &Route) -> tracing::Span {
     )
 }
 
-/// Claims a batch under a fresh lease.
+/// Claims a batch under a fresh lease, as wide as `width` says, and
+/// returns it with the row limit it was claimed with.
 pub(super) async fn claim<S: OutboxStore>(
     store: &S,
     route: &Route,
     config: &RelayConfig,
-) -> Result<S::Batch, StoreError> {
+    width: &ClaimWidth,
+) -> Result<(S::Batch, usize), StoreError> {
+    let limit = width.limit(config);
     let request = ClaimRequest {
         route,
-        limit: config.batch_size,
+        limit,
         lease: config.lease,
     };
     let started = Instant::now();
     let batch = store.claim(request).await?;
     metrics::histogram!("tidings_relay_claim_seconds", "route" => route.name)
         .record(started.elapsed());
-    Ok(batch)
+    width.observe(batch.records());
+    Ok((batch, limit))
 }
 
 /// Settles a published batch; the report counts everything but `claimed`.

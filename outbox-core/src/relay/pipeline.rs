@@ -22,6 +22,7 @@ use futures::future::maybe_done;
 use tracing::Instrument;
 
 use super::pass::{claim, pass_span, publish, settle};
+use super::width::ClaimWidth;
 use super::{PassReport, RelayConfig};
 use crate::{ClaimedBatch, OutboxStore, Publisher, Route, Settlement, StoreError};
 
@@ -32,22 +33,23 @@ pub(super) async fn drain_pipelined<S: OutboxStore, P: Publisher>(
     publisher: &P,
     route: &Route,
     config: &RelayConfig,
+    width: &ClaimWidth,
 ) -> Result<PassReport, StoreError> {
     async move {
         let mut total = PassReport::default();
         let mut error = None;
-        let mut batch = Some(claim(store, route, config).await?);
+        let mut batch = Some(claim(store, route, config, width).await?);
         let mut published: Option<(S::Batch, Vec<Settlement>)> = None;
-        while let Some(current) = batch.take() {
+        while let Some((current, limit)) = batch.take() {
             let claimed = current.records().len();
             if claimed == 0 {
                 break;
             }
             total.claimed += claimed;
-            let claim_next = claimed >= config.batch_size && error.is_none();
+            let claim_next = claimed >= limit && error.is_none();
             let previous = published.take();
             let next = maybe_done(settle_then_claim(
-                previous, claim_next, store, route, config,
+                previous, claim_next, store, route, config, width,
             ));
             let mut next = pin!(next);
             let records = current.records();
@@ -92,10 +94,11 @@ pub(super) async fn drain_pipelined<S: OutboxStore, P: Publisher>(
 }
 
 /// What the store did beside a publish: the previous batch's settle and
-/// the next batch's claim, each where there was one to do.
+/// the next batch's claim with its row limit, each where there was one to
+/// do.
 type StoreSide<B> = (
     Option<Result<PassReport, StoreError>>,
-    Option<Result<B, StoreError>>,
+    Option<Result<(B, usize), StoreError>>,
 );
 
 /// Settles the batch published on the last turn, then claims the next one
@@ -106,13 +109,14 @@ async fn settle_then_claim<S: OutboxStore>(
     store: &S,
     route: &Route,
     config: &RelayConfig,
+    width: &ClaimWidth,
 ) -> StoreSide<S::Batch> {
     let settled = match previous {
         Some((batch, settlements)) => Some(settle(batch, settlements, route).await),
         None => None,
     };
     let claimed = match claim_next && !matches!(settled, Some(Err(_))) {
-        true => Some(claim(store, route, config).await),
+        true => Some(claim(store, route, config, width).await),
         false => None,
     };
     (settled, claimed)
@@ -199,8 +203,9 @@ mod tests {
         assert_eq!((report.claimed, report.published), (620, 620));
         assert_eq!(store.pending_count("events"), 0);
         let windows = publisher.0.lock().unwrap().clone();
-        // Claims of 250, 250 and 120, each cut into windows of 100.
-        assert_eq!(windows, [100, 100, 50, 100, 100, 50, 100, 20]);
+        // A first claim of one window, as at every start, then claims of
+        // 250, 250 and 20, each cut into windows of 100.
+        assert_eq!(windows, [100, 100, 100, 50, 100, 100, 50, 20]);
     }
 
     #[tokio::test]
