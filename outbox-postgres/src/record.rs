@@ -3,7 +3,7 @@
 use std::time::SystemTime;
 
 use bytes::Bytes;
-use sqlx::postgres::{PgRow, PgValueFormat};
+use sqlx::postgres::{PgRow, PgValueFormat, PgValueRef};
 use sqlx::types::time::OffsetDateTime;
 use sqlx::{Column, Decode, Postgres, Row, Type};
 use tidings_core::{Envelope, Headers, Hlc, OutboxRecord, StoreError};
@@ -141,11 +141,7 @@ impl Fields<'_> {
 
     /// A `timestamptz` field.
     fn timestamp(&mut self) -> Result<OffsetDateTime, String> {
-        self.next += 1;
-        let value = self
-            .row
-            .try_get_raw(self.next - 1)
-            .map_err(|e| e.to_string())?;
+        let value = self.raw()?;
         match value.format() {
             PgValueFormat::Binary => OffsetDateTime::decode(value).map_err(|e| e.to_string()),
             PgValueFormat::Text => {
@@ -158,16 +154,19 @@ impl Fields<'_> {
     /// hex digits after `\x`, which the server writes unless told otherwise
     /// (claim connections never are).
     fn bytes(&mut self) -> Result<Bytes, String> {
-        self.next += 1;
-        let value = self
-            .row
-            .try_get_raw(self.next - 1)
-            .map_err(|e| e.to_string())?;
+        let value = self.raw()?;
         let raw = value.as_bytes().map_err(|e| e.to_string())?;
         match value.format() {
             PgValueFormat::Binary => Ok(Bytes::copy_from_slice(raw)),
             PgValueFormat::Text => text_format::bytea(raw).map(Bytes::from),
         }
+    }
+
+    /// The next field as the server sent it, to decode by its format.
+    fn raw(&mut self) -> Result<PgValueRef<'_>, String> {
+        self.next += 1;
+        let value = self.row.try_get_raw(self.next - 1);
+        value.map_err(|e| e.to_string())
     }
 }
 
