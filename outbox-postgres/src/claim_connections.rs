@@ -149,12 +149,3 @@ impl ClaimConnection {
             .await
     }
 }
-
-/// Whether `error` says the connection itself failed, rather than a
-/// statement on it.
-pub(crate) fn is_broken(error: &sqlx::Error) -> bool {
-    matches!(
-        error,
-        sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::Tls(_)
-    ) || matches!(error, sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("57P")))
-}

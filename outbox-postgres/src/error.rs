@@ -50,6 +50,12 @@ fn classify_code(code: &str) -> Class {
     }
 }
 
+/// Whether `error` says the server cannot be reached or ended the
+/// connection, rather than refusing a statement on it.
+pub(crate) fn is_unavailable(error: &sqlx::Error) -> bool {
+    classify(error) == Class::Unavailable
+}
+
 const MIGRATE_HINT: &str = "run PgOutboxStore::migrate() to create or update the schema";
 
 /// Maps a driver error to the outbox store's error.

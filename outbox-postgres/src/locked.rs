@@ -20,8 +20,8 @@ use tracing::warn;
 use uuid::Uuid;
 
 use crate::batch::Hold;
-use crate::claim_connections::{ClaimConnection, is_broken};
-use crate::error::store_error;
+use crate::claim_connections::ClaimConnection;
+use crate::error::{is_unavailable, store_error};
 use crate::outcomes::OutcomeColumns;
 use crate::record::{ClaimedRow, into_records};
 use crate::{PgBatch, PgOutboxStore, claim_records, literal};
@@ -118,7 +118,7 @@ async fn run_claim(
     let mut connection = inner.claims.take(&inner.pool).await?;
     match connection.run(&[statement], script.clone()).await {
         Ok(rows) => Ok((connection, rows)),
-        Err(error) if connection.reused() && is_broken(&error) => {
+        Err(error) if connection.reused() && is_unavailable(&error) => {
             drop(connection);
             inner.claims.forget_idle();
             let mut connection = inner.claims.take(&inner.pool).await?;
