@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{AssertSqlSafe, PgPool};
-use support::{ORDER_EVENTS, drop_schema, pool, store_on_options};
+use support::{ORDER_EVENTS, drop_schema, pool, stage_to, store_on_options};
 use tidings_core::ManualClock;
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayConfig};
@@ -36,14 +36,6 @@ async fn claim(store: &PgOutboxStore, limit: usize) -> Result<PgBatch, StoreErro
         lease: LEASE,
     };
     store.claim(request).await
-}
-
-async fn stage_to(store: &PgOutboxStore, spec: &OutboxSpec<u64>, events: u64) {
-    let mut ctx = store.begin().await.unwrap();
-    for n in 0..events {
-        ctx.outbox().stage(spec, "test.event", &n).unwrap();
-    }
-    ctx.commit().await.unwrap();
 }
 
 async fn publish_all(batch: PgBatch) -> usize {

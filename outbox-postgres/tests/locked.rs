@@ -7,10 +7,10 @@ mod support;
 use std::time::Duration;
 
 use sqlx::Row;
-use support::{ORDER_EVENTS, drop_schema, pool, store_on_with, store_with};
+use support::{ORDER_EVENTS, drop_schema, pool, stage_to, store_on_with, store_with};
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayConfig};
-use tidings_core::{ClaimRequest, ClaimedBatch, OutboxSpec, OutboxStore, Outcome, Settlement};
+use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement};
 use tidings_postgres::{ClaimMode, PgBatch, PgOutboxStore, Retention};
 use tidings_testing::store::settle_all;
 use uuid::Uuid;
@@ -43,14 +43,6 @@ async fn claim_all_soon(store: &PgOutboxStore, n: usize) -> PgBatch {
 
 async fn stage(store: &PgOutboxStore, events: u64) {
     stage_to(store, &ORDER_EVENTS, events).await;
-}
-
-async fn stage_to(store: &PgOutboxStore, spec: &OutboxSpec<u64>, events: u64) {
-    let mut ctx = store.begin().await.unwrap();
-    for n in 0..events {
-        ctx.outbox().stage(spec, "test.event", &n).unwrap();
-    }
-    ctx.commit().await.unwrap();
 }
 
 /// Each row's status and attempts as stored, read outside any batch.

@@ -94,6 +94,15 @@ pub(crate) async fn commit(store: &PgOutboxStore, events: Vec<StagedEvent>) {
     ctx.commit().await.expect("commit");
 }
 
+/// Stages `events` events of `spec`, numbered from 0, in one transaction.
+pub(crate) async fn stage_to(store: &PgOutboxStore, spec: &OutboxSpec<u64>, events: u64) {
+    let mut ctx = store.begin().await.unwrap();
+    for n in 0..events {
+        ctx.outbox().stage(spec, "test.event", &n).unwrap();
+    }
+    ctx.commit().await.unwrap();
+}
+
 /// Rows in the store's outbox table, whatever their route or status.
 pub(crate) async fn row_count(store: &PgOutboxStore) -> i64 {
     let sql = format!(
