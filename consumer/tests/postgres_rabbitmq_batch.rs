@@ -48,7 +48,7 @@ async fn batches_commit_every_effect_once_through_duplicates_and_a_failed_statem
         .unwrap()
         .inbox(world.inbox())
         .options(options().concurrency(2).max_batch(8));
-    let report = run_until(consumer, || async { world.effects().await.0 == 200 }).await;
+    let report = run_until(consumer, |_| async { world.effects().await.0 == 200 }).await;
 
     assert_eq!(
         world.effects().await,

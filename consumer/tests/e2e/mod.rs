@@ -157,12 +157,12 @@ pub(crate) fn options() -> ConsumerOptions {
         .shutdown_timeout(Duration::from_secs(10))
 }
 
-/// Runs the consumer in the background until `done` holds, for at most
-/// 30 s; returns its report.
+/// Runs the consumer in the background until `done` holds of its report
+/// so far, for at most 30 s; returns its report.
 pub(crate) async fn run_until<C, F, Fut>(consumer: C, done: F) -> ConsumerReport
 where
     C: RunReport,
-    F: Fn() -> Fut,
+    F: Fn(ConsumerReport) -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
     let cancel = CancellationToken::new();
@@ -172,7 +172,7 @@ where
         async move { consumer.run_to(cancel).await }
     });
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !done().await && tokio::time::Instant::now() < deadline {
+    while !done(consumer.current()).await && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     cancel.cancel();
