@@ -4,11 +4,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use lapin::options::{BasicAckOptions, BasicNackOptions, BasicPublishOptions, BasicRejectOptions};
+use lapin::options::{BasicNackOptions, BasicPublishOptions, BasicRejectOptions};
 use lapin::types::{AMQPValue, FieldTable, LongString};
 use lapin::{BasicProperties, Channel, Confirmation};
 use tidings_core::{AckError, Acker, PublishError, Redelivery};
 
+use crate::ack_window::AckWindow;
 use crate::error::{ack_error, ack_publish_error, publish_error};
 use crate::properties::{
     DEAD_LETTER_REASON_HEADER, PRIOR_DELIVERIES_HEADER, QUORUM_DELIVERY_COUNT,
@@ -18,9 +19,18 @@ use crate::topology::{dead_letter_exchange, delay_queue};
 /// The longest dead-letter reason kept in the header, in bytes.
 const MAX_REASON_LEN: usize = 4096;
 
-/// What a settlement needs besides the delivery tag.
+/// A nack of one delivery, which the broker puts back in its queue.
+const REQUEUE: BasicNackOptions = BasicNackOptions {
+    multiple: false,
+    requeue: true,
+};
+
+/// What a settlement needs besides the delivery's acker.
 #[derive(Debug)]
 pub(crate) struct Received {
+    pub(crate) tag: u64,
+    /// The channel's unsettled deliveries, this one among them.
+    pub(crate) window: AckWindow,
     pub(crate) queue: Arc<str>,
     pub(crate) properties: BasicProperties,
     pub(crate) body: Bytes,
@@ -30,7 +40,9 @@ pub(crate) struct Received {
 
 /// Settles one RabbitMQ delivery.
 ///
-/// - `ack` acks it.
+/// - `ack` acks it, together with the deliveries acked right before it
+///   on the same channel: one ack with `multiple` set settles a run of
+///   them, and never covers a delivery still being handled.
 /// - `nack(Redelivery::Now)` nacks it with requeue; the broker puts it back
 ///   in the queue.
 /// - `nack(Redelivery::After(delay))` republishes it, with a per-message
@@ -59,7 +71,9 @@ pub struct RabbitAcker {
 }
 
 impl RabbitAcker {
+    /// Settles `acker`'s delivery, which it enters in its channel's window.
     pub(crate) fn new(channel: Channel, acker: lapin::Acker, received: Received) -> Self {
+        received.window.enter(received.tag);
         Self {
             channel,
             acker: Some(acker),
@@ -73,24 +87,28 @@ impl RabbitAcker {
 
     async fn ack_now(&mut self) -> Result<(), AckError> {
         let acker = self.take()?;
-        settled(acker.ack(BasicAckOptions::default()).await)
+        let Received { tag, window, .. } = &self.received;
+        window.ack(*tag, acker).await
     }
 
     async fn requeue(&mut self) -> Result<(), AckError> {
         let acker = self.take()?;
-        settled(
-            acker
-                .nack(BasicNackOptions {
-                    multiple: false,
-                    requeue: true,
-                })
-                .await,
-        )
+        let sent = acker.nack(REQUEUE).await;
+        self.left(settled(sent)).await
     }
 
     async fn reject(&mut self) -> Result<(), AckError> {
         let acker = self.take()?;
-        settled(acker.reject(BasicRejectOptions { requeue: false }).await)
+        let sent = acker.reject(BasicRejectOptions { requeue: false }).await;
+        self.left(settled(sent)).await
+    }
+
+    /// Takes the delivery out of the window once its nack or reject has
+    /// gone, letting go the acks it held back.
+    async fn left(&self, settled: Result<(), AckError>) -> Result<(), AckError> {
+        let Received { tag, window, .. } = &self.received;
+        let released = window.leave(*tag).await;
+        settled.and(released)
     }
 
     /// Publishes a copy of the message and waits for its confirm.
@@ -240,14 +258,11 @@ impl Drop for RabbitAcker {
         let Some(acker) = self.acker.take() else {
             return;
         };
+        let (tag, window) = (self.received.tag, self.received.window.clone());
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let _ = acker
-                    .nack(BasicNackOptions {
-                        multiple: false,
-                        requeue: true,
-                    })
-                    .await;
+                let _ = acker.nack(REQUEUE).await;
+                let _ = window.leave(tag).await;
             });
         }
     }

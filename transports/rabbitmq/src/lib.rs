@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod ack_window;
 mod acker;
 mod connection;
 mod count;

@@ -16,6 +16,7 @@ use lapin::types::FieldTable;
 use lapin::{Channel, Consumer};
 use tidings_core::{Delivery, Source, SourceError};
 
+use crate::ack_window::AckWindow;
 use crate::acker::{RabbitAcker, Received, dead_letter_unreadable};
 use crate::connection::Connector;
 use crate::count::delivery_count;
@@ -82,7 +83,11 @@ impl RabbitSource {
             messaging.destination.name = queue,
             "subscribed"
         );
-        Ok(Subscription { channel, consumer })
+        Ok(Subscription {
+            channel,
+            consumer,
+            window: AckWindow::start(),
+        })
     }
 }
 
@@ -114,10 +119,12 @@ impl Source for RabbitSource {
 /// prefetched but not yielded.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A consumer and the channel it lives on.
+/// A consumer, the channel it lives on and the channel's unsettled
+/// deliveries.
 struct Subscription {
     channel: Channel,
     consumer: Consumer,
+    window: AckWindow,
 }
 
 impl Drop for Subscription {
@@ -183,7 +190,7 @@ async fn next(mut state: State) -> Option<(Item, State)> {
                 tracing::debug!(messaging.system = "rabbitmq", messaging.destination.name = %state.queue, "skipping a delivery of a closed channel");
             }
             Some(Ok(delivery)) => {
-                let channel = sub.channel.clone();
+                let channel = (sub.channel.clone(), sub.window.clone());
                 if let Some(delivery) = into_delivery(&state, channel, delivery).await {
                     return Some((Ok(delivery), state));
                 }
@@ -233,13 +240,15 @@ async fn resubscribe(state: &mut State) -> Result<(), SourceError> {
 /// message has been dead-lettered.
 async fn into_delivery(
     state: &State,
-    channel: Channel,
+    (channel, window): (Channel, AckWindow),
     delivery: lapin::message::Delivery,
 ) -> Option<Delivery<RabbitAcker>> {
     let body = Bytes::from(delivery.data);
     let count = delivery_count(&delivery.properties, delivery.redelivered, &state.queue);
     let decoded = decode(&delivery.properties, body.clone());
     let received = Received {
+        tag: delivery.delivery_tag,
+        window,
         queue: state.queue.clone(),
         properties: delivery.properties,
         body,
