@@ -8,6 +8,7 @@ mod error;
 mod exchanges;
 mod options;
 mod outgoing;
+mod pending_acks;
 mod properties;
 mod publisher;
 mod source;

@@ -86,7 +86,7 @@ impl RabbitSource {
         Ok(Subscription {
             channel,
             consumer,
-            window: AckWindow::start(),
+            window: AckWindow::start(self.options.prefetch),
         })
     }
 }

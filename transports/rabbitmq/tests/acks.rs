@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use common::{Setup, next, raw_get};
 use futures::future::join_all;
-use tidings_core::{AckError, Backoff, Publisher, Redelivery};
-use tidings_rabbitmq::{ConnectionOptions, PublisherOptions, QueueKind};
+use tidings_core::{AckError, Backoff, Publisher, Redelivery, Source};
+use tidings_rabbitmq::{
+    ConnectionOptions, PublisherOptions, QueueKind, RabbitSource, SourceOptions,
+};
 use tidings_testing::faults::close_rabbitmq_connection;
 use tidings_testing::names::unique_name;
 use tidings_testing::services::amqp_url;
@@ -63,6 +65,27 @@ async fn acks_behind_a_delivery_still_held_leave_it_to_its_own_settlement() {
         assert_drained(&setup.queue).await;
         setup.delete().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_held_for_long_does_not_stall_the_channel() {
+    let setup = Setup::new("acks_slow", QueueKind::Quorum).await;
+    publish(&setup, 12).await;
+    let source = RabbitSource::new(
+        common::connection("source"),
+        SourceOptions::default().prefetch(4),
+    );
+    let mut stream = source.subscribe(&setup.queue).await.expect("subscribe");
+    let held = next(&mut stream).await;
+    // With a prefetch of 4, the broker sends more only as acks come in:
+    // those held back behind the first go out alone once two wait.
+    for _ in 2..=12 {
+        next(&mut stream).await.ack().await.expect("ack");
+    }
+    held.ack().await.expect("ack of the held delivery");
+    drop(stream);
+    assert_drained(&setup.queue).await;
+    setup.delete().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
