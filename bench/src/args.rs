@@ -78,6 +78,8 @@ pub(crate) enum Command {
     },
     /// Runs one side of the memory scenario as a child process.
     Child(Vec<String>),
+    /// Prints the usage.
+    Help,
 }
 
 pub(crate) const USAGE: &str = "\
@@ -106,15 +108,17 @@ PostgreSQL and RabbitMQ are read from DATABASE_URL and AMQP_URL.";
 pub(crate) fn parse(args: Vec<String>) -> anyhow::Result<Command> {
     let mut args = args.into_iter();
     let first = args.next().context(USAGE)?;
-    if first == "child" {
-        return Ok(Command::Child(args.collect()));
+    match first.as_str() {
+        "child" => return Ok(Command::Child(args.collect())),
+        "-h" | "--help" | "help" => return Ok(Command::Help),
+        _ => {}
     }
     let scenarios = Scenario::parse(&first)?;
     let mut flags = Vec::new();
     while let Some(flag) = args.next() {
         match flag.as_str() {
             "--quick" => flags.push((flag, String::new())),
-            "-h" | "--help" => bail!("{USAGE}"),
+            "-h" | "--help" => return Ok(Command::Help),
             _ => {
                 let value = args
                     .next()
@@ -158,4 +162,37 @@ fn apply(sizes: &mut Sizes, flag: &str, value: &str) -> anyhow::Result<()> {
         other => bail!("unknown option {other}\n\n{USAGE}"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_words(words: &str) -> anyhow::Result<Command> {
+        parse(words.split_whitespace().map(str::to_owned).collect())
+    }
+
+    #[test]
+    fn help_is_asked_for_before_or_after_a_scenario() {
+        for words in ["--help", "-h", "help", "all --help", "stage --quick -h"] {
+            assert!(matches!(parse_words(words), Ok(Command::Help)), "{words}");
+        }
+    }
+
+    #[test]
+    fn explicit_sizes_win_over_the_scale() {
+        let Ok(Command::Run { sizes, .. }) = parse_words("stage --drain-events 7 --quick") else {
+            panic!("not a run");
+        };
+        assert_eq!(sizes.drain_events, 7);
+        assert_eq!(sizes.stage_transactions, 2_000);
+    }
+
+    #[test]
+    fn unknown_scenarios_and_options_are_refused_with_the_usage() {
+        let unknown = format!("{:#}", parse_words("stagger").unwrap_err());
+        assert!(unknown.contains("usage:"), "{unknown}");
+        let option = format!("{:#}", parse_words("stage --fast 1").unwrap_err());
+        assert!(option.contains("unknown option --fast"), "{option}");
+    }
 }

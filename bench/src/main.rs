@@ -46,6 +46,10 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let command = args::parse(std::env::args().skip(1).collect())?;
+    if let Command::Help = command {
+        println!("{}", args::USAGE);
+        return Ok(());
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -55,6 +59,7 @@ fn main() -> anyhow::Result<()> {
                 println!("{}", scenarios::run_child(args).await?);
                 Ok(())
             }
+            Command::Help => Ok(()),
             Command::Run { scenarios, sizes } => {
                 let connections = sizes.clients as u32 + EXTRA_CONNECTIONS;
                 let env = Env::connect(connections).await?;
