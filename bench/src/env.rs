@@ -89,6 +89,35 @@ impl Env {
         Ok(store)
     }
 
+    /// Turns autovacuum off for the store's tables, in a scenario that
+    /// vacuums its outboxes between rounds ([`vacuum`](Self::vacuum)), so
+    /// that it cannot start in the middle of one side's timing and not of
+    /// another's.
+    pub(crate) async fn stop_autovacuum(&self, store: &PgOutboxStore) -> anyhow::Result<()> {
+        let schema = store.options().get_schema();
+        let tables: Vec<String> =
+            sqlx::query_scalar("select tablename::text from pg_tables where schemaname = $1")
+                .bind(schema)
+                .fetch_all(&self.pool)
+                .await?;
+        for table in tables {
+            let sql =
+                format!("alter table \"{schema}\".\"{table}\" set (autovacuum_enabled = false)");
+            sqlx::query(AssertSqlSafe(sql)).execute(&self.pool).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes every dirty page out (`CHECKPOINT`), so that a checkpoint
+    /// of work done before timing does not run during it. Needs a role
+    /// allowed to (a superuser or `pg_checkpoint`); without one, says so
+    /// and goes on.
+    pub(crate) async fn checkpoint(&self) {
+        if let Err(error) = sqlx::query("checkpoint").execute(&self.pool).await {
+            tracing::warn!(%error, "cannot checkpoint before timing; a checkpoint may fall inside it");
+        }
+    }
+
     /// Drops the store's schema and everything in it.
     pub(crate) async fn drop_store(&self, store: &PgOutboxStore) -> anyhow::Result<()> {
         let schema = store.options().get_schema();

@@ -29,6 +29,7 @@ pub(super) async fn run(
     let result = async {
         let spec = spec("bench-drain");
         for store in [&raw, &leased, &locked] {
+            env.stop_autovacuum(store).await?;
             stage_pending(store, spec, sizes.drain_events).await?;
             env.vacuum(store).await?;
         }

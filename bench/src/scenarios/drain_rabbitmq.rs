@@ -95,6 +95,9 @@ async fn measure(
     queues: [&'static str; 4],
     report: &mut dyn FnMut(Figure),
 ) -> anyhow::Result<()> {
+    for store in stores {
+        env.stop_autovacuum(store).await?;
+    }
     let per_round = sizes.drain_events.div_ceil(ROUNDS);
     let total = per_round * ROUNDS;
     let raw = RawPublisher::connect(&env.amqp_url).await?;
