@@ -70,7 +70,8 @@ impl AckWindow {
         self.shared.lock().enter(tag);
     }
 
-    /// Acks delivery `tag` with the ack it would have been sent with alone.
+    /// Acks delivery `tag`; its lapin `acker` sends the frame if the
+    /// delivery ends the run that goes out next.
     pub(crate) async fn ack(&self, tag: u64, acker: lapin::Acker) -> Result<(), AckError> {
         if !acker.usable() {
             // The channel is gone: the broker redelivers the message.
