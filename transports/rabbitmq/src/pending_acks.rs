@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-/// Each unsettled delivery of a channel by tag, with the
-/// ack (`A`) it was marked with, if it was.
+/// Each unsettled delivery of a channel by tag, with the ack (`A`) it was
+/// marked with, if it was.
 #[derive(Debug)]
 pub(crate) struct Pending<A> {
     deliveries: BTreeMap<u64, Option<A>>,
