@@ -5,15 +5,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Setup, next, raw_get};
+use common::{Setup, named, next, raw_get};
 use futures::future::join_all;
-use tidings_core::{AckError, Backoff, Publisher, Redelivery, Source};
-use tidings_rabbitmq::{
-    ConnectionOptions, PublisherOptions, QueueKind, RabbitSource, SourceOptions,
-};
+use tidings_core::{AckError, Publisher, Redelivery, Source};
+use tidings_rabbitmq::{PublisherOptions, QueueKind, RabbitSource, SourceOptions};
 use tidings_testing::faults::close_rabbitmq_connection;
 use tidings_testing::names::unique_name;
-use tidings_testing::services::amqp_url;
 
 /// How long an ack that goes out with a later settlement may take to
 /// return: it does not wait for that settlement.
@@ -113,14 +110,8 @@ async fn many_acks_at_once_all_land_and_nothing_comes_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acks_waiting_on_a_closed_connection_fail_and_the_broker_redelivers() {
     let name = unique_name("tidings-test-acks");
-    let source = ConnectionOptions::new(amqp_url())
-        .connection_name(name.clone())
-        .reconnect(Backoff::new(
-            Duration::from_millis(50),
-            Duration::from_millis(500),
-        ));
     let publisher = PublisherOptions::default();
-    let setup = Setup::with("acks_closed", QueueKind::Quorum, publisher, source).await;
+    let setup = Setup::with("acks_closed", QueueKind::Quorum, publisher, named(&name)).await;
     publish(&setup, 3).await;
     let mut stream = setup.subscribe(&setup.queue).await;
     let first = next(&mut stream).await;

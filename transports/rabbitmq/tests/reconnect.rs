@@ -6,21 +6,11 @@ mod common;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use common::{Setup, next};
+use common::{Setup, named, next};
 use tidings_core::{AckError, PublishError, Publisher};
-use tidings_rabbitmq::{ConnectionOptions, PublisherOptions, QueueKind, RabbitPublisher};
+use tidings_rabbitmq::{PublisherOptions, QueueKind, RabbitPublisher};
 use tidings_testing::faults::close_rabbitmq_connection as close_connection;
 use tidings_testing::names::unique_name;
-use tidings_testing::services::amqp_url;
-
-fn named(name: &str) -> ConnectionOptions {
-    ConnectionOptions::new(amqp_url())
-        .connection_name(name)
-        .reconnect(tidings_core::Backoff::new(
-            Duration::from_millis(50),
-            Duration::from_millis(500),
-        ))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumer_resumes_after_its_connection_is_closed() {

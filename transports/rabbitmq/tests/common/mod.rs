@@ -27,8 +27,14 @@ pub const EXPIRES: Duration = Duration::from_secs(60);
 
 /// Connection options with a name no other test uses.
 pub fn connection(role: &str) -> ConnectionOptions {
+    named(&unique_name(&format!("tidings-test-{role}")))
+}
+
+/// Connection options with the connection name `name`, for a test that
+/// closes the connection by its name; reconnects quickly.
+pub fn named(name: &str) -> ConnectionOptions {
     ConnectionOptions::new(amqp_url())
-        .connection_name(unique_name(&format!("tidings-test-{role}")))
+        .connection_name(name)
         .reconnect(tidings_core::Backoff::new(
             Duration::from_millis(50),
             Duration::from_millis(500),
