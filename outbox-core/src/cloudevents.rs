@@ -15,7 +15,8 @@
 //! | `tidings-destination`, `tidings-correlation-id`, `tidings-causation-id`, `tidings-tenant-id`, `tidings-hlc`, `tidings-attempts` | the rest |
 //!
 //! Application headers travel under their own names; names starting with
-//! `ce-` or `tidings-`, and `content-type`, are reserved.
+//! `ce-` or `tidings-`, and `content-type`, are the envelope's
+//! ([`reserved::ENVELOPE`](crate::reserved::ENVELOPE)).
 
 use std::collections::BTreeMap;
 
@@ -64,8 +65,7 @@ pub enum AttributeError {
 
 /// Whether a header name is reserved for the envelope's own attributes.
 pub fn is_reserved(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    lower.starts_with("ce-") || lower.starts_with("tidings-") || lower == CONTENT_TYPE
+    crate::reserved::ENVELOPE.reserves(name)
 }
 
 /// Every field but the payload, as binary-mode attributes.

@@ -11,6 +11,7 @@ pub mod memory;
 mod message;
 pub mod port;
 pub mod relay;
+pub mod reserved;
 pub mod spec;
 pub mod staging;
 mod wakeup;

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use crate::cloudevents::is_reserved;
 use crate::envelope::truncate_to_micros;
+use crate::reserved;
 use crate::{Codec, CodecError, Envelope, HybridClock, OutboxSpec, SharedClock, SpecError};
 
 /// The longest ordering key accepted, in bytes.
@@ -20,6 +20,13 @@ pub const MAX_ORDERING_KEY_LEN: usize = 128;
 pub const MAX_EVENT_TYPE_LEN: usize = 200;
 /// The longest header name accepted, in bytes.
 pub const MAX_HEADER_NAME_LEN: usize = 128;
+/// The longest header value accepted, in bytes: room for a W3C `baggage`
+/// header at its recommended limit.
+pub const MAX_HEADER_VALUE_LEN: usize = 8 * 1024;
+/// The most bytes all of an event's header names and values may take
+/// together, well inside the smallest space a transport carries them in
+/// (an AMQP frame, SQS's message attributes).
+pub const MAX_HEADERS_LEN: usize = 16 * 1024;
 
 /// An event staged in a transaction, waiting for its commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,11 +51,17 @@ pub enum StageError {
     /// The event type is empty, too long or holds control characters.
     #[error("event type {0:?} is invalid: use 1 to 200 printable characters")]
     EventType(String),
-    /// A header name is reserved for the envelope's own attributes.
-    #[error(
-        "header {0:?} is reserved; names starting with ce- or tidings-, and content-type, belong to the envelope"
-    )]
-    ReservedHeader(String),
+    /// A header name that the envelope, the consumer or a broker gives a
+    /// meaning of its own ([`reserved`](crate::reserved)).
+    #[error("header {name:?} is reserved: {owner} gives it a meaning, as {why}")]
+    ReservedHeader {
+        /// The header name as staged.
+        name: String,
+        /// Who reserves it.
+        owner: &'static str,
+        /// What it does with such names.
+        why: &'static str,
+    },
     /// A header name or value that transports cannot carry.
     #[error("header {name:?} is invalid: {reason}")]
     Header {
@@ -56,6 +69,12 @@ pub enum StageError {
         name: String,
         /// What is wrong.
         reason: &'static str,
+    },
+    /// An event's headers together are larger than [`MAX_HEADERS_LEN`].
+    #[error("headers take {len} bytes; names and values together may take at most 16 KiB")]
+    Headers {
+        /// Their names' and values' length.
+        len: usize,
     },
     /// An empty or over-long ordering key.
     #[error("ordering key {0:?} is invalid: use 1 to 128 bytes")]
@@ -250,8 +269,13 @@ fn check_options(envelope: &Envelope) -> Result<(), StageError> {
             return Err(StageError::OrderingKey(key.clone()));
         }
     }
+    let mut total = 0;
     for (name, value) in &envelope.headers {
         check_header(name, value)?;
+        total += name.len() + value.len();
+    }
+    if total > MAX_HEADERS_LEN {
+        return Err(StageError::Headers { len: total });
     }
     Ok(())
 }
@@ -263,8 +287,12 @@ fn check_header(name: &str, value: &str) -> Result<(), StageError> {
             reason,
         })
     };
-    if is_reserved(name) {
-        return Err(StageError::ReservedHeader(name.to_owned()));
+    if let Some(list) = reserved::owner_of(name) {
+        return Err(StageError::ReservedHeader {
+            name: name.to_owned(),
+            owner: list.owner,
+            why: list.why,
+        });
     }
     if name.is_empty() || name.len() > MAX_HEADER_NAME_LEN {
         return invalid("names are 1 to 128 bytes");
@@ -274,6 +302,12 @@ fn check_header(name: &str, value: &str) -> Result<(), StageError> {
     }
     if value.chars().any(|c| c.is_control() && c != '\t') {
         return invalid("values must not hold control characters");
+    }
+    if value.chars().any(|c| matches!(c, '\u{fffe}' | '\u{ffff}')) {
+        return invalid("values must not hold the noncharacters U+FFFE or U+FFFF");
+    }
+    if value.len() > MAX_HEADER_VALUE_LEN {
+        return invalid("values are at most 8 KiB");
     }
     Ok(())
 }
@@ -365,15 +399,33 @@ mod tests {
 
     #[test]
     fn bad_options_fail_at_take() {
-        for (name, value) in [("ce-id", "x"), ("tidings-hlc", "1"), ("Content-Type", "x")] {
+        let reserved = [
+            ("ce-id", "x"),
+            ("tidings-hlc", "1"),
+            ("Content-Type", "x"),
+            ("CC", "x"),
+            ("x-delivery-count", "42"),
+            ("X-Tidings-Prior-Deliveries", "99"),
+            ("x-death", "x"),
+            ("x-last-death-queue", "q"),
+        ];
+        for (name, value) in reserved {
             let mut buf = buffer();
             buf.stage(&SPEC, "t", &1).unwrap().header(name, value);
             assert!(
-                matches!(buf.take(), Err(StageError::ReservedHeader(_))),
+                matches!(buf.take(), Err(StageError::ReservedHeader { .. })),
                 "{name}"
             );
         }
-        for (name, value) in [("a b", "x"), ("", "x"), ("ok", "line\nbreak")] {
+        let long = "v".repeat(MAX_HEADER_VALUE_LEN + 1);
+        let invalid = [
+            ("a b", "x"),
+            ("", "x"),
+            ("ok", "line\nbreak"),
+            ("ok", "\u{fffe}"),
+            ("ok", long.as_str()),
+        ];
+        for (name, value) in invalid {
             let mut buf = buffer();
             buf.stage(&SPEC, "t", &1).unwrap().header(name, value);
             assert!(
@@ -386,6 +438,34 @@ mod tests {
             .unwrap()
             .ordering_key("k".repeat(129));
         assert!(matches!(buf.take(), Err(StageError::OrderingKey(_))));
+    }
+
+    #[test]
+    fn reserved_headers_name_their_owner() {
+        let mut buf = buffer();
+        buf.stage(&SPEC, "t", &1).unwrap().header("BCC", "x");
+        let err = buf.take().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "header \"BCC\" is reserved: RabbitMQ gives it a meaning, as the broker routes by them, \
+             counts deliveries in them or records dead-lettering in them"
+        );
+    }
+
+    #[test]
+    fn headers_may_not_take_more_than_their_share_together() {
+        let mut buf = buffer();
+        let value = "v".repeat(MAX_HEADER_VALUE_LEN - 1);
+        let mut staged = buf.stage(&SPEC, "t", &1).unwrap();
+        for name in ["a", "b"] {
+            staged = staged.header(name, value.clone());
+        }
+        assert!(buf.take().is_ok(), "two full values fit");
+        let mut staged = buf.stage(&SPEC, "t", &1).unwrap();
+        for name in ["a", "b", "c"] {
+            staged = staged.header(name, value.clone());
+        }
+        assert!(matches!(buf.take(), Err(StageError::Headers { .. })));
     }
 
     #[test]

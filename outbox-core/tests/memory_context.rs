@@ -47,7 +47,7 @@ fn an_invalid_staged_event_fails_the_whole_commit() {
         .header("ce-id", "forged");
     let err = ctx.commit().unwrap_err();
     assert!(
-        matches!(err, CommitError::Stage(StageError::ReservedHeader(ref h)) if h == "ce-id"),
+        matches!(err, CommitError::Stage(StageError::ReservedHeader { ref name, .. }) if name == "ce-id"),
         "{err}"
     );
     assert!(store.table("orders").is_empty());

@@ -1,7 +1,9 @@
 //! Delivery counts from what the broker tells.
 //!
 //! Quorum queues count failed deliveries in `x-delivery-count`, so their
-//! counts are exact. Classic queues only flag a redelivery, so a classic
+//! counts are exact; the header is read only on a delivery the broker flags
+//! as redelivered, since on a first delivery it can only come from the
+//! publisher. Classic queues only flag a redelivery, so a classic
 //! count is 1 on first delivery and 2 on any later one, plus the times the
 //! message was rejected into the dead-letter exchange (its `x-death`
 //! entries) — an approximation. On both, a delayed redelivery republishes
@@ -21,10 +23,10 @@ pub(crate) fn delivery_count(properties: &BasicProperties, redelivered: bool, qu
     };
     let get = |name: &str| headers.inner().get(name).and_then(number);
     let prior = get(PRIOR_DELIVERIES_HEADER).unwrap_or(0);
-    let this_copy = match get(QUORUM_DELIVERY_COUNT) {
-        Some(failed) => failed + 1,
-        None if redelivered => 2,
-        None => 1,
+    let this_copy = match (redelivered, get(QUORUM_DELIVERY_COUNT)) {
+        (true, Some(failed)) => failed + 1,
+        (true, None) => 2,
+        (false, _) => 1,
     };
     let total = prior + rejections(headers, queue) + this_copy;
     u32::try_from(total).unwrap_or(u32::MAX)
@@ -75,6 +77,12 @@ mod tests {
     fn quorum_counts_are_exact() {
         let props = with(vec![(QUORUM_DELIVERY_COUNT, AMQPValue::LongLongInt(3))]);
         assert_eq!(delivery_count(&props, true, "q"), 4);
+    }
+
+    #[test]
+    fn a_first_delivery_ignores_a_published_count() {
+        let props = with(vec![(QUORUM_DELIVERY_COUNT, AMQPValue::LongLongInt(42))]);
+        assert_eq!(delivery_count(&props, false, "q"), 1);
     }
 
     #[test]

@@ -37,8 +37,11 @@ pub(crate) enum Cause {
     NotFound(String),
     /// The broker closed the channel: a message exceeded its size limit.
     TooLarge { limit: Option<usize> },
-    /// The broker closed the channel for another reason, or the channel is
-    /// closed.
+    /// The broker closed the channel over something sent on it, such as a
+    /// header it will not take or an exchange the user may not publish to.
+    /// `lasting` when sending the same again cannot succeed.
+    Refused { text: String, lasting: bool },
+    /// The channel is closed or unusable.
     Channel(String),
     /// Anything else.
     Other,
@@ -66,7 +69,10 @@ pub(crate) fn cause(error: &lapin::Error) -> Cause {
                 AMQPErrorKind::Soft(AMQPSoftError::CONTENTTOOLARGE) => {
                     Cause::TooLarge { limit: None }
                 }
-                AMQPErrorKind::Soft(_) => Cause::Channel(text),
+                AMQPErrorKind::Soft(soft) => Cause::Refused {
+                    text,
+                    lasting: *soft != AMQPSoftError::RESOURCELOCKED,
+                },
             }
         }
         ErrorKind::InvalidChannelState(..) | ErrorKind::InvalidChannel(_) => {
@@ -101,7 +107,9 @@ pub(crate) fn publish_error(error: lapin::Error, destination: &str, size: usize)
             size,
             limit: limit.unwrap_or(size.saturating_sub(1)),
         },
-        Cause::Channel(_) | Cause::Other => PublishError::Transport(Box::new(error)),
+        Cause::Refused { .. } | Cause::Channel(_) | Cause::Other => {
+            PublishError::Transport(Box::new(error))
+        }
     }
 }
 
@@ -111,7 +119,9 @@ pub(crate) fn source_error(error: lapin::Error, queue: &str) -> SourceError {
         Cause::NotFound(_) => SourceError::NotFound {
             queue: queue.to_owned(),
         },
-        Cause::Connection | Cause::Channel(_) => SourceError::Unavailable(Box::new(error)),
+        Cause::Connection | Cause::Refused { .. } | Cause::Channel(_) => {
+            SourceError::Unavailable(Box::new(error))
+        }
         Cause::TooLarge { .. } | Cause::Other => SourceError::Transport(Box::new(error)),
     }
 }
@@ -120,7 +130,7 @@ pub(crate) fn source_error(error: lapin::Error, queue: &str) -> SourceError {
 pub(crate) fn ack_error(error: lapin::Error) -> AckError {
     match cause(&error) {
         Cause::Connection => AckError::Unavailable(Box::new(error)),
-        Cause::Channel(_) => AckError::Expired,
+        Cause::Refused { .. } | Cause::Channel(_) => AckError::Expired,
         Cause::NotFound(_) | Cause::TooLarge { .. } | Cause::Other => {
             AckError::Transport(Box::new(error))
         }

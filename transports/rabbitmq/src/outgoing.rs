@@ -2,7 +2,7 @@
 //! its confirm means.
 
 use lapin::{BasicProperties, Confirmation};
-use tidings_core::{Envelope, PublishError};
+use tidings_core::{Envelope, PublishError, reserved};
 
 use crate::error::{Cause, cause, names_exchange};
 use crate::options::{PublisherOptions, RoutingKey};
@@ -37,6 +37,7 @@ impl<'a> Outgoing<'a> {
         if size > limit {
             return Err(PublishError::TooLarge { size, limit });
         }
+        refuse_reserved(envelope)?;
         let destination = &envelope.destination;
         let settings = options
             .destinations
@@ -63,8 +64,10 @@ impl<'a> Outgoing<'a> {
     }
 
     /// The message's outcome, or `None` when it should be sent again: the
-    /// broker closed the channel because of another message.
-    pub(crate) fn settle(&mut self, sent: Sent) -> Option<Result<(), PublishError>> {
+    /// broker closed the channel, maybe because of another message. Sent
+    /// `alone` on its channel, a message the broker closed the channel over
+    /// is the one at fault and gets the broker's refusal as its error.
+    pub(crate) fn settle(&mut self, sent: Sent, alone: bool) -> Option<Result<(), PublishError>> {
         let destination = || self.envelope.destination.clone();
         let size = self.envelope.payload.len();
         let outcome = match sent {
@@ -90,6 +93,16 @@ impl<'a> Outgoing<'a> {
                 Cause::TooLarge { limit: Some(limit) } if size > limit => {
                     Err(PublishError::TooLarge { size, limit })
                 }
+                Cause::TooLarge { limit } if alone => Err(PublishError::TooLarge {
+                    size,
+                    limit: limit.unwrap_or(size.saturating_sub(1)),
+                }),
+                Cause::Refused { text, lasting } if alone => Err(match lasting {
+                    true => PublishError::Invalid {
+                        reason: format!("the broker refused it: {text}"),
+                    },
+                    false => PublishError::Refused { reason: text },
+                }),
                 _ => {
                     self.last_error = Some(error);
                     return None;
@@ -98,6 +111,14 @@ impl<'a> Outgoing<'a> {
         };
         Some(outcome)
     }
+}
+
+/// Refuses a header the envelope, the consumer or the broker gives a
+/// meaning of its own. Staging refuses them already; this catches events
+/// that reached the store some other way.
+fn refuse_reserved(envelope: &Envelope) -> Result<(), PublishError> {
+    reserved::check(envelope.headers.keys(), &reserved::ALL)
+        .map_err(|reason| PublishError::Invalid { reason })
 }
 
 #[cfg(test)]
@@ -138,6 +159,21 @@ mod tests {
         let unkeyed = envelope(None);
         let out = Outgoing::prepare(0, &unkeyed, &options, 131_072).unwrap();
         assert_eq!(out.routing_key, "orders");
+    }
+
+    #[test]
+    fn reserved_headers_are_refused_before_sending() {
+        for name in ["CC", "x-delivery-count", "x-tidings-prior-deliveries", "ce-id"] {
+            let mut env = envelope(None);
+            env.headers.insert(name.to_owned(), "x".to_owned());
+            let err = Outgoing::prepare(0, &env, &PublisherOptions::default(), 131_072)
+                .err()
+                .unwrap();
+            assert!(
+                matches!(&err, PublishError::Invalid { reason } if reason.contains(name)),
+                "{err:?}"
+            );
+        }
     }
 
     #[test]

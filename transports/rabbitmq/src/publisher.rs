@@ -22,8 +22,8 @@ use crate::options::{ConnectionOptions, PublisherOptions};
 use crate::outgoing::{Outgoing, Sent};
 use crate::properties::encode;
 
-/// How often a batch is sent again, on a fresh channel, after the broker
-/// closed the channel because of another message in it.
+/// How many rounds in a row may settle nothing before the messages left
+/// get the last error they met.
 const MAX_ROUNDS: usize = 3;
 
 /// Publishes envelopes to RabbitMQ; `Ok` only on a positive publisher
@@ -39,15 +39,20 @@ const MAX_ROUNDS: usize = 3;
 /// |---|---|
 /// | routed nowhere (returned) or the exchange does not exist | [`PublishError::Unroutable`] |
 /// | payload above [`PublisherOptions::max_message_size`] or the broker's limit | [`PublishError::TooLarge`] |
-/// | a header or property AMQP cannot carry | [`PublishError::Invalid`] |
+/// | a header or property AMQP cannot carry, or a reserved header ([`tidings_core::reserved`]) | [`PublishError::Invalid`] |
+/// | refused by the broker when sent alone (it closed the channel over it) | [`PublishError::Invalid`] |
 /// | negative confirm | [`PublishError::Refused`] |
 /// | no confirm within the timeout | [`PublishError::Timeout`] |
 /// | connection down | [`PublishError::Unavailable`] |
 ///
 /// When the broker closes the channel because of one message (a missing
-/// exchange, an oversized body), the other messages of the batch are sent
-/// again on a new channel. A dropped connection is reopened with backoff on
-/// the next publish.
+/// exchange, an oversized body, a header it will not take, an exchange the
+/// user may not publish to), that message gets its error and the other
+/// messages of the batch are sent again on a new channel. Where the
+/// broker's words do not say which message it was, the messages left are
+/// sent one at a time until the broker refuses one sent alone, which is
+/// then the one at fault, and the rest together again. A dropped connection
+/// is reopened with backoff on the next publish.
 ///
 /// [`DestinationOptions`]: crate::DestinationOptions
 #[derive(Clone)]
@@ -72,6 +77,18 @@ impl std::fmt::Debug for RabbitPublisher {
 }
 
 type Slot = Option<Result<(), PublishError>>;
+
+/// What one round of sends came to.
+#[derive(Default)]
+struct Round<'a> {
+    /// Messages to send again.
+    again: Vec<Outgoing<'a>>,
+    /// Whether any send failed or went unanswered, so the channel is not
+    /// to be trusted.
+    broken: bool,
+    /// Whether any message got an error of its own.
+    refused: bool,
+}
 
 impl RabbitPublisher {
     /// A publisher with its own connection, opened on first publish.
@@ -106,7 +123,9 @@ impl RabbitPublisher {
         let mut slots: Vec<Slot> = envelopes.iter().map(|_| None).collect();
         let mut pending: Option<Vec<Outgoing<'_>>> = None;
         let mut channel_error = None;
-        for _ in 0..MAX_ROUNDS {
+        let mut alone = false;
+        let mut fruitless = 0;
+        while fruitless < MAX_ROUNDS {
             let (ch, frame_max) = match self.channel().await {
                 Ok(open) => open,
                 Err(error) => {
@@ -114,14 +133,33 @@ impl RabbitPublisher {
                     break;
                 }
             };
-            let batch = match pending.take() {
+            let mut batch = match pending.take() {
                 Some(batch) => batch,
                 None => self.prepare(envelopes, frame_max, &mut slots).await,
             };
             if batch.is_empty() {
                 break;
             }
-            pending = Some(self.round(batch, &ch, frame_max, &mut slots).await);
+            // After the broker closed a channel over a message it did not
+            // name, messages go one at a time until the one at fault is
+            // found; the rest then go together again.
+            let rest = match alone {
+                true => batch.split_off(1),
+                false => Vec::new(),
+            };
+            let sent = batch.len();
+            let round = self.round(batch, &ch, frame_max, alone, &mut slots).await;
+            fruitless = match round.again.len() < sent {
+                true => 0,
+                false => fruitless + 1,
+            };
+            alone = match alone {
+                true => !round.refused,
+                false => round.broken && !round.refused,
+            };
+            let mut again = round.again;
+            again.extend(rest);
+            pending = Some(again);
         }
         for out in pending.into_iter().flatten() {
             let error = out.last_error.or_else(|| channel_error.clone());
@@ -172,15 +210,15 @@ impl RabbitPublisher {
         kept
     }
 
-    /// Sends `batch` pipelined on one channel and awaits every confirm;
-    /// returns the messages to send again.
+    /// Sends `batch` pipelined on one channel and awaits every confirm.
     async fn round<'a>(
         &self,
         mut batch: Vec<Outgoing<'a>>,
         ch: &Channel,
         frame_max: usize,
+        alone: bool,
         slots: &mut [Slot],
-    ) -> Vec<Outgoing<'a>> {
+    ) -> Round<'a> {
         let sends = batch.iter_mut().map(|out| {
             let options = BasicPublishOptions {
                 mandatory: true,
@@ -200,26 +238,28 @@ impl RabbitPublisher {
         let confirms = sent_in_order(sends.collect()).await;
         let deadline = Instant::now() + self.inner.options.confirm_timeout;
         let answers = confirmed_by(deadline, confirms).await;
-        let mut again = Vec::new();
-        let mut broken = false;
+        let mut round = Round::default();
         for (mut out, sent) in batch.into_iter().zip(answers) {
-            broken |= !matches!(sent, Ok(Ok(_)));
+            round.broken |= !matches!(sent, Ok(Ok(_)));
             self.forget_if_missing(&out, &sent).await;
-            match out.settle(sent) {
-                Some(outcome) => slots[out.index] = Some(outcome),
+            match out.settle(sent, alone) {
+                Some(outcome) => {
+                    round.refused |= outcome.is_err();
+                    slots[out.index] = Some(outcome);
+                }
                 None => match encode(out.envelope, frame_max) {
                     Ok(properties) => {
                         out.properties = properties;
-                        again.push(out);
+                        round.again.push(out);
                     }
                     Err(error) => slots[out.index] = Some(Err(error)),
                 },
             }
         }
-        if broken {
+        if round.broken {
             self.inner.channel.lock().await.take();
         }
-        again
+        round
     }
 
     /// Forgets the exchange of a message the broker found no exchange for.

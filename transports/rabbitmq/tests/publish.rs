@@ -183,6 +183,60 @@ async fn unrepresentable_headers_fail_only_their_message() {
     setup.delete().await;
 }
 
+/// Publishing to an internal exchange makes the broker close the channel
+/// with ACCESS_REFUSED, in words that do not say which message it was: the
+/// messages left go one at a time until the one at fault is found, and
+/// every other message of the batch is published.
+#[tokio::test]
+async fn a_refusal_the_broker_does_not_attribute_fails_only_its_message() {
+    let setup = Setup::new("refused", QueueKind::Classic).await;
+    let sealed = tidings_testing::names::unique_name("sealed");
+    common::declare_internal_exchange(&sealed).await;
+    let options = PublisherOptions::default().destination(
+        "sealed",
+        tidings_rabbitmq::DestinationOptions::default().exchange(sealed.clone()),
+    );
+    let publisher =
+        tidings_rabbitmq::RabbitPublisher::new(common::connection("publisher"), options);
+    let bad = [17, 31];
+    let batch: Vec<_> = (0..40)
+        .map(|n| match bad.contains(&n) {
+            true => envelope("sealed", n),
+            false => setup.envelope(n),
+        })
+        .collect();
+
+    let results = publisher.publish_batch(&batch).await;
+
+    for (n, result) in results.iter().enumerate() {
+        match bad.contains(&(n as u32)) {
+            true => {
+                let err = result.as_ref().unwrap_err();
+                assert!(
+                    matches!(err, PublishError::Invalid { reason } if reason.contains("ACCESS_REFUSED")),
+                    "{err:?}"
+                );
+                assert!(!err.is_transient());
+            }
+            false => assert!(result.is_ok(), "message {n}: {result:?}"),
+        }
+    }
+    let mut expected: std::collections::HashSet<_> = batch
+        .iter()
+        .filter(|e| e.destination != "sealed")
+        .map(|e| e.event_id)
+        .collect();
+    let mut stream = setup.subscribe(&setup.queue).await;
+    while !expected.is_empty() {
+        let delivery = next(&mut stream).await;
+        expected.remove(&delivery.envelope().event_id);
+        delivery.ack().await.unwrap();
+    }
+    drop(stream);
+    common::delete_exchange(&sealed).await;
+    setup.delete().await;
+}
+
 #[tokio::test]
 async fn unreachable_broker_is_a_transient_error() {
     let options = ConnectionOptions::new("amqp://guest:guest@127.0.0.1:1/%2f");

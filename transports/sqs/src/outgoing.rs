@@ -1,7 +1,7 @@
 //! One envelope as a `SendMessageBatch` entry.
 
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
-use tidings_core::{Envelope, PublishError};
+use tidings_core::{Envelope, PublishError, reserved};
 
 use crate::attributes;
 use crate::group::message_group;
@@ -23,6 +23,13 @@ impl Outgoing {
         fifo: bool,
         options: &PublisherOptions,
     ) -> Result<Self, PublishError> {
+        // Staging refuses these names already; this catches events that
+        // reached the store some other way. SQS itself interprets none.
+        reserved::check(
+            envelope.headers.keys(),
+            &[&reserved::ENVELOPE, &reserved::CONSUMER],
+        )
+        .map_err(|reason| PublishError::Invalid { reason })?;
         let encoded =
             attributes::encode(envelope).map_err(|reason| PublishError::Invalid { reason })?;
         if encoded.size > options.max_message_size {

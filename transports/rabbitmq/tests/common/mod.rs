@@ -142,6 +142,39 @@ pub async fn raw_get(queue: &str) -> Option<(BasicProperties, Vec<u8>)> {
     got.map(|m| (m.delivery.properties, m.delivery.data))
 }
 
+/// Declares an internal exchange, to which clients may not publish.
+pub async fn declare_internal_exchange(name: &str) {
+    let conn = Connection::connect(&amqp_url(), ConnectionProperties::default())
+        .await
+        .unwrap_or_else(|e| service_missing("RabbitMQ", &amqp_url(), &e));
+    let ch = conn.create_channel().await.expect("channel");
+    let options = lapin::options::ExchangeDeclareOptions {
+        internal: true,
+        ..Default::default()
+    };
+    ch.exchange_declare(
+        name.into(),
+        lapin::ExchangeKind::Direct,
+        options,
+        Default::default(),
+    )
+    .await
+    .expect("declare an internal exchange");
+    let _ = conn.close(200, "OK".into()).await;
+}
+
+/// Deletes an exchange a test declared.
+pub async fn delete_exchange(name: &str) {
+    let conn = Connection::connect(&amqp_url(), ConnectionProperties::default())
+        .await
+        .expect("connect");
+    let ch = conn.create_channel().await.expect("channel");
+    ch.exchange_delete(name.into(), Default::default())
+        .await
+        .expect("delete the exchange");
+    let _ = conn.close(200, "OK".into()).await;
+}
+
 /// The conformance harness: a fresh queue of `kind` per fixture.
 pub struct Rabbit {
     pub kind: QueueKind,
