@@ -81,12 +81,7 @@ pub const RABBITMQ: ReservedNames = ReservedNames {
         "x-shovelled",
         "x-shovelled-timestamp",
     ],
-    prefixes: &[
-        "x-first-death-",
-        "x-last-death-",
-        "x-opt-",
-        "x-stream-",
-    ],
+    prefixes: &["x-first-death-", "x-last-death-", "x-opt-", "x-stream-"],
 };
 
 /// Every list staging checks, in the order errors name them.

@@ -9,12 +9,15 @@
 //! entries) — an approximation. On both, a delayed redelivery republishes
 //! the message with the deliveries so far in
 //! [`PRIOR_DELIVERIES_HEADER`], so the count carries across the delay
-//! queue.
+//! queue; that header is read only on a message whose `x-death` shows it
+//! expired out of the queue's delay queue, so a publisher cannot set a
+//! count by sending it.
 
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable};
 
 use crate::properties::{PRIOR_DELIVERIES_HEADER, QUORUM_DELIVERY_COUNT, number, text};
+use crate::topology::delay_queue;
 
 /// How many times this message was delivered, this time included.
 pub(crate) fn delivery_count(properties: &BasicProperties, redelivered: bool, queue: &str) -> u32 {
@@ -22,7 +25,10 @@ pub(crate) fn delivery_count(properties: &BasicProperties, redelivered: bool, qu
         return if redelivered { 2 } else { 1 };
     };
     let get = |name: &str| headers.inner().get(name).and_then(number);
-    let prior = get(PRIOR_DELIVERIES_HEADER).unwrap_or(0);
+    let prior = match deaths(headers, &delay_queue(queue), "expired").next() {
+        Some(_) => get(PRIOR_DELIVERIES_HEADER).unwrap_or(0),
+        None => 0,
+    };
     let this_copy = match (redelivered, get(QUORUM_DELIVERY_COUNT)) {
         (true, Some(failed)) => failed + 1,
         (true, None) => 2,
@@ -35,23 +41,32 @@ pub(crate) fn delivery_count(properties: &BasicProperties, redelivered: bool, qu
 /// Deliveries of this message that `queue` rejected into its dead-letter
 /// exchange, as recorded in `x-death`.
 fn rejections(headers: &FieldTable, queue: &str) -> u64 {
-    let Some(AMQPValue::FieldArray(deaths)) = headers.inner().get("x-death") else {
-        return 0;
+    deaths(headers, queue, "rejected")
+        .filter_map(|entry| entry.get("count").and_then(number))
+        .sum()
+}
+
+/// The `x-death` entries recording that `queue` dead-lettered the message
+/// for `reason`.
+fn deaths<'a>(
+    headers: &'a FieldTable,
+    queue: &'a str,
+    reason: &'a str,
+) -> impl Iterator<Item = &'a std::collections::BTreeMap<lapin::types::ShortString, AMQPValue>> {
+    let entries = match headers.inner().get("x-death") {
+        Some(AMQPValue::FieldArray(deaths)) => deaths.as_slice(),
+        _ => &[],
     };
-    deaths
-        .as_slice()
+    entries
         .iter()
         .filter_map(|death| match death {
             AMQPValue::FieldTable(entry) => Some(entry.inner()),
             _ => None,
         })
-        .filter(|entry| {
+        .filter(move |entry| {
             let field = |name: &str| entry.get(name).and_then(text);
-            field("queue").as_deref() == Some(queue)
-                && field("reason").as_deref() == Some("rejected")
+            field("queue").as_deref() == Some(queue) && field("reason").as_deref() == Some(reason)
         })
-        .filter_map(|entry| entry.get("count").and_then(number))
-        .sum()
 }
 
 #[cfg(test)]
@@ -85,16 +100,38 @@ mod tests {
         assert_eq!(delivery_count(&props, false, "q"), 1);
     }
 
-    #[test]
-    fn prior_deliveries_and_rejections_add_up() {
+    fn death(queue: &str, reason: &str, count: i64) -> AMQPValue {
         let mut death = FieldTable::default();
-        death.insert("queue".into(), AMQPValue::LongString(LongString::from("q")));
+        death.insert(
+            "queue".into(),
+            AMQPValue::LongString(LongString::from(queue)),
+        );
         death.insert(
             "reason".into(),
-            AMQPValue::LongString(LongString::from("rejected")),
+            AMQPValue::LongString(LongString::from(reason)),
         );
-        death.insert("count".into(), AMQPValue::LongLongInt(2));
-        let deaths = FieldArray::from(vec![AMQPValue::FieldTable(death)]);
+        death.insert("count".into(), AMQPValue::LongLongInt(count));
+        AMQPValue::FieldTable(death)
+    }
+
+    #[test]
+    fn prior_deliveries_count_only_after_the_delay_queue() {
+        let prior = (
+            PRIOR_DELIVERIES_HEADER,
+            AMQPValue::LongString(LongString::from("99")),
+        );
+        assert_eq!(delivery_count(&with(vec![prior.clone()]), false, "q"), 1);
+        let back = FieldArray::from(vec![death("q.delay", "expired", 1)]);
+        let props = with(vec![prior, ("x-death", AMQPValue::FieldArray(back))]);
+        assert_eq!(delivery_count(&props, false, "q"), 100);
+    }
+
+    #[test]
+    fn prior_deliveries_and_rejections_add_up() {
+        let deaths = FieldArray::from(vec![
+            death("q", "rejected", 2),
+            death("q.delay", "expired", 1),
+        ]);
         let props = with(vec![
             (
                 PRIOR_DELIVERIES_HEADER,

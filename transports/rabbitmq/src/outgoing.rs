@@ -163,7 +163,12 @@ mod tests {
 
     #[test]
     fn reserved_headers_are_refused_before_sending() {
-        for name in ["CC", "x-delivery-count", "x-tidings-prior-deliveries", "ce-id"] {
+        for name in [
+            "CC",
+            "x-delivery-count",
+            "x-tidings-prior-deliveries",
+            "ce-id",
+        ] {
             let mut env = envelope(None);
             env.headers.insert(name.to_owned(), "x".to_owned());
             let err = Outgoing::prepare(0, &env, &PublisherOptions::default(), 131_072)
