@@ -213,7 +213,19 @@ impl Staged<'_> {
         self
     }
 
-    /// Adds an application header, such as `traceparent`.
+    /// Adds an application header, such as `traceparent`. It reaches the
+    /// handler unchanged, under the same name.
+    ///
+    /// The context's commit refuses, naming the header and why:
+    /// - names that the envelope, the consumer or a broker gives a meaning
+    ///   of its own ([`reserved`](crate::reserved): `ce-*`, `tidings-*`,
+    ///   `content-type`, `x-tidings-*`, `x-dead-letter-reason`, RabbitMQ's
+    ///   `CC`, `BCC`, `x-death`, `x-delivery-count`..), in any case;
+    /// - names that are empty, longer than [`MAX_HEADER_NAME_LEN`] or hold
+    ///   anything but printable ASCII without `:`;
+    /// - values with control characters (tab aside) or U+FFFE/U+FFFF, or
+    ///   longer than [`MAX_HEADER_VALUE_LEN`];
+    /// - headers of one event taking more than [`MAX_HEADERS_LEN`] together.
     pub fn header(self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.event
             .envelope
