@@ -50,7 +50,7 @@ pub const ENVELOPE: ReservedNames = ReservedNames {
     owner: "the tidings envelope",
     why: "they carry the envelope's own attributes",
     names: &["content-type"],
-    prefixes: &["ce-", "tidings-"],
+    prefixes: &["ce-", "ce_", "cloudevents_", "cloudevents:", "tidings-"],
 };
 
 /// What tidings' consumers and ackers add to a message: delivery counts

@@ -7,6 +7,7 @@
 
 mod delivery;
 mod fixtures;
+pub mod foreign;
 mod harness;
 mod settlement;
 

@@ -11,7 +11,7 @@ use std::time::UNIX_EPOCH;
 use bytes::Bytes;
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
-use tidings_core::cloudevents::{AttributeError, from_attributes, to_attributes};
+use tidings_core::cloudevents::{AttributeError, CONTENT_TYPE, from_message, to_attributes};
 use tidings_core::{Envelope, PublishError};
 
 pub use tidings_core::DEAD_LETTER_REASON_HEADER;
@@ -88,19 +88,27 @@ fn unix_seconds(envelope: &Envelope) -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Rebuilds the envelope from a delivery's properties and body.
+/// Rebuilds the envelope from a delivery's properties and body, in either
+/// CloudEvents mode and from any producer; the AMQP content type stands in
+/// for a missing `content-type` header, as the AMQP binding carries it.
 pub(crate) fn decode(
     properties: &BasicProperties,
     payload: Bytes,
 ) -> Result<Envelope, AttributeError> {
-    let attributes: Vec<(String, String)> = properties
+    let mut attributes: Vec<(String, String)> = properties
         .headers()
         .iter()
         .flat_map(|table| table.inner())
         .filter(|(name, _)| !is_broker_header(name.as_str()))
         .filter_map(|(name, value)| Some((name.to_string(), text(value)?)))
         .collect();
-    from_attributes(
+    let has_content_type = attributes
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case(CONTENT_TYPE));
+    if let (false, Some(content_type)) = (has_content_type, properties.content_type()) {
+        attributes.push((CONTENT_TYPE.to_owned(), content_type.to_string()));
+    }
+    from_message(
         attributes.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         payload,
     )

@@ -1,5 +1,5 @@
 //! The broker conformance suite from `tidings-testing`, on classic and on
-//! quorum queues.
+//! quorum queues, and the foreign-producer suite on classic queues.
 
 mod common;
 
@@ -8,6 +8,7 @@ mod classic {
     use tidings_rabbitmq::QueueKind;
 
     tidings_testing::broker_conformance!(Rabbit::new(QueueKind::Classic));
+    tidings_testing::foreign_producer_conformance!(Rabbit::new(QueueKind::Classic));
 }
 
 mod quorum {

@@ -95,7 +95,7 @@ pub(crate) fn decode(
     let encoding = map.remove(BODY_ENCODING_ATTRIBUTE);
     let payload = body::decode(body, encoding.as_deref())?;
     let pairs = map.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-    Ok(cloudevents::from_attributes(pairs, payload)?)
+    Ok(cloudevents::from_message(pairs, payload)?)
 }
 
 /// At most `slots` attributes carrying every entry of `map`, packing what

@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+mod foreign;
+
 use std::time::Duration;
 
 use bytes::Bytes;

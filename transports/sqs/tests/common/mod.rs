@@ -2,6 +2,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+mod foreign;
 pub mod moto;
 pub mod orders;
 

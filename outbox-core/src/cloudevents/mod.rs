@@ -1,7 +1,8 @@
-//! The envelope as CloudEvents binary-mode attributes.
+//! The envelope as CloudEvents attributes.
 //!
 //! Transports carry the payload as the message body and every other field
-//! as a string attribute, so consumers in any language can read it:
+//! as a string attribute in binary mode, so consumers in any language can
+//! read it:
 //!
 //! | attribute | field |
 //! |---|---|
@@ -17,6 +18,48 @@
 //! Application headers travel under their own names; names starting with
 //! `ce-` or `tidings-`, and `content-type`, are the envelope's
 //! ([`reserved::ENVELOPE`](crate::reserved::ENVELOPE)).
+//!
+//! # Events of other producers
+//!
+//! [`from_message`] also reads what other CloudEvents producers send, so a
+//! tidings consumer can take their events:
+//!
+//! - attributes under any binding's prefix: `ce-` (HTTP), `ce_` (Kafka),
+//!   `cloudEvents_` or `cloudEvents:` (AMQP), in any case;
+//! - structured mode: a JSON event as the body, with the content type
+//!   [`STRUCTURED_CONTENT_TYPE`] or, where no attribute says otherwise, a
+//!   body that is a JSON object with a `specversion`;
+//! - `time` is optional (the time of reading stands in) and may carry any
+//!   RFC 3339 offset;
+//! - an `id` that is not a UUID maps to a UUIDv5 of the source and the id
+//!   ([`event_id_for`]), so the inbox still dedupes redeliveries, and the
+//!   original stays in the `ce-id` header;
+//! - extensions tidings does not know (`subject`, `dataschema`, any other)
+//!   become headers named `ce-<name>`; `traceparent` and `tracestate`
+//!   become the headers of those names.
+//!
+//! Events of tidings' own producers round-trip exactly.
+//!
+//! ```
+//! use bytes::Bytes;
+//! use tidings_core::cloudevents::from_message;
+//!
+//! let attributes = [
+//!     ("cloudEvents:specversion", "1.0"),
+//!     ("cloudEvents:id", "order-17"),
+//!     ("cloudEvents:source", "/shop/orders"),
+//!     ("cloudEvents:type", "order.placed"),
+//!     ("cloudEvents:time", "2026-11-25T14:00:00+02:00"),
+//!     ("content-type", "application/json"),
+//! ];
+//! let envelope = from_message(attributes, Bytes::from_static(b"{}")).unwrap();
+//! assert_eq!(envelope.route, "/shop/orders");
+//! assert_eq!(envelope.headers["ce-id"], "order-17");
+//! ```
+
+mod foreign;
+mod names;
+mod structured;
 
 use std::collections::BTreeMap;
 
@@ -25,6 +68,9 @@ use uuid::Uuid;
 
 use crate::Hlc;
 use crate::envelope::{Envelope, Headers, truncate_to_micros};
+
+pub use foreign::event_id_for;
+pub use structured::{STRUCTURED_CONTENT_TYPE, from_structured, is_structured};
 
 /// The CloudEvents version written and accepted.
 pub const SPEC_VERSION: &str = "1.0";
@@ -37,6 +83,7 @@ const SOURCE: &str = "ce-source";
 const TIME: &str = "ce-time";
 const SPECVERSION: &str = "ce-specversion";
 const PARTITION_KEY: &str = "ce-partitionkey";
+const DATA_CONTENT_TYPE: &str = "ce-datacontenttype";
 const DESTINATION: &str = "tidings-destination";
 const CORRELATION: &str = "tidings-correlation-id";
 const CAUSATION: &str = "tidings-causation-id";
@@ -44,7 +91,25 @@ const TENANT: &str = "tidings-tenant-id";
 const HLC: &str = "tidings-hlc";
 const ATTEMPTS: &str = "tidings-attempts";
 
-/// An attribute map that does not describe a valid envelope.
+/// The envelope's own attributes, which never become headers.
+const KNOWN: [&str; 14] = [
+    ID,
+    TYPE,
+    SOURCE,
+    TIME,
+    SPECVERSION,
+    PARTITION_KEY,
+    DATA_CONTENT_TYPE,
+    CONTENT_TYPE,
+    DESTINATION,
+    CORRELATION,
+    CAUSATION,
+    TENANT,
+    HLC,
+    ATTEMPTS,
+];
+
+/// An attribute map or body that does not describe a valid envelope.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AttributeError {
@@ -61,6 +126,9 @@ pub enum AttributeError {
         /// Why it is invalid.
         reason: String,
     },
+    /// A structured-mode body that is not a CloudEvents JSON object.
+    #[error("structured event is not a cloudevents json object: {0}")]
+    Structured(String),
 }
 
 /// Whether a header name is reserved for the envelope's own attributes.
@@ -107,10 +175,36 @@ pub fn to_attributes(envelope: &Envelope) -> BTreeMap<String, String> {
     attrs
 }
 
+/// Rebuilds an envelope from a message's attributes and body, in binary or
+/// structured mode, whoever produced it (see the module docs).
+pub fn from_message<'a, I>(attributes: I, payload: Bytes) -> Result<Envelope, AttributeError>
+where
+    I: IntoIterator<Item = (&'a str, &'a str)>,
+{
+    let attributes: Vec<(&str, &str)> = attributes.into_iter().collect();
+    let canonical = |(name, value): &(&str, &'a str)| (names::canonical(name), *value);
+    let binary = attributes
+        .iter()
+        .any(|pair| canonical(pair).0.as_deref() == Some(SPECVERSION));
+    let content_type = attributes
+        .iter()
+        .map(canonical)
+        .find(|(name, _)| name.as_deref() == Some(CONTENT_TYPE))
+        .map(|(_, value)| value);
+    let structured = match content_type {
+        Some(content_type) => is_structured(content_type),
+        None => structured::looks_structured(&payload),
+    };
+    match !binary && structured {
+        true => from_structured(&payload),
+        false => from_attributes(attributes, payload),
+    }
+}
+
 /// Rebuilds an envelope from binary-mode attributes and the message body.
 ///
-/// Attribute names are matched case-insensitively; attributes that are not
-/// the envelope's own become headers.
+/// Attribute names are matched case-insensitively, under any binding's
+/// prefix; attributes that are not the envelope's own become headers.
 pub fn from_attributes<'a, I>(attributes: I, payload: Bytes) -> Result<Envelope, AttributeError>
 where
     I: IntoIterator<Item = (&'a str, &'a str)>,
@@ -118,10 +212,14 @@ where
     let mut own: BTreeMap<String, &str> = BTreeMap::new();
     let mut headers = Headers::new();
     for (name, value) in attributes {
-        if is_reserved(name) {
-            own.insert(name.to_ascii_lowercase(), value);
-        } else {
-            headers.insert(name.to_owned(), value.to_owned());
+        match names::canonical(name) {
+            Some(canonical) if KNOWN.contains(&canonical.as_str()) => {
+                own.insert(canonical, value);
+            }
+            Some(canonical) => names::extension(&mut headers, canonical, value),
+            None => {
+                headers.insert(name.to_owned(), value.to_owned());
+            }
         }
     }
     let get = |name: &'static str| own.get(name).copied();
@@ -140,12 +238,22 @@ where
             format!("expected {SPEC_VERSION}"),
         ));
     }
+    let source = require(SOURCE)?;
     let id = require(ID)?;
-    let event_id = Uuid::parse_str(id).map_err(|e| invalid(ID, id, e.to_string()))?;
-    let time = require(TIME)?;
-    let occurred_at = humantime::parse_rfc3339_weak(time)
-        .map(truncate_to_micros)
-        .map_err(|e| invalid(TIME, time, e.to_string()))?;
+    if id.is_empty() {
+        return Err(invalid(ID, id, "the id is empty".to_owned()));
+    }
+    let event_id = match Uuid::parse_str(id) {
+        Ok(uuid) => uuid,
+        Err(_) => {
+            headers.insert(ID.to_owned(), id.to_owned());
+            event_id_for(source, id)
+        }
+    };
+    let occurred_at = match get(TIME) {
+        Some(time) => foreign::parse_time(time).map_err(|reason| invalid(TIME, time, reason))?,
+        None => truncate_to_micros(std::time::SystemTime::now()),
+    };
     let attempts = match get(ATTEMPTS) {
         Some(v) => v
             .parse()
@@ -162,10 +270,11 @@ where
     Ok(Envelope {
         event_id,
         event_type: require(TYPE)?.to_owned(),
-        route: require(SOURCE)?.to_owned(),
+        route: source.to_owned(),
         destination: owned(DESTINATION).unwrap_or_default(),
         payload,
         content_type: owned(CONTENT_TYPE)
+            .or_else(|| owned(DATA_CONTENT_TYPE))
             .unwrap_or_else(|| crate::codec::RAW_CONTENT_TYPE.to_owned()),
         headers,
         ordering_key: owned(PARTITION_KEY),
@@ -262,12 +371,81 @@ mod tests {
         );
 
         let mut bad = attrs.clone();
-        bad.insert("ce-id".into(), "not-a-uuid".into());
+        bad.insert("ce-time".into(), "yesterday".into());
         let err = from_attributes(
             bad.iter().map(|(k, v)| (k.as_str(), v.as_str())),
             Bytes::new(),
         )
         .unwrap_err();
-        assert!(matches!(err, AttributeError::Invalid { name: "ce-id", .. }));
+        assert!(matches!(
+            err,
+            AttributeError::Invalid {
+                name: "ce-time",
+                ..
+            }
+        ));
+    }
+
+    /// An event of another producer, in the AMQP binding's spelling, with
+    /// an id that is not a UUID, an offset time and extensions.
+    const FOREIGN: [(&str, &str); 8] = [
+        ("cloudEvents:specversion", "1.0"),
+        ("cloudEvents:id", "A234-1234-1234"),
+        ("cloudEvents:source", "/mycontext"),
+        ("cloudEvents:type", "com.example.someevent"),
+        ("cloudEvents:time", "2018-04-05T19:00:00+02:00"),
+        ("cloudEvents:subject", "larger-context"),
+        ("cloudEvents:traceparent", "00-a-b-01"),
+        ("x-app", "kept"),
+    ];
+
+    #[test]
+    fn foreign_binary_events_are_read() {
+        let env = from_message(FOREIGN, Bytes::from_static(b"x")).unwrap();
+        assert_eq!(env.event_id, event_id_for("/mycontext", "A234-1234-1234"));
+        assert_eq!(env.event_type, "com.example.someevent");
+        assert_eq!(env.route, "/mycontext");
+        assert_eq!(
+            env.occurred_at,
+            foreign::parse_time("2018-04-05T17:00:00Z").unwrap()
+        );
+        assert_eq!(env.content_type, crate::codec::RAW_CONTENT_TYPE);
+        let headers: Vec<_> = env
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            headers,
+            [
+                ("ce-id", "A234-1234-1234"),
+                ("ce-subject", "larger-context"),
+                ("traceparent", "00-a-b-01"),
+                ("x-app", "kept"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_time_reads_as_now() {
+        let before = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
+        let without = FOREIGN.into_iter().filter(|(k, _)| !k.ends_with("time"));
+        let env = from_message(without, Bytes::new()).unwrap();
+        assert!(env.occurred_at >= before);
+    }
+
+    #[test]
+    fn structured_bodies_are_read_by_content_type_or_shape() {
+        let body = br#"{"specversion":"1.0","id":"1","source":"s","type":"t","data":{"a":1}}"#;
+        let by_type = [("content-type", STRUCTURED_CONTENT_TYPE)];
+        let env = from_message(by_type, Bytes::from_static(body)).unwrap();
+        assert_eq!(&env.payload[..], br#"{"a":1}"#);
+        let by_shape = from_message([], Bytes::from_static(body)).unwrap();
+        assert_eq!(by_shape.event_id, env.event_id);
+        let binary = [("content-type", "application/json")];
+        assert_eq!(
+            from_message(binary, Bytes::from_static(body)).unwrap_err(),
+            AttributeError::Missing("ce-specversion")
+        );
     }
 }
