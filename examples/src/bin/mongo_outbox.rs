@@ -11,8 +11,8 @@
 //! The server is read from `MONGODB_URL` (default
 //! `mongodb://127.0.0.1:27017/?replicaSet=secantus`); the program recreates
 //! the database `tidings_example`. It runs the change-stream watcher, the
-//! relay (with a 10 s polling floor), the lease sweeper and the consumer as
-//! lifecycle steps, places 20 orders (one in five rolled back), and exits
+//! relay (with a 10 s polling floor, sweeping expired leases itself) and the
+//! consumer as lifecycle steps, places 20 orders (one in five rolled back), and exits
 //! once every committed order has exactly one invoice, or non-zero after
 //! 30 s.
 #![allow(clippy::print_stdout)]
@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
 use tidings_core::lifecycle::LifecyclePlan;
 use tidings_core::memory::{MemoryBroker, MemoryBrokerOptions};
-use tidings_core::relay::{Relay, RelayConfig, Sweeper};
+use tidings_core::relay::{Relay, RelayConfig};
 use tidings_core::{Message, OutboxSpec, QueueSpec, Wakeup};
 use tidings_inbox::Inbox;
 use tidings_mongo::mongodb::bson::{Document, doc};
@@ -68,7 +68,6 @@ async fn main() -> anyhow::Result<()> {
     let plan = LifecyclePlan::new()
         .step("watcher", store.watcher(wakeup))
         .step("relay", relay)
-        .step("sweeper", Sweeper::new(store.clone(), ORDER_EVENTS.name()))
         .step("billing", billing.clone());
 
     let mut outcome = None;

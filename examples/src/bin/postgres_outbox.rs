@@ -9,8 +9,8 @@
 //! The server is read from `DATABASE_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/test`); the program works in the
 //! schema `tidings_example`, which it creates. It runs the relay (woken by
-//! LISTEN/NOTIFY, with a 10 s polling floor), the listener and the lease
-//! sweeper as lifecycle steps, places 20 orders meanwhile, one in five
+//! LISTEN/NOTIFY, with a 10 s polling floor, sweeping its own route) and
+//! the listener as lifecycle steps, places 20 orders meanwhile, one in five
 //! rolled back, and exits once every committed order's event has been
 //! published, or non-zero after 30 s.
 #![allow(clippy::print_stdout)]
@@ -23,7 +23,7 @@ use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use sqlx::postgres::PgPoolOptions;
 use tidings_core::lifecycle::LifecyclePlan;
-use tidings_core::relay::{Relay, RelayConfig, Sweeper};
+use tidings_core::relay::{Relay, RelayConfig};
 use tidings_core::{Envelope, OutboxSpec, OutboxStore, PublishError, Publisher, Wakeup};
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
 
@@ -88,8 +88,7 @@ async fn main() -> anyhow::Result<()> {
         .wakeup(wakeup.clone());
     let plan = LifecyclePlan::new()
         .step("listener", store.listener(wakeup))
-        .step("relay", relay)
-        .step("sweeper", Sweeper::new(store.clone(), ORDER_EVENTS.name()));
+        .step("relay", relay);
 
     // Orders are placed while the plan runs: with a 10 s polling floor,
     // each is relayed within milliseconds because its commit NOTIFYs the

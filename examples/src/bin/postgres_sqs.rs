@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::postgres::PgPoolOptions;
 use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
 use tidings_core::lifecycle::LifecyclePlan;
-use tidings_core::relay::{Relay, Sweeper};
+use tidings_core::relay::Relay;
 use tidings_core::{Message, OutboxSpec, QueueSpec, Wakeup};
 use tidings_inbox::Inbox;
 use tidings_postgres::{PgContext, PgOutboxOptions, PgOutboxStore};
@@ -77,7 +77,6 @@ async fn main() -> anyhow::Result<()> {
     let plan = LifecyclePlan::new()
         .step("listener", store.listener(wakeup))
         .step("relay", relay)
-        .step("sweeper", Sweeper::new(store.clone(), ORDER_EVENTS.name()))
         .step("billing", billing.clone());
 
     let mut outcome = None;

@@ -27,6 +27,11 @@ pub struct RelayConfig {
     pub max_crashes: u32,
     /// Waits between passes while the store is unavailable.
     pub error_backoff: Backoff,
+    /// How often the relay returns its route's rows whose claims died
+    /// (expired leases, claims of a dead relay) to pending, so a relay
+    /// started alone after a crash recovers what the dead one held. `None`
+    /// leaves that to a separate [`Sweeper`](super::Sweeper) step.
+    pub sweep_interval: Option<Duration>,
 }
 
 impl RelayConfig {
@@ -43,6 +48,10 @@ impl RelayConfig {
     /// Default [`error_backoff`](Self::error_backoff).
     pub const DEFAULT_ERROR_BACKOFF: Backoff =
         Backoff::new(Duration::from_millis(100), Duration::from_secs(30));
+    /// Default [`sweep_interval`](Self::sweep_interval): a sixth of the
+    /// default lease, so a dead relay's rows wait at most a little longer
+    /// than their lease.
+    pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 
     /// Sets [`batch_size`](Self::batch_size) (at least 1).
     pub fn batch_size(mut self, batch_size: usize) -> Self {
@@ -79,6 +88,12 @@ impl RelayConfig {
         self.error_backoff = error_backoff;
         self
     }
+
+    /// Sets [`sweep_interval`](Self::sweep_interval).
+    pub fn sweep_interval(mut self, sweep_interval: Option<Duration>) -> Self {
+        self.sweep_interval = sweep_interval;
+        self
+    }
 }
 
 impl Default for RelayConfig {
@@ -90,6 +105,7 @@ impl Default for RelayConfig {
             poll_interval: Self::DEFAULT_POLL_INTERVAL,
             max_crashes: Self::DEFAULT_MAX_CRASHES,
             error_backoff: Self::DEFAULT_ERROR_BACKOFF,
+            sweep_interval: Some(Self::DEFAULT_SWEEP_INTERVAL),
         }
     }
 }

@@ -28,9 +28,13 @@
 //!
 //! [`publish_window`]: RelayConfig::publish_window
 //!
-//! Expired leases are returned by the [`Sweeper`], finished rows removed
-//! by the [`Cleaner`] and the backlog reported by the [`Monitor`], each a
-//! step of its own.
+//! A running relay also returns its own route's rows whose claims died
+//! (expired leases, a dead relay's claims) to pending every
+//! [`sweep_interval`](RelayConfig::sweep_interval), so a relay started
+//! alone after a crash recovers everything; the [`Sweeper`] does the same
+//! as a step of its own, for relays that turn this off. Finished rows are
+//! removed by the [`Cleaner`] and the backlog reported by the [`Monitor`],
+//! each a step of its own.
 //!
 //! Through the `metrics` facade the relay counts
 //! `tidings_relay_published_total`, `tidings_relay_rescheduled_total`,
@@ -183,7 +187,11 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     /// backoff; a permanent one (a missing table) ends the run with it.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), StoreError> {
         let mut failures = 0;
+        let mut sweeps = self.config.sweep_interval.map(SweepClock::new);
         while !cancel.is_cancelled() {
+            if let Some(clock) = sweeps.as_mut() {
+                self.sweep_when_due(clock).await;
+            }
             let pass = if self.pipelines() {
                 // Drains until a claim comes back short: nothing waits.
                 self.drain().await.map(|_| false)
@@ -210,6 +218,19 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
         Ok(())
     }
 
+    /// Returns the route's rows whose claims died, when a sweep is due. A
+    /// failed sweep is logged and tried again an interval later; the pass
+    /// after it meets the same store and backs off if it is down.
+    async fn sweep_when_due(&self, clock: &mut SweepClock) {
+        if !clock.due() {
+            return;
+        }
+        let limit = Sweeper::<S>::DEFAULT_LIMIT;
+        if let Err(e) = sweeper::sweep(&self.store, self.route.name, limit).await {
+            tracing::error!(outbox.route = self.route.name, error = %error_chain(&e), "relay sweep failed");
+        }
+    }
+
     /// Whether backlogs drain pipelined: on unordered routes.
     fn pipelines(&self) -> bool {
         self.route.ordering == OrderingMode::Unordered
@@ -233,6 +254,30 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
 impl<S: OutboxStore, P: Publisher> Step for Relay<S, P> {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
         async move { Relay::run(self, cancel).await.map_err(StepError::from) }.boxed()
+    }
+}
+
+/// When the relay's next sweep is due: at once when it starts, so a
+/// relay started after a crash recovers the dead one's rows first.
+struct SweepClock {
+    interval: std::time::Duration,
+    next: tokio::time::Instant,
+}
+
+impl SweepClock {
+    fn new(interval: std::time::Duration) -> Self {
+        let next = tokio::time::Instant::now();
+        Self { interval, next }
+    }
+
+    /// Whether a sweep is due; if so, the next one is an interval away.
+    fn due(&mut self) -> bool {
+        let now = tokio::time::Instant::now();
+        let due = now >= self.next;
+        if due {
+            self.next = now + self.interval;
+        }
+        due
     }
 }
 

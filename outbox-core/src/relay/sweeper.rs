@@ -48,12 +48,21 @@ impl<S: OutboxStore> Sweeper<S> {
 
     /// One sweep; returns how many rows went back to pending.
     pub async fn sweep(&self) -> Result<u64, crate::StoreError> {
-        let swept = self.store.sweep_expired(&self.route, self.limit).await?;
-        if swept > 0 {
-            tracing::warn!(outbox.route = %self.route, swept, "returned rows with expired leases to pending");
-        }
-        Ok(swept)
+        sweep(&self.store, &self.route, self.limit).await
     }
+}
+
+/// Returns up to `limit` rows of `route` whose claims died to pending.
+pub(super) async fn sweep<S: OutboxStore>(
+    store: &S,
+    route: &str,
+    limit: usize,
+) -> Result<u64, crate::StoreError> {
+    let swept = store.sweep_expired(route, limit).await?;
+    if swept > 0 {
+        tracing::warn!(outbox.route = %route, swept, "returned rows with expired leases to pending");
+    }
+    Ok(swept)
 }
 
 impl<S: OutboxStore> Step for Sweeper<S> {

@@ -11,6 +11,7 @@ mod harness;
 mod maintenance;
 mod marks;
 mod ordering;
+mod recovery;
 
 pub use claims::*;
 pub use fixtures::{
@@ -21,6 +22,7 @@ pub use harness::StoreHarness;
 pub use maintenance::*;
 pub use marks::*;
 pub use ordering::*;
+pub use recovery::*;
 
 /// Expands to one `#[tokio::test]` per case of the store conformance suite,
 /// each calling the case with the harness expression, then its
@@ -61,6 +63,7 @@ macro_rules! store_conformance {
             sweep_returns_expired_leases_counting_the_crash,
             purge_deletes_finished_rows_in_batches,
             stats_report_depth_age_and_failures,
+            a_relay_killed_mid_batch_is_recovered_by_the_next_relay_alone,
             $($leased),*
         );
     };
