@@ -10,6 +10,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::KeyOrder;
 use crate::handler::Handler;
 use crate::process::Pipeline;
 
@@ -56,6 +57,7 @@ where
     let options = &pipeline.options;
     let permits = Arc::new(Semaphore::new(options.concurrency));
     let lanes: Lanes<A> = Arc::default();
+    let by_key = options.key_order != KeyOrder::Unordered;
     let mut tasks = JoinSet::new();
     let end = loop {
         let permit = tokio::select! {
@@ -75,7 +77,7 @@ where
             match next {
                 None => break Some(StreamEnd::Closed),
                 Some(Err(e)) => break Some(StreamEnd::Failed(e)),
-                Some(Ok(delivery)) => admit(&lanes, options.serialize_by_key, &mut batch, delivery),
+                Some(Ok(delivery)) => admit(&lanes, by_key, &mut batch, delivery),
             }
             if batch.deliveries.len() >= options.max_batch {
                 break None;

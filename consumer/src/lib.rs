@@ -4,6 +4,7 @@ mod batch;
 mod dispatch;
 mod error;
 mod handler;
+mod key_order;
 mod options;
 mod process;
 mod report;
@@ -11,6 +12,7 @@ mod runner;
 
 pub use error::HandlerError;
 pub use handler::{Handler, HandlerFn, HandlerRequest, TxHandle, handler_fn};
+pub use key_order::KeyOrder;
 pub use options::ConsumerOptions;
 pub use report::ConsumerReport;
 pub use runner::{Consumer, run_consumer};

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use tidings_core::Backoff;
 
+use crate::KeyOrder;
+
 /// Settings of a consumer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConsumerOptions {
@@ -20,17 +22,25 @@ pub struct ConsumerOptions {
     /// redelivery. The source's prefetch should cover
     /// `concurrency × max_batch` for batches to fill.
     pub max_batch: usize,
-    /// Whether deliveries sharing an ordering key run one at a time, in
-    /// arrival order.
-    pub serialize_by_key: bool,
+    /// How deliveries sharing an ordering key are ordered, and what a
+    /// failing one does to its key ([`KeyOrder::Serial`] by default).
+    pub key_order: KeyOrder,
     /// A delivery whose broker delivery count exceeds this is dead-lettered
     /// without running the handler. `None` leaves parking to the broker's
     /// own redrive policy; it also never triggers where the broker does not
     /// count deliveries.
     pub max_deliveries: Option<u32>,
-    /// Handler attempts per delivery before it is nacked (at least 1).
+    /// Handler attempts per delivery before it is nacked (at least 1);
+    /// under [`KeyOrder::Strict`] a delivery with an ordering key gets
+    /// [`strict_attempts`](Self::strict_attempts) instead and is never
+    /// nacked.
     pub attempts: u32,
-    /// Waits between those attempts.
+    /// Under [`KeyOrder::Strict`], handler attempts in all for a delivery
+    /// that holds its key before it is dead-lettered (at least 1). With
+    /// the default backoff, 10 attempts hold a key for at most about 13 s
+    /// of waits plus the handler runs.
+    pub strict_attempts: u32,
+    /// Waits between those attempts (and between strict attempts).
     pub retry_backoff: Backoff,
     /// How long a handler may run; a timeout counts as a transient failure.
     pub handler_timeout: Duration,
@@ -39,7 +49,8 @@ pub struct ConsumerOptions {
     /// Waits before subscribing again after the source fails.
     pub restart_backoff: Backoff,
     /// How long running handlers get to finish on shutdown; the rest are
-    /// left unsettled for redelivery.
+    /// left unsettled for redelivery, as is a delivery waiting to be
+    /// retried.
     pub shutdown_timeout: Duration,
 }
 
@@ -48,6 +59,8 @@ impl ConsumerOptions {
     pub const DEFAULT_CONCURRENCY: usize = 8;
     /// Default [`attempts`](Self::attempts).
     pub const DEFAULT_ATTEMPTS: u32 = 3;
+    /// Default [`strict_attempts`](Self::strict_attempts).
+    pub const DEFAULT_STRICT_ATTEMPTS: u32 = 10;
     /// Default [`retry_backoff`](Self::retry_backoff).
     pub const DEFAULT_RETRY_BACKOFF: Backoff =
         Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
@@ -71,9 +84,9 @@ impl ConsumerOptions {
         self
     }
 
-    /// Sets [`serialize_by_key`](Self::serialize_by_key).
-    pub fn serialize_by_key(mut self, serialize: bool) -> Self {
-        self.serialize_by_key = serialize;
+    /// Sets [`key_order`](Self::key_order).
+    pub fn key_order(mut self, order: KeyOrder) -> Self {
+        self.key_order = order;
         self
     }
 
@@ -86,6 +99,12 @@ impl ConsumerOptions {
     /// Sets [`attempts`](Self::attempts) (at least 1).
     pub fn attempts(mut self, attempts: u32) -> Self {
         self.attempts = attempts.max(1);
+        self
+    }
+
+    /// Sets [`strict_attempts`](Self::strict_attempts) (at least 1).
+    pub fn strict_attempts(mut self, attempts: u32) -> Self {
+        self.strict_attempts = attempts.max(1);
         self
     }
 
@@ -125,9 +144,10 @@ impl Default for ConsumerOptions {
         Self {
             concurrency: Self::DEFAULT_CONCURRENCY,
             max_batch: 1,
-            serialize_by_key: true,
+            key_order: KeyOrder::default(),
             max_deliveries: None,
             attempts: Self::DEFAULT_ATTEMPTS,
+            strict_attempts: Self::DEFAULT_STRICT_ATTEMPTS,
             retry_backoff: Self::DEFAULT_RETRY_BACKOFF,
             handler_timeout: Self::DEFAULT_HANDLER_TIMEOUT,
             redelivery_delay: None,

@@ -8,12 +8,13 @@ use tidings_core::{
     Acker, Codec, Delivery, Envelope, HybridClock, InboxStore, Message, QueueSpec, Redelivery,
 };
 use tidings_inbox::{Inbox, Marked};
+use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 use tracing::Instrument;
 
 use crate::handler::{Handler, HandlerRequest, TxHandle};
 use crate::report::Counters;
-use crate::{ConsumerOptions, HandlerError};
+use crate::{ConsumerOptions, HandlerError, KeyOrder};
 
 /// How one delivery ends.
 #[derive(Debug)]
@@ -26,6 +27,9 @@ pub(crate) enum Verdict {
     Park(String),
     /// Nack for redelivery.
     Retry(String),
+    /// Shutdown came while the delivery waited to be retried: leave it
+    /// unsettled for the broker to redeliver.
+    Abandon,
 }
 
 /// Everything a delivery needs, shared by the consumer's tasks.
@@ -36,6 +40,8 @@ pub(crate) struct Pipeline<T: 'static, C: 'static, H, I> {
     pub(crate) options: ConsumerOptions,
     pub(crate) hlc: Option<HybridClock>,
     pub(crate) counters: Arc<Counters>,
+    /// Fires on shutdown; stops retries waiting for their turn.
+    pub(crate) cancel: CancellationToken,
 }
 
 impl<T, C, H, I> Pipeline<T, C, H, I>
@@ -104,12 +110,25 @@ where
             if !error.is_transient() {
                 return Verdict::Park(format!("handler failed permanently: {error}"));
             }
-            if attempt >= self.options.attempts {
+            // Under a strict key order a delivery holding its key is never
+            // nacked past: it is retried here until it succeeds or its
+            // strict attempts run out, and then parked.
+            let holds_key =
+                self.options.key_order == KeyOrder::Strict && envelope.ordering_key.is_some();
+            if holds_key && attempt >= self.options.strict_attempts {
+                return Verdict::Park(format!(
+                    "handler failed {attempt} times holding its ordering key: {error}"
+                ));
+            }
+            if !holds_key && attempt >= self.options.attempts {
                 return Verdict::Retry(format!("handler failed {attempt} times: {error}"));
             }
             let delay = self.options.retry_backoff.delay(attempt);
             tracing::info!(attempt, retry_in = ?delay, error = %error, "handler failed; retrying");
-            tokio::time::sleep(delay).await;
+            tokio::select! {
+                () = self.cancel.cancelled() => return Verdict::Abandon,
+                () = tokio::time::sleep(delay) => {}
+            }
             attempt += 1;
         }
     }
@@ -191,6 +210,7 @@ where
             Verdict::Duplicate => "tidings_consumer_duplicates_total",
             Verdict::Park(_) => "tidings_consumer_parked_total",
             Verdict::Retry(_) => "tidings_consumer_failed_total",
+            Verdict::Abandon => return,
         };
         let labels = [
             ("queue", self.queue.name().to_owned()),
@@ -228,6 +248,11 @@ where
                     .redelivery_delay
                     .map_or(Redelivery::Now, Redelivery::After);
                 acker.nack(redelivery).await
+            }
+            Verdict::Abandon => {
+                tracing::info!("shutting down; leaving the delivery unsettled for redelivery");
+                drop(acker);
+                Ok(())
             }
         };
         if let Err(e) = settled {

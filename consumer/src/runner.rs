@@ -156,6 +156,7 @@ where
             options: self.options,
             hlc: self.hlc.clone(),
             counters: self.counters.clone(),
+            cancel: cancel.clone(),
         });
         let queue = self.queue.name();
         let mut failures = 0;

@@ -69,6 +69,24 @@ pub(crate) fn store_error(error: sqlx::Error) -> StoreError {
     }
 }
 
+/// Maps the error of a migration's statement to the outbox store's error: a
+/// name already taken in the schema is a schema problem that names the
+/// relation, not a backend failure.
+pub(crate) fn migration_error(error: sqlx::Error, migration: &str, schema: &str) -> StoreError {
+    match &error {
+        // duplicate table (any relation), duplicate object
+        sqlx::Error::Database(db) if matches!(db.code().as_deref(), Some("42P07" | "42710")) => {
+            StoreError::Schema(format!(
+                "migration {migration} in schema {schema}: {}; another table or index \
+                 there has a name this store needs: give the outbox or inbox table another \
+                 name with PgOutboxOptions::table or inbox_table",
+                db.message()
+            ))
+        }
+        _ => store_error(error),
+    }
+}
+
 /// Maps a driver error to the inbox's error.
 pub(crate) fn inbox_error(error: sqlx::Error) -> InboxError {
     match classify(&error) {

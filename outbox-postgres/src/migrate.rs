@@ -3,13 +3,13 @@
 
 use std::collections::HashSet;
 
-use sqlx::Connection;
+use sqlx::{Connection, PgConnection};
 use tidings_core::StoreError;
 use tracing::{info, instrument};
 
 use crate::PgOutboxStore;
-use crate::error::store_error;
-use crate::sql::SCHEMA_VERSION;
+use crate::error::{migration_error, store_error};
+use crate::sql::{SCHEMA_VERSION, Target};
 
 impl PgOutboxStore {
     /// Creates the schema, the outbox and inbox tables and their indexes, or
@@ -19,6 +19,18 @@ impl PgOutboxStore {
     /// Idempotent and safe to run from several processes at once: the whole
     /// run is one transaction holding an advisory lock on the schema, so
     /// concurrent runs wait for each other and find nothing left to do.
+    ///
+    /// Several outbox tables may share a schema, and an inbox table: each
+    /// records its own migrations in `<table>_migrations`, and the inbox is
+    /// made by the first of them to migrate and adopted by the others.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Schema`] when a table or index in the schema already
+    /// has a name this store needs (its outbox table, `<table>_migrations`,
+    /// `<table>_claims`, `<table>_*_idx`, and an inbox table or its
+    /// `<inbox>_age_idx` that is not a tidings inbox); nothing is applied
+    /// then. Errors of the connection as elsewhere.
     #[instrument(skip_all, fields(db.system = "postgresql", db.namespace = %self.inner().names.schema), err)]
     pub async fn migrate(&self) -> Result<usize, StoreError> {
         let inner = self.inner();
@@ -51,15 +63,19 @@ impl PgOutboxStore {
             .map_err(store_error)?
             .into_iter()
             .collect();
-        let mut count = 0;
-        for (migration, statement) in &sql.migrations {
-            if applied.contains(&migration.version) {
-                continue;
-            }
+        let pending: Vec<_> = sql
+            .migrations
+            .iter()
+            .filter(|(migration, _)| !applied.contains(&migration.version))
+            .collect();
+        if pending.iter().any(|(m, _)| m.target == Target::Inbox) {
+            self.check_shared_inbox(&mut tx).await?;
+        }
+        for (migration, statement) in &pending {
             sqlx::query(statement.clone())
                 .execute(&mut *tx)
                 .await
-                .map_err(store_error)?;
+                .map_err(|e| migration_error(e, migration.name, &inner.names.schema))?;
             sqlx::query(sql.record_migration.clone())
                 .bind(migration.version)
                 .bind(migration.name)
@@ -71,10 +87,42 @@ impl PgOutboxStore {
                 name = migration.name,
                 "migration applied"
             );
-            count += 1;
         }
         tx.commit().await.map_err(store_error)?;
-        Ok(count)
+        Ok(pending.len())
+    }
+
+    /// Before the inbox's migrations run: what already stands under the
+    /// inbox's names must be the inbox and its index, made by another
+    /// outbox table sharing them, or nothing. Anything else is a clash.
+    async fn check_shared_inbox(&self, tx: &mut PgConnection) -> Result<(), StoreError> {
+        let names = &self.inner().names;
+        let inbox = names.qualified(&names.inbox);
+        let age_index = names.qualified(&format!("{}_age_idx", names.inbox));
+        let (inbox_exists, is_inbox, age_exists, age_on_inbox): (bool, bool, bool, bool) =
+            sqlx::query_as(self.inner().sql.inbox_found.clone())
+                .bind(&inbox)
+                .bind(&age_index)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(store_error)?;
+        let clash = if inbox_exists && !is_inbox {
+            Some((
+                inbox,
+                "an inbox table (keyed by consumer text and event_id uuid)",
+            ))
+        } else if age_exists && !age_on_inbox {
+            Some((age_index, "the inbox's age index"))
+        } else {
+            None
+        };
+        match clash {
+            Some((relation, expected)) => Err(StoreError::Schema(format!(
+                "relation {relation} already exists and is not {expected}; \
+                 give the inbox another name with PgOutboxOptions::inbox_table"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// The startup check: fails with [`StoreError::Schema`], naming what is

@@ -23,6 +23,7 @@ impl TableNames {
     /// Checks every name; the error says which one is wrong and why.
     pub(crate) fn new(schema: &str, outbox: &str, inbox: &str) -> Result<Self, StoreError> {
         check("schema", schema)?;
+        check_not_reserved(schema)?;
         check("outbox table", outbox)?;
         check("inbox table", inbox)?;
         if outbox == inbox {
@@ -116,6 +117,20 @@ fn check(kind: &str, name: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Refuses the schemas PostgreSQL keeps for itself: `information_schema`
+/// and every name starting with `pg_` (`pg_catalog`, `pg_toast`, the
+/// `pg_temp_N` schemas of temporary tables), which the server reserves.
+/// Tables there could not be created, or would vanish with a session.
+fn check_not_reserved(schema: &str) -> Result<(), StoreError> {
+    if schema.starts_with("pg_") || schema == "information_schema" {
+        return Err(StoreError::Invalid(format!(
+            "schema name {schema:?} is invalid: PostgreSQL reserves it for system schemas \
+             (information_schema and every name starting with pg_)"
+        )));
+    }
+    Ok(())
+}
+
 /// Quotes a validated name. Validation already excludes `"`, so quoting only
 /// keeps reserved words such as `order` usable.
 fn quote(name: &str) -> String {
@@ -164,6 +179,24 @@ mod tests {
             assert!(err.to_string().contains("outbox table name"), "{err}");
             let err = TableNames::new(bad, "outbox", "inbox").unwrap_err();
             assert!(err.to_string().contains("schema name"), "{err}");
+        }
+    }
+
+    #[test]
+    fn system_schemas_are_reserved() {
+        for reserved in [
+            "pg_catalog",
+            "pg_toast",
+            "pg_temp_1",
+            "pg_",
+            "information_schema",
+        ] {
+            let err = TableNames::new(reserved, "outbox", "inbox").unwrap_err();
+            assert!(matches!(err, StoreError::Invalid(_)), "{reserved:?}");
+            assert!(err.to_string().contains("reserves"), "{err}");
+        }
+        for fine in ["pg", "pgx", "my_pg_catalog", "information"] {
+            assert!(TableNames::new(fine, "outbox", "inbox").is_ok(), "{fine}");
         }
     }
 

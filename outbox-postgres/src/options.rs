@@ -81,7 +81,10 @@ impl PgOutboxOptions {
     }
 
     /// The schema holding the tables; [`migrate`](crate::PgOutboxStore::migrate)
-    /// creates it when missing.
+    /// creates it when missing. Several outbox tables may share a schema.
+    /// The schemas PostgreSQL keeps for itself (`information_schema` and
+    /// every name starting with `pg_`) are refused by
+    /// [`PgOutboxStore::new`](crate::PgOutboxStore::new).
     pub fn schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = schema.into();
         self
@@ -93,7 +96,8 @@ impl PgOutboxOptions {
         self
     }
 
-    /// The inbox table.
+    /// The inbox table. Outbox tables of one schema naming the same inbox
+    /// share it: the first to migrate makes it.
     pub fn inbox_table(mut self, table: impl Into<String>) -> Self {
         self.inbox_table = table.into();
         self

@@ -6,22 +6,40 @@ use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 use crate::claim_sql::ClaimStatements;
 use crate::names::TableNames;
 
-/// One versioned migration: applied once per schema, in version order.
+/// One versioned migration: applied once per outbox table, in version
+/// order, and recorded in the outbox's `<table>_migrations`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Migration {
     /// Its version; versions only ever grow.
     pub(crate) version: i32,
     /// What it does, recorded with the version.
     pub(crate) name: &'static str,
+    /// Which table it builds.
+    pub(crate) target: Target,
     /// The statement template.
     template: &'static str,
 }
 
+/// The table a migration builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// The outbox table and its companions, which belong to one store.
+    Outbox,
+    /// The inbox table, which several outbox tables of a schema may share
+    /// (they all default to `tidings_inbox`). Each outbox records its own
+    /// migrations, so an inbox migration may find its work done by another
+    /// outbox's: it is written to do nothing then (`if not exists`), and
+    /// `migrate` first checks that what already stands under the inbox's
+    /// names is the inbox, not an unrelated table.
+    Inbox,
+}
+
 macro_rules! migration {
-    ($version:literal, $name:literal) => {
+    ($version:literal, $name:literal, $target:ident) => {
         Migration {
             version: $version,
             name: $name,
+            target: Target::$target,
             template: include_str!(concat!("../sql/migrations/", $name, ".sql")),
         }
     };
@@ -29,17 +47,17 @@ macro_rules! migration {
 
 /// Every migration, oldest first.
 pub(crate) const MIGRATIONS: &[Migration] = &[
-    migration!(1, "0001_outbox_table"),
-    migration!(2, "0002_outbox_claim_index"),
-    migration!(3, "0003_outbox_lease_index"),
-    migration!(4, "0004_outbox_key_index"),
-    migration!(5, "0005_outbox_key_lock_index"),
-    migration!(6, "0006_outbox_finished_index"),
-    migration!(7, "0007_inbox_table"),
-    migration!(8, "0008_inbox_age_index"),
-    migration!(9, "0009_outbox_claim_index_drop"),
-    migration!(10, "0010_outbox_claim_index_by_position"),
-    migration!(11, "0011_outbox_claims_table"),
+    migration!(1, "0001_outbox_table", Outbox),
+    migration!(2, "0002_outbox_claim_index", Outbox),
+    migration!(3, "0003_outbox_lease_index", Outbox),
+    migration!(4, "0004_outbox_key_index", Outbox),
+    migration!(5, "0005_outbox_key_lock_index", Outbox),
+    migration!(6, "0006_outbox_finished_index", Outbox),
+    migration!(7, "0007_inbox_table", Inbox),
+    migration!(8, "0008_inbox_age_index", Inbox),
+    migration!(9, "0009_outbox_claim_index_drop", Outbox),
+    migration!(10, "0010_outbox_claim_index_by_position", Outbox),
+    migration!(11, "0011_outbox_claims_table", Outbox),
 ];
 
 /// The schema version this build needs.
@@ -56,6 +74,7 @@ pub(crate) struct Statements {
     pub(crate) applied_migrations: SqlStr,
     pub(crate) record_migration: SqlStr,
     pub(crate) find_relations: SqlStr,
+    pub(crate) inbox_found: SqlStr,
     pub(crate) schema_version: SqlStr,
     pub(crate) stage: SqlStr,
     pub(crate) stage_one: SqlStr,
@@ -100,6 +119,7 @@ impl Statements {
             applied_migrations: sql(include_str!("../sql/applied_migrations.sql")),
             record_migration: sql(include_str!("../sql/record_migration.sql")),
             find_relations: sql(include_str!("../sql/find_relations.sql")),
+            inbox_found: sql(include_str!("../sql/inbox_found.sql")),
             schema_version: sql(include_str!("../sql/schema_version.sql")),
             stage: sql(include_str!("../sql/stage.sql")),
             stage_one: sql(include_str!("../sql/stage_one.sql")),
@@ -144,6 +164,14 @@ mod tests {
                 "{}",
                 m.name
             );
+        }
+    }
+
+    #[test]
+    fn inbox_migrations_do_nothing_where_another_outbox_applied_them() {
+        for m in MIGRATIONS.iter().filter(|m| m.target == Target::Inbox) {
+            assert!(m.name.contains("_inbox_"), "{}", m.name);
+            assert!(m.template.contains("if not exists"), "{}", m.name);
         }
     }
 

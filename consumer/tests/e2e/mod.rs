@@ -126,6 +126,28 @@ impl World {
             .unwrap()
     }
 
+    /// `table` qualified with the test's schema, for SQL.
+    pub(crate) fn table(&self, table: &str) -> String {
+        format!("\"{}\".{table}", self.schema)
+    }
+
+    /// Runs a statement of the test's own on the store's pool.
+    pub(crate) async fn execute(&self, sql: String) {
+        sqlx::raw_sql(AssertSqlSafe(sql))
+            .execute(self.store.pool())
+            .await
+            .expect("test statement");
+    }
+
+    /// A source on the test's queue with `prefetch`, under the test's
+    /// connection name.
+    pub(crate) fn source_with_prefetch(&self, prefetch: u16) -> RabbitSource {
+        let connection = ConnectionOptions::new(amqp_url())
+            .connection_name(self.connection_name.clone())
+            .reconnect(QUICK);
+        RabbitSource::new(connection, SourceOptions::default().prefetch(prefetch))
+    }
+
     pub(crate) async fn drop(self) {
         let sql = format!("drop schema if exists \"{}\" cascade", self.schema);
         sqlx::query(AssertSqlSafe(sql))
