@@ -8,11 +8,26 @@ use tidings_core::port::error_chain;
 /// A handler's failure, transient (retry, then redeliver) or permanent
 /// (dead-letter at once).
 ///
-/// Any `std::error::Error` converts into a transient one with `?`; say
-/// [`HandlerError::permanent`] for failures no retry can fix.
+/// Any `std::error::Error` converts with `?` into a failure whose kind the
+/// inbox store reads (see [`ConsumerOptions::classify_errors`]): a
+/// PostgreSQL constraint violation or data error, or a MongoDB duplicate
+/// key or failed validation, can never succeed on retry and is permanent;
+/// anything else is transient. [`HandlerError::transient`] and
+/// [`HandlerError::permanent`] say the kind outright and are kept as said.
+///
+/// [`ConsumerOptions::classify_errors`]: crate::ConsumerOptions::classify_errors
 pub struct HandlerError {
-    transient: bool,
+    kind: Kind,
     source: BoxError,
+}
+
+/// Who decided whether a failure is transient.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Transient,
+    Permanent,
+    /// Converted by `?`: the store's reading decides, transient otherwise.
+    Unsaid,
 }
 
 impl HandlerError {
@@ -20,7 +35,7 @@ impl HandlerError {
     /// nacks for redelivery.
     pub fn transient(error: impl Into<BoxError>) -> Self {
         Self {
-            transient: true,
+            kind: Kind::Transient,
             source: error.into(),
         }
     }
@@ -28,14 +43,29 @@ impl HandlerError {
     /// A failure no retry can fix: the runner dead-letters the message.
     pub fn permanent(error: impl Into<BoxError>) -> Self {
         Self {
-            transient: false,
+            kind: Kind::Permanent,
             source: error.into(),
         }
     }
 
-    /// Whether retrying may succeed.
+    /// Whether retrying may succeed, as far as the handler said: a failure
+    /// converted by `?` counts as transient here, before the store reads
+    /// it.
     pub fn is_transient(&self) -> bool {
-        self.transient
+        self.kind != Kind::Permanent
+    }
+
+    /// Whether retrying may succeed, once `is_permanent` (the inbox store's
+    /// reading) has read a failure the handler did not classify.
+    pub(crate) fn is_transient_by(
+        &self,
+        is_permanent: impl FnOnce(&(dyn std::error::Error + 'static)) -> bool,
+    ) -> bool {
+        match self.kind {
+            Kind::Transient => true,
+            Kind::Permanent => false,
+            Kind::Unsaid => !is_permanent(&*self.source),
+        }
     }
 
     /// The underlying error.
@@ -46,7 +76,10 @@ impl HandlerError {
 
 impl<E: std::error::Error + Send + Sync + 'static> From<E> for HandlerError {
     fn from(error: E) -> Self {
-        Self::transient(error)
+        Self {
+            kind: Kind::Unsaid,
+            source: error.into(),
+        }
     }
 }
 
@@ -59,7 +92,7 @@ impl fmt::Display for HandlerError {
 impl fmt::Debug for HandlerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HandlerError")
-            .field("transient", &self.transient)
+            .field("kind", &self.kind)
             .field("source", &self.source)
             .finish()
     }

@@ -42,6 +42,19 @@ pub struct ConsumerOptions {
     pub strict_attempts: u32,
     /// Waits between those attempts (and between strict attempts).
     pub retry_backoff: Backoff,
+    /// Whether failures a handler returns through `?` without saying their
+    /// kind are read by the inbox store ([`InboxStore::is_permanent`]), so
+    /// those that can never succeed on retry are dead-lettered at once
+    /// instead of redelivered: on PostgreSQL constraint violations and data
+    /// errors (SQLSTATE classes 23 and 22), on MongoDB duplicate keys and
+    /// failed document validation. On by default; off, they are all
+    /// transient. Failures made with [`HandlerError::transient`] or
+    /// [`HandlerError::permanent`] keep their kind either way.
+    ///
+    /// [`InboxStore::is_permanent`]: tidings_core::InboxStore::is_permanent
+    /// [`HandlerError::transient`]: crate::HandlerError::transient
+    /// [`HandlerError::permanent`]: crate::HandlerError::permanent
+    pub classify_errors: bool,
     /// How long a handler may run; a timeout counts as a transient failure.
     pub handler_timeout: Duration,
     /// How long a nacked delivery stays away; `None` redelivers at once.
@@ -102,6 +115,12 @@ impl ConsumerOptions {
         self
     }
 
+    /// Sets [`classify_errors`](Self::classify_errors).
+    pub fn classify_errors(mut self, classify: bool) -> Self {
+        self.classify_errors = classify;
+        self
+    }
+
     /// Sets [`strict_attempts`](Self::strict_attempts) (at least 1).
     pub fn strict_attempts(mut self, attempts: u32) -> Self {
         self.strict_attempts = attempts.max(1);
@@ -148,6 +167,7 @@ impl Default for ConsumerOptions {
             max_deliveries: None,
             attempts: Self::DEFAULT_ATTEMPTS,
             strict_attempts: Self::DEFAULT_STRICT_ATTEMPTS,
+            classify_errors: true,
             retry_backoff: Self::DEFAULT_RETRY_BACKOFF,
             handler_timeout: Self::DEFAULT_HANDLER_TIMEOUT,
             redelivery_delay: None,

@@ -107,7 +107,7 @@ where
                 Ok(verdict) => return verdict,
                 Err(error) => error,
             };
-            if !error.is_transient() {
+            if !self.is_transient(&error) {
                 return Verdict::Park(format!("handler failed permanently: {error}"));
             }
             // Under a strict key order a delivery holding its key is never
@@ -180,6 +180,14 @@ where
                 Err(error)
             }
         }
+    }
+
+    /// Whether a handler's failure may go away, the inbox store reading
+    /// those the handler did not classify where the options say so.
+    fn is_transient(&self, error: &HandlerError) -> bool {
+        let store = self.inbox.store();
+        let classify = self.options.classify_errors;
+        error.is_transient_by(|source| classify && store.is_permanent(source))
     }
 
     pub(crate) async fn call_handler(

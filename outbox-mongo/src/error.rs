@@ -67,10 +67,21 @@ fn classify_code(code: i32) -> Class {
 
 /// The server refused a write because a unique index already holds the key.
 const DUPLICATE_KEY: i32 = 11000;
+/// The collection's validator rejected the document.
+const DOCUMENT_VALIDATION_FAILURE: i32 = 121;
 /// An update applied to a field of the wrong type.
 const TYPE_MISMATCH: i32 = 14;
 /// The collection (namespace) does not exist.
 const NAMESPACE_NOT_FOUND: i32 = 26;
+
+/// A write refused for what it holds: a key a unique index already has, or
+/// a document the collection's validator rejects.
+pub(crate) fn never_succeeds(error: &MongoError) -> bool {
+    matches!(
+        code(error),
+        Some(DUPLICATE_KEY | DOCUMENT_VALIDATION_FAILURE)
+    )
+}
 
 /// A unique index refused the write.
 pub(crate) fn is_duplicate_key(error: &MongoError) -> bool {

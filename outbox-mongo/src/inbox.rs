@@ -43,6 +43,16 @@ impl InboxStore for MongoInboxStore {
         self.store.begin().await.map_err(store_to_inbox)
     }
 
+    /// Duplicate keys and failed document validation anywhere in the
+    /// error's chain: the same write of the same document fails the same
+    /// way.
+    fn is_permanent(&self, error: &(dyn std::error::Error + 'static)) -> bool {
+        std::iter::successors(Some(error), |e| e.source()).any(|e| {
+            e.downcast_ref::<mongodb::error::Error>()
+                .is_some_and(crate::error::never_succeeds)
+        })
+    }
+
     /// An upsert that only sets fields on insert: a mark committed before
     /// matches and changes nothing, so a duplicate raises no error and the
     /// transaction stays usable. A mark another transaction holds

@@ -40,6 +40,19 @@ impl InboxStore for PgInboxStore {
         self.store.begin().await.map_err(from_store)
     }
 
+    /// Constraint violations (SQLSTATE class 23) and data errors (class 22)
+    /// anywhere in the error's chain: the same statement on the same data
+    /// fails the same way.
+    fn is_permanent(&self, error: &(dyn std::error::Error + 'static)) -> bool {
+        std::iter::successors(Some(error), |e| e.source()).any(|e| {
+            let Some(sqlx::Error::Database(db)) = e.downcast_ref::<sqlx::Error>() else {
+                return false;
+            };
+            db.code()
+                .is_some_and(|code| code.starts_with("23") || code.starts_with("22"))
+        })
+    }
+
     #[instrument(
         skip_all,
         fields(db.system = "postgresql", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),

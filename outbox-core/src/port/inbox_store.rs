@@ -42,6 +42,17 @@ pub trait InboxStore: Clone + Send + Sync + 'static {
     /// Discards the mark and the handler's writes.
     fn rollback(&self, tx: Self::Tx) -> impl Future<Output = Result<(), InboxError>> + Send;
 
+    /// Whether `error`, which a handler returned through `?` without saying
+    /// whether it is transient, can never succeed on retry by this store's
+    /// reading: a constraint violation or a malformed value, say, rather
+    /// than a lost connection or a conflict. The consumer dead-letters such
+    /// a message at once instead of redelivering it. The default reads
+    /// nothing as permanent.
+    fn is_permanent(&self, error: &(dyn std::error::Error + 'static)) -> bool {
+        let _ = error;
+        false
+    }
+
     /// Deletes up to `limit` marks of the consumer recorded at least `age`
     /// ago. Redeliveries older than the window are no longer detected.
     fn purge_older_than(
