@@ -11,7 +11,8 @@ use tracing::Instrument;
 use crate::handler::{Handler, TxHandle};
 use crate::process::{Pipeline, Verdict};
 
-/// A delivery taken into a batch: decoded, not past `max_deliveries`.
+/// A delivery taken into a batch: decoded, and a first delivery where
+/// `max_deliveries` is set.
 struct Item<T, A> {
     envelope: Envelope,
     count: Option<u32>,
@@ -47,8 +48,8 @@ where
 {
     /// Runs `deliveries` in order, sharing one transaction where they can.
     ///
-    /// Deliveries that will be dead-lettered (undecodable, past
-    /// `max_deliveries`) go the one-at-a-time way first. The rest are
+    /// Deliveries that will be dead-lettered (undecodable) and, with
+    /// `max_deliveries`, redeliveries go the one-at-a-time way first. The rest are
     /// marked and handled in one transaction, committed once and then
     /// acked. If a handler fails or the commit does, the transaction is
     /// rolled back, taking every mark and write with it, and each delivery
@@ -105,10 +106,12 @@ where
     }
 
     /// The payload of a delivery that can join a batch; `None` leaves it
-    /// to the one-at-a-time path, which dead-letters it with its reason.
+    /// to the one-at-a-time path. With `max_deliveries`, only first
+    /// deliveries join: a redelivery has its attempt counted on that path,
+    /// and is dead-lettered there when it has had enough.
     fn batchable<A: Acker>(&self, delivery: &Delivery<A>) -> Option<T> {
-        if let (Some(max), Some(count)) = (self.options.max_deliveries, delivery.delivery_count()) {
-            if count > max {
+        if let Some(max) = self.options.max_deliveries {
+            if delivery.delivery_count() != Some(1) || max == 0 {
                 return None;
             }
         }

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod attempts;
 mod batch;
 mod dispatch;
 mod error;

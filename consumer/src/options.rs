@@ -25,10 +25,21 @@ pub struct ConsumerOptions {
     /// How deliveries sharing an ordering key are ordered, and what a
     /// failing one does to its key ([`KeyOrder::Serial`] by default).
     pub key_order: KeyOrder,
-    /// A delivery whose broker delivery count exceeds this is dead-lettered
-    /// without running the handler. `None` leaves parking to the broker's
-    /// own redrive policy; it also never triggers where the broker does not
-    /// count deliveries.
+    /// How many times a message's handler may start without committing
+    /// before the message is dead-lettered without running it again.
+    ///
+    /// With an inbox, the attempts counted are those the inbox store saw
+    /// start, so a message whose handler never ran (prefetched by a
+    /// consumer process that died) is never parked for its neighbour's
+    /// crash. A first delivery is not counted up front, so that the happy
+    /// path pays nothing; if its process dies the message may run once more
+    /// than this. The broker's delivery count parks only past
+    /// [`BROKER_COUNT_BACKSTOP`](Self::BROKER_COUNT_BACKSTOP) times this.
+    ///
+    /// Without an inbox, the broker's delivery count is held against this.
+    ///
+    /// `None` (the default) counts nothing and leaves parking to the
+    /// broker's own redrive policy.
     pub max_deliveries: Option<u32>,
     /// Handler attempts per delivery before it is nacked (at least 1);
     /// under [`KeyOrder::Strict`] a delivery with an ordering key gets
@@ -84,6 +95,12 @@ impl ConsumerOptions {
         Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
     /// Default [`shutdown_timeout`](Self::shutdown_timeout).
     pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+    /// With an inbox, a delivery the broker counts more than this many
+    /// times [`max_deliveries`](Self::max_deliveries) is dead-lettered even
+    /// if the inbox counted fewer attempts: a backstop, far above what
+    /// crashes of neighbours add (at most `max_deliveries + 1` per message
+    /// that crashes the process, for each delivery prefetched behind it).
+    pub const BROKER_COUNT_BACKSTOP: u32 = 10;
 
     /// Sets [`concurrency`](Self::concurrency) (at least 1).
     pub fn concurrency(mut self, concurrency: usize) -> Self {

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 use tracing::Instrument;
 
+use crate::attempts::Counted;
 use crate::handler::{Handler, HandlerRequest, TxHandle};
 use crate::report::Counters;
 use crate::{ConsumerOptions, HandlerError, KeyOrder};
@@ -87,10 +88,32 @@ where
     async fn judge(&self, envelope: &Envelope, count: Option<u32>) -> Verdict {
         // Layer 2, decode: a payload the codec refuses never reaches the
         // handler.
-        let mut decoded = match self.queue.decode(&envelope.payload) {
-            Ok(payload) => Some(payload),
+        let payload = match self.queue.decode(&envelope.payload) {
+            Ok(payload) => payload,
             Err(e) => return Verdict::Park(format!("undecodable payload: {}", error_chain(&e))),
         };
+        // Counted before the handler's transaction opens, in a write of its
+        // own, so a crash of this process leaves the count behind.
+        let counted = match self.count_attempt(envelope, count).await {
+            Ok(counted) => counted,
+            Err(reason) => return Verdict::Retry(reason),
+        };
+        let verdict = self.attempts(envelope, count, counted, payload).await;
+        if matches!(verdict, Verdict::Retry(_)) {
+            self.finish_attempt(envelope, counted).await;
+        }
+        verdict
+    }
+
+    /// The in-process attempts on one delivery, with the usual retries.
+    async fn attempts(
+        &self,
+        envelope: &Envelope,
+        count: Option<u32>,
+        counted: Counted,
+        payload: T,
+    ) -> Verdict {
+        let mut decoded = Some(payload);
         let mut attempt = 1;
         loop {
             // The handler consumes the payload; a retry decodes it afresh.
@@ -103,7 +126,7 @@ where
                     }
                 },
             };
-            let error = match self.attempt(envelope, count, payload).await {
+            let error = match self.attempt(envelope, count, counted, payload).await {
                 Ok(verdict) => return verdict,
                 Err(error) => error,
             };
@@ -138,23 +161,24 @@ where
         &self,
         envelope: &Envelope,
         count: Option<u32>,
+        counted: Counted,
         payload: T,
     ) -> Result<Verdict, HandlerError> {
         // Layer 3, inbox dedupe: the mark goes into the transaction the
         // handler writes through.
-        let tx = match self.inbox.begin(envelope.event_id).await? {
+        let mut tx = match self.inbox.begin(envelope.event_id).await? {
             Marked::Duplicate => return Ok(Verdict::Duplicate),
             Marked::Fresh(tx) => tx,
         };
         // Layer 4, poison check: past max_deliveries the handler is not run
-        // again.
-        if let (Some(max), Some(count)) = (self.options.max_deliveries, count) {
-            if count > max {
-                self.rollback(tx).await;
-                return Ok(Verdict::Park(format!(
-                    "delivered {count} times, more than max_deliveries {max}"
-                )));
-            }
+        // again (see the attempts module for what counts).
+        if let Some(reason) = self.exhausted(count, counted) {
+            self.rollback(tx).await;
+            return Ok(Verdict::Park(reason));
+        }
+        if let Err(e) = self.clear_attempts(&mut tx, envelope, counted).await {
+            self.rollback(tx).await;
+            return Err(e.into());
         }
         let message = Message {
             payload,

@@ -131,6 +131,39 @@ async fn poison_is_parked_and_does_not_block_the_queue() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_that_never_reached_a_handler_do_not_count_toward_parking() {
+    use futures::StreamExt;
+    use tidings_core::Source;
+
+    let world = World::new(QueueKind::Quorum).await;
+    world.publish(&world.envelope(1)).await;
+    // Seven subscriptions that take the message and go away without
+    // settling it, as consumer processes dying with it prefetched would.
+    let mut last_count = None;
+    for _ in 0..7 {
+        let mut stream = world.source.subscribe(world.queue.name()).await.unwrap();
+        let delivery = tokio::time::timeout(Duration::from_secs(15), stream.next())
+            .await
+            .expect("redelivered")
+            .unwrap()
+            .unwrap();
+        last_count = delivery.delivery_count();
+        drop((delivery, stream));
+    }
+    let counted = last_count.unwrap_or(0);
+    assert!(counted >= 7, "the broker counted {counted} deliveries");
+
+    let consumer = Consumer::new(world.source.clone(), world.queue, counting_handler!(world))
+        .unwrap()
+        .inbox(world.inbox())
+        .options(options().max_deliveries(3));
+    let report = run_until(consumer, |_| async { world.effects().await.0 == 1 }).await;
+    assert_eq!((report.processed, report.parked), (1, 0));
+    assert_eq!(world.effects().await, (1, 1));
+    world.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_under_load_then_restart_applies_every_message_once() {
     let world = World::new(QueueKind::Quorum).await;
     for id in 0..150 {

@@ -1,7 +1,7 @@
 //! The dedupe protocol over an [`InboxStore`].
 
 use tidings_core::spec::validate_name;
-use tidings_core::{InboxError, InboxMark, InboxStore, SpecError};
+use tidings_core::{Attempts, InboxError, InboxMark, InboxStore, SpecError};
 use uuid::Uuid;
 
 /// A transaction opened for one event.
@@ -71,6 +71,33 @@ impl<S: InboxStore> Inbox<S> {
     /// duplicate leaves `tx` usable for the next event.
     pub async fn mark(&self, tx: &mut S::Tx, event_id: Uuid) -> Result<InboxMark, InboxError> {
         self.store.mark(tx, &self.consumer, event_id).await
+    }
+
+    /// Counts a handler attempt starting on `event_id`, committed at once;
+    /// returns the attempts so far, this one included, or `None` where the
+    /// store counts none. See [`InboxStore`]'s section on attempts.
+    pub async fn start_attempt(&self, event_id: Uuid) -> Result<Option<Attempts>, InboxError> {
+        self.store.start_attempt(&self.consumer, event_id).await
+    }
+
+    /// Counts an attempt on `event_id` that ended without a commit; its
+    /// start too unless [`start_attempt`](Self::start_attempt) counted it.
+    pub async fn finish_attempt(
+        &self,
+        event_id: Uuid,
+        start_counted: bool,
+    ) -> Result<(), InboxError> {
+        self.store
+            .finish_attempt(&self.consumer, event_id, start_counted)
+            .await
+    }
+
+    /// Deletes the attempts counted for `event_id` within `tx`, so they go
+    /// when the handler's work commits.
+    pub async fn clear_attempts(&self, tx: &mut S::Tx, event_id: Uuid) -> Result<(), InboxError> {
+        self.store
+            .clear_attempts(tx, &self.consumer, event_id)
+            .await
     }
 
     /// Commits the handler's writes with the mark.

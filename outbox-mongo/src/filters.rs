@@ -280,6 +280,25 @@ pub(crate) fn inbox_older(consumer: &str, cutoff: i64) -> Document {
     doc! { field::CONSUMER: consumer, field::MARKED_AT: { "$lte": cutoff } }
 }
 
+/// The attempt count of a consumer and event.
+pub(crate) fn attempt_of(consumer: &str, event_id: Uuid) -> Document {
+    doc! { field::CONSUMER: consumer, field::EVENT_ID: uuid(event_id) }
+}
+
+/// Adds `started` starts and `finished` ends to an attempt count, creating
+/// it (with both fields) when missing.
+pub(crate) fn attempt_count(started: i32, finished: i32, now: i64) -> Document {
+    doc! {
+        "$inc": { field::ATTEMPTS_STARTED: started, field::ATTEMPTS_FINISHED: finished },
+        "$set": { field::TOUCHED_AT: now },
+    }
+}
+
+/// A consumer's attempt counts last changed at or before `cutoff`.
+pub(crate) fn attempts_older(consumer: &str, cutoff: i64) -> Document {
+    doc! { field::CONSUMER: consumer, field::TOUCHED_AT: { "$lte": cutoff } }
+}
+
 /// The change stream's pipeline: inserts only, which is what staging does,
 /// without the inserted documents (the event's `_id` stays: it is the
 /// resume token).

@@ -3,22 +3,30 @@
 use std::time::Duration;
 
 use futures::TryStreamExt;
+use mongodb::Collection;
 use mongodb::bson::Document;
+use mongodb::options::ReturnDocument;
 use tidings_core::spec::validate_name;
-use tidings_core::{InboxError, InboxMark, InboxStore};
+use tidings_core::{Attempts, InboxError, InboxMark, InboxStore};
 use tracing::{debug, instrument};
 use uuid::Uuid;
 
-use crate::error::{CommitError, inbox_error, store_to_inbox};
+use crate::error::{CommitError, inbox_error, is_duplicate_key, store_to_inbox};
 use crate::filters;
-use crate::schema::{int64, micros};
+use crate::schema::{field, int64, micros};
 use crate::{MongoContext, MongoOutboxStore};
 
 /// The inbox on MongoDB: `(consumer, event_id)` documents written in the
 /// handler's own transaction, a [`MongoContext`], so the handler's writes,
 /// the events it stages and the mark commit together.
 ///
-/// Made by [`MongoOutboxStore::inbox`]; its unique index is created by
+/// Handler attempts that have not committed are counted in a collection
+/// beside it, `<inbox collection>_attempts`: a start in a write of its own
+/// (so it outlives the handler's process), the count deleted in the
+/// handler's transaction when it commits. Only redeliveries and failures
+/// write there; see [`InboxStore`]'s section on attempts.
+///
+/// Made by [`MongoOutboxStore::inbox`]; its unique indexes are created by
 /// [`MongoOutboxStore::ensure_indexes`].
 #[derive(Debug, Clone)]
 pub struct MongoInboxStore {
@@ -120,28 +128,141 @@ impl InboxStore for MongoInboxStore {
         if limit == 0 {
             return Ok(0);
         }
-        let inbox = self.store.inbox_collection();
-        let filter = filters::inbox_older(consumer, micros(cutoff));
-        let doomed: Vec<Document> = inbox
-            .find(filter)
-            .limit(int64(limit))
-            .projection(filters::id_only())
-            .await
-            .map_err(inbox_error)?
-            .try_collect()
+        let cutoff = micros(cutoff);
+        let marks = purge(
+            self.store.inbox_collection(),
+            filters::inbox_older(consumer, cutoff),
+            limit,
+        )
+        .await?;
+        let attempts = purge(
+            self.store.inbox_attempts_collection(),
+            filters::attempts_older(consumer, cutoff),
+            limit,
+        )
+        .await?;
+        Ok(marks + attempts)
+    }
+
+    #[instrument(
+        skip_all,
+        fields(db.system = "mongodb", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
+        err
+    )]
+    async fn start_attempt(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> Result<Option<Attempts>, InboxError> {
+        check_consumer(consumer)?;
+        let attempts = self.count_attempt(consumer, event_id, 1, 0).await?;
+        debug!(?attempts, "attempt started");
+        Ok(Some(attempts))
+    }
+
+    #[instrument(
+        skip_all,
+        fields(db.system = "mongodb", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
+        err
+    )]
+    async fn finish_attempt(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+        start_counted: bool,
+    ) -> Result<(), InboxError> {
+        check_consumer(consumer)?;
+        let started = i32::from(!start_counted);
+        self.count_attempt(consumer, event_id, started, 1).await?;
+        Ok(())
+    }
+
+    async fn clear_attempts(
+        &self,
+        tx: &mut MongoContext,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> Result<(), InboxError> {
+        check_consumer(consumer)?;
+        self.store
+            .inbox_attempts_collection()
+            .delete_one(filters::attempt_of(consumer, event_id))
+            .session(tx.session())
             .await
             .map_err(inbox_error)?;
-        let ids = doomed
-            .into_iter()
-            .filter_map(|mut d| d.remove("_id"))
-            .collect();
-        let purged = inbox
-            .delete_many(filters::ids_in(ids))
-            .await
-            .map_err(inbox_error)?
-            .deleted_count;
-        Ok(purged)
+        Ok(())
     }
+}
+
+impl MongoInboxStore {
+    /// Adds to an event's attempt count outside any transaction; returns
+    /// the new count. Two first counts racing on one event can both try to
+    /// insert it; the loser finds it on its second try.
+    async fn count_attempt(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+        started: i32,
+        finished: i32,
+    ) -> Result<Attempts, InboxError> {
+        let collection = self.store.inbox_attempts_collection();
+        let mut tries = 0;
+        let document = loop {
+            tries += 1;
+            let update = filters::attempt_count(started, finished, micros(self.store.now()));
+            let result = collection
+                .find_one_and_update(filters::attempt_of(consumer, event_id), update)
+                .upsert(true)
+                .return_document(ReturnDocument::After)
+                .await;
+            match result {
+                Ok(document) => break document.unwrap_or_default(),
+                Err(e) if tries < 2 && is_duplicate_key(&e) => continue,
+                Err(e) => return Err(inbox_error(e)),
+            }
+        };
+        Ok(Attempts {
+            started: stored_count(&document, field::ATTEMPTS_STARTED),
+            finished: stored_count(&document, field::ATTEMPTS_FINISHED),
+        })
+    }
+}
+
+/// A count as stored, whatever integer type the server kept it in.
+fn stored_count(document: &Document, name: &str) -> u32 {
+    let stored = match document.get(name) {
+        Some(mongodb::bson::Bson::Int32(n)) => i64::from(*n),
+        Some(mongodb::bson::Bson::Int64(n)) => *n,
+        _ => 0,
+    };
+    u32::try_from(stored).unwrap_or_default()
+}
+
+/// Deletes up to `limit` documents matching `filter`; returns how many went.
+async fn purge(
+    collection: &Collection<Document>,
+    filter: Document,
+    limit: usize,
+) -> Result<u64, InboxError> {
+    let doomed: Vec<Document> = collection
+        .find(filter)
+        .limit(int64(limit))
+        .projection(filters::id_only())
+        .await
+        .map_err(inbox_error)?
+        .try_collect()
+        .await
+        .map_err(inbox_error)?;
+    let ids = doomed
+        .into_iter()
+        .filter_map(|mut d| d.remove("_id"))
+        .collect();
+    let purged = collection
+        .delete_many(filters::ids_in(ids))
+        .await
+        .map_err(inbox_error)?
+        .deleted_count;
+    Ok(purged)
 }
 
 fn check_consumer(consumer: &str) -> Result<(), InboxError> {

@@ -18,7 +18,11 @@ use crate::schema::field;
 enum Target {
     Outbox,
     Inbox,
+    Attempts,
 }
+
+/// Every collection with declared indexes.
+const TARGETS: [Target; 3] = [Target::Outbox, Target::Inbox, Target::Attempts];
 
 /// One declared index.
 #[derive(Debug, Clone)]
@@ -74,6 +78,20 @@ fn declared() -> Vec<Declared> {
             doc! { field::CONSUMER: 1, field::MARKED_AT: 1 },
             false,
         ),
+        // One attempt count per consumer and event.
+        index(
+            Target::Attempts,
+            "tidings_attempts_consumer_event_id",
+            doc! { field::CONSUMER: 1, field::EVENT_ID: 1 },
+            true,
+        ),
+        // Purging a consumer's stale attempt counts.
+        index(
+            Target::Attempts,
+            "tidings_attempts_consumer_touched_at",
+            doc! { field::CONSUMER: 1, field::TOUCHED_AT: 1 },
+            false,
+        ),
     ]
 }
 
@@ -82,7 +100,7 @@ impl MongoOutboxStore {
     /// to run from several processes at once.
     #[instrument(skip_all, fields(db.system = "mongodb"), err)]
     pub async fn ensure_indexes(&self) -> Result<(), StoreError> {
-        for target in [Target::Outbox, Target::Inbox] {
+        for target in TARGETS {
             let models: Vec<IndexModel> = declared()
                 .into_iter()
                 .filter(|d| d.target == target)
@@ -102,6 +120,7 @@ impl MongoOutboxStore {
         info!(
             outbox = self.outbox().name(),
             inbox = self.inbox_collection().name(),
+            attempts = self.inbox_attempts_collection().name(),
             "indexes ensured"
         );
         Ok(())
@@ -112,7 +131,7 @@ impl MongoOutboxStore {
     #[instrument(skip_all, fields(db.system = "mongodb"), err)]
     pub async fn verify(&self) -> Result<(), StoreError> {
         let mut problems = Vec::new();
-        for target in [Target::Outbox, Target::Inbox] {
+        for target in TARGETS {
             let collection = self.collection(target);
             let existing = match existing_indexes(collection).await {
                 Ok(existing) => existing,
@@ -150,6 +169,7 @@ impl MongoOutboxStore {
         match target {
             Target::Outbox => self.outbox(),
             Target::Inbox => self.inbox_collection(),
+            Target::Attempts => self.inbox_attempts_collection(),
         }
     }
 }

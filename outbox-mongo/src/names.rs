@@ -13,6 +13,9 @@ pub(crate) struct CollectionNames {
     pub(crate) outbox: String,
     /// The inbox collection.
     pub(crate) inbox: String,
+    /// The inbox's count of handler attempts that have not committed:
+    /// the inbox collection's name followed by `_attempts`.
+    pub(crate) attempts: String,
 }
 
 impl CollectionNames {
@@ -25,9 +28,16 @@ impl CollectionNames {
                 "the outbox and inbox collections are both named {outbox:?}; give them different names"
             )));
         }
+        let attempts = format!("{inbox}_attempts");
+        if outbox == attempts {
+            return Err(StoreError::Invalid(format!(
+                "the outbox collection {outbox:?} would share its name with the inbox's _attempts collection; give it another name"
+            )));
+        }
         Ok(Self {
             outbox: outbox.to_owned(),
             inbox: inbox.to_owned(),
+            attempts,
         })
     }
 }
@@ -104,5 +114,10 @@ mod tests {
     #[test]
     fn outbox_and_inbox_must_differ() {
         assert!(CollectionNames::new("t", "t").is_err());
+        assert!(CollectionNames::new("t_attempts", "t").is_err());
+        assert_eq!(
+            CollectionNames::new("o", "i").unwrap().attempts,
+            "i_attempts"
+        );
     }
 }

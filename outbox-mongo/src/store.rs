@@ -32,6 +32,7 @@ struct Inner {
     database: Database,
     outbox: Collection<Document>,
     inbox: Collection<Document>,
+    attempts: Collection<Document>,
     options: MongoOutboxOptions,
     hlc: HybridClock,
     seq: HybridClock,
@@ -49,6 +50,7 @@ impl MongoOutboxStore {
                 client: database.client().clone(),
                 outbox: database.collection(&names.outbox),
                 inbox: database.collection(&names.inbox),
+                attempts: database.collection(&names.attempts),
                 database,
                 hlc: HybridClock::new(clock.clone()),
                 seq: HybridClock::new(clock),
@@ -112,6 +114,12 @@ impl MongoOutboxStore {
     /// The inbox collection.
     pub fn inbox_collection(&self) -> &Collection<Document> {
         &self.inner.inbox
+    }
+
+    /// The collection counting the inbox's handler attempts that have not
+    /// committed: the inbox collection's name followed by `_attempts`.
+    pub fn inbox_attempts_collection(&self) -> &Collection<Document> {
+        &self.inner.attempts
     }
 
     /// The options the store was built with.

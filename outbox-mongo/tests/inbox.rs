@@ -170,3 +170,28 @@ async fn hostile_consumer_names_are_refused() {
     drop(tx);
     drop_collections(&store).await;
 }
+
+/// Remembers the stores it made so their collections go after the case.
+struct Mongo(std::sync::Mutex<Vec<tidings_mongo::MongoOutboxStore>>);
+
+impl tidings_testing::inbox::InboxHarness for Mongo {
+    type Store = tidings_mongo::MongoInboxStore;
+
+    async fn store(&self) -> tidings_mongo::MongoInboxStore {
+        let store = store(Retention::Delete).await;
+        self.0.lock().unwrap().push(store.clone());
+        store.inbox()
+    }
+
+    async fn teardown(&self) {
+        let stores = std::mem::take(&mut *self.0.lock().unwrap());
+        for store in &stores {
+            drop_collections(store).await;
+        }
+    }
+}
+
+mod conformance {
+    use super::*;
+    tidings_testing::inbox_conformance!(Mongo(Default::default()));
+}

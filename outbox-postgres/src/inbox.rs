@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tidings_core::spec::validate_name;
-use tidings_core::{InboxError, InboxMark, InboxStore, StoreError};
+use tidings_core::{Attempts, InboxError, InboxMark, InboxStore, StoreError};
 use tracing::{debug, instrument};
 use uuid::Uuid;
 
@@ -15,7 +15,13 @@ use crate::{PgContext, PgOutboxStore};
 /// handler's own transaction, a [`PgContext`], so the handler's writes, the
 /// events it stages and the mark commit together.
 ///
-/// Made by [`PgOutboxStore::inbox`]; the table is created by
+/// Handler attempts that have not committed are counted in a table beside
+/// it, `<inbox table>_attempts`: a start in a statement that commits on its
+/// own (so it outlives the handler's process), the count deleted in the
+/// handler's transaction when it commits. Only redeliveries and failures
+/// write there; see [`InboxStore`]'s section on attempts.
+///
+/// Made by [`PgOutboxStore::inbox`]; the tables are created by
 /// [`PgOutboxStore::migrate`].
 #[derive(Debug, Clone)]
 pub struct PgInboxStore {
@@ -105,16 +111,85 @@ impl InboxStore for PgInboxStore {
     ) -> Result<u64, InboxError> {
         check_consumer(consumer)?;
         let inner = self.store.inner();
-        let purged = sqlx::query(inner.sql.inbox_purge.clone())
+        let purged: i64 = sqlx::query_scalar(inner.sql.inbox_purge.clone())
             .bind(consumer)
             .bind(micros(age))
             .bind(limit(limit_rows))
+            .fetch_one(&inner.pool)
+            .await
+            .map_err(inbox_error)?;
+        Ok(u64::try_from(purged).unwrap_or_default())
+    }
+
+    #[instrument(
+        skip_all,
+        fields(db.system = "postgresql", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
+        err
+    )]
+    async fn start_attempt(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> Result<Option<Attempts>, InboxError> {
+        check_consumer(consumer)?;
+        let inner = self.store.inner();
+        let (started, finished): (i32, i32) = sqlx::query_as(inner.sql.inbox_attempt_start.clone())
+            .bind(consumer)
+            .bind(event_id)
+            .fetch_one(&inner.pool)
+            .await
+            .map_err(inbox_error)?;
+        let attempts = Attempts {
+            started: count(started),
+            finished: count(finished),
+        };
+        debug!(?attempts, "attempt started");
+        Ok(Some(attempts))
+    }
+
+    #[instrument(
+        skip_all,
+        fields(db.system = "postgresql", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
+        err
+    )]
+    async fn finish_attempt(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+        start_counted: bool,
+    ) -> Result<(), InboxError> {
+        check_consumer(consumer)?;
+        let inner = self.store.inner();
+        sqlx::query(inner.sql.inbox_attempt_finish.clone())
+            .bind(consumer)
+            .bind(event_id)
+            .bind(i32::from(!start_counted))
             .execute(&inner.pool)
             .await
-            .map_err(inbox_error)?
-            .rows_affected();
-        Ok(purged)
+            .map_err(inbox_error)?;
+        Ok(())
     }
+
+    async fn clear_attempts(
+        &self,
+        tx: &mut PgContext<'static>,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> Result<(), InboxError> {
+        check_consumer(consumer)?;
+        sqlx::query(self.store.inner().sql.inbox_attempt_clear.clone())
+            .bind(consumer)
+            .bind(event_id)
+            .execute(tx.tx())
+            .await
+            .map_err(inbox_error)?;
+        Ok(())
+    }
+}
+
+/// A stored count, never negative.
+fn count(stored: i32) -> u32 {
+    u32::try_from(stored).unwrap_or_default()
 }
 
 fn check_consumer(consumer: &str) -> Result<(), InboxError> {

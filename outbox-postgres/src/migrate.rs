@@ -140,6 +140,10 @@ impl PgOutboxStore {
                 names.qualified(&format!("{}_claim_idx", names.outbox)),
             ),
             ("inbox table", names.qualified(&names.inbox)),
+            (
+                "inbox attempts table",
+                names.qualified(&names.attempts_table()),
+            ),
             ("migrations table", migrations),
         ];
         let relations: Vec<&str> = expected.iter().map(|(_, name)| name.as_str()).collect();

@@ -31,6 +31,11 @@ impl TableNames {
                 "the outbox and inbox tables are both named {outbox:?}; give them different names"
             )));
         }
+        if outbox.strip_suffix("_attempts") == Some(inbox) {
+            return Err(StoreError::Invalid(format!(
+                "the outbox table {outbox:?} would share its name with the inbox's _attempts table; give it another name"
+            )));
+        }
         for suffix in ["_migrations", "_claims"] {
             if inbox.strip_suffix(suffix) == Some(outbox) {
                 return Err(StoreError::Invalid(format!(
@@ -56,7 +61,8 @@ impl TableNames {
     }
 
     /// Fills the placeholders of a statement template: `{schema}`,
-    /// `{outbox}`, `{inbox}`, `{migrations}` and `{claims}` become quoted,
+    /// `{outbox}`, `{inbox}`, `{inbox_attempts}`, `{migrations}` and
+    /// `{claims}` become quoted,
     /// qualified names; `{outbox_table}` and `{inbox_table}` the bare table names, for
     /// naming indexes inside quotes.
     pub(crate) fn render(&self, template: &str) -> String {
@@ -66,6 +72,7 @@ impl TableNames {
             .replace("{schema}", &schema)
             .replace("{outbox}", &qualified(&self.outbox))
             .replace("{inbox}", &qualified(&self.inbox))
+            .replace("{inbox_attempts}", &qualified(&self.attempts_table()))
             .replace("{migrations}", &qualified(&self.migrations_table()))
             .replace("{claims}", &qualified(&self.claims_table()))
             .replace("{outbox_table}", &self.outbox)
@@ -80,6 +87,12 @@ impl TableNames {
     /// The bare name of the table recording applied migrations.
     pub(crate) fn migrations_table(&self) -> String {
         format!("{}_migrations", self.outbox)
+    }
+
+    /// The bare name of the table counting the inbox's handler attempts
+    /// that have not committed.
+    pub(crate) fn attempts_table(&self) -> String {
+        format!("{}_attempts", self.inbox)
     }
 
     /// The bare name of the table recording locked claims in progress.
@@ -157,6 +170,10 @@ mod tests {
             r#""shop"."outbox_migrations""#
         );
         assert_eq!(names.render("{claims}"), r#""shop"."outbox_claims""#);
+        assert_eq!(
+            names.render("{inbox_attempts}"),
+            r#""shop"."inbox_attempts""#
+        );
         assert_eq!(names.channel(), "shop.outbox");
     }
 
@@ -205,6 +222,7 @@ mod tests {
         assert!(TableNames::new("public", "t", "t").is_err());
         assert!(TableNames::new("public", "t", "t_claims").is_err());
         assert!(TableNames::new("public", "t", "t_migrations").is_err());
+        assert!(TableNames::new("public", "t_attempts", "t").is_err());
         assert!(TableNames::new("public", "t", "t_inbox").is_ok());
     }
 }

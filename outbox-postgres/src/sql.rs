@@ -58,6 +58,8 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(9, "0009_outbox_claim_index_drop", Outbox),
     migration!(10, "0010_outbox_claim_index_by_position", Outbox),
     migration!(11, "0011_outbox_claims_table", Outbox),
+    migration!(12, "0012_inbox_attempts_table", Inbox),
+    migration!(13, "0013_inbox_attempts_age_index", Inbox),
 ];
 
 /// The schema version this build needs.
@@ -100,6 +102,9 @@ pub(crate) struct Statements {
     pub(crate) stats: SqlStr,
     pub(crate) inbox_mark: SqlStr,
     pub(crate) inbox_purge: SqlStr,
+    pub(crate) inbox_attempt_start: SqlStr,
+    pub(crate) inbox_attempt_finish: SqlStr,
+    pub(crate) inbox_attempt_clear: SqlStr,
 }
 
 impl Statements {
@@ -147,6 +152,9 @@ impl Statements {
             stats: sql(include_str!("../sql/stats.sql")),
             inbox_mark: sql(include_str!("../sql/inbox_mark.sql")),
             inbox_purge: sql(include_str!("../sql/inbox_purge.sql")),
+            inbox_attempt_start: sql(include_str!("../sql/inbox_attempt_start.sql")),
+            inbox_attempt_finish: sql(include_str!("../sql/inbox_attempt_finish.sql")),
+            inbox_attempt_clear: sql(include_str!("../sql/inbox_attempt_clear.sql")),
         }
     }
 }
@@ -196,6 +204,10 @@ mod tests {
             all.settle_locked_published_kept.as_str(),
             all.listeners.as_str(),
             all.stats.as_str(),
+            all.inbox_purge.as_str(),
+            all.inbox_attempt_start.as_str(),
+            all.inbox_attempt_finish.as_str(),
+            all.inbox_attempt_clear.as_str(),
         ];
         texts.extend(all.migrations.iter().map(|(_, s)| s.as_str()));
         for text in texts {

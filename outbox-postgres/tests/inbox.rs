@@ -168,3 +168,28 @@ async fn hostile_consumer_names_are_refused() {
     drop(tx);
     drop_schema(&store).await;
 }
+
+/// Remembers the stores it made so their schemas go after the case.
+struct Pg(std::sync::Mutex<Vec<PgOutboxStore>>);
+
+impl tidings_testing::inbox::InboxHarness for Pg {
+    type Store = tidings_postgres::PgInboxStore;
+
+    async fn store(&self) -> tidings_postgres::PgInboxStore {
+        let store = store(Retention::Delete).await;
+        self.0.lock().unwrap().push(store.clone());
+        store.inbox()
+    }
+
+    async fn teardown(&self) {
+        let stores = std::mem::take(&mut *self.0.lock().unwrap());
+        for store in &stores {
+            drop_schema(store).await;
+        }
+    }
+}
+
+mod conformance {
+    use super::*;
+    tidings_testing::inbox_conformance!(Pg(Default::default()));
+}

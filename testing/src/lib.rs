@@ -35,6 +35,7 @@
 
 pub mod broker;
 pub mod faults;
+pub mod inbox;
 pub mod names;
 pub mod services;
 pub mod store;

@@ -26,8 +26,8 @@ pub enum CommitError {
     },
 }
 
-/// A unit of work on a [`MemoryStore`]: staged events, inbox marks and
-/// table writes, applied together by [`commit`](Self::commit). Dropping it
+/// A unit of work on a [`MemoryStore`]: staged events, inbox marks,
+/// cleared attempt counts and table writes, applied together by [`commit`](Self::commit). Dropping it
 /// discards everything. An event whose id is already stored for its route
 /// is skipped, so staging with an explicit id is idempotent.
 #[derive(Debug)]
@@ -35,6 +35,8 @@ pub struct MemoryContext {
     store: MemoryStore,
     outbox: OutboxBuffer,
     pub(super) marks: Vec<(String, Uuid)>,
+    /// Attempt counts deleted when the unit of work commits.
+    pub(super) cleared: Vec<(String, Uuid)>,
     writes: Vec<(String, String, Bytes)>,
 }
 
@@ -45,6 +47,7 @@ impl MemoryContext {
             store,
             outbox,
             marks: Vec::new(),
+            cleared: Vec::new(),
             writes: Vec::new(),
         }
     }
@@ -96,6 +99,9 @@ impl MemoryContext {
         check_conflicts(&state, &self.marks)?;
         for (consumer, id) in self.marks.drain(..) {
             state.inbox.insert((consumer, id), now);
+        }
+        for key in self.cleared.drain(..) {
+            state.attempts.remove(&key);
         }
         for (table, key, value) in self.writes.drain(..) {
             state.tables.entry(table).or_default().insert(key, value);

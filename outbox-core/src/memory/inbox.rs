@@ -1,12 +1,19 @@
-//! The in-memory inbox.
+//! The in-memory inbox and its attempt counts.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use uuid::Uuid;
 
 use super::context::{CommitError, MemoryContext};
 use super::store::MemoryStore;
-use crate::{InboxError, InboxMark, InboxStore};
+use crate::{Attempts, InboxError, InboxMark, InboxStore};
+
+/// The attempts counted for one consumer and event, and when last counted.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct AttemptCount {
+    attempts: Attempts,
+    touched: SystemTime,
+}
 
 impl InboxStore for MemoryStore {
     type Tx = MemoryContext;
@@ -41,6 +48,34 @@ impl InboxStore for MemoryStore {
         Ok(())
     }
 
+    async fn start_attempt(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> Result<Option<Attempts>, InboxError> {
+        Ok(Some(self.count_attempt(consumer, event_id, 1, 0)))
+    }
+
+    async fn finish_attempt(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+        start_counted: bool,
+    ) -> Result<(), InboxError> {
+        self.count_attempt(consumer, event_id, u32::from(!start_counted), 1);
+        Ok(())
+    }
+
+    async fn clear_attempts(
+        &self,
+        tx: &mut MemoryContext,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> Result<(), InboxError> {
+        tx.cleared.push((consumer.to_owned(), event_id));
+        Ok(())
+    }
+
     async fn purge_older_than(
         &self,
         consumer: &str,
@@ -61,6 +96,41 @@ impl InboxStore for MemoryStore {
         for key in &doomed {
             state.inbox.remove(key);
         }
-        Ok(doomed.len() as u64)
+        let stale: Vec<_> = state
+            .attempts
+            .iter()
+            .filter(|((c, _), count)| c == consumer && count.touched <= cutoff)
+            .map(|(k, _)| k.clone())
+            .take(limit)
+            .collect();
+        for key in &stale {
+            state.attempts.remove(key);
+        }
+        Ok((doomed.len() + stale.len()) as u64)
+    }
+}
+
+impl MemoryStore {
+    /// Adds to the attempts counted for an event; returns the new counts.
+    fn count_attempt(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+        started: u32,
+        finished: u32,
+    ) -> Attempts {
+        let now = self.now();
+        let mut state = self.lock();
+        let count = state
+            .attempts
+            .entry((consumer.to_owned(), event_id))
+            .or_insert(AttemptCount {
+                attempts: Attempts::default(),
+                touched: now,
+            });
+        count.attempts.started = count.attempts.started.saturating_add(started);
+        count.attempts.finished = count.attempts.finished.saturating_add(finished);
+        count.touched = now;
+        count.attempts
     }
 }

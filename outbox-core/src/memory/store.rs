@@ -11,6 +11,7 @@ use uuid::Uuid;
 use super::batch::MemoryBatch;
 use super::claim;
 use super::context::MemoryContext;
+use super::inbox::AttemptCount;
 use super::rows::{RouteRows, Status};
 use crate::{
     ClaimRequest, HybridClock, LeaseToken, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus,
@@ -32,6 +33,7 @@ pub(super) struct State {
     pub(super) routes: HashMap<String, RouteRows>,
     pub(super) next_seq: u64,
     pub(super) inbox: HashMap<(String, Uuid), SystemTime>,
+    pub(super) attempts: HashMap<(String, Uuid), AttemptCount>,
     pub(super) tables: HashMap<String, BTreeMap<String, Bytes>>,
 }
 

@@ -1,4 +1,5 @@
-//! The consumer's side of a store: the inbox.
+//! The consumer's side of a store: the inbox, and the count of handler
+//! attempts that did not commit.
 
 use std::future::Future;
 use std::time::Duration;
@@ -17,8 +18,53 @@ pub enum InboxMark {
     Duplicate,
 }
 
+/// Handler attempts of one consumer on one event that did not commit, as
+/// the inbox counted them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Attempts {
+    /// Attempts started.
+    pub started: u32,
+    /// Of those, attempts that ended without a commit: the handler returned
+    /// an error, timed out, or its transaction failed.
+    pub finished: u32,
+}
+
+impl Attempts {
+    /// Attempts that started and never ended: their process crashed or was
+    /// killed while the handler ran.
+    pub fn unfinished(&self) -> u32 {
+        self.started.saturating_sub(self.finished)
+    }
+}
+
 /// Records `(consumer, event_id)` inside the handler's own transaction, so
-/// the handler's writes and the mark commit or roll back together.
+/// the handler's writes and the mark commit or roll back together, and
+/// counts the handler's attempts that did not commit.
+///
+/// # Attempts
+///
+/// A broker's delivery count says how often a message left the broker, not
+/// how often a handler ran on it: a consumer process that dies returns its
+/// whole prefetch window, and every message in it comes back counted once
+/// more, though most never reached a handler. Parking on that count takes a
+/// crashing message's innocent neighbours to the dead-letter queue with it.
+///
+/// The inbox store therefore counts attempts where they happen, per
+/// consumer and event: [`InboxStore::start_attempt`] counts a start in a
+/// write committed on its own, before the handler's transaction opens, so
+/// the count outlives a crash of the handler's process;
+/// [`InboxStore::finish_attempt`] counts an attempt that ended without a
+/// commit (the handler returned an error); and
+/// [`InboxStore::clear_attempts`] deletes the count inside the handler's
+/// transaction, so it goes when the handler's work commits. Attempts started
+/// and never finished are those whose process died.
+///
+/// Counting costs a committed write, so the consumer counts a start only
+/// for a delivery the broker says may have been seen before (a delivery
+/// count above 1, or none known). A first delivery costs nothing extra; if
+/// it fails, its start is counted with its end, on the failure path. Only a
+/// first delivery whose process dies goes uncounted, so a message's handler
+/// runs at most `max_deliveries` counted times plus that one.
 pub trait InboxStore: Clone + Send + Sync + 'static {
     /// The open transaction the handler receives, typed by the store (for
     /// example a Postgres context).
@@ -42,6 +88,39 @@ pub trait InboxStore: Clone + Send + Sync + 'static {
     /// Discards the mark and the handler's writes.
     fn rollback(&self, tx: Self::Tx) -> impl Future<Output = Result<(), InboxError>> + Send;
 
+    /// Counts an attempt of `consumer`'s handler starting on `event_id`, in
+    /// a write committed at once, apart from any handler transaction, so the
+    /// count survives the handler's process dying. Returns the attempts
+    /// counted so far, this one included, or `None` from a store that does
+    /// not count attempts (the consumer then parks on the broker's count).
+    fn start_attempt(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> impl Future<Output = Result<Option<Attempts>, InboxError>> + Send;
+
+    /// Counts an attempt on `event_id` that ended without a commit, in a
+    /// write committed at once. `start_counted` says whether
+    /// [`start_attempt`](Self::start_attempt) counted its start; when it
+    /// did not (a first delivery), the start is counted now as well.
+    fn finish_attempt(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+        start_counted: bool,
+    ) -> impl Future<Output = Result<(), InboxError>> + Send;
+
+    /// Deletes the attempts counted for `event_id` within `tx`, so the count
+    /// goes when the handler's work commits and stays if it rolls back.
+    /// Called only for events with a counted start, so a first delivery
+    /// pays nothing.
+    fn clear_attempts(
+        &self,
+        tx: &mut Self::Tx,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> impl Future<Output = Result<(), InboxError>> + Send;
+
     /// Whether `error`, which a handler returned through `?` without saying
     /// whether it is transient, can never succeed on retry by this store's
     /// reading: a constraint violation or a malformed value, say, rather
@@ -54,7 +133,10 @@ pub trait InboxStore: Clone + Send + Sync + 'static {
     }
 
     /// Deletes up to `limit` marks of the consumer recorded at least `age`
-    /// ago. Redeliveries older than the window are no longer detected.
+    /// ago, and up to `limit` of its attempt counts last written at least
+    /// `age` ago (those of events that were parked or never came back);
+    /// returns how many of both went. Redeliveries older than the window
+    /// are no longer detected.
     fn purge_older_than(
         &self,
         consumer: &str,

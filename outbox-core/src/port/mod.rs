@@ -11,7 +11,7 @@ mod outbox_store;
 mod publisher;
 mod source;
 
-pub use inbox_store::{InboxError, InboxMark, InboxStore};
+pub use inbox_store::{Attempts, InboxError, InboxMark, InboxStore};
 pub use outbox_store::{
     ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, OutboxStats, OutboxStore, Outcome,
     PurgeRequest, PurgeStatus, Requeue, SettleReport, Settlement, StoreError,

@@ -120,6 +120,11 @@ pub(crate) async fn store_in(database: Database, retention: Retention) -> MongoO
 pub(crate) async fn drop_collections(store: &MongoOutboxStore) {
     store.outbox().drop().await.expect("drop outbox");
     store.inbox_collection().drop().await.expect("drop inbox");
+    store
+        .inbox_attempts_collection()
+        .drop()
+        .await
+        .expect("drop inbox attempts");
 }
 
 /// Commits `events` through the store's staging path.

@@ -1,0 +1,137 @@
+//! Poison parking: how often a message's handler started, counted by the
+//! inbox where it can, by the broker otherwise.
+//!
+//! A broker counts a delivery each time a message leaves it, including the
+//! prefetched ones a dying consumer process never handed to a handler. With
+//! one message that crashes the process, every neighbour in the prefetch
+//! window came back counted once more per crash, and parking on that count
+//! took them to the dead-letter queue with it. So with an inbox, the
+//! runner parks on the attempts the inbox counted where they happen (see
+//! [`InboxStore`](tidings_core::InboxStore)'s section on attempts): a
+//! message is parked once its handler started more than `max_deliveries`
+//! times without committing, whatever the broker says, and the broker's
+//! count only parks past
+//! [`BROKER_COUNT_BACKSTOP`](crate::ConsumerOptions::BROKER_COUNT_BACKSTOP)
+//! times `max_deliveries`, as a backstop for a store that fails to count.
+//!
+//! A first delivery counts nothing up front, so the happy path costs no
+//! extra write; its start is counted with its end if it fails. Only a first
+//! delivery whose process dies is not counted, so a crashing message runs
+//! at most `max_deliveries + 1` times before it is parked. Without an inbox
+//! ([`NoInbox`](tidings_inbox::NoInbox)) nothing is counted, and the
+//! broker's count is held against `max_deliveries` as before.
+
+use tidings_core::port::error_chain;
+use tidings_core::{Attempts, Codec, Envelope, InboxStore};
+
+use crate::ConsumerOptions;
+use crate::handler::Handler;
+use crate::process::Pipeline;
+
+/// How the attempts on one delivery are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Counted {
+    /// Nothing counts: no `max_deliveries`.
+    Off,
+    /// A first delivery: nothing counted up front.
+    First,
+    /// Counted by the inbox, this attempt included.
+    Inbox(Attempts),
+    /// The inbox counts nothing; the broker's count decides.
+    Broker,
+}
+
+impl<T, C, H, I> Pipeline<T, C, H, I>
+where
+    T: Send + 'static,
+    C: Codec<T> + 'static,
+    I: InboxStore,
+    H: Handler<T, I::Tx>,
+{
+    /// Counts this delivery's attempt where it needs counting: a
+    /// redelivery, or one whose count the broker does not know. An error is
+    /// the reason to nack.
+    pub(crate) async fn count_attempt(
+        &self,
+        envelope: &Envelope,
+        count: Option<u32>,
+    ) -> Result<Counted, String> {
+        if self.options.max_deliveries.is_none() {
+            return Ok(Counted::Off);
+        }
+        if count == Some(1) {
+            return Ok(Counted::First);
+        }
+        match self.inbox.start_attempt(envelope.event_id).await {
+            Ok(Some(attempts)) => Ok(Counted::Inbox(attempts)),
+            Ok(None) => Ok(Counted::Broker),
+            Err(e) => Err(format!("counting the attempt failed: {}", error_chain(&e))),
+        }
+    }
+
+    /// Why the handler must not run again, if it must not.
+    pub(crate) fn exhausted(&self, count: Option<u32>, counted: Counted) -> Option<String> {
+        let max = self.options.max_deliveries?;
+        let broker = count.unwrap_or(0);
+        match counted {
+            Counted::Off => None,
+            Counted::First | Counted::Broker => (broker > max)
+                .then(|| format!("delivered {broker} times, more than max_deliveries {max}")),
+            Counted::Inbox(attempts) if attempts.started > max => {
+                let before = Attempts {
+                    started: attempts.started - 1,
+                    finished: attempts.finished,
+                };
+                Some(format!(
+                    "the handler started {} times without committing, max_deliveries {max}: \
+                     {} never returned (the process crashed or was killed), {} failed",
+                    before.started,
+                    before.unfinished(),
+                    before.finished
+                ))
+            }
+            Counted::Inbox(_) => {
+                let backstop = max.saturating_mul(ConsumerOptions::BROKER_COUNT_BACKSTOP);
+                (broker > backstop).then(|| {
+                    format!(
+                        "delivered {broker} times, more than {} x max_deliveries {max}",
+                        ConsumerOptions::BROKER_COUNT_BACKSTOP
+                    )
+                })
+            }
+        }
+    }
+
+    /// Deletes the count in the handler's transaction, so it goes when the
+    /// handler's work commits; only a delivery whose start was counted has
+    /// one to delete.
+    pub(crate) async fn clear_attempts(
+        &self,
+        tx: &mut I::Tx,
+        envelope: &Envelope,
+        counted: Counted,
+    ) -> Result<(), tidings_core::InboxError> {
+        match counted {
+            Counted::Inbox(_) => self.inbox.clear_attempts(tx, envelope.event_id).await,
+            _ => Ok(()),
+        }
+    }
+
+    /// Counts an attempt that ended without a commit and goes back to the
+    /// broker; a failure to count is logged, and leaves the attempt looking
+    /// like a crash.
+    pub(crate) async fn finish_attempt(&self, envelope: &Envelope, counted: Counted) {
+        let start_counted = match counted {
+            Counted::First => false,
+            Counted::Inbox(_) => true,
+            Counted::Off | Counted::Broker => return,
+        };
+        let finished = self
+            .inbox
+            .finish_attempt(envelope.event_id, start_counted)
+            .await;
+        if let Err(e) = finished {
+            tracing::warn!(error = %error_chain(&e), "counting the failed attempt failed");
+        }
+    }
+}

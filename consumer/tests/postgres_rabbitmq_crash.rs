@@ -1,0 +1,324 @@
+//! A message whose handler kills the consumer process, on a real path:
+//! PostgreSQL outbox → relay → RabbitMQ quorum queue → consumer with the
+//! PostgreSQL inbox, run as a child process and killed by PID.
+//!
+//! 2,000 orders over 8 ordering keys are staged and relayed; the handler of
+//! order 300 tells the parent it started, and the parent kills the child 150
+//! ms later, as the kernel's out-of-memory killer would, then starts a new
+//! one. Orders of the poison's key queue behind it in the consumer, so on
+//! every death the broker counts them delivered once more without their
+//! handler ever having run. Expected: order 300 is parked after
+//! `max_deliveries + 1` deaths (the first delivery's start is not
+//! counted), alone, and every other order has its effect exactly once.
+//!
+//! The file is its own harness (`harness = false`): run plainly it is the
+//! parent; with `TIDINGS_CRASH_CHILD` set it is the consumer child.
+
+mod e2e;
+
+use std::io::{BufRead, Write};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use e2e::{Order, apply, options};
+use futures::StreamExt;
+use sqlx::AssertSqlSafe;
+use sqlx::postgres::PgPoolOptions;
+use tidings_consumer::{Consumer, TxHandle, handler_fn};
+use tidings_core::relay::Relay;
+use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, OutboxSpec, QueueSpec, Source};
+use tidings_inbox::Inbox;
+use tidings_postgres::{PgContext, PgOutboxOptions, PgOutboxStore};
+use tidings_rabbitmq::{
+    ConnectionOptions, PublisherOptions, QueueOptions, RabbitPublisher, RabbitSource,
+    SourceOptions, Topology, dead_letter_queue,
+};
+use tidings_testing::names::unique_name;
+use tidings_testing::services::{amqp_url, database_url, service_missing};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio_util::sync::CancellationToken;
+
+/// Set in the child's environment to `<schema> <queue>`.
+const CHILD_ENV: &str = "TIDINGS_CRASH_CHILD";
+const ORDERS: i32 = 2_000;
+const KEYS: i32 = 8;
+const POISON: i32 = 300;
+const MAX_DELIVERIES: u32 = 5;
+const PREFETCH: u16 = 64;
+const CONCURRENCY: usize = 4;
+/// How long the poison's handler runs before its process is killed.
+const KILL_AFTER: Duration = Duration::from_millis(150);
+/// The line the child prints when the poison's handler starts.
+const REACHED: &str = "poison reached";
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    match std::env::var(CHILD_ENV) {
+        Ok(config) => runtime.block_on(child(&config)),
+        Err(_) => {
+            let started = Instant::now();
+            let figures = runtime.block_on(a_message_that_kills_its_consumer_is_parked_alone());
+            let mut err = std::io::stderr();
+            writeln!(
+                err,
+                "test a_message_that_kills_its_consumer_is_parked_alone ... ok ({figures}, {:.1} s)",
+                started.elapsed().as_secs_f64()
+            )
+            .unwrap();
+        }
+    }
+}
+
+fn leak(text: String) -> &'static str {
+    Box::leak(text.into_boxed_str())
+}
+
+async fn store_in(schema: &str) -> PgOutboxStore {
+    let url = database_url();
+    let pool = PgPoolOptions::new()
+        .max_connections(8)
+        .connect(&url)
+        .await
+        .unwrap_or_else(|e| service_missing("PostgreSQL", &url, &e));
+    PgOutboxStore::new(pool, PgOutboxOptions::new().schema(schema.to_owned())).unwrap()
+}
+
+/// The parent: stages and relays the orders, runs children until the
+/// queue is drained, and returns the figures.
+async fn a_message_that_kills_its_consumer_is_parked_alone() -> String {
+    let schema = unique_name("tidings_crash");
+    let store = store_in(&schema).await;
+    store.migrate().await.unwrap();
+    let create =
+        format!("create table \"{schema}\".effects (order_id int primary key, times int not null)");
+    sqlx::query(AssertSqlSafe(create))
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let queue = leak(unique_name("crash_orders"));
+    let amqp = amqp_url();
+    let topology = Topology::new(ConnectionOptions::new(amqp.clone()));
+    topology
+        .declare_queue(
+            queue,
+            QueueOptions::quorum().expires(Duration::from_secs(300)),
+        )
+        .await
+        .unwrap_or_else(|e| service_missing("RabbitMQ", &amqp, &e));
+
+    stage_and_relay(&store, queue).await;
+    let parked = collect_parked(queue);
+    let crashes = run_children(&store, &schema, queue, &parked).await;
+
+    let parked = std::mem::take(&mut *parked.lock().unwrap());
+    let (handled, most, poison_handled) = effects(&store).await;
+    sqlx::query(AssertSqlSafe(format!("drop schema \"{schema}\" cascade")))
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let ids: Vec<i32> = parked.iter().map(|(id, _)| *id).collect();
+    assert_eq!(
+        ids,
+        [POISON],
+        "exactly the poison is parked; reasons: {parked:?}"
+    );
+    assert!(
+        parked[0].1.contains("never returned") && parked[0].1.contains("max_deliveries 5"),
+        "{parked:?}"
+    );
+    assert_eq!(
+        (handled, most, poison_handled),
+        (i64::from(ORDERS - 1), 1, false),
+        "(orders with an effect, most effects of one order, poison handled)"
+    );
+    assert_eq!(
+        crashes,
+        MAX_DELIVERIES + 1,
+        "the first start plus max_deliveries counted ones"
+    );
+    topology.delete_queue(queue).await.unwrap();
+    format!(
+        "{crashes} consumer processes killed, parked: order {}",
+        ids[0]
+    )
+}
+
+/// Stages the orders through the outbox in a few transactions and relays
+/// them all to the queue.
+async fn stage_and_relay(store: &PgOutboxStore, queue: &'static str) {
+    let spec: &'static OutboxSpec<Order> =
+        Box::leak(Box::new(OutboxSpec::json("order-events").to_queue(queue)));
+    for chunk in (0..ORDERS).collect::<Vec<_>>().chunks(250) {
+        let mut ctx = store.begin().await.unwrap();
+        for id in chunk {
+            ctx.outbox()
+                .stage(spec, "order.placed", &Order { id: *id })
+                .unwrap()
+                .ordering_key(format!("k{}", id % KEYS));
+        }
+        ctx.commit().await.unwrap();
+    }
+    let publisher = RabbitPublisher::new(
+        ConnectionOptions::new(amqp_url()),
+        PublisherOptions::default(),
+    );
+    let relay = Relay::new(store.clone(), publisher, spec).unwrap();
+    let mut published = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while published < ORDERS as usize {
+        assert!(Instant::now() < deadline, "relayed only {published}");
+        published += relay.drain().await.unwrap().published;
+    }
+}
+
+/// Collects what lands in the dead-letter queue: `(order id, reason)`.
+fn collect_parked(queue: &str) -> Arc<Mutex<Vec<(i32, String)>>> {
+    let parked = Arc::new(Mutex::new(Vec::new()));
+    let source = RabbitSource::new(ConnectionOptions::new(amqp_url()), SourceOptions::default());
+    let dead_letters = dead_letter_queue(queue);
+    tokio::spawn({
+        let parked = parked.clone();
+        async move {
+            let mut stream = source.subscribe(&dead_letters).await.unwrap();
+            while let Some(Ok(delivery)) = stream.next().await {
+                let order: Order = serde_json::from_slice(&delivery.envelope().payload).unwrap();
+                let reason = delivery.envelope().headers[DEAD_LETTER_REASON_HEADER].clone();
+                parked.lock().unwrap().push((order.id, reason));
+                delivery.ack().await.unwrap();
+            }
+        }
+    });
+    parked
+}
+
+/// `(orders with an effect, the most effects one order had, whether the
+/// poison had one)`.
+async fn effects(store: &PgOutboxStore) -> (i64, i32, bool) {
+    let schema = store.options().get_schema();
+    let sql = format!(
+        "select count(*), coalesce(max(times), 0), coalesce(bool_or(order_id = {POISON}), false) \
+         from \"{schema}\".effects"
+    );
+    sqlx::query_as(AssertSqlSafe(sql))
+        .fetch_one(store.pool())
+        .await
+        .unwrap()
+}
+
+/// Runs consumer children one after another, killing each by PID shortly
+/// after it reports the poison's handler started, until every order has
+/// an effect or was parked; returns how many were killed.
+async fn run_children(
+    store: &PgOutboxStore,
+    schema: &str,
+    queue: &str,
+    parked: &Mutex<Vec<(i32, String)>>,
+) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut crashes = 0;
+    loop {
+        let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+            .env(CHILD_ENV, format!("{schema} {queue}"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "not drained after {crashes} kills: effects {:?}, parked {:?}",
+                effects(store).await,
+                parked.lock().unwrap()
+            );
+            let line = tokio::select! {
+                line = lines.next_line() => line.unwrap(),
+                () = tokio::time::sleep(Duration::from_millis(100)) => {
+                    let (handled, _, _) = effects(store).await;
+                    let settled = handled + parked.lock().unwrap().len() as i64;
+                    if settled < i64::from(ORDERS) {
+                        continue;
+                    }
+                    // Drained: give a late parking a moment to show, then
+                    // stop the child by closing its input.
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    drop(child.stdin.take());
+                    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+                        .await
+                        .expect("the child stops when its input closes")
+                        .unwrap();
+                    assert!(status.success(), "{status}");
+                    return crashes;
+                }
+            };
+            match line.as_deref() {
+                Some(REACHED) => {
+                    tokio::time::sleep(KILL_AFTER).await;
+                    child.kill().await.unwrap();
+                    crashes += 1;
+                    break;
+                }
+                Some(_) => {}
+                None => panic!("the child exited on its own: {:?}", child.wait().await),
+            }
+        }
+    }
+}
+
+/// Tells the parent that the poison's handler started.
+fn tell_parent() {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{REACHED}").unwrap();
+    out.flush().unwrap();
+}
+
+/// The child: one consumer until its input closes.
+async fn child(config: &str) {
+    let (schema, queue) = config.split_once(' ').expect("<schema> <queue>");
+    let store = store_in(schema).await;
+    let queue: &'static QueueSpec<Order> =
+        Box::leak(Box::new(QueueSpec::json(leak(queue.to_owned()))));
+    let source = RabbitSource::new(
+        ConnectionOptions::new(amqp_url()),
+        SourceOptions::default().prefetch(PREFETCH),
+    );
+    let sql = format!(
+        "insert into \"{schema}\".effects (order_id, times) values ($1, 1) \
+         on conflict (order_id) do update set times = effects.times + 1"
+    );
+    let handler = handler_fn(
+        move |msg: Message<Order>, tx: TxHandle<PgContext<'static>>| {
+            let sql = sql.clone();
+            async move {
+                if msg.payload.id == POISON {
+                    tell_parent();
+                    std::future::pending::<()>().await;
+                }
+                apply(&sql, &msg, &tx).await
+            }
+        },
+    );
+    let consumer = Consumer::new(source, queue, handler)
+        .unwrap()
+        .inbox(Inbox::new(store.inbox(), "billing").unwrap())
+        .options(
+            options()
+                .concurrency(CONCURRENCY)
+                .max_deliveries(MAX_DELIVERIES),
+        );
+    let cancel = CancellationToken::new();
+    std::thread::spawn({
+        let cancel = cancel.clone();
+        move || {
+            for _ in std::io::stdin().lock().lines() {}
+            cancel.cancel();
+        }
+    });
+    consumer.run(cancel).await;
+}

@@ -1,0 +1,37 @@
+//! The inbox conformance suite: what every inbox store must honour.
+//!
+//! Each case is a function taking the store's [`InboxHarness`];
+//! [`inbox_conformance!`](crate::inbox_conformance) turns every case into a
+//! test.
+
+mod attempts;
+mod harness;
+
+pub use attempts::*;
+pub use harness::InboxHarness;
+
+/// Expands to one `#[tokio::test]` per case of the inbox conformance
+/// suite, each calling the case with the harness expression, then its
+/// `teardown`.
+#[macro_export]
+macro_rules! inbox_conformance {
+    ($harness:expr) => {
+        $crate::inbox_conformance!(@cases $harness;
+            attempts_count_starts_and_ends,
+            attempts_are_counted_per_consumer_and_event,
+            a_commit_clears_attempts_and_a_rollback_keeps_them,
+            a_start_outlives_a_transaction_that_never_ends,
+            retention_purges_stale_attempt_counts,
+        );
+    };
+    (@cases $harness:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let harness = $harness;
+                $crate::inbox::$case(&harness).await;
+                $crate::inbox::InboxHarness::teardown(&harness).await;
+            }
+        )*
+    };
+}
