@@ -27,6 +27,53 @@ pub fn sqs_endpoint() -> String {
     env_or("SQS_ENDPOINT", "http://127.0.0.1:4566")
 }
 
+/// RabbitMQ over TLS: `AMQPS_URL`, default
+/// `amqps://guest:guest@localhost:5671/%2f`, the TLS front the setup
+/// command starts. Its certificate is valid for `localhost` only.
+pub fn amqps_url() -> String {
+    env_or("AMQPS_URL", "amqps://guest:guest@localhost:5671/%2f")
+}
+
+/// RabbitMQ over TLS with a client certificate required:
+/// `AMQPS_CLIENT_CERTIFICATE_URL`, default
+/// `amqps://guest:guest@localhost:5673/%2f`.
+pub fn amqps_client_certificate_url() -> String {
+    env_or(
+        "AMQPS_CLIENT_CERTIFICATE_URL",
+        "amqps://guest:guest@localhost:5673/%2f",
+    )
+}
+
+/// The throwaway certificates the setup command makes: `TIDINGS_TLS_DIR`,
+/// default `tls` in `TIDINGS_SERVICES_DIR` (default
+/// `~/.cache/tidings-services`). It holds `ca.pem`, `server.pem` and
+/// `server.key` (signed by that CA, for `localhost` only), `client.pem`
+/// and `client.key` (signed by it too), and `other-ca.pem`, a CA that
+/// signed none of them.
+pub fn tls_dir() -> std::path::PathBuf {
+    if let Ok(dir) = std::env::var("TIDINGS_TLS_DIR") {
+        return dir.into();
+    }
+    let services = std::env::var("TIDINGS_SERVICES_DIR").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/tidings-services",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    });
+    std::path::Path::new(&services).join("tls")
+}
+
+/// The file `name` in [`tls_dir`]; fails the test with the setup command
+/// when it is missing.
+#[track_caller]
+pub fn tls_file(name: &str) -> std::path::PathBuf {
+    let path = tls_dir().join(name);
+    if let Err(e) = std::fs::metadata(&path) {
+        service_missing("Test certificates", &path.display().to_string(), &e);
+    }
+    path
+}
+
 /// Fails the test with the service's name, address, the error, and the
 /// command that starts it.
 #[track_caller]

@@ -12,6 +12,7 @@ mod pending_acks;
 mod properties;
 mod publisher;
 mod source;
+mod tls;
 mod topology;
 
 pub use acker::RabbitAcker;
@@ -22,6 +23,7 @@ pub use options::{
 pub use properties::{DEAD_LETTER_REASON_HEADER, PRIOR_DELIVERIES_HEADER};
 pub use publisher::RabbitPublisher;
 pub use source::{RabbitSource, RabbitStream};
+pub use tls::{Pem, TlsError, TlsOptions};
 pub use topology::{
     QueueKind, QueueOptions, Topology, dead_letter_exchange, dead_letter_queue, delay_queue,
     exchange_name,
