@@ -13,8 +13,9 @@
 #
 # TLS: a throwaway CA and certificates made with openssl in
 # $TIDINGS_SERVICES_DIR/tls (see tls_certificates), and stunnel as a TLS
-# front for RabbitMQ on 127.0.0.1:5671, plus one that requires a client
-# certificate on 127.0.0.1:5673.
+# front for RabbitMQ on 127.0.0.1:5671, one that requires a client
+# certificate on 127.0.0.1:5673, and one for the SQS stand-in (HTTPS) on
+# 127.0.0.1:4567.
 set -euo pipefail
 
 log() { printf 'setup-services: %s\n' "$*" >&2; }
@@ -115,10 +116,29 @@ extendedKeyUsage=serverAuth"
   touch "$dir/.complete"
 }
 
-# amqps: stunnel in front of RabbitMQ, one process serving both ports.
-amqps() {
-  if port_open 5671 && port_open 5673; then log "amqps answers on 5671 and 5673"; return; fi
+# stop_own NAME COMMAND: stops the process this script started as NAME, if
+# it still runs COMMAND (say, with the configuration of an older version of
+# this script), by its PID.
+stop_own() {
+  local pidfile=$SERVICES_DIR/$1.pid pid
+  [ -f "$pidfile" ] || return 0
+  pid=$(cat "$pidfile")
+  rm -f "$pidfile"
+  [ "$(ps -o comm= -p "$pid" 2>/dev/null)" = "$2" ] || return 0
+  log "stopping the $1 started earlier (PID $pid)"
+  kill "$pid"
+  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+}
+
+# tls_fronts: stunnel in front of RabbitMQ and the SQS stand-in, one
+# process serving every port.
+tls_fronts() {
+  if port_open 5671 && port_open 5673 && port_open 4567; then
+    log "TLS fronts answer on 5671, 5673 and 4567"
+    return
+  fi
   command -v stunnel4 >/dev/null || apt_install stunnel4
+  stop_own stunnel stunnel4
   local conf=$TLS_DIR/stunnel.conf
   cat >"$conf" <<CONF
 foreground = yes
@@ -136,9 +156,17 @@ key = $TLS_DIR/server.key
 CAfile = $TLS_DIR/ca.pem
 requireCert = yes
 verifyChain = yes
+[sqs-https]
+accept = 127.0.0.1:4567
+connect = 127.0.0.1:4566
+cert = $TLS_DIR/server.pem
+key = $TLS_DIR/server.key
 CONF
   start_background stunnel 5671 30 stunnel4 "$conf"
-  wait_port 5673 10 || { log "stunnel did not open 5673; see $SERVICES_DIR/stunnel.log"; exit 1; }
+  local port
+  for port in 5673 4567; do
+    wait_port "$port" 10 || { log "stunnel did not open $port; see $SERVICES_DIR/stunnel.log"; exit 1; }
+  done
 }
 
 mongodb() {
@@ -160,5 +188,5 @@ stand_ins
 mongodb
 sqs
 tls_certificates
-amqps
+tls_fronts
 log "all services answer"
