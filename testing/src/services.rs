@@ -44,6 +44,12 @@ pub fn amqps_client_certificate_url() -> String {
     )
 }
 
+/// SQS over HTTPS: `SQS_HTTPS_ENDPOINT`, default `https://localhost:4567`,
+/// the TLS front the setup command starts for the SQS stand-in.
+pub fn sqs_https_endpoint() -> String {
+    env_or("SQS_HTTPS_ENDPOINT", "https://localhost:4567")
+}
+
 /// The throwaway certificates the setup command makes: `TIDINGS_TLS_DIR`,
 /// default `tls` in `TIDINGS_SERVICES_DIR` (default
 /// `~/.cache/tidings-services`). It holds `ca.pem`, `server.pem` and
