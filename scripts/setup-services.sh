@@ -14,8 +14,8 @@
 # TLS: a throwaway CA and certificates made with openssl in
 # $TIDINGS_SERVICES_DIR/tls (see tls_certificates), and stunnel as a TLS
 # front for RabbitMQ on 127.0.0.1:5671, one that requires a client
-# certificate on 127.0.0.1:5673, and one for the SQS stand-in (HTTPS) on
-# 127.0.0.1:4567.
+# certificate on 127.0.0.1:5673, and ones for the SQS stand-in (HTTPS) on
+# 127.0.0.1:4567 and the MongoDB stand-in on 127.0.0.1:27018.
 set -euo pipefail
 
 log() { printf 'setup-services: %s\n' "$*" >&2; }
@@ -130,13 +130,13 @@ stop_own() {
   for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
 }
 
-# tls_fronts: stunnel in front of RabbitMQ and the SQS stand-in, one
-# process serving every port.
+# tls_fronts: stunnel in front of RabbitMQ and the stand-ins, one process
+# serving every port.
+TLS_PORTS="5671 5673 4567 27018"
 tls_fronts() {
-  if port_open 5671 && port_open 5673 && port_open 4567; then
-    log "TLS fronts answer on 5671, 5673 and 4567"
-    return
-  fi
+  local port missing=""
+  for port in $TLS_PORTS; do port_open "$port" || missing="$missing $port"; done
+  if [ -z "$missing" ]; then log "TLS fronts answer on $TLS_PORTS"; return; fi
   command -v stunnel4 >/dev/null || apt_install stunnel4
   stop_own stunnel stunnel4
   local conf=$TLS_DIR/stunnel.conf
@@ -161,10 +161,14 @@ accept = 127.0.0.1:4567
 connect = 127.0.0.1:4566
 cert = $TLS_DIR/server.pem
 key = $TLS_DIR/server.key
+[mongodb-tls]
+accept = 127.0.0.1:27018
+connect = 127.0.0.1:27017
+cert = $TLS_DIR/server.pem
+key = $TLS_DIR/server.key
 CONF
   start_background stunnel 5671 30 stunnel4 "$conf"
-  local port
-  for port in 5673 4567; do
+  for port in $TLS_PORTS; do
     wait_port "$port" 10 || { log "stunnel did not open $port; see $SERVICES_DIR/stunnel.log"; exit 1; }
   done
 }

@@ -22,6 +22,18 @@ pub fn mongodb_url() -> String {
     )
 }
 
+/// MongoDB over TLS: `MONGODB_TLS_URL`, default
+/// `mongodb://localhost:27018/?directConnection=true&tls=true`, the TLS
+/// front the setup command starts for the MongoDB stand-in (a direct
+/// connection, since the replica set names its member by its plain
+/// address).
+pub fn mongodb_tls_url() -> String {
+    env_or(
+        "MONGODB_TLS_URL",
+        "mongodb://localhost:27018/?directConnection=true&tls=true",
+    )
+}
+
 /// SQS: `SQS_ENDPOINT`, default `http://127.0.0.1:4566`.
 pub fn sqs_endpoint() -> String {
     env_or("SQS_ENDPOINT", "http://127.0.0.1:4566")
