@@ -13,7 +13,7 @@ use mongodb::options::{ClientOptions, Tls, TlsOptions};
 use support::{DATABASE, ORDER_EVENTS};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore};
 use tidings_mongo::Retention;
-use tidings_testing::services::{mongodb_tls_url, service_missing, tls_file};
+use tidings_testing::services::{expect_listening, mongodb_tls_url, service_missing, tls_file};
 
 /// The client options of the TLS URL, trusting the CA in the PEM file `ca`.
 async fn options(ca: &str) -> ClientOptions {
@@ -60,6 +60,7 @@ async fn a_store_stages_and_claims_over_tls() {
 
 #[tokio::test]
 async fn a_certificate_from_an_unknown_ca_is_refused() {
+    expect_listening("the MongoDB stand-in's TLS front", &mongodb_tls_url());
     let mut options = options("other-ca.pem").await;
     // The driver waits this long for a server it can use before it
     // reports why none would do.

@@ -92,6 +92,34 @@ pub fn tls_file(name: &str) -> std::path::PathBuf {
     path
 }
 
+/// Fails the test with the setup command unless something accepts TCP
+/// connections at the host and port of `url` (a TLS front, before a test
+/// that expects it to refuse a certificate).
+#[track_caller]
+pub fn expect_listening(service: &str, url: &str) {
+    use std::net::{TcpStream, ToSocketAddrs};
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?']).next().unwrap_or(rest);
+    let address = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let addresses: Vec<_> = match address.to_socket_addrs() {
+        Ok(addresses) => addresses.collect(),
+        Err(e) => service_missing(service, address, &e),
+    };
+    let mut refused = None;
+    for a in &addresses {
+        match TcpStream::connect_timeout(a, std::time::Duration::from_secs(2)) {
+            Ok(_) => return,
+            Err(e) => refused = Some(e),
+        }
+    }
+    match refused {
+        Some(e) => service_missing(service, address, &e),
+        None => service_missing(service, address, &"no address"),
+    }
+}
+
 /// Fails the test with the service's name, address, the error, and the
 /// command that starts it.
 #[track_caller]

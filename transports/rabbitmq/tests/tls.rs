@@ -16,7 +16,7 @@ use tidings_rabbitmq::{
 };
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{
-    amqps_client_certificate_url, amqps_url, service_missing, tls_file,
+    amqps_client_certificate_url, amqps_url, expect_listening, service_missing, tls_file,
 };
 
 /// A refusal must come this fast: no waiting out a timeout.
@@ -79,6 +79,7 @@ async fn round_trip(url: &str, tls: TlsOptions) {
 /// came at once and is transient (the relay keeps the message and tries
 /// again), and the TLS error under it.
 async fn refused(url: &str, tls: TlsOptions) -> (PublishError, String) {
+    expect_listening("RabbitMQ or its TLS front", url);
     let publisher = RabbitPublisher::new(connection(url, tls), PublisherOptions::default());
     let started = Instant::now();
     let mut results = publisher.publish_batch(&[envelope("tls_refused", 1)]).await;
@@ -186,6 +187,7 @@ async fn an_unreadable_certificate_file_is_named() {
 
 #[tokio::test]
 async fn a_source_and_topology_report_a_refused_certificate_too() {
+    expect_listening("RabbitMQ's TLS front", &amqps_url());
     let other = TlsOptions::default().ca_certificates(Pem::file(tls_file("other-ca.pem")));
     let topology = Topology::new(connection(&amqps_url(), other.clone()));
     let error = topology

@@ -14,7 +14,7 @@ use tidings_core::{Envelope, PublishError, Publisher, Source};
 use tidings_sqs::aws_sdk_sqs::Client;
 use tidings_sqs::aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
 use tidings_sqs::{PublisherOptions, QueueOptions, SqsPublisher, SqsSource};
-use tidings_testing::services::{sqs_https_endpoint, tls_file};
+use tidings_testing::services::{expect_listening, sqs_https_endpoint, tls_file};
 
 /// A client for the stand-in behind its TLS front, trusting only the CA in
 /// the PEM file `ca`.
@@ -78,6 +78,7 @@ async fn publishes_and_consumes_over_https_with_a_private_ca() {
 
 #[tokio::test]
 async fn a_certificate_from_an_unknown_ca_is_refused_at_once() {
+    expect_listening("the SQS stand-in's TLS front", &sqs_https_endpoint());
     let publisher = SqsPublisher::new(https_client("other-ca.pem"), PublisherOptions::default());
     let started = Instant::now();
     let error = publisher
