@@ -114,6 +114,7 @@ extendedKeyUsage=serverAuth"
   signed client tidings-test-client "extendedKeyUsage=clientAuth"
   chmod 600 "$dir"/*.key
   touch "$dir/.complete"
+  TLS_CERTIFICATES_NEW=1
 }
 
 # stop_own NAME COMMAND: stops the process this script started as NAME, if
@@ -136,7 +137,11 @@ TLS_PORTS="5671 5673 4567 27018"
 tls_fronts() {
   local port missing=""
   for port in $TLS_PORTS; do port_open "$port" || missing="$missing $port"; done
-  if [ -z "$missing" ]; then log "TLS fronts answer on $TLS_PORTS"; return; fi
+  # New certificates need a restart of a front serving old ones.
+  if [ -z "$missing" ] && [ -z "${TLS_CERTIFICATES_NEW:-}" ]; then
+    log "TLS fronts answer on $TLS_PORTS"
+    return
+  fi
   command -v stunnel4 >/dev/null || apt_install stunnel4
   stop_own stunnel stunnel4
   local conf=$TLS_DIR/stunnel.conf
