@@ -9,8 +9,8 @@ use lapin::{Channel, Connection, ConnectionProperties};
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
+use crate::handshake;
 use crate::options::ConnectionOptions;
-use crate::tls;
 
 /// Hands out the current connection, reconnecting when it has dropped.
 ///
@@ -103,13 +103,13 @@ impl Connector {
                 format!("invalid broker URL: {reason}"),
             )
         })?;
-        let tls = tls::config(&self.options.tls, &uri)?;
+        let tls = handshake::config(&self.options.tls, &uri)?;
         let name = LongString::from(self.options.connection_name.as_str());
         let properties = ConnectionProperties::default().with_connection_name(name);
         let connect =
             Connection::connect_uri_with_config(uri.clone(), properties, tls, default_runtime()?);
         match tokio::time::timeout(self.options.connect_timeout, connect).await {
-            Ok(result) => result.map_err(|error| tls::explain(error, &uri)),
+            Ok(result) => result.map_err(|error| handshake::explain(error, &uri)),
             Err(_) => Err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 format!("no connection within {:?}", self.options.connect_timeout),
