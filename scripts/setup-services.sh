@@ -10,6 +10,12 @@
 # into one virtualenv under $TIDINGS_SERVICES_DIR (default
 # ~/.cache/tidings-services) and started in the background; their PIDs and
 # logs are kept there.
+#
+# TLS: a throwaway CA and certificates made with openssl in
+# $TIDINGS_SERVICES_DIR/tls (see tls_certificates), and stunnel as a TLS
+# front for RabbitMQ on 127.0.0.1:5671, one that requires a client
+# certificate on 127.0.0.1:5673, and ones for the SQS stand-in (HTTPS) on
+# 127.0.0.1:4567 and the MongoDB stand-in on 127.0.0.1:27018.
 set -euo pipefail
 
 log() { printf 'setup-services: %s\n' "$*" >&2; }
@@ -76,6 +82,102 @@ start_background() {
   wait_port "$port" "$seconds" || { log "$name did not start; see $SERVICES_DIR/$name.log"; exit 1; }
 }
 
+TLS_DIR=$SERVICES_DIR/tls
+
+# tls_certificates: the throwaway certificates the TLS tests use, made once.
+#   ca.pem             the CA the tests trust
+#   server.pem/.key    signed by it, for the name localhost only, so a
+#                      client that dials 127.0.0.1 sees a wrong host name
+#   client.pem/.key    signed by it, for mutual TLS
+#   other-ca.pem       a CA that signed nothing here: the wrong CA
+tls_certificates() {
+  [ -f "$TLS_DIR/.complete" ] && return
+  command -v openssl >/dev/null || apt_install openssl
+  log "making a throwaway CA and certificates in $TLS_DIR"
+  mkdir -p "$TLS_DIR"
+  local dir=$TLS_DIR days=3650
+  openssl req -x509 -newkey rsa:2048 -nodes -days "$days" -subj "/CN=tidings test CA" \
+    -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
+  openssl req -x509 -newkey rsa:2048 -nodes -days "$days" -subj "/CN=tidings other CA" \
+    -keyout "$dir/other-ca.key" -out "$dir/other-ca.pem" 2>/dev/null
+  # signed NAME CN EXTENSIONS: a key and a certificate signed by ca.pem.
+  signed() {
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=$2" \
+      -keyout "$dir/$1.key" -out "$dir/$1.csr" 2>/dev/null
+    printf '%s\n' "$3" >"$dir/$1.ext"
+    openssl x509 -req -in "$dir/$1.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+      -CAcreateserial -days "$days" -extfile "$dir/$1.ext" -out "$dir/$1.pem" 2>/dev/null
+    rm -f "$dir/$1.csr" "$dir/$1.ext"
+  }
+  signed server localhost "subjectAltName=DNS:localhost
+extendedKeyUsage=serverAuth"
+  signed client tidings-test-client "extendedKeyUsage=clientAuth"
+  chmod 600 "$dir"/*.key
+  touch "$dir/.complete"
+  TLS_CERTIFICATES_NEW=1
+}
+
+# stop_own NAME COMMAND: stops the process this script started as NAME, if
+# it still runs COMMAND (say, with the configuration of an older version of
+# this script), by its PID.
+stop_own() {
+  local pidfile=$SERVICES_DIR/$1.pid pid
+  [ -f "$pidfile" ] || return 0
+  pid=$(cat "$pidfile")
+  rm -f "$pidfile"
+  [ "$(ps -o comm= -p "$pid" 2>/dev/null)" = "$2" ] || return 0
+  log "stopping the $1 started earlier (PID $pid)"
+  kill "$pid"
+  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+}
+
+# tls_fronts: stunnel in front of RabbitMQ and the stand-ins, one process
+# serving every port.
+TLS_PORTS="5671 5673 4567 27018"
+tls_fronts() {
+  local port missing=""
+  for port in $TLS_PORTS; do port_open "$port" || missing="$missing $port"; done
+  # New certificates need a restart of a front serving old ones.
+  if [ -z "$missing" ] && [ -z "${TLS_CERTIFICATES_NEW:-}" ]; then
+    log "TLS fronts answer on $TLS_PORTS"
+    return
+  fi
+  command -v stunnel4 >/dev/null || apt_install stunnel4
+  stop_own stunnel stunnel4
+  local conf=$TLS_DIR/stunnel.conf
+  cat >"$conf" <<CONF
+foreground = yes
+pid =
+[amqps]
+accept = 127.0.0.1:5671
+connect = 127.0.0.1:5672
+cert = $TLS_DIR/server.pem
+key = $TLS_DIR/server.key
+[amqps-client-certificate]
+accept = 127.0.0.1:5673
+connect = 127.0.0.1:5672
+cert = $TLS_DIR/server.pem
+key = $TLS_DIR/server.key
+CAfile = $TLS_DIR/ca.pem
+requireCert = yes
+verifyChain = yes
+[sqs-https]
+accept = 127.0.0.1:4567
+connect = 127.0.0.1:4566
+cert = $TLS_DIR/server.pem
+key = $TLS_DIR/server.key
+[mongodb-tls]
+accept = 127.0.0.1:27018
+connect = 127.0.0.1:27017
+cert = $TLS_DIR/server.pem
+key = $TLS_DIR/server.key
+CONF
+  start_background stunnel 5671 30 stunnel4 "$conf"
+  for port in $TLS_PORTS; do
+    wait_port "$port" 10 || { log "stunnel did not open $port; see $SERVICES_DIR/stunnel.log"; exit 1; }
+  done
+}
+
 mongodb() {
   if port_open 27017; then log "mongodb answers on 27017"; return; fi
   start_background secantusdb 27017 30 \
@@ -94,4 +196,6 @@ rabbitmq
 stand_ins
 mongodb
 sqs
+tls_certificates
+tls_fronts
 log "all services answer"

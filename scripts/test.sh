@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-services.sh
+. scripts/toolchain.sh
 # All features: the operator CLI and the examples that need a store or
 # transport are built and tested too.
 cargo test --workspace --all-targets --all-features "$@"

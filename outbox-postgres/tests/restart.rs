@@ -4,93 +4,16 @@
 
 mod support;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use sqlx::postgres::PgPoolOptions;
+use support::cluster::PrivateCluster;
 use support::{LISTENING_BACKENDS, ORDER_EVENTS};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
 use tidings_postgres::{PgListener, PgOutboxOptions, PgOutboxStore};
-use tidings_testing::names::unique_name;
 use tidings_testing::services::service_missing;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-/// A PostgreSQL cluster of this test's own, dropped with the value.
-struct PrivateCluster {
-    version: String,
-    name: String,
-    port: u16,
-}
-
-impl PrivateCluster {
-    fn create() -> Self {
-        let version = std::fs::read_dir("/etc/postgresql")
-            .ok()
-            .and_then(|dir| {
-                dir.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                    .max()
-            })
-            .unwrap_or_else(|| {
-                service_missing(
-                    "PostgreSQL (pg_createcluster)",
-                    "/etc/postgresql",
-                    &"no installed version",
-                )
-            });
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let cluster = Self {
-            version,
-            name: unique_name("tidings_test"),
-            port,
-        };
-        cluster.run(
-            "pg_createcluster",
-            &[],
-            &["-p", &port.to_string(), "--", "--auth=trust"],
-        );
-        cluster.ctl("start");
-        cluster
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-
-    fn ctl(&self, action: &str) {
-        self.run(
-            "pg_ctlcluster",
-            &["--skip-systemctl-redirect", "-m", "fast"],
-            &[action],
-        );
-    }
-
-    /// Runs `tool [options] <version> <name> [rest]`.
-    fn run(&self, tool: &str, options: &[&str], rest: &[&str]) {
-        let status = Command::new(tool)
-            .args(options)
-            .args([self.version.as_str(), self.name.as_str()])
-            .args(rest)
-            .output()
-            .unwrap_or_else(|e| service_missing("PostgreSQL cluster tools", tool, &e));
-        assert!(
-            status.status.success(),
-            "{tool} {rest:?} failed: {}",
-            String::from_utf8_lossy(&status.stderr)
-        );
-    }
-}
-
-impl Drop for PrivateCluster {
-    fn drop(&mut self) {
-        let _ = Command::new("pg_dropcluster")
-            .args([self.version.as_str(), self.name.as_str(), "--stop"])
-            .output();
-    }
-}
 
 /// Claims whenever woken (never by polling) and reports each claim;
 /// errors while the server is down are retried.

@@ -22,9 +22,102 @@ pub fn mongodb_url() -> String {
     )
 }
 
+/// MongoDB over TLS: `MONGODB_TLS_URL`, default
+/// `mongodb://localhost:27018/?directConnection=true&tls=true`, the TLS
+/// front the setup command starts for the MongoDB stand-in (a direct
+/// connection, since the replica set names its member by its plain
+/// address).
+pub fn mongodb_tls_url() -> String {
+    env_or(
+        "MONGODB_TLS_URL",
+        "mongodb://localhost:27018/?directConnection=true&tls=true",
+    )
+}
+
 /// SQS: `SQS_ENDPOINT`, default `http://127.0.0.1:4566`.
 pub fn sqs_endpoint() -> String {
     env_or("SQS_ENDPOINT", "http://127.0.0.1:4566")
+}
+
+/// RabbitMQ over TLS: `AMQPS_URL`, default
+/// `amqps://guest:guest@localhost:5671/%2f`, the TLS front the setup
+/// command starts. Its certificate is valid for `localhost` only.
+pub fn amqps_url() -> String {
+    env_or("AMQPS_URL", "amqps://guest:guest@localhost:5671/%2f")
+}
+
+/// RabbitMQ over TLS with a client certificate required:
+/// `AMQPS_CLIENT_CERTIFICATE_URL`, default
+/// `amqps://guest:guest@localhost:5673/%2f`.
+pub fn amqps_client_certificate_url() -> String {
+    env_or(
+        "AMQPS_CLIENT_CERTIFICATE_URL",
+        "amqps://guest:guest@localhost:5673/%2f",
+    )
+}
+
+/// SQS over HTTPS: `SQS_HTTPS_ENDPOINT`, default `https://localhost:4567`,
+/// the TLS front the setup command starts for the SQS stand-in.
+pub fn sqs_https_endpoint() -> String {
+    env_or("SQS_HTTPS_ENDPOINT", "https://localhost:4567")
+}
+
+/// The throwaway certificates the setup command makes: `TIDINGS_TLS_DIR`,
+/// default `tls` in `TIDINGS_SERVICES_DIR` (default
+/// `~/.cache/tidings-services`). It holds `ca.pem`, `server.pem` and
+/// `server.key` (signed by that CA, for `localhost` only), `client.pem`
+/// and `client.key` (signed by it too), and `other-ca.pem`, a CA that
+/// signed none of them.
+pub fn tls_dir() -> std::path::PathBuf {
+    if let Ok(dir) = std::env::var("TIDINGS_TLS_DIR") {
+        return dir.into();
+    }
+    let services = std::env::var("TIDINGS_SERVICES_DIR").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/tidings-services",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    });
+    std::path::Path::new(&services).join("tls")
+}
+
+/// The file `name` in [`tls_dir`]; fails the test with the setup command
+/// when it is missing.
+#[track_caller]
+pub fn tls_file(name: &str) -> std::path::PathBuf {
+    let path = tls_dir().join(name);
+    if let Err(e) = std::fs::metadata(&path) {
+        service_missing("Test certificates", &path.display().to_string(), &e);
+    }
+    path
+}
+
+/// Fails the test with the setup command unless something accepts TCP
+/// connections at the host and port of `url` (a TLS front, before a test
+/// that expects it to refuse a certificate).
+#[track_caller]
+pub fn expect_listening(service: &str, url: &str) {
+    use std::net::{TcpStream, ToSocketAddrs};
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?']).next().unwrap_or(rest);
+    let address = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let addresses: Vec<_> = match address.to_socket_addrs() {
+        Ok(addresses) => addresses.collect(),
+        Err(e) => service_missing(service, address, &e),
+    };
+    let mut refused = None;
+    for a in &addresses {
+        match TcpStream::connect_timeout(a, std::time::Duration::from_secs(2)) {
+            Ok(_) => return,
+            Err(e) => refused = Some(e),
+        }
+    }
+    match refused {
+        Some(e) => service_missing(service, address, &e),
+        None => service_missing(service, address, &"no address"),
+    }
 }
 
 /// Fails the test with the service's name, address, the error, and the

@@ -2,11 +2,14 @@
 
 use std::sync::Arc;
 
+use lapin::runtime::default_runtime;
 use lapin::types::LongString;
+use lapin::uri::AMQPUri;
 use lapin::{Channel, Connection, ConnectionProperties};
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
+use crate::handshake;
 use crate::options::ConnectionOptions;
 
 /// Hands out the current connection, reconnecting when it has dropped.
@@ -94,11 +97,19 @@ impl Connector {
     }
 
     async fn open(&self) -> Result<Connection, lapin::Error> {
+        let uri: AMQPUri = self.options.url.parse().map_err(|reason| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("invalid broker URL: {reason}"),
+            )
+        })?;
+        let tls = handshake::config(&self.options.tls, &uri)?;
         let name = LongString::from(self.options.connection_name.as_str());
         let properties = ConnectionProperties::default().with_connection_name(name);
-        let connect = Connection::connect(&self.options.url, properties);
+        let connect =
+            Connection::connect_uri_with_config(uri.clone(), properties, tls, default_runtime()?);
         match tokio::time::timeout(self.options.connect_timeout, connect).await {
-            Ok(result) => result,
+            Ok(result) => result.map_err(|error| handshake::explain(error, &uri)),
             Err(_) => Err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 format!("no connection within {:?}", self.options.connect_timeout),

@@ -6,22 +6,26 @@ mod connection;
 mod count;
 mod error;
 mod exchanges;
+mod handshake;
 mod options;
 mod outgoing;
 mod pending_acks;
 mod properties;
 mod publisher;
 mod source;
+mod tls;
 mod topology;
 
 pub use acker::RabbitAcker;
 pub use error::TopologyError;
+pub use handshake::TlsError;
 pub use options::{
     ConnectionOptions, DestinationOptions, PublisherOptions, RoutingKey, SourceOptions,
 };
 pub use properties::{DEAD_LETTER_REASON_HEADER, PRIOR_DELIVERIES_HEADER};
 pub use publisher::RabbitPublisher;
 pub use source::{RabbitSource, RabbitStream};
+pub use tls::{Pem, TlsOptions};
 pub use topology::{
     QueueKind, QueueOptions, Topology, dead_letter_exchange, dead_letter_queue, delay_queue,
     exchange_name,

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use tidings_core::Backoff;
 
+use crate::tls::TlsOptions;
+
 /// Settings of one connection to RabbitMQ.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectionOptions {
@@ -12,6 +14,7 @@ pub struct ConnectionOptions {
     pub(crate) connection_name: String,
     pub(crate) reconnect: Backoff,
     pub(crate) connect_timeout: Duration,
+    pub(crate) tls: TlsOptions,
 }
 
 impl ConnectionOptions {
@@ -26,13 +29,15 @@ impl ConnectionOptions {
     pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
     /// Options for the broker at `url`, for example
-    /// `amqp://guest:guest@127.0.0.1:5672/%2f`.
+    /// `amqp://guest:guest@127.0.0.1:5672/%2f`, or
+    /// `amqps://user:password@broker.example.com:5671/%2f` for TLS.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
             connection_name: Self::DEFAULT_CONNECTION_NAME.to_owned(),
             reconnect: Self::DEFAULT_RECONNECT,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+            tls: TlsOptions::default(),
         }
     }
 
@@ -54,6 +59,17 @@ impl ConnectionOptions {
     /// take before the attempt counts as failed.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// How an `amqps://` URL's TLS is set up: extra CA certificates and a
+    /// client certificate. Default: [`TlsOptions::default`], which verifies
+    /// the broker's certificate against the operating system's roots.
+    /// Setting anything here for an `amqp://` URL fails every connect with
+    /// [`TlsError::NotAmqps`](crate::TlsError::NotAmqps), rather than send
+    /// in the clear what was meant to be encrypted.
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = tls;
         self
     }
 
