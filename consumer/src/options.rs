@@ -38,8 +38,10 @@ pub struct ConsumerOptions {
     ///
     /// Without an inbox, the broker's delivery count is held against this.
     ///
-    /// `None` (the default) counts nothing and leaves parking to the
-    /// broker's own redrive policy.
+    /// [`DEFAULT_MAX_DELIVERIES`](Self::DEFAULT_MAX_DELIVERIES) by
+    /// default, so a poison message stops by itself even on a queue whose
+    /// broker counts deliveries loosely. `None` counts nothing and leaves
+    /// parking to the broker's own redrive policy.
     pub max_deliveries: Option<u32>,
     /// Handler attempts per delivery before it is nacked (at least 1);
     /// under [`KeyOrder::Strict`] a delivery with an ordering key gets
@@ -83,6 +85,12 @@ impl ConsumerOptions {
     pub const DEFAULT_CONCURRENCY: usize = 8;
     /// Default [`attempts`](Self::attempts).
     pub const DEFAULT_ATTEMPTS: u32 = 3;
+    /// Default [`max_deliveries`](Self::max_deliveries): five deliveries
+    /// of [`DEFAULT_ATTEMPTS`](Self::DEFAULT_ATTEMPTS) tries each, fifteen
+    /// handler runs spread over the redeliveries, outlast a dependency's
+    /// brief outage yet stop a message that can never succeed within
+    /// seconds to minutes.
+    pub const DEFAULT_MAX_DELIVERIES: u32 = 5;
     /// Default [`strict_attempts`](Self::strict_attempts).
     pub const DEFAULT_STRICT_ATTEMPTS: u32 = 10;
     /// Default [`retry_backoff`](Self::retry_backoff).
@@ -181,7 +189,7 @@ impl Default for ConsumerOptions {
             concurrency: Self::DEFAULT_CONCURRENCY,
             max_batch: 1,
             key_order: KeyOrder::default(),
-            max_deliveries: None,
+            max_deliveries: Some(Self::DEFAULT_MAX_DELIVERIES),
             attempts: Self::DEFAULT_ATTEMPTS,
             strict_attempts: Self::DEFAULT_STRICT_ATTEMPTS,
             classify_errors: true,
