@@ -88,6 +88,9 @@ struct Round<'a> {
     broken: bool,
     /// Whether any message got an error of its own.
     refused: bool,
+    /// Whether the broker closed the channel over something sent on it,
+    /// rather than the connection going away.
+    closed_over_a_message: bool,
 }
 
 impl RabbitPublisher {
@@ -155,7 +158,7 @@ impl RabbitPublisher {
             };
             alone = match alone {
                 true => !round.refused,
-                false => round.broken && !round.refused,
+                false => round.closed_over_a_message && !round.refused,
             };
             let mut again = round.again;
             again.extend(rest);
@@ -241,6 +244,12 @@ impl RabbitPublisher {
         let mut round = Round::default();
         for (mut out, sent) in batch.into_iter().zip(answers) {
             round.broken |= !matches!(sent, Ok(Ok(_)));
+            if let Ok(Err(error)) = &sent {
+                round.closed_over_a_message |= matches!(
+                    cause(error),
+                    Cause::Refused { .. } | Cause::TooLarge { .. } | Cause::NotFound(_)
+                );
+            }
             self.forget_if_missing(&out, &sent).await;
             match out.settle(sent, alone) {
                 Some(outcome) => {
