@@ -6,78 +6,34 @@ use tidings_core::Backoff;
 
 use crate::KeyOrder;
 
-/// Settings of a consumer.
+/// Settings of a consumer: a consuming setter named after each setting,
+/// and `get_*` to read one back.
+///
+/// ```
+/// use std::time::Duration;
+/// use tidings_consumer::ConsumerOptions;
+///
+/// let options = ConsumerOptions::default()
+///     .concurrency(4)
+///     .max_deliveries(None)
+///     .handler_timeout(Duration::from_secs(5));
+/// assert_eq!(options.get_concurrency(), 4);
+/// assert_eq!(options.get_max_deliveries(), None);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConsumerOptions {
-    /// Deliveries, or batches of them, handled at once.
-    pub concurrency: usize,
-    /// Deliveries at most that share one inbox transaction (at least 1,
-    /// the default). Deliveries already waiting when a handler slot frees
-    /// up are marked and handled one after another in one transaction,
-    /// committed once, then acked; nothing waits for a batch to fill. If a
-    /// handler in the batch fails, or the commit does, the transaction is
-    /// rolled back and each delivery runs again in its own, with the usual
-    /// retries, so the database sees every effect once. Handlers with
-    /// effects outside the transaction may see them repeated, as with any
-    /// redelivery. The source's prefetch should cover
-    /// `concurrency × max_batch` for batches to fill.
-    pub max_batch: usize,
-    /// How deliveries sharing an ordering key are ordered, and what a
-    /// failing one does to its key ([`KeyOrder::Serial`] by default).
-    pub key_order: KeyOrder,
-    /// How many times a message's handler may start without committing
-    /// before the message is dead-lettered without running it again.
-    ///
-    /// With an inbox, the attempts counted are those the inbox store saw
-    /// start, so a message whose handler never ran (prefetched by a
-    /// consumer process that died) is never parked for its neighbour's
-    /// crash. A first delivery is not counted up front, so that the happy
-    /// path pays nothing; if its process dies the message may run once more
-    /// than this. The broker's delivery count parks only past
-    /// [`BROKER_COUNT_BACKSTOP`](Self::BROKER_COUNT_BACKSTOP) times this.
-    ///
-    /// Without an inbox, the broker's delivery count is held against this.
-    ///
-    /// [`DEFAULT_MAX_DELIVERIES`](Self::DEFAULT_MAX_DELIVERIES) by
-    /// default, so a poison message stops by itself even on a queue whose
-    /// broker counts deliveries loosely. `None` counts nothing and leaves
-    /// parking to the broker's own redrive policy.
-    pub max_deliveries: Option<u32>,
-    /// Handler attempts per delivery before it is nacked (at least 1);
-    /// under [`KeyOrder::Strict`] a delivery with an ordering key gets
-    /// [`strict_attempts`](Self::strict_attempts) instead and is never
-    /// nacked.
-    pub attempts: u32,
-    /// Under [`KeyOrder::Strict`], handler attempts in all for a delivery
-    /// that holds its key before it is dead-lettered (at least 1). With
-    /// the default backoff, 10 attempts hold a key for at most about 13 s
-    /// of waits plus the handler runs.
-    pub strict_attempts: u32,
-    /// Waits between those attempts (and between strict attempts).
-    pub retry_backoff: Backoff,
-    /// Whether failures a handler returns through `?` without saying their
-    /// kind are read by the inbox store ([`InboxStore::is_permanent`]), so
-    /// those that can never succeed on retry are dead-lettered at once
-    /// instead of redelivered: on PostgreSQL constraint violations and data
-    /// errors (SQLSTATE classes 23 and 22), on MongoDB duplicate keys and
-    /// failed document validation. On by default; off, they are all
-    /// transient. Failures made with [`HandlerError::transient`] or
-    /// [`HandlerError::permanent`] keep their kind either way.
-    ///
-    /// [`InboxStore::is_permanent`]: tidings_core::InboxStore::is_permanent
-    /// [`HandlerError::transient`]: crate::HandlerError::transient
-    /// [`HandlerError::permanent`]: crate::HandlerError::permanent
-    pub classify_errors: bool,
-    /// How long a handler may run; a timeout counts as a transient failure.
-    pub handler_timeout: Duration,
-    /// How long a nacked delivery stays away; `None` redelivers at once.
-    pub redelivery_delay: Option<Duration>,
-    /// Waits before subscribing again after the source fails.
-    pub restart_backoff: Backoff,
-    /// How long running handlers get to finish on shutdown; the rest are
-    /// left unsettled for redelivery, as is a delivery waiting to be
-    /// retried.
-    pub shutdown_timeout: Duration,
+    pub(crate) concurrency: usize,
+    pub(crate) max_batch: usize,
+    pub(crate) key_order: KeyOrder,
+    pub(crate) max_deliveries: Option<u32>,
+    pub(crate) attempts: u32,
+    pub(crate) strict_attempts: u32,
+    pub(crate) retry_backoff: Backoff,
+    pub(crate) classify_errors: bool,
+    pub(crate) handler_timeout: Duration,
+    pub(crate) redelivery_delay: Option<Duration>,
+    pub(crate) restart_backoff: Backoff,
+    pub(crate) shutdown_timeout: Duration,
 }
 
 impl ConsumerOptions {
@@ -110,76 +66,189 @@ impl ConsumerOptions {
     /// that crashes the process, for each delivery prefetched behind it).
     pub const BROKER_COUNT_BACKSTOP: u32 = 10;
 
-    /// Sets [`concurrency`](Self::concurrency) (at least 1).
+    /// Deliveries, or batches of them, handled at once.
+    ///
+    /// At least 1.
     pub fn concurrency(mut self, concurrency: usize) -> Self {
         self.concurrency = concurrency.max(1);
         self
     }
 
-    /// Sets [`max_batch`](Self::max_batch) (at least 1).
+    /// Deliveries at most that share one inbox transaction (at least 1,
+    /// the default). Deliveries already waiting when a handler slot frees
+    /// up are marked and handled one after another in one transaction,
+    /// committed once, then acked; nothing waits for a batch to fill. If a
+    /// handler in the batch fails, or the commit does, the transaction is
+    /// rolled back and each delivery runs again in its own, with the usual
+    /// retries, so the database sees every effect once. Handlers with
+    /// effects outside the transaction may see them repeated, as with any
+    /// redelivery. The source's prefetch should cover
+    /// `concurrency × max_batch` for batches to fill.
+    ///
+    /// At least 1.
     pub fn max_batch(mut self, max: usize) -> Self {
         self.max_batch = max.max(1);
         self
     }
 
-    /// Sets [`key_order`](Self::key_order).
+    /// How deliveries sharing an ordering key are ordered, and what a
+    /// failing one does to its key ([`KeyOrder::Serial`] by default).
     pub fn key_order(mut self, order: KeyOrder) -> Self {
         self.key_order = order;
         self
     }
 
-    /// Sets [`max_deliveries`](Self::max_deliveries).
-    pub fn max_deliveries(mut self, max: u32) -> Self {
-        self.max_deliveries = Some(max);
+    /// How many times a message's handler may start without committing
+    /// before the message is dead-lettered without running it again.
+    ///
+    /// With an inbox, the attempts counted are those the inbox store saw
+    /// start, so a message whose handler never ran (prefetched by a
+    /// consumer process that died) is never parked for its neighbour's
+    /// crash. A first delivery is not counted up front, so that the happy
+    /// path pays nothing; if its process dies the message may run once more
+    /// than this. The broker's delivery count parks only past
+    /// [`BROKER_COUNT_BACKSTOP`](Self::BROKER_COUNT_BACKSTOP) times this.
+    ///
+    /// Without an inbox, the broker's delivery count is held against this.
+    ///
+    /// [`DEFAULT_MAX_DELIVERIES`](Self::DEFAULT_MAX_DELIVERIES) by
+    /// default, so a poison message stops by itself even on a queue whose
+    /// broker counts deliveries loosely. `None` counts nothing and leaves
+    /// parking to the broker's own redrive policy.
+    pub fn max_deliveries(mut self, max: impl Into<Option<u32>>) -> Self {
+        self.max_deliveries = max.into();
         self
     }
 
-    /// Sets [`attempts`](Self::attempts) (at least 1).
+    /// Handler attempts per delivery before it is nacked (at least 1);
+    /// under [`KeyOrder::Strict`] a delivery with an ordering key gets
+    /// [`strict_attempts`](Self::strict_attempts) instead and is never
+    /// nacked.
+    ///
+    /// At least 1.
     pub fn attempts(mut self, attempts: u32) -> Self {
         self.attempts = attempts.max(1);
         self
     }
 
-    /// Sets [`classify_errors`](Self::classify_errors).
+    /// Whether failures a handler returns through `?` without saying their
+    /// kind are read by the inbox store ([`InboxStore::is_permanent`]), so
+    /// those that can never succeed on retry are dead-lettered at once
+    /// instead of redelivered: on PostgreSQL constraint violations and data
+    /// errors (SQLSTATE classes 23 and 22), on MongoDB duplicate keys and
+    /// failed document validation. On by default; off, they are all
+    /// transient. Failures made with [`HandlerError::transient`] or
+    /// [`HandlerError::permanent`] keep their kind either way.
+    ///
+    /// [`InboxStore::is_permanent`]: tidings_core::InboxStore::is_permanent
+    /// [`HandlerError::transient`]: crate::HandlerError::transient
+    /// [`HandlerError::permanent`]: crate::HandlerError::permanent
     pub fn classify_errors(mut self, classify: bool) -> Self {
         self.classify_errors = classify;
         self
     }
 
-    /// Sets [`strict_attempts`](Self::strict_attempts) (at least 1).
+    /// Under [`KeyOrder::Strict`], handler attempts in all for a delivery
+    /// that holds its key before it is dead-lettered (at least 1). With
+    /// the default backoff, 10 attempts hold a key for at most about 13 s
+    /// of waits plus the handler runs.
+    ///
+    /// At least 1.
     pub fn strict_attempts(mut self, attempts: u32) -> Self {
         self.strict_attempts = attempts.max(1);
         self
     }
 
-    /// Sets [`retry_backoff`](Self::retry_backoff).
+    /// Waits between those attempts (and between strict attempts).
     pub fn retry_backoff(mut self, backoff: Backoff) -> Self {
         self.retry_backoff = backoff;
         self
     }
 
-    /// Sets [`handler_timeout`](Self::handler_timeout).
+    /// How long a handler may run; a timeout counts as a transient failure.
     pub fn handler_timeout(mut self, timeout: Duration) -> Self {
         self.handler_timeout = timeout;
         self
     }
 
-    /// Sets [`redelivery_delay`](Self::redelivery_delay).
-    pub fn redelivery_delay(mut self, delay: Duration) -> Self {
-        self.redelivery_delay = Some(delay);
+    /// How long a nacked delivery stays away; `None` redelivers at once.
+    pub fn redelivery_delay(mut self, delay: impl Into<Option<Duration>>) -> Self {
+        self.redelivery_delay = delay.into();
         self
     }
 
-    /// Sets [`restart_backoff`](Self::restart_backoff).
+    /// Waits before subscribing again after the source fails.
     pub fn restart_backoff(mut self, backoff: Backoff) -> Self {
         self.restart_backoff = backoff;
         self
     }
 
-    /// Sets [`shutdown_timeout`](Self::shutdown_timeout).
+    /// How long running handlers get to finish on shutdown; the rest are
+    /// left unsettled for redelivery, as is a delivery waiting to be
+    /// retried.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
         self
+    }
+
+    /// The [`concurrency`](Self::concurrency) setting.
+    pub fn get_concurrency(&self) -> usize {
+        self.concurrency
+    }
+
+    /// The [`max_batch`](Self::max_batch) setting.
+    pub fn get_max_batch(&self) -> usize {
+        self.max_batch
+    }
+
+    /// The [`key_order`](Self::key_order) setting.
+    pub fn get_key_order(&self) -> KeyOrder {
+        self.key_order
+    }
+
+    /// The [`max_deliveries`](Self::max_deliveries) setting.
+    pub fn get_max_deliveries(&self) -> Option<u32> {
+        self.max_deliveries
+    }
+
+    /// The [`attempts`](Self::attempts) setting.
+    pub fn get_attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The [`strict_attempts`](Self::strict_attempts) setting.
+    pub fn get_strict_attempts(&self) -> u32 {
+        self.strict_attempts
+    }
+
+    /// The [`retry_backoff`](Self::retry_backoff) setting.
+    pub fn get_retry_backoff(&self) -> Backoff {
+        self.retry_backoff
+    }
+
+    /// The [`classify_errors`](Self::classify_errors) setting.
+    pub fn get_classify_errors(&self) -> bool {
+        self.classify_errors
+    }
+
+    /// The [`handler_timeout`](Self::handler_timeout) setting.
+    pub fn get_handler_timeout(&self) -> Duration {
+        self.handler_timeout
+    }
+
+    /// The [`redelivery_delay`](Self::redelivery_delay) setting.
+    pub fn get_redelivery_delay(&self) -> Option<Duration> {
+        self.redelivery_delay
+    }
+
+    /// The [`restart_backoff`](Self::restart_backoff) setting.
+    pub fn get_restart_backoff(&self) -> Backoff {
+        self.restart_backoff
+    }
+
+    /// The [`shutdown_timeout`](Self::shutdown_timeout) setting.
+    pub fn get_shutdown_timeout(&self) -> Duration {
+        self.shutdown_timeout
     }
 }
 

@@ -101,9 +101,9 @@ async fn max_attempts_fail_the_row() {
     stage(&store, 1);
     let relay = Relay::new(store.clone(), Scripted::always(Answer::Transient), &EVENTS).unwrap();
 
-    for _ in 1..RETRY.max_attempts {
+    for _ in 1..RETRY.get_max_attempts() {
         assert_eq!(relay.run_pass().await.unwrap().rescheduled, 1);
-        clock.advance(RETRY.max_backoff);
+        clock.advance(RETRY.get_max_backoff());
     }
     let last = relay.run_pass().await.unwrap();
     assert_eq!((last.rescheduled, last.failed), (0, 1));

@@ -2,36 +2,30 @@ use std::time::Duration;
 
 use crate::Backoff;
 
-/// How a [`Relay`](super::Relay) works.
+/// How a [`Relay`](super::Relay) works: a consuming setter named after
+/// each setting, and `get_*` to read one back, as every options type of
+/// tidings has.
+///
+/// ```
+/// use std::time::Duration;
+/// use tidings_core::relay::RelayConfig;
+///
+/// let config = RelayConfig::default()
+///     .batch_size(200)
+///     .sweep_interval(None)
+///     .poll_interval(Duration::from_secs(5));
+/// assert_eq!(config.get_batch_size(), 200);
+/// assert_eq!(config.get_sweep_interval(), None);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RelayConfig {
-    /// The most rows claimed per pass. A relay claims only a
-    /// [`publish_window`](Self::publish_window)'s worth when it starts and
-    /// after a claim that held a row with crashes counted against it, so a
-    /// row that keeps killing the relay fails at most a window's worth of
-    /// rows with it, however large this is.
-    pub batch_size: usize,
-    /// Envelopes handed to the publisher at once: a claimed batch larger
-    /// than this is published in windows of this size, each after the one
-    /// before has been answered, so it bounds how many messages await the
-    /// broker at a time. Claiming more rows than a window spreads the
-    /// store's fixed cost per claim and settle over more events.
-    pub publish_window: usize,
-    /// How long a claim holds before a sweep may take the rows back. Longer
-    /// than the slowest publish of a batch.
-    pub lease: Duration,
-    /// The polling floor: the longest the relay sleeps without a wake-up.
-    pub poll_interval: Duration,
-    /// Claims that never finished before a row is failed as poison
-    /// (crash-loop protection).
-    pub max_crashes: u32,
-    /// Waits between passes while the store is unavailable.
-    pub error_backoff: Backoff,
-    /// How often the relay returns its route's rows whose claims died
-    /// (expired leases, claims of a dead relay) to pending, so a relay
-    /// started alone after a crash recovers what the dead one held. `None`
-    /// leaves that to a separate [`Sweeper`](super::Sweeper) step.
-    pub sweep_interval: Option<Duration>,
+    pub(crate) batch_size: usize,
+    pub(crate) publish_window: usize,
+    pub(crate) lease: Duration,
+    pub(crate) poll_interval: Duration,
+    pub(crate) max_crashes: u32,
+    pub(crate) error_backoff: Backoff,
+    pub(crate) sweep_interval: Option<Duration>,
 }
 
 impl RelayConfig {
@@ -53,46 +47,98 @@ impl RelayConfig {
     /// than their lease.
     pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 
-    /// Sets [`batch_size`](Self::batch_size) (at least 1).
+    /// The most rows claimed per pass. A relay claims only a
+    /// [`publish_window`](Self::publish_window)'s worth when it starts and
+    /// after a claim that held a row with crashes counted against it, so a
+    /// row that keeps killing the relay fails at most a window's worth of
+    /// rows with it, however large this is.
+    ///
+    /// At least 1.
     pub fn batch_size(mut self, batch_size: usize) -> Self {
         self.batch_size = batch_size.max(1);
         self
     }
 
-    /// Sets [`publish_window`](Self::publish_window) (at least 1).
+    /// Envelopes handed to the publisher at once: a claimed batch larger
+    /// than this is published in windows of this size, each after the one
+    /// before has been answered, so it bounds how many messages await the
+    /// broker at a time. Claiming more rows than a window spreads the
+    /// store's fixed cost per claim and settle over more events.
+    ///
+    /// At least 1.
     pub fn publish_window(mut self, publish_window: usize) -> Self {
         self.publish_window = publish_window.max(1);
         self
     }
 
-    /// Sets [`lease`](Self::lease).
+    /// How long a claim holds before a sweep may take the rows back. Longer
+    /// than the slowest publish of a batch.
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
         self
     }
 
-    /// Sets [`poll_interval`](Self::poll_interval).
+    /// The polling floor: the longest the relay sleeps without a wake-up.
     pub fn poll_interval(mut self, poll_interval: Duration) -> Self {
         self.poll_interval = poll_interval;
         self
     }
 
-    /// Sets [`max_crashes`](Self::max_crashes).
+    /// Claims that never finished before a row is failed as poison
+    /// (crash-loop protection).
     pub fn max_crashes(mut self, max_crashes: u32) -> Self {
         self.max_crashes = max_crashes;
         self
     }
 
-    /// Sets [`error_backoff`](Self::error_backoff).
+    /// Waits between passes while the store is unavailable.
     pub fn error_backoff(mut self, error_backoff: Backoff) -> Self {
         self.error_backoff = error_backoff;
         self
     }
 
-    /// Sets [`sweep_interval`](Self::sweep_interval).
-    pub fn sweep_interval(mut self, sweep_interval: Option<Duration>) -> Self {
-        self.sweep_interval = sweep_interval;
+    /// How often the relay returns its route's rows whose claims died
+    /// (expired leases, claims of a dead relay) to pending, so a relay
+    /// started alone after a crash recovers what the dead one held. `None`
+    /// leaves that to a separate [`Sweeper`](super::Sweeper) step.
+    pub fn sweep_interval(mut self, sweep_interval: impl Into<Option<Duration>>) -> Self {
+        self.sweep_interval = sweep_interval.into();
         self
+    }
+
+    /// The [`batch_size`](Self::batch_size) setting.
+    pub fn get_batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    /// The [`publish_window`](Self::publish_window) setting.
+    pub fn get_publish_window(&self) -> usize {
+        self.publish_window
+    }
+
+    /// The [`lease`](Self::lease) setting.
+    pub fn get_lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// The [`poll_interval`](Self::poll_interval) setting.
+    pub fn get_poll_interval(&self) -> Duration {
+        self.poll_interval
+    }
+
+    /// The [`max_crashes`](Self::max_crashes) setting.
+    pub fn get_max_crashes(&self) -> u32 {
+        self.max_crashes
+    }
+
+    /// The [`error_backoff`](Self::error_backoff) setting.
+    pub fn get_error_backoff(&self) -> Backoff {
+        self.error_backoff
+    }
+
+    /// The [`sweep_interval`](Self::sweep_interval) setting.
+    pub fn get_sweep_interval(&self) -> Option<Duration> {
+        self.sweep_interval
     }
 }
 

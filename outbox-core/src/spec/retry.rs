@@ -10,12 +10,9 @@ use crate::Backoff;
 /// marked failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
-    /// Publish attempts before the row is failed; at least 1.
-    pub max_attempts: u32,
-    /// Delay before the first retry.
-    pub base_delay: Duration,
-    /// The longest delay between two attempts.
-    pub max_backoff: Duration,
+    pub(crate) max_attempts: u32,
+    pub(crate) base_delay: Duration,
+    pub(crate) max_backoff: Duration,
 }
 
 impl RetryPolicy {
@@ -35,19 +32,19 @@ impl RetryPolicy {
         }
     }
 
-    /// Sets [`max_attempts`](Self::max_attempts).
+    /// Publish attempts before the row is failed; at least 1.
     pub const fn max_attempts(mut self, max_attempts: u32) -> Self {
         self.max_attempts = max_attempts;
         self
     }
 
-    /// Sets [`base_delay`](Self::base_delay).
+    /// Delay before the first retry.
     pub const fn base_delay(mut self, base_delay: Duration) -> Self {
         self.base_delay = base_delay;
         self
     }
 
-    /// Sets [`max_backoff`](Self::max_backoff).
+    /// The longest delay between two attempts.
     pub const fn max_backoff(mut self, max_backoff: Duration) -> Self {
         self.max_backoff = max_backoff;
         self
@@ -68,6 +65,21 @@ impl RetryPolicy {
         } else {
             None
         }
+    }
+
+    /// The [`max_attempts`](Self::max_attempts) setting.
+    pub const fn get_max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// The [`base_delay`](Self::base_delay) setting.
+    pub const fn get_base_delay(&self) -> Duration {
+        self.base_delay
+    }
+
+    /// The [`max_backoff`](Self::max_backoff) setting.
+    pub const fn get_max_backoff(&self) -> Duration {
+        self.max_backoff
     }
 }
 
