@@ -99,7 +99,9 @@ sqs() {
 # user may, under /run/postgresql. Stop it with
 # `kill "$(cat /run/postgresql/tidings-pgbouncer.pid)"`.
 # `ignore_startup_parameters = extra_float_digits`, as in most production
-# setups: sqlx sends that parameter when it connects.
+# setups: sqlx sends that parameter when it connects. `admin_users = postgres`
+# lets tests count the clients of a pool (`SHOW CLIENTS` on the `pgbouncer`
+# console database).
 PGBOUNCER_DIR=$SERVICES_DIR/pgbouncer
 
 pgbouncer_service() {
@@ -129,6 +131,7 @@ default_pool_size = 20
 ignore_startup_parameters = extra_float_digits
 log_connections = 0
 log_disconnections = 0
+admin_users = postgres
 pidfile = $run_dir/tidings-pgbouncer.pid
 logfile = $run_dir/tidings-pgbouncer.log
 INI

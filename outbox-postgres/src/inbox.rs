@@ -53,6 +53,7 @@ impl InboxStore for PgInboxStore {
     ) -> Result<InboxMark, InboxError> {
         check_consumer(consumer)?;
         let inserted = sqlx::query(self.store.inner().sql.inbox_mark.clone())
+            .persistent(self.store.persistent())
             .bind(consumer)
             .bind(event_id)
             .execute(tx.tx())
@@ -91,15 +92,18 @@ impl InboxStore for PgInboxStore {
         limit_rows: usize,
     ) -> Result<u64, InboxError> {
         check_consumer(consumer)?;
-        let inner = self.store.inner();
-        let purged = sqlx::query(inner.sql.inbox_purge.clone())
+        let store = &self.store;
+        let mut session = store.session().await.map_err(inbox_error)?;
+        let purged = sqlx::query(store.inner().sql.inbox_purge.clone())
+            .persistent(store.persistent())
             .bind(consumer)
             .bind(micros(age))
             .bind(limit(limit_rows))
-            .execute(&inner.pool)
+            .execute(&mut *session)
             .await
             .map_err(inbox_error)?
             .rows_affected();
+        session.finish().await.map_err(inbox_error)?;
         Ok(purged)
     }
 }

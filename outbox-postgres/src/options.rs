@@ -1,6 +1,9 @@
 //! How a store is set up: table names, retention, claims and clock.
 
+use sqlx::postgres::PgConnectOptions;
 use tidings_core::{SharedClock, SystemClock};
+
+use crate::Pooling;
 
 /// What happens to a row once its event is published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -59,6 +62,8 @@ pub struct PgOutboxOptions {
     remote_hints: bool,
     claim_mode: ClaimMode,
     claim_connections: usize,
+    pooling: Pooling,
+    listen_options: Option<PgConnectOptions>,
     clock: SharedClock,
 }
 
@@ -142,6 +147,33 @@ impl PgOutboxOptions {
         self
     }
 
+    /// How the pool reaches PostgreSQL ([`Pooling::Direct`] by default).
+    /// Behind a pooler in transaction mode (PgBouncer's `pool_mode =
+    /// transaction`, RDS Proxy, Supabase's pooler), set
+    /// [`Pooling::Transaction`]: the store then prepares nothing by name,
+    /// sets and locks nothing outside a transaction, and opens no
+    /// connection beyond the pool. Your own statements in a
+    /// [`PgContext`](crate::PgContext) need `.persistent(false)` there too.
+    /// [`PgOutboxStore::new`](crate::PgOutboxStore::new) refuses locked
+    /// claims behind such a pooler when
+    /// [`claim_connections`](Self::claim_connections) would take the whole
+    /// pool.
+    pub fn pooling(mut self, pooling: Pooling) -> Self {
+        self.pooling = pooling;
+        self
+    }
+
+    /// Where [listeners](crate::PgOutboxStore::listener) connect, when not
+    /// through the pool: a direct connection to the server (none by
+    /// default). Behind a pooler in transaction mode, which cannot carry a
+    /// `LISTEN`, give the server's own address here; without it, a
+    /// listener wakes its relay only for this process's commits, and relays
+    /// elsewhere find other processes' events by polling.
+    pub fn listen_options(mut self, options: PgConnectOptions) -> Self {
+        self.listen_options = Some(options);
+        self
+    }
+
     /// The clock stamping staged events (`occurred_at` and hybrid-clock
     /// stamps). Lease and retry times always use the database clock.
     pub fn with_clock(mut self, clock: SharedClock) -> Self {
@@ -184,6 +216,16 @@ impl PgOutboxOptions {
         self.claim_connections
     }
 
+    /// How the pool reaches PostgreSQL.
+    pub fn get_pooling(&self) -> Pooling {
+        self.pooling
+    }
+
+    /// Where listeners connect, when not through the pool.
+    pub fn get_listen_options(&self) -> Option<&PgConnectOptions> {
+        self.listen_options.as_ref()
+    }
+
     pub(crate) fn clock(&self) -> &SharedClock {
         &self.clock
     }
@@ -199,6 +241,8 @@ impl Default for PgOutboxOptions {
             remote_hints: true,
             claim_mode: ClaimMode::default(),
             claim_connections: Self::DEFAULT_CLAIM_CONNECTIONS,
+            pooling: Pooling::default(),
+            listen_options: None,
             clock: SystemClock::shared(),
         }
     }

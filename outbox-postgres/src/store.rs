@@ -13,9 +13,12 @@ use crate::audience::{Audience, Listeners};
 use crate::claim_connections::ClaimConnections;
 use crate::claim_records::RecordConnection;
 use crate::error::store_error;
+use crate::listener::Source;
 use crate::names::TableNames;
 use crate::sql::Statements;
-use crate::{PgContext, PgInboxStore, PgListener, PgOutboxOptions, Retention};
+use crate::{
+    ClaimMode, PgContext, PgInboxStore, PgListener, PgOutboxOptions, Pooling, Retention,
+};
 
 /// The outbox (and inbox) store on PostgreSQL.
 ///
@@ -47,7 +50,7 @@ pub(crate) struct Inner {
     /// Listeners of this process, woken at commit without a round trip.
     local: Arc<LocalWakeups>,
     /// Signs this store's hints, so its own listeners skip them.
-    token: String,
+    pub(crate) token: String,
 }
 
 impl PgOutboxStore {
@@ -56,6 +59,7 @@ impl PgOutboxStore {
     /// lower-case identifier of at most
     /// [`MAX_IDENTIFIER_LEN`](crate::MAX_IDENTIFIER_LEN) bytes.
     pub fn new(pool: PgPool, options: PgOutboxOptions) -> Result<Self, StoreError> {
+        check_pooling(&pool, &options)?;
         let names = TableNames::new(
             options.get_schema(),
             options.get_table(),
@@ -118,7 +122,13 @@ impl PgOutboxStore {
     /// listener exists; those from other processes arrive by `NOTIFY`.
     pub fn listener(&self, wakeup: Wakeup) -> PgListener {
         let registration = self.inner.local.register(wakeup.clone());
-        PgListener::new(self.inner.pool.clone(), self.inner.channel.clone(), wakeup)
+        let options = &self.inner.options;
+        let source = match (options.get_listen_options(), options.get_pooling()) {
+            (Some(direct), _) => Source::Direct(direct.clone()),
+            (None, Pooling::Direct) => Source::Pool(self.inner.pool.clone()),
+            (None, Pooling::Transaction) => Source::Nowhere,
+        };
+        PgListener::from_source(source, self.inner.channel.clone(), wakeup)
             .skip_own_hints(self.inner.token.clone(), registration)
     }
 
@@ -208,12 +218,7 @@ impl PgOutboxStore {
             return known;
         }
         let own = inner.local.backends();
-        let sql = &inner.sql.listeners;
-        match inner
-            .hints
-            .listeners(&inner.pool, sql, &inner.channel, own)
-            .await
-        {
+        match inner.hints.listeners(self, own).await {
             Ok(seen) => {
                 debug!(channel = %inner.channel, anywhere = seen.anywhere, elsewhere = seen.elsewhere, "listeners looked up");
                 inner.audience.record(seen);
@@ -228,14 +233,7 @@ impl PgOutboxStore {
 
     async fn send_hint(&self) {
         let inner = self.inner();
-        let sent = (inner.hints)
-            .send(
-                &inner.pool,
-                &inner.sql.announce,
-                &inner.channel,
-                &inner.token,
-            )
-            .await;
+        let sent = inner.hints.send(self).await;
         if let Err(error) = sent {
             debug!(%error, "wake-up hint not sent; relays poll");
         }
@@ -255,6 +253,24 @@ impl PgOutboxStore {
     fn buffer(&self) -> OutboxBuffer {
         OutboxBuffer::new(self.inner.options.clock().clone(), self.inner.hlc.clone())
     }
+}
+
+/// Refuses what cannot work behind a transaction pooler: locked claims
+/// there hold pooled connections, and must leave the pool one for the
+/// claim records their settles wait for.
+fn check_pooling(pool: &PgPool, options: &PgOutboxOptions) -> Result<(), StoreError> {
+    let pooled_locks = options.get_pooling() == Pooling::Transaction
+        && options.get_claim_mode() == ClaimMode::Locked;
+    let max = usize::try_from(pool.options().get_max_connections()).unwrap_or(usize::MAX);
+    let claims = options.get_claim_connections();
+    if pooled_locks && claims >= max {
+        return Err(StoreError::Invalid(format!(
+            "behind a transaction pooler, locked claims hold the pool's connections: \
+             claim_connections ({claims}) must be below the pool's max_connections ({max}); \
+             lower PgOutboxOptions::claim_connections, enlarge the pool, or use ClaimMode::Leased"
+        )));
+    }
+    Ok(())
 }
 
 /// The least time between two wake-up hints of a store while commits keep

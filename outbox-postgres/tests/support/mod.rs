@@ -4,6 +4,8 @@
 // Each test file uses its own subset of these helpers.
 #![allow(dead_code)]
 
+pub(crate) mod pooler;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
