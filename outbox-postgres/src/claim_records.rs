@@ -31,7 +31,9 @@ use crate::store::{limit, micros};
 /// it settles, and its settle waits for its record; were records written
 /// on connections that batches hold, batches holding all of them would
 /// each wait for a connection none of them gives back. Nor does it take
-/// one from the pool, which the user's own transactions may fill.
+/// one from the pool, which the user's own transactions may fill. Behind a
+/// transaction pooler, where the store opens no connection of its own,
+/// records go through the pool, of which locked claims leave one free.
 #[derive(Debug, Default)]
 pub(crate) struct RecordConnection {
     slot: Mutex<Option<PgConnection>>,

@@ -56,7 +56,7 @@ pub(crate) enum Source {
     Pool(PgPool),
     /// It opens a connection of its own with these options: a direct one,
     /// where the pool goes through a transaction pooler.
-    Direct(PgConnectOptions),
+    Direct(Box<PgConnectOptions>),
     /// Nowhere: behind a transaction pooler, with no direct connection
     /// given, it only keeps its place among the store's listeners woken
     /// at commit, and other processes' commits are found by polling.
@@ -222,7 +222,7 @@ impl PgListener {
                     .max_connections(1)
                     .idle_timeout(None)
                     .max_lifetime(None)
-                    .connect_lazy_with(options.clone());
+                    .connect_lazy_with((**options).clone());
                 let mut listener = SqlxListener::connect_with(&pool).await?;
                 listener.ignore_pool_close_event(true);
                 Ok(listener)

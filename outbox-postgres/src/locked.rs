@@ -24,8 +24,8 @@ use crate::batch::Hold;
 use crate::claim_connections::ClaimConnection;
 use crate::error::{is_unavailable, store_error};
 use crate::outcomes::OutcomeColumns;
-use crate::record::{ClaimedRow, into_records};
 use crate::pooled_claim::PooledClaim;
+use crate::record::{ClaimedRow, into_records};
 use crate::{PgBatch, PgOutboxStore, claim_records, literal, pooled_claim};
 
 /// The names the settle statements are prepared under on a claim

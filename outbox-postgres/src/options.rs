@@ -30,7 +30,8 @@ pub enum ClaimMode {
     /// publishes that take less than the lease: PostgreSQL ends a
     /// transaction left idle for longer and releases its rows. Each batch
     /// in flight holds a connection of the store's own, outside the pool
-    /// (a pipelined drain holds two), up to
+    /// (a pipelined drain holds two), or one of the pool's behind a
+    /// transaction pooler, up to
     /// [`claim_connections`](PgOutboxOptions::claim_connections) at once.
     #[default]
     Locked,
@@ -79,8 +80,19 @@ impl PgOutboxOptions {
     pub const DEFAULT_CLAIM_CONNECTIONS: usize = 4;
 
     /// The defaults: `public.tidings_outbox` and `public.tidings_inbox`,
-    /// published rows deleted, hints to other processes' relays, the
-    /// system clock.
+    /// published rows deleted, hints to other processes' relays, locked
+    /// claims on up to four connections, a pool reaching the server
+    /// directly, listeners on the pool, the system clock.
+    ///
+    /// ```
+    /// use tidings_postgres::{PgOutboxOptions, Pooling};
+    ///
+    /// let options = PgOutboxOptions::new();
+    /// assert_eq!(options.get_pooling(), Pooling::Direct);
+    /// assert!(options.get_listen_options().is_none());
+    /// let behind = options.pooling(Pooling::Transaction);
+    /// assert_eq!(behind.get_pooling(), Pooling::Transaction);
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
@@ -141,7 +153,9 @@ impl PgOutboxOptions {
     /// between batches, so a locked batch pays no pool checks and its claim
     /// and settle each take one round trip; a claim finding them all in
     /// use waits for one. They come on top of the pool's connections, with
-    /// one more for [claim records](ClaimMode::Locked).
+    /// one more for [claim records](ClaimMode::Locked). Behind a
+    /// transaction pooler ([`Pooling::Transaction`]) they are the pool's
+    /// own instead, so this must be below the pool's `max_connections`.
     pub fn claim_connections(mut self, max: usize) -> Self {
         self.claim_connections = max.max(1);
         self

@@ -22,9 +22,10 @@
 use std::ops::{Deref, DerefMut};
 
 use sqlx::pool::PoolConnection;
-use sqlx::{PgConnection, Postgres, Transaction};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
+use tidings_core::StoreError;
 
-use crate::PgOutboxStore;
+use crate::{ClaimMode, PgOutboxOptions, PgOutboxStore};
 
 /// How the store's pool reaches PostgreSQL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -84,6 +85,24 @@ impl DerefMut for Session {
             Session::Wrapped(tx) => tx,
         }
     }
+}
+
+/// Refuses what cannot work behind a transaction pooler: locked claims
+/// there hold pooled connections, and must leave the pool one for the
+/// claim records their settles wait for.
+pub(crate) fn check(pool: &PgPool, options: &PgOutboxOptions) -> Result<(), StoreError> {
+    let pooled_locks = options.get_pooling() == Pooling::Transaction
+        && options.get_claim_mode() == ClaimMode::Locked;
+    let max = usize::try_from(pool.options().get_max_connections()).unwrap_or(usize::MAX);
+    let claims = options.get_claim_connections();
+    if pooled_locks && claims >= max {
+        return Err(StoreError::Invalid(format!(
+            "behind a transaction pooler, locked claims hold the pool's connections: \
+             claim_connections ({claims}) must be below the pool's max_connections ({max}); \
+             lower PgOutboxOptions::claim_connections, enlarge the pool, or use ClaimMode::Leased"
+        )));
+    }
+    Ok(())
 }
 
 impl PgOutboxStore {

@@ -16,9 +16,7 @@ use crate::error::store_error;
 use crate::listener::Source;
 use crate::names::TableNames;
 use crate::sql::Statements;
-use crate::{
-    ClaimMode, PgContext, PgInboxStore, PgListener, PgOutboxOptions, Pooling, Retention,
-};
+use crate::{PgContext, PgInboxStore, PgListener, PgOutboxOptions, Pooling, Retention, pooling};
 
 /// The outbox (and inbox) store on PostgreSQL.
 ///
@@ -59,7 +57,7 @@ impl PgOutboxStore {
     /// lower-case identifier of at most
     /// [`MAX_IDENTIFIER_LEN`](crate::MAX_IDENTIFIER_LEN) bytes.
     pub fn new(pool: PgPool, options: PgOutboxOptions) -> Result<Self, StoreError> {
-        check_pooling(&pool, &options)?;
+        pooling::check(&pool, &options)?;
         let names = TableNames::new(
             options.get_schema(),
             options.get_table(),
@@ -124,7 +122,7 @@ impl PgOutboxStore {
         let registration = self.inner.local.register(wakeup.clone());
         let options = &self.inner.options;
         let source = match (options.get_listen_options(), options.get_pooling()) {
-            (Some(direct), _) => Source::Direct(direct.clone()),
+            (Some(direct), _) => Source::Direct(Box::new(direct.clone())),
             (None, Pooling::Direct) => Source::Pool(self.inner.pool.clone()),
             (None, Pooling::Transaction) => Source::Nowhere,
         };
@@ -253,24 +251,6 @@ impl PgOutboxStore {
     fn buffer(&self) -> OutboxBuffer {
         OutboxBuffer::new(self.inner.options.clock().clone(), self.inner.hlc.clone())
     }
-}
-
-/// Refuses what cannot work behind a transaction pooler: locked claims
-/// there hold pooled connections, and must leave the pool one for the
-/// claim records their settles wait for.
-fn check_pooling(pool: &PgPool, options: &PgOutboxOptions) -> Result<(), StoreError> {
-    let pooled_locks = options.get_pooling() == Pooling::Transaction
-        && options.get_claim_mode() == ClaimMode::Locked;
-    let max = usize::try_from(pool.options().get_max_connections()).unwrap_or(usize::MAX);
-    let claims = options.get_claim_connections();
-    if pooled_locks && claims >= max {
-        return Err(StoreError::Invalid(format!(
-            "behind a transaction pooler, locked claims hold the pool's connections: \
-             claim_connections ({claims}) must be below the pool's max_connections ({max}); \
-             lower PgOutboxOptions::claim_connections, enlarge the pool, or use ClaimMode::Leased"
-        )));
-    }
-    Ok(())
 }
 
 /// The least time between two wake-up hints of a store while commits keep

@@ -112,7 +112,7 @@ async fn relays_drain_through_the_pooler_while_staging_goes_on_in_each_claim_mod
             .map(|_| {
                 Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
                     .unwrap()
-                    .config(config.clone())
+                    .config(config)
             })
             .collect();
         let staged = 8 * 10 * 5;
@@ -120,7 +120,11 @@ async fn relays_drain_through_the_pooler_while_staging_goes_on_in_each_claim_mod
         let draining = join_all(relays.iter().map(|relay| async move {
             let mut published = 0;
             for _ in 0..20 {
-                published += relay.drain().await.expect("drain through the pooler").published;
+                published += relay
+                    .drain()
+                    .await
+                    .expect("drain through the pooler")
+                    .published;
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             published
@@ -132,7 +136,11 @@ async fn relays_drain_through_the_pooler_while_staging_goes_on_in_each_claim_mod
         }
         assert_eq!(published, staged, "{mode:?}");
         assert_eq!(broker.depth(ORDERS.name()), staged, "{mode:?}");
-        assert_eq!(count(&direct, &store, "tidings_outbox").await, 0, "{mode:?}");
+        assert_eq!(
+            count(&direct, &store, "tidings_outbox").await,
+            0,
+            "{mode:?}"
+        );
         let claims = count(&direct, &store, "tidings_outbox_claims").await;
         assert_eq!(claims, 0, "{mode:?}: every claim record settled");
         drop_schema(&store).await;
@@ -185,7 +193,10 @@ async fn a_listener_on_a_direct_connection_hears_commits_made_through_the_pooler
 
     let started = Instant::now();
     while listening(&direct, &store).await.is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(10), "never listened");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "never listened"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     commit_and_wait(&other, &broker, Duration::from_secs(5)).await;
@@ -308,7 +319,10 @@ async fn a_consumer_with_the_inbox_behind_the_pooler_handles_each_event_once() {
     ));
     let started = Instant::now();
     while count(&direct, &store, "invoices").await < 40 {
-        assert!(started.elapsed() < Duration::from_secs(30), "invoices missing");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "invoices missing"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -328,7 +342,9 @@ async fn clients_named(console: &mut PgConnection, application: &str) -> usize {
         .await
         .unwrap();
     rows.iter()
-        .filter(|row| row.try_get::<String, _>("application_name").ok().as_deref() == Some(application))
+        .filter(|row| {
+            row.try_get::<String, _>("application_name").ok().as_deref() == Some(application)
+        })
         .count()
 }
 
@@ -343,14 +359,20 @@ async fn the_store_opens_no_connection_beyond_its_pool() {
         .await
         .unwrap_or_else(|e| {
             let hint = "(its console needs `admin_users = postgres`)";
-            service_missing("PgBouncer console", &format!("{} {hint}", pgbouncer_url()), &e)
+            service_missing(
+                "PgBouncer console",
+                &format!("{} {hint}", pgbouncer_url()),
+                &e,
+            )
         });
 
     // Locked claims with their records, hints to a listener elsewhere
     // (looked up and sent), staging and the inbox, all at once.
     let other_process = PgOutboxStore::new(store.pool().clone(), store.options().clone()).unwrap();
     let cancel = CancellationToken::new();
-    let direct = PgPoolOptions::new().max_connections(1).connect_lazy_with(direct_options());
+    let direct = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_lazy_with(direct_options());
     PgListener::new(direct, store.channel(), Wakeup::new()).spawn(cancel.clone());
     let broker = MemoryBroker::new();
     broker.declare_queue(ORDERS.name());
@@ -362,7 +384,11 @@ async fn the_store_opens_no_connection_beyond_its_pool() {
             stage_concurrently(&other_process, 4, 2, 5).await;
             relay.drain().await.unwrap();
             let mut tx = store.inbox().begin().await.unwrap();
-            store.inbox().mark(&mut tx, "billing", Uuid::now_v7()).await.unwrap();
+            store
+                .inbox()
+                .mark(&mut tx, "billing", Uuid::now_v7())
+                .await
+                .unwrap();
             store.inbox().commit(tx).await.unwrap();
             tracing::debug!(round, "round done");
         }
@@ -403,7 +429,10 @@ async fn locked_claims_that_would_take_the_whole_pool_are_refused() {
     }
     for fits in [
         pooled.clone().claim_connections(3),
-        pooled.clone().claim_connections(4).claim_mode(ClaimMode::Leased),
+        pooled
+            .clone()
+            .claim_connections(4)
+            .claim_mode(ClaimMode::Leased),
         PgOutboxOptions::new().claim_connections(4),
     ] {
         PgOutboxStore::new(pool.clone(), fits).expect("these fit");
