@@ -189,6 +189,62 @@ sqs() {
   start_background moto 4566 60 "$VENV/bin/moto_server" -H 127.0.0.1 -p 4566
 }
 
+# --- PgBouncer ---------------------------------------------------------------
+# A private PgBouncer (Debian's, 1.18) in transaction mode on 127.0.0.1:6432,
+# forwarding to the PostgreSQL on 127.0.0.1:5432: the pooler tests and the
+# bench's pooled drain reach the server through it (PGBOUNCER_URL, default
+# postgres://postgres@127.0.0.1:6432/test). 1.18 has no prepared-statement
+# support in transaction mode: the production case the PostgreSQL store's
+# `Pooling::Transaction` is made for. Its config and auth file are kept in
+# $SERVICES_DIR/pgbouncer; as PgBouncer will not run as root, it runs as
+# postgres where started by root, and writes its PID file and log where that
+# user may, under /run/postgresql. Stop it with
+# `kill "$(cat /run/postgresql/tidings-pgbouncer.pid)"`.
+# `ignore_startup_parameters = extra_float_digits`, as in most production
+# setups: sqlx sends that parameter when it connects. `admin_users = postgres`
+# lets tests count the clients of a pool (`SHOW CLIENTS` on the `pgbouncer`
+# console database).
+PGBOUNCER_DIR=$SERVICES_DIR/pgbouncer
+
+pgbouncer_service() {
+  if port_open 6432; then log "pgbouncer answers on 6432"; return; fi
+  [ -x /usr/sbin/pgbouncer ] || apt_install pgbouncer
+  local run_dir=$PGBOUNCER_DIR user=()
+  if [ "$(id -u)" = 0 ]; then
+    run_dir=/run/postgresql
+    mkdir -p "$run_dir"
+    chown postgres "$run_dir"
+    user=(-u postgres)
+  fi
+  mkdir -p "$PGBOUNCER_DIR"
+  cat >"$PGBOUNCER_DIR/pgbouncer.ini" <<INI
+[databases]
+* = host=127.0.0.1 port=5432
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = 6432
+unix_socket_dir =
+auth_type = trust
+auth_file = $PGBOUNCER_DIR/userlist.txt
+pool_mode = transaction
+max_client_conn = 2000
+default_pool_size = 20
+ignore_startup_parameters = extra_float_digits
+log_connections = 0
+log_disconnections = 0
+admin_users = postgres
+pidfile = $run_dir/tidings-pgbouncer.pid
+logfile = $run_dir/tidings-pgbouncer.log
+INI
+  printf '"postgres" ""\n"root" ""\n' >"$PGBOUNCER_DIR/userlist.txt"
+  log "starting pgbouncer on 6432"
+  # Reads its config, then becomes postgres and goes to the background.
+  /usr/sbin/pgbouncer -d "${user[@]}" "$PGBOUNCER_DIR/pgbouncer.ini"
+  wait_port 6432 10 || { log "pgbouncer did not start; see $run_dir/tidings-pgbouncer.log"; exit 1; }
+}
+# --- end PgBouncer -----------------------------------------------------------
+
 postgres
 rabbitmq
 # Installed even when both ports answer: fault tests start private servers
@@ -198,4 +254,5 @@ mongodb
 sqs
 tls_certificates
 tls_fronts
+pgbouncer_service
 log "all services answer"

@@ -1,5 +1,5 @@
 //! CPU time spent by the processes a scenario runs on: the bench itself,
-//! PostgreSQL's and RabbitMQ's, read from each thread's run time in
+//! PostgreSQL's and RabbitMQ's (and PgBouncer's), read from each thread's run time in
 //! `/proc/<pid>/task/<tid>/schedstat` (nanoseconds on a CPU), so a side's
 //! cost can be split between the client, the database and the broker.
 
@@ -16,6 +16,8 @@ pub(crate) struct CpuTime {
     pub(crate) postgres: Duration,
     /// The RabbitMQ node (`beam.smp`).
     pub(crate) rabbitmq: Duration,
+    /// Every process named `pgbouncer`, where a scenario goes through one.
+    pub(crate) pooler: Duration,
 }
 
 impl CpuTime {
@@ -42,6 +44,7 @@ impl CpuTime {
                 match comm.as_deref().map(str::trim_end) {
                     Ok("postgres") => &mut time.postgres,
                     Ok("beam.smp") => &mut time.rabbitmq,
+                    Ok("pgbouncer") => &mut time.pooler,
                     _ => continue,
                 }
             };
@@ -50,9 +53,9 @@ impl CpuTime {
         time
     }
 
-    /// All three groups together.
+    /// All groups together.
     pub(crate) fn total(&self) -> Duration {
-        self.bench + self.postgres + self.rabbitmq
+        self.bench + self.postgres + self.rabbitmq + self.pooler
     }
 }
 
@@ -66,6 +69,7 @@ impl Sub for CpuTime {
             bench: self.bench.saturating_sub(earlier.bench),
             postgres: self.postgres.saturating_sub(earlier.postgres),
             rabbitmq: self.rabbitmq.saturating_sub(earlier.rabbitmq),
+            pooler: self.pooler.saturating_sub(earlier.pooler),
         }
     }
 }
@@ -75,6 +79,7 @@ impl AddAssign for CpuTime {
         self.bench += other.bench;
         self.postgres += other.postgres;
         self.rabbitmq += other.rabbitmq;
+        self.pooler += other.pooler;
     }
 }
 

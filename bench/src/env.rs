@@ -7,10 +7,10 @@ use anyhow::Context;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgSslMode};
 use sqlx::{AssertSqlSafe, PgPool};
 use tidings_core::OutboxSpec;
-use tidings_postgres::{ClaimMode, PgOutboxOptions, PgOutboxStore, Retention};
+use tidings_postgres::{ClaimMode, PgOutboxOptions, PgOutboxStore, Pooling, Retention};
 use tidings_rabbitmq::{ConnectionOptions, QueueOptions, Topology};
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{SETUP_COMMAND, amqp_url, database_url};
+use tidings_testing::services::{SETUP_COMMAND, amqp_url, database_url, pgbouncer_url};
 
 use crate::payload::Payload;
 
@@ -40,24 +40,39 @@ impl Env {
     /// Connects to the database and checks the broker answers.
     pub(crate) async fn connect(max_connections: u32) -> anyhow::Result<Self> {
         let database_url = database_url();
-        // Every connection opened up front: opening one mid-measurement
-        // stalls whoever waits for it by tens of milliseconds.
-        let pool = PgPoolOptions::new()
-            .max_connections(max_connections)
-            .min_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(connect_options(&database_url)?)
+        let pool = open_pool(&database_url, max_connections)
             .await
             .with_context(|| format!("PostgreSQL at {database_url}; run {SETUP_COMMAND}"))?;
-        // The pool opens its minimum in the background; wait for it.
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while pool.size() < max_connections && std::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
         Ok(Self {
             amqp_url: amqp_url(),
             pool,
         })
+    }
+
+    /// A pool through the transaction pooler at `PGBOUNCER_URL`, every
+    /// connection opened up front.
+    pub(crate) async fn pooled_pool(&self, max_connections: u32) -> anyhow::Result<PgPool> {
+        let url = pgbouncer_url();
+        open_pool(&url, max_connections)
+            .await
+            .with_context(|| format!("PgBouncer at {url}; run {SETUP_COMMAND}"))
+    }
+
+    /// A store in a fresh schema named after `prefix`, migrated, on
+    /// `pool`, which reaches PostgreSQL through a transaction pooler.
+    pub(crate) async fn pooled_store(
+        &self,
+        pool: &PgPool,
+        prefix: &str,
+        mode: ClaimMode,
+    ) -> anyhow::Result<PgOutboxStore> {
+        let options = PgOutboxOptions::new()
+            .schema(unique_name(&format!("bench_{prefix}")))
+            .claim_mode(mode)
+            .pooling(Pooling::Transaction);
+        let store = PgOutboxStore::new(pool.clone(), options)?;
+        store.migrate().await?;
+        Ok(store)
     }
 
     /// A store in a fresh schema named after `prefix`, migrated, whose
@@ -160,6 +175,24 @@ impl Env {
     fn topology(&self) -> Topology {
         Topology::new(self.amqp("tidings-bench-topology"))
     }
+}
+
+/// A pool of `max_connections` on `url`, every connection opened up front:
+/// opening one mid-measurement stalls whoever waits for it by tens of
+/// milliseconds.
+async fn open_pool(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .min_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect_with(connect_options(url)?)
+        .await?;
+    // The pool opens its minimum in the background; wait for it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while pool.size() < max_connections && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(pool)
 }
 
 /// The quoted `schema.table` of a store's outbox.

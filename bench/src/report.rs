@@ -69,8 +69,12 @@ impl Figure {
         events: usize,
     ) -> Self {
         let per = |d: Duration| d.as_secs_f64() * 1e6 / events.max(1) as f64;
+        let pooler = match cpu.pooler.is_zero() {
+            true => String::new(),
+            false => format!(" + PgBouncer {:.1}", per(cpu.pooler)),
+        };
         let measure = format!(
-            "CPU per 1,000 events, {side} (bench {:.1} + PostgreSQL {:.1} + RabbitMQ {:.1} ms)",
+            "CPU per 1,000 events, {side} (bench {:.1} + PostgreSQL {:.1} + RabbitMQ {:.1}{pooler} ms)",
             per(cpu.bench),
             per(cpu.postgres),
             per(cpu.rabbitmq),

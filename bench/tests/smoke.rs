@@ -75,6 +75,21 @@ fn drain_rabbitmq_measures_the_relay_and_raw_publishing() {
 }
 
 #[test]
+fn drain_rabbitmq_pooled_measures_the_relay_through_pgbouncer_against_direct() {
+    let out = run("drain-rabbitmq-pooled");
+    assert_figures(
+        &out,
+        "drain-rabbitmq-pooled",
+        &[
+            "relayed events, direct, locked claims of 500 in windows of 100",
+            "relayed events through PgBouncer (transaction mode), locked claims",
+            "relayed events through PgBouncer (transaction mode), leased claims",
+        ],
+    );
+    assert!(out.contains("ratio ≥ 0.8"), "{out}");
+}
+
+#[test]
 fn latency_measures_percentiles_and_publishes_every_commit() {
     let out = run("latency");
     for rate in [50, 100] {

@@ -18,9 +18,10 @@
 use std::sync::atomic::{AtomicI32, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use sqlx::{ConnectOptions, PgConnection, PgPool, SqlStr};
+use sqlx::{ConnectOptions, PgConnection, PgPool};
 use tidings_core::Wakeup;
 
+use crate::PgOutboxStore;
 use crate::audience::{LOCK_SPACE, Listeners};
 
 /// Nothing to send.
@@ -87,49 +88,57 @@ impl Announcer {
 /// The hint sender's connection: opened from the pool's settings on first
 /// use, kept between hints and dropped after a failure, so the next hint
 /// connects afresh. It also looks up who listens, for the
-/// [`Audience`](crate::audience::Audience).
+/// [`Audience`](crate::audience::Audience). Behind a transaction pooler,
+/// where the store opens no connection of its own, both go through the
+/// pool instead.
 #[derive(Debug, Default)]
 pub(crate) struct HintConnection {
     slot: Mutex<Option<PgConnection>>,
 }
 
 impl HintConnection {
-    /// Runs the hint statement `sql` for `channel`, signed with the
-    /// sending store's `token`.
-    pub(crate) async fn send(
-        &self,
-        pool: &PgPool,
-        sql: &SqlStr,
-        channel: &str,
-        token: &str,
-    ) -> Result<(), sqlx::Error> {
-        let mut connection = self.take(pool).await?;
-        sqlx::query(sql.clone())
-            .bind(channel)
-            .bind(token)
-            .execute(&mut connection)
-            .await?;
+    /// Sends `store`'s hint, signed with its token.
+    pub(crate) async fn send(&self, store: &PgOutboxStore) -> Result<(), sqlx::Error> {
+        let inner = store.inner();
+        let query = sqlx::query(inner.sql.announce.clone())
+            .persistent(store.persistent())
+            .bind(&inner.channel)
+            .bind(&inner.token);
+        if !store.persistent() {
+            let mut session = store.session().await?;
+            query.execute(&mut *session).await?;
+            return session.finish().await;
+        }
+        let mut connection = self.take(&inner.pool).await?;
+        query.execute(&mut connection).await?;
         self.put(connection);
         Ok(())
     }
 
-    /// Runs the look-up `sql` for `channel`: who listens, apart from the
-    /// `own` backends of this process's listeners.
+    /// Looks up who listens on `store`'s channel, apart from the `own`
+    /// backends of this process's listeners.
     pub(crate) async fn listeners(
         &self,
-        pool: &PgPool,
-        sql: &SqlStr,
-        channel: &str,
+        store: &PgOutboxStore,
         own: Vec<i32>,
     ) -> Result<Listeners, sqlx::Error> {
-        let mut connection = self.take(pool).await?;
-        let (anywhere, elsewhere): (bool, bool) = sqlx::query_as(sql.clone())
+        let inner = store.inner();
+        let query = sqlx::query_as(inner.sql.listeners.clone())
+            .persistent(store.persistent())
             .bind(LOCK_SPACE)
-            .bind(channel)
-            .bind(own)
-            .fetch_one(&mut connection)
-            .await?;
-        self.put(connection);
+            .bind(&inner.channel)
+            .bind(own);
+        let (anywhere, elsewhere): (bool, bool) = if !store.persistent() {
+            let mut session = store.session().await?;
+            let found = query.fetch_one(&mut *session).await?;
+            session.finish().await?;
+            found
+        } else {
+            let mut connection = self.take(&inner.pool).await?;
+            let found = query.fetch_one(&mut connection).await?;
+            self.put(connection);
+            found
+        };
         Ok(Listeners {
             anywhere,
             elsewhere,

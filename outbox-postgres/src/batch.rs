@@ -126,6 +126,9 @@ async fn settle_leased(
             .bind(&columns.error)
             .bind(delete)
     };
-    let rows = query.fetch_all(&inner.pool).await.map_err(store_error)?;
+    let mut session = store.session().await.map_err(store_error)?;
+    let query = query.persistent(store.persistent());
+    let rows = query.fetch_all(&mut *session).await.map_err(store_error)?;
+    session.finish().await.map_err(store_error)?;
     columns.report(rows)
 }

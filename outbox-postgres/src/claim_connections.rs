@@ -55,10 +55,7 @@ impl ClaimConnections {
     /// An idle connection, or a new one opened with `pool`'s settings;
     /// waits while the most allowed are in use.
     pub(crate) async fn take(&self, pool: &PgPool) -> Result<ClaimConnection, StoreError> {
-        let permit = Arc::clone(&self.permits)
-            .acquire_owned()
-            .await
-            .map_err(|closed| StoreError::Backend(closed.into()))?;
+        let permit = self.permit().await?;
         if let Some(mut idle) = self.lock().pop() {
             idle.permit = Some(permit);
             return Ok(idle);
@@ -80,6 +77,16 @@ impl ClaimConnections {
             reused: false,
             permit: Some(permit),
         })
+    }
+
+    /// A place among the connections in use, for a locked batch holding one
+    /// of the pool's connections instead (behind a transaction pooler);
+    /// waits while the most allowed are in use.
+    pub(crate) async fn permit(&self) -> Result<OwnedSemaphorePermit, StoreError> {
+        Arc::clone(&self.permits)
+            .acquire_owned()
+            .await
+            .map_err(|closed| StoreError::Backend(closed.into()))
     }
 
     /// Keeps `connection`, which must be outside any transaction, for the

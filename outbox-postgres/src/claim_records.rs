@@ -31,7 +31,9 @@ use crate::store::{limit, micros};
 /// it settles, and its settle waits for its record; were records written
 /// on connections that batches hold, batches holding all of them would
 /// each wait for a connection none of them gives back. Nor does it take
-/// one from the pool, which the user's own transactions may fill.
+/// one from the pool, which the user's own transactions may fill. Behind a
+/// transaction pooler, where the store opens no connection of its own,
+/// records go through the pool, of which locked claims leave one free.
 #[derive(Debug, Default)]
 pub(crate) struct RecordConnection {
     slot: Mutex<Option<PgConnection>>,
@@ -48,6 +50,9 @@ pub(crate) async fn record(
     lease: Duration,
 ) -> Result<(), StoreError> {
     let inner = store.inner();
+    if !store.persistent() {
+        return record_pooled(store, token, route, ids, lease).await;
+    }
     let mut slot = inner.records.slot.lock().await;
     let connection = match slot.as_mut() {
         Some(connection) => connection,
@@ -70,6 +75,30 @@ pub(crate) async fn record(
     Ok(())
 }
 
+/// Records a claim as [`record`] does, behind a transaction pooler: on
+/// one of the pool's connections, in a transaction of its own. The pool
+/// always has one left for it, as locked claims may hold fewer connections
+/// than it has (checked when the store is built).
+async fn record_pooled(
+    store: &PgOutboxStore,
+    token: Uuid,
+    route: &str,
+    ids: &[i64],
+    lease: Duration,
+) -> Result<(), StoreError> {
+    let mut session = store.session().await.map_err(store_error)?;
+    sqlx::query(store.inner().sql.claim_record.clone())
+        .persistent(false)
+        .bind(token)
+        .bind(route)
+        .bind(ids)
+        .bind(micros(lease))
+        .execute(&mut *session)
+        .await
+        .map_err(store_error)?;
+    session.finish().await.map_err(store_error)
+}
+
 /// Deletes the record of claim `token` in the batch's transaction.
 pub(crate) async fn release(
     store: &PgOutboxStore,
@@ -77,6 +106,7 @@ pub(crate) async fn release(
     token: Uuid,
 ) -> Result<(), StoreError> {
     sqlx::query(store.inner().sql.claim_release.clone())
+        .persistent(store.persistent())
         .bind(token)
         .execute(tx)
         .await
@@ -95,6 +125,7 @@ pub(crate) async fn count_crashes(
     let inner = store.inner();
     let mut tx = inner.pool.begin().await.map_err(store_error)?;
     let expired: Vec<(Uuid, Vec<i64>)> = sqlx::query(inner.sql.claims_expired.clone())
+        .persistent(store.persistent())
         .bind(route)
         .bind(limit(limit_records))
         .fetch_all(&mut *tx)
@@ -110,6 +141,7 @@ pub(crate) async fn count_crashes(
     let named: Vec<i64> = expired.iter().flat_map(|(_, ids)| ids).copied().collect();
     let counted: HashSet<i64> = ids_of(
         sqlx::query(inner.sql.count_crashes.clone())
+            .persistent(store.persistent())
             .bind(route)
             .bind(&named)
             .fetch_all(&mut *tx)
@@ -117,6 +149,7 @@ pub(crate) async fn count_crashes(
     )?;
     let pending: HashSet<i64> = ids_of(
         sqlx::query(inner.sql.claims_pending.clone())
+            .persistent(store.persistent())
             .bind(route)
             .bind(&named)
             .fetch_all(&mut *tx)
@@ -129,6 +162,7 @@ pub(crate) async fn count_crashes(
             .copied()
             .collect();
         sqlx::query(inner.sql.claims_trim.clone())
+            .persistent(store.persistent())
             .bind(token)
             .bind(&held)
             .execute(&mut *tx)

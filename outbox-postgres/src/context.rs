@@ -109,6 +109,7 @@ impl<'c> PgContext<'c> {
             false => inner.sql.stage_one_fresh.clone(),
         };
         let done = sqlx::query(statement)
+            .persistent(self.store.persistent())
             .bind(e.event_id)
             .bind(e.route)
             .bind(e.destination)
@@ -132,6 +133,7 @@ impl<'c> PgContext<'c> {
     async fn write_all(&mut self, columns: Columns, notify: bool) -> Result<u64, CommitError> {
         let inner = self.store.inner();
         let row = sqlx::query(inner.sql.stage.clone())
+            .persistent(self.store.persistent())
             .bind(columns.event_id)
             .bind(columns.route)
             .bind(columns.destination)

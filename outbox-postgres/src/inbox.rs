@@ -72,6 +72,7 @@ impl InboxStore for PgInboxStore {
     ) -> Result<InboxMark, InboxError> {
         check_consumer(consumer)?;
         let inserted = sqlx::query(self.store.inner().sql.inbox_mark.clone())
+            .persistent(self.store.persistent())
             .bind(consumer)
             .bind(event_id)
             .execute(tx.tx())
@@ -110,14 +111,17 @@ impl InboxStore for PgInboxStore {
         limit_rows: usize,
     ) -> Result<u64, InboxError> {
         check_consumer(consumer)?;
-        let inner = self.store.inner();
-        let purged: i64 = sqlx::query_scalar(inner.sql.inbox_purge.clone())
+        let store = &self.store;
+        let mut session = store.session().await.map_err(inbox_error)?;
+        let purged: i64 = sqlx::query_scalar(store.inner().sql.inbox_purge.clone())
+            .persistent(store.persistent())
             .bind(consumer)
             .bind(micros(age))
             .bind(limit(limit_rows))
-            .fetch_one(&inner.pool)
+            .fetch_one(&mut *session)
             .await
             .map_err(inbox_error)?;
+        session.finish().await.map_err(inbox_error)?;
         Ok(u64::try_from(purged).unwrap_or_default())
     }
 
@@ -132,13 +136,17 @@ impl InboxStore for PgInboxStore {
         event_id: Uuid,
     ) -> Result<Option<Attempts>, InboxError> {
         check_consumer(consumer)?;
-        let inner = self.store.inner();
-        let (started, finished): (i32, i32) = sqlx::query_as(inner.sql.inbox_attempt_start.clone())
-            .bind(consumer)
-            .bind(event_id)
-            .fetch_one(&inner.pool)
-            .await
-            .map_err(inbox_error)?;
+        let store = &self.store;
+        let mut session = store.session().await.map_err(inbox_error)?;
+        let (started, finished): (i32, i32) =
+            sqlx::query_as(store.inner().sql.inbox_attempt_start.clone())
+                .persistent(store.persistent())
+                .bind(consumer)
+                .bind(event_id)
+                .fetch_one(&mut *session)
+                .await
+                .map_err(inbox_error)?;
+        session.finish().await.map_err(inbox_error)?;
         let attempts = Attempts {
             started: count(started),
             finished: count(finished),
@@ -159,14 +167,17 @@ impl InboxStore for PgInboxStore {
         start_counted: bool,
     ) -> Result<(), InboxError> {
         check_consumer(consumer)?;
-        let inner = self.store.inner();
-        sqlx::query(inner.sql.inbox_attempt_finish.clone())
+        let store = &self.store;
+        let mut session = store.session().await.map_err(inbox_error)?;
+        sqlx::query(store.inner().sql.inbox_attempt_finish.clone())
+            .persistent(store.persistent())
             .bind(consumer)
             .bind(event_id)
             .bind(i32::from(!start_counted))
-            .execute(&inner.pool)
+            .execute(&mut *session)
             .await
             .map_err(inbox_error)?;
+        session.finish().await.map_err(inbox_error)?;
         Ok(())
     }
 
@@ -178,6 +189,7 @@ impl InboxStore for PgInboxStore {
     ) -> Result<(), InboxError> {
         check_consumer(consumer)?;
         sqlx::query(self.store.inner().sql.inbox_attempt_clear.clone())
+            .persistent(self.store.persistent())
             .bind(consumer)
             .bind(event_id)
             .execute(tx.tx())

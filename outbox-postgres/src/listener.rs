@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use sqlx::PgPool;
-use sqlx::postgres::PgListener as SqlxListener;
+use sqlx::postgres::{PgConnectOptions, PgListener as SqlxListener, PgPoolOptions};
 use tidings_core::Wakeup;
 use tidings_core::lifecycle::{Step, StepError};
 use tokio::task::JoinHandle;
@@ -40,13 +40,27 @@ const WITHDRAW_TIMEOUT: Duration = Duration::from_secs(1);
 /// own process holds one.
 #[derive(Debug)]
 pub struct PgListener {
-    pool: PgPool,
+    source: Source,
     channel: String,
     wakeup: Wakeup,
     reconnect_delay: Duration,
     max_reconnect_delay: Duration,
     /// The hints of the store whose commits wake this listener directly.
     own: Option<OwnHints>,
+}
+
+/// Where a listener connects.
+#[derive(Debug)]
+pub(crate) enum Source {
+    /// It takes one of the pool's connections.
+    Pool(PgPool),
+    /// It opens a connection of its own with these options: a direct one,
+    /// where the pool goes through a transaction pooler.
+    Direct(Box<PgConnectOptions>),
+    /// Nowhere: behind a transaction pooler, with no direct connection
+    /// given, it only keeps its place among the store's listeners woken
+    /// at commit, and other processes' commits are found by polling.
+    Nowhere,
 }
 
 /// Hints signed with `token` were delivered in process already.
@@ -78,9 +92,14 @@ impl PgListener {
     /// A listener on `channel`, taking its connection from `pool`. Usually
     /// made by [`PgOutboxStore::listener`](crate::PgOutboxStore::listener).
     pub fn new(pool: PgPool, channel: impl Into<String>, wakeup: Wakeup) -> Self {
+        Self::from_source(Source::Pool(pool), channel.into(), wakeup)
+    }
+
+    /// A listener on `channel` connecting as `source` says.
+    pub(crate) fn from_source(source: Source, channel: String, wakeup: Wakeup) -> Self {
         Self {
-            pool,
-            channel: channel.into(),
+            source,
+            channel,
             wakeup,
             reconnect_delay: Self::DEFAULT_RECONNECT_DELAY,
             max_reconnect_delay: Self::DEFAULT_MAX_RECONNECT_DELAY,
@@ -125,6 +144,16 @@ impl PgListener {
     /// whenever the connection is lost. As a lifecycle [`Step`], the
     /// listener does the same.
     pub async fn listen(&self, cancel: CancellationToken) {
+        if matches!(self.source, Source::Nowhere) {
+            info!(
+                channel = %self.channel,
+                "behind a transaction pooler without listen_options: woken by this process's commits; \
+                 other processes' are found by polling"
+            );
+            self.wakeup.wake();
+            cancel.cancelled().await;
+            return;
+        }
         let mut delay = self.reconnect_delay;
         loop {
             match self.session(&cancel, &mut delay).await {
@@ -151,7 +180,7 @@ impl PgListener {
     /// connection fails or `cancel` fires.
     async fn session(&self, cancel: &CancellationToken, delay: &mut Duration) -> Ended {
         let connect = async {
-            let mut listener = SqlxListener::connect_with(&self.pool).await?;
+            let mut listener = self.connect().await?;
             // Reconnect in this loop, with backoff, not inside sqlx.
             listener.eager_reconnect(false);
             listener.listen(&self.channel).await?;
@@ -180,6 +209,28 @@ impl PgListener {
             self.withdraw_presence(&mut listener).await;
         }
         ended
+    }
+
+    /// A connection ready to listen, from the pool or of its own.
+    async fn connect(&self) -> Result<SqlxListener, sqlx::Error> {
+        match &self.source {
+            Source::Pool(pool) => SqlxListener::connect_with(pool).await,
+            Source::Direct(options) => {
+                // A pool of one, as sqlx's own `PgListener::connect` makes:
+                // this loop, not the pool, decides when to reconnect.
+                let pool = PgPoolOptions::new()
+                    .max_connections(1)
+                    .idle_timeout(None)
+                    .max_lifetime(None)
+                    .connect_lazy_with((**options).clone());
+                let mut listener = SqlxListener::connect_with(&pool).await?;
+                listener.ignore_pool_close_event(true);
+                Ok(listener)
+            }
+            Source::Nowhere => Err(sqlx::Error::Configuration(
+                "no connection to listen on".into(),
+            )),
+        }
     }
 
     /// Takes the shared lock by which stores see that this channel has a

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
+use sqlx::PgConnection;
 use sqlx::postgres::PgRow;
 use tidings_core::{ClaimRequest, LeaseToken, SettleReport, StoreError};
 use tokio::task::JoinHandle;
@@ -23,20 +24,21 @@ use crate::batch::Hold;
 use crate::claim_connections::ClaimConnection;
 use crate::error::{is_unavailable, store_error};
 use crate::outcomes::OutcomeColumns;
+use crate::pooled_claim::PooledClaim;
 use crate::record::{ClaimedRow, into_records};
-use crate::{PgBatch, PgOutboxStore, claim_records, literal};
+use crate::{PgBatch, PgOutboxStore, claim_records, literal, pooled_claim};
 
 /// The names the settle statements are prepared under on a claim
 /// connection.
 const SETTLE_PUBLISHED: &str = "tidings_settle_published";
 const SETTLE_PUBLISHED_KEPT: &str = "tidings_settle_published_kept";
 
-/// The open transaction of a locked batch, on a claim connection of the
-/// store's, its rows' ids and its claim record.
+/// The open transaction of a locked batch, on a claim connection, its
+/// rows' ids and its claim record.
 pub(crate) struct LockedRows {
-    /// In the batch's transaction. Dropped unsettled, it is closed, and
-    /// the server rolls the transaction back.
-    connection: ClaimConnection,
+    /// In the batch's transaction. Dropped unsettled, it is closed, or
+    /// rolled back on its way back to the pool, and the rows are released.
+    connection: Held,
     /// Row id by event id, for the rows this transaction locked.
     ids: HashMap<Uuid, i64>,
     token: Uuid,
@@ -54,29 +56,58 @@ impl fmt::Debug for LockedRows {
     }
 }
 
+/// Where a locked batch's transaction runs.
+#[derive(Debug)]
+enum Held {
+    /// On a connection of the store's own.
+    Own(ClaimConnection),
+    /// On one of the pool's, behind a transaction pooler.
+    Pooled(PooledClaim),
+}
+
+impl Held {
+    /// Ends a claim that took no rows, keeping an own connection for the
+    /// next one.
+    async fn release(self, store: &PgOutboxStore) -> Result<(), StoreError> {
+        match self {
+            Held::Own(mut connection) => {
+                sqlx::raw_sql("rollback")
+                    .execute(connection.conn())
+                    .await
+                    .map_err(store_error)?;
+                store.inner().claims.put_back(connection);
+                Ok(())
+            }
+            Held::Pooled(claim) => claim.rollback().await,
+        }
+    }
+}
+
 /// Claims by locking rows in a transaction of their own, which may sit idle
-/// for at most the lease. The transaction's `BEGIN` goes out with the
-/// claim, in one round trip.
+/// for at most the lease. On the store's own connections, the
+/// transaction's `BEGIN` goes out with the claim, in one round trip.
 pub(crate) async fn claim(
     store: &PgOutboxStore,
     request: ClaimRequest<'_>,
 ) -> Result<PgBatch, StoreError> {
     let route = request.route;
-    let (name, sql) = store.inner().sql.claim.locked(route, request.limit);
-    let script = format!(
-        "{};\nexecute {name}({})",
-        begin_statement(request.lease),
-        literal::text(route.name)?
-    );
-    let (mut connection, rows) = run_claim(store, (&name, sql.as_str()), script).await?;
+    let (held, rows) = if store.persistent() {
+        let (name, sql) = store.inner().sql.claim.locked(route, request.limit);
+        let script = format!(
+            "{};\nexecute {name}({})",
+            begin_statement(request.lease),
+            literal::text(route.name)?
+        );
+        let (connection, rows) = run_claim(store, (&name, sql.as_str()), script).await?;
+        (Held::Own(connection), rows)
+    } else {
+        let (claim, rows) = pooled_claim::claim(store, route, request.limit, request.lease).await?;
+        (Held::Pooled(claim), rows)
+    };
     let rows = ClaimedRow::decode_all(&rows)?;
     let token = LeaseToken::new();
     let hold = if rows.is_empty() {
-        sqlx::raw_sql("rollback")
-            .execute(connection.conn())
-            .await
-            .map_err(store_error)?;
-        store.inner().claims.put_back(connection);
+        held.release(store).await?;
         Hold::Lease
     } else {
         let row_ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
@@ -89,7 +120,7 @@ pub(crate) async fn claim(
             .map(|r| (r.record.envelope.event_id, r.id))
             .collect();
         Hold::Locks(LockedRows {
-            connection,
+            connection: held,
             ids,
             token: token.0,
             record,
@@ -133,7 +164,7 @@ async fn run_claim(
 /// statements, as while the batch is published) by the lease, so a hung
 /// relay gives its rows back. The only text written in is the decimal
 /// digits of an integer.
-fn begin_statement(lease: Duration) -> String {
+pub(crate) fn begin_statement(lease: Duration) -> String {
     let millis = i32::try_from(lease.as_millis()).unwrap_or(i32::MAX).max(1);
     format!("begin; set local idle_in_transaction_session_timeout = {millis}")
 }
@@ -151,8 +182,15 @@ impl LockedRows {
     ) -> Result<SettleReport, StoreError> {
         let foreign = columns.retain(|id| self.ids.contains_key(id));
         self.recorded().await;
-        let rows = self.write(store, &columns).await?;
-        store.inner().claims.put_back(self.connection);
+        let ids: Vec<i64> = columns.event_id.iter().map(|id| self.ids[id]).collect();
+        let rows = match self.connection {
+            Held::Own(mut connection) => {
+                let rows = write(&mut connection, store, &columns, ids, self.token).await?;
+                store.inner().claims.put_back(connection);
+                rows
+            }
+            Held::Pooled(claim) => claim.settle(store, &columns, ids, self.token).await?,
+        };
         let mut report = columns.report(rows)?;
         report.lost.extend(foreign);
         Ok(report)
@@ -170,54 +208,67 @@ impl LockedRows {
             warn!(%error, "locked claim not recorded; its crash would not have been counted");
         }
     }
+}
 
-    /// Runs the settle statement, which also deletes the claim's record,
-    /// in the open transaction, and commits. A batch whose every row was
-    /// published, the common case, is settled and committed in one round
-    /// trip.
-    async fn write(
-        &mut self,
-        store: &PgOutboxStore,
-        columns: &OutcomeColumns,
-    ) -> Result<Vec<PgRow>, StoreError> {
-        let inner = store.inner();
-        let ids: Vec<i64> = columns.event_id.iter().map(|id| self.ids[id]).collect();
-        let conn = self.connection.conn();
-        let rows = if columns.is_empty() {
-            claim_records::release(store, &mut *conn, self.token).await?;
-            Vec::new()
-        } else if columns.all_published() {
-            let (name, statement) = match store.delete_on_publish() {
-                true => (SETTLE_PUBLISHED, &inner.sql.settle_locked_published),
-                false => (
-                    SETTLE_PUBLISHED_KEPT,
-                    &inner.sql.settle_locked_published_kept,
-                ),
-            };
-            let script = format!(
-                "execute {name}({}, {});\ncommit",
-                literal::bigints(&ids),
-                literal::uuid(self.token)
-            );
-            let statements = [(name, statement.as_str())];
-            let settled = self.connection.run(&statements, script).await;
-            return settled.map_err(store_error);
-        } else {
-            sqlx::query(inner.sql.settle_locked.clone())
-                .bind(ids)
-                .bind(&columns.outcome)
-                .bind(&columns.delay_us)
-                .bind(&columns.error)
-                .bind(store.delete_on_publish())
-                .bind(self.token)
-                .fetch_all(&mut *conn)
-                .await
-                .map_err(store_error)?
+/// Runs the settle statement for rows `ids`, which also deletes the claim
+/// record `token`, in the open transaction on one of the store's own
+/// connections, and commits. A batch whose every row was published, the
+/// common case, is settled and committed in one round trip.
+async fn write(
+    connection: &mut ClaimConnection,
+    store: &PgOutboxStore,
+    columns: &OutcomeColumns,
+    ids: Vec<i64>,
+    token: Uuid,
+) -> Result<Vec<PgRow>, StoreError> {
+    let inner = store.inner();
+    let rows = if columns.is_empty() {
+        claim_records::release(store, connection.conn(), token).await?;
+        Vec::new()
+    } else if columns.all_published() {
+        let (name, statement) = match store.delete_on_publish() {
+            true => (SETTLE_PUBLISHED, &inner.sql.settle_locked_published),
+            false => (
+                SETTLE_PUBLISHED_KEPT,
+                &inner.sql.settle_locked_published_kept,
+            ),
         };
-        let committed = sqlx::raw_sql("commit").execute(conn).await;
-        committed.map_err(store_error)?;
-        Ok(rows)
-    }
+        let script = format!(
+            "execute {name}({}, {});\ncommit",
+            literal::bigints(&ids),
+            literal::uuid(token)
+        );
+        let statements = [(name, statement.as_str())];
+        let settled = connection.run(&statements, script).await;
+        return settled.map_err(store_error);
+    } else {
+        settle_mixed(store, connection.conn(), columns, ids, token).await?
+    };
+    let committed = sqlx::raw_sql("commit").execute(connection.conn()).await;
+    committed.map_err(store_error)?;
+    Ok(rows)
+}
+
+/// Writes outcomes that are not all published for rows `ids`, and deletes
+/// the claim record `token`, in the batch's open transaction on `conn`.
+pub(crate) async fn settle_mixed(
+    store: &PgOutboxStore,
+    conn: &mut PgConnection,
+    columns: &OutcomeColumns,
+    ids: Vec<i64>,
+    token: Uuid,
+) -> Result<Vec<PgRow>, StoreError> {
+    sqlx::query(store.inner().sql.settle_locked.clone())
+        .persistent(store.persistent())
+        .bind(ids)
+        .bind(&columns.outcome)
+        .bind(&columns.delay_us)
+        .bind(&columns.error)
+        .bind(store.delete_on_publish())
+        .bind(token)
+        .fetch_all(conn)
+        .await
+        .map_err(store_error)
 }
 
 #[cfg(test)]

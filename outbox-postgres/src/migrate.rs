@@ -38,26 +38,31 @@ impl PgOutboxStore {
         let mut conn = inner.pool.acquire().await.map_err(store_error)?;
         let mut tx = conn.begin().await.map_err(store_error)?;
         sqlx::query(sql.migrate_lock.clone())
+            .persistent(self.persistent())
             .bind(inner.names.migration_lock())
             .execute(&mut *tx)
             .await
             .map_err(store_error)?;
         let schema_exists: bool = sqlx::query_scalar(sql.schema_exists.clone())
+            .persistent(self.persistent())
             .bind(&inner.names.schema)
             .fetch_one(&mut *tx)
             .await
             .map_err(store_error)?;
         if !schema_exists {
             sqlx::query(sql.create_schema.clone())
+                .persistent(self.persistent())
                 .execute(&mut *tx)
                 .await
                 .map_err(store_error)?;
         }
         sqlx::query(sql.create_migrations.clone())
+            .persistent(self.persistent())
             .execute(&mut *tx)
             .await
             .map_err(store_error)?;
         let applied: HashSet<i32> = sqlx::query_scalar(sql.applied_migrations.clone())
+            .persistent(self.persistent())
             .fetch_all(&mut *tx)
             .await
             .map_err(store_error)?
@@ -73,10 +78,12 @@ impl PgOutboxStore {
         }
         for (migration, statement) in &pending {
             sqlx::query(statement.clone())
+                .persistent(self.persistent())
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| migration_error(e, migration.name, &inner.names.schema))?;
             sqlx::query(sql.record_migration.clone())
+                .persistent(self.persistent())
                 .bind(migration.version)
                 .bind(migration.name)
                 .execute(&mut *tx)
@@ -101,6 +108,7 @@ impl PgOutboxStore {
         let age_index = names.qualified(&format!("{}_age_idx", names.inbox));
         let (inbox_exists, is_inbox, age_exists, age_on_inbox): (bool, bool, bool, bool) =
             sqlx::query_as(self.inner().sql.inbox_found.clone())
+                .persistent(self.persistent())
                 .bind(&inbox)
                 .bind(&age_index)
                 .fetch_one(&mut *tx)
@@ -147,9 +155,11 @@ impl PgOutboxStore {
             ("migrations table", migrations),
         ];
         let relations: Vec<&str> = expected.iter().map(|(_, name)| name.as_str()).collect();
+        let mut session = self.session().await.map_err(store_error)?;
         let found: Vec<bool> = sqlx::query_scalar(inner.sql.find_relations.clone())
+            .persistent(self.persistent())
             .bind(&relations)
-            .fetch_all(&inner.pool)
+            .fetch_all(&mut *session)
             .await
             .map_err(store_error)?;
         let missing: Vec<String> = expected
@@ -165,9 +175,11 @@ impl PgOutboxStore {
             )));
         }
         let version: i32 = sqlx::query_scalar(inner.sql.schema_version.clone())
-            .fetch_one(&inner.pool)
+            .persistent(self.persistent())
+            .fetch_one(&mut *session)
             .await
             .map_err(store_error)?;
+        session.finish().await.map_err(store_error)?;
         if version < SCHEMA_VERSION {
             return Err(StoreError::Schema(format!(
                 "schema {} is at version {version}, this build needs {SCHEMA_VERSION}; run PgOutboxStore::migrate()",

@@ -1,6 +1,9 @@
 //! How a store is set up: table names, retention, claims and clock.
 
+use sqlx::postgres::PgConnectOptions;
 use tidings_core::{SharedClock, SystemClock};
+
+use crate::Pooling;
 
 /// What happens to a row once its event is published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -27,7 +30,8 @@ pub enum ClaimMode {
     /// publishes that take less than the lease: PostgreSQL ends a
     /// transaction left idle for longer and releases its rows. Each batch
     /// in flight holds a connection of the store's own, outside the pool
-    /// (a pipelined drain holds two), up to
+    /// (a pipelined drain holds two), or one of the pool's behind a
+    /// transaction pooler, up to
     /// [`claim_connections`](PgOutboxOptions::claim_connections) at once.
     #[default]
     Locked,
@@ -59,6 +63,8 @@ pub struct PgOutboxOptions {
     remote_hints: bool,
     claim_mode: ClaimMode,
     claim_connections: usize,
+    pooling: Pooling,
+    listen_options: Option<PgConnectOptions>,
     clock: SharedClock,
 }
 
@@ -74,8 +80,19 @@ impl PgOutboxOptions {
     pub const DEFAULT_CLAIM_CONNECTIONS: usize = 4;
 
     /// The defaults: `public.tidings_outbox` and `public.tidings_inbox`,
-    /// published rows deleted, hints to other processes' relays, the
-    /// system clock.
+    /// published rows deleted, hints to other processes' relays, locked
+    /// claims on up to four connections, a pool reaching the server
+    /// directly, listeners on the pool, the system clock.
+    ///
+    /// ```
+    /// use tidings_postgres::{PgOutboxOptions, Pooling};
+    ///
+    /// let options = PgOutboxOptions::new();
+    /// assert_eq!(options.get_pooling(), Pooling::Direct);
+    /// assert!(options.get_listen_options().is_none());
+    /// let behind = options.pooling(Pooling::Transaction);
+    /// assert_eq!(behind.get_pooling(), Pooling::Transaction);
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
@@ -136,9 +153,38 @@ impl PgOutboxOptions {
     /// between batches, so a locked batch pays no pool checks and its claim
     /// and settle each take one round trip; a claim finding them all in
     /// use waits for one. They come on top of the pool's connections, with
-    /// one more for [claim records](ClaimMode::Locked).
+    /// one more for [claim records](ClaimMode::Locked). Behind a
+    /// transaction pooler ([`Pooling::Transaction`]) they are the pool's
+    /// own instead, so this must be below the pool's `max_connections`.
     pub fn claim_connections(mut self, max: usize) -> Self {
         self.claim_connections = max.max(1);
+        self
+    }
+
+    /// How the pool reaches PostgreSQL ([`Pooling::Direct`] by default).
+    /// Behind a pooler in transaction mode (PgBouncer's `pool_mode =
+    /// transaction`, RDS Proxy, Supabase's pooler), set
+    /// [`Pooling::Transaction`]: the store then prepares nothing by name,
+    /// sets and locks nothing outside a transaction, and opens no
+    /// connection beyond the pool. Your own statements in a
+    /// [`PgContext`](crate::PgContext) need `.persistent(false)` there too.
+    /// [`PgOutboxStore::new`](crate::PgOutboxStore::new) refuses locked
+    /// claims behind such a pooler when
+    /// [`claim_connections`](Self::claim_connections) would take the whole
+    /// pool.
+    pub fn pooling(mut self, pooling: Pooling) -> Self {
+        self.pooling = pooling;
+        self
+    }
+
+    /// Where [listeners](crate::PgOutboxStore::listener) connect, when not
+    /// through the pool: a direct connection to the server (none by
+    /// default). Behind a pooler in transaction mode, which cannot carry a
+    /// `LISTEN`, give the server's own address here; without it, a
+    /// listener wakes its relay only for this process's commits, and relays
+    /// elsewhere find other processes' events by polling.
+    pub fn listen_options(mut self, options: PgConnectOptions) -> Self {
+        self.listen_options = Some(options);
         self
     }
 
@@ -184,6 +230,16 @@ impl PgOutboxOptions {
         self.claim_connections
     }
 
+    /// How the pool reaches PostgreSQL.
+    pub fn get_pooling(&self) -> Pooling {
+        self.pooling
+    }
+
+    /// Where listeners connect, when not through the pool.
+    pub fn get_listen_options(&self) -> Option<&PgConnectOptions> {
+        self.listen_options.as_ref()
+    }
+
     pub(crate) fn clock(&self) -> &SharedClock {
         &self.clock
     }
@@ -199,6 +255,8 @@ impl Default for PgOutboxOptions {
             remote_hints: true,
             claim_mode: ClaimMode::default(),
             claim_connections: Self::DEFAULT_CLAIM_CONNECTIONS,
+            pooling: Pooling::default(),
+            listen_options: None,
             clock: SystemClock::shared(),
         }
     }

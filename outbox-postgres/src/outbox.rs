@@ -37,14 +37,17 @@ impl OutboxStore for PgOutboxStore {
         let route = request.route;
         let lease = LeaseToken::new();
         let inner = self.inner();
+        let mut session = self.session().await.map_err(store_error)?;
         let rows = sqlx::query(inner.sql.claim.get(route, request.limit, ClaimMode::Leased))
+            .persistent(self.persistent())
             .bind(route.name)
             .bind(lease.0)
             .bind(micros(request.lease))
             .bind(route.ordering == OrderingMode::PerKey)
-            .fetch_all(&inner.pool)
+            .fetch_all(&mut *session)
             .await
             .map_err(store_error)?;
+        session.finish().await.map_err(store_error)?;
         let rows = ClaimedRow::decode_all(&rows)?;
         let records = into_records(rows, route.hlc_ordering);
         Ok(PgBatch::new(
@@ -59,13 +62,16 @@ impl OutboxStore for PgOutboxStore {
     #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]
     async fn sweep_expired(&self, route: &str, limit_rows: usize) -> Result<u64, StoreError> {
         let inner = self.inner();
+        let mut session = self.session().await.map_err(store_error)?;
         let swept = sqlx::query(inner.sql.sweep.clone())
+            .persistent(self.persistent())
             .bind(route)
             .bind(limit(limit_rows))
-            .execute(&inner.pool)
+            .execute(&mut *session)
             .await
             .map_err(store_error)?
             .rows_affected();
+        session.finish().await.map_err(store_error)?;
         if swept > 0 {
             debug!(swept, "expired leases returned to pending");
         }
@@ -81,14 +87,17 @@ impl OutboxStore for PgOutboxStore {
             Requeue::Ids(ids) => (false, ids),
         };
         let inner = self.inner();
+        let mut session = self.session().await.map_err(store_error)?;
         let requeued = sqlx::query(inner.sql.requeue.clone())
+            .persistent(self.persistent())
             .bind(route)
             .bind(all)
             .bind::<&[Uuid]>(&ids)
-            .execute(&inner.pool)
+            .execute(&mut *session)
             .await
             .map_err(store_error)?
             .rows_affected();
+        session.finish().await.map_err(store_error)?;
         info!(requeued, "failed rows requeued");
         Ok(requeued)
     }
@@ -100,15 +109,18 @@ impl OutboxStore for PgOutboxStore {
             PurgeStatus::Failed => "failed",
         };
         let inner = self.inner();
+        let mut session = self.session().await.map_err(store_error)?;
         let purged = sqlx::query(inner.sql.purge.clone())
+            .persistent(self.persistent())
             .bind(route)
             .bind(status)
             .bind(micros(request.older_than))
             .bind(limit(request.limit))
-            .execute(&inner.pool)
+            .execute(&mut *session)
             .await
             .map_err(store_error)?
             .rows_affected();
+        session.finish().await.map_err(store_error)?;
         debug!(purged, status, "finished rows purged");
         Ok(purged)
     }
@@ -116,11 +128,14 @@ impl OutboxStore for PgOutboxStore {
     #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]
     async fn stats(&self, route: &str) -> Result<OutboxStats, StoreError> {
         let inner = self.inner();
+        let mut session = self.session().await.map_err(store_error)?;
         let row = sqlx::query(inner.sql.stats.clone())
+            .persistent(self.persistent())
             .bind(route)
-            .fetch_one(&inner.pool)
+            .fetch_one(&mut *session)
             .await
             .map_err(store_error)?;
+        session.finish().await.map_err(store_error)?;
         let count = |column: &str| -> Result<u64, StoreError> {
             let n: i64 = row.try_get(column).map_err(store_error)?;
             Ok(u64::try_from(n).unwrap_or(0))

@@ -13,9 +13,10 @@ use crate::audience::{Audience, Listeners};
 use crate::claim_connections::ClaimConnections;
 use crate::claim_records::RecordConnection;
 use crate::error::store_error;
+use crate::listener::Source;
 use crate::names::TableNames;
 use crate::sql::Statements;
-use crate::{PgContext, PgInboxStore, PgListener, PgOutboxOptions, Retention};
+use crate::{PgContext, PgInboxStore, PgListener, PgOutboxOptions, Pooling, Retention, pooling};
 
 /// The outbox (and inbox) store on PostgreSQL.
 ///
@@ -47,7 +48,7 @@ pub(crate) struct Inner {
     /// Listeners of this process, woken at commit without a round trip.
     local: Arc<LocalWakeups>,
     /// Signs this store's hints, so its own listeners skip them.
-    token: String,
+    pub(crate) token: String,
 }
 
 impl PgOutboxStore {
@@ -56,6 +57,7 @@ impl PgOutboxStore {
     /// lower-case identifier of at most
     /// [`MAX_IDENTIFIER_LEN`](crate::MAX_IDENTIFIER_LEN) bytes.
     pub fn new(pool: PgPool, options: PgOutboxOptions) -> Result<Self, StoreError> {
+        pooling::check(&pool, &options)?;
         let names = TableNames::new(
             options.get_schema(),
             options.get_table(),
@@ -118,7 +120,13 @@ impl PgOutboxStore {
     /// listener exists; those from other processes arrive by `NOTIFY`.
     pub fn listener(&self, wakeup: Wakeup) -> PgListener {
         let registration = self.inner.local.register(wakeup.clone());
-        PgListener::new(self.inner.pool.clone(), self.inner.channel.clone(), wakeup)
+        let options = &self.inner.options;
+        let source = match (options.get_listen_options(), options.get_pooling()) {
+            (Some(direct), _) => Source::Direct(Box::new(direct.clone())),
+            (None, Pooling::Direct) => Source::Pool(self.inner.pool.clone()),
+            (None, Pooling::Transaction) => Source::Nowhere,
+        };
+        PgListener::from_source(source, self.inner.channel.clone(), wakeup)
             .skip_own_hints(self.inner.token.clone(), registration)
     }
 
@@ -208,12 +216,7 @@ impl PgOutboxStore {
             return known;
         }
         let own = inner.local.backends();
-        let sql = &inner.sql.listeners;
-        match inner
-            .hints
-            .listeners(&inner.pool, sql, &inner.channel, own)
-            .await
-        {
+        match inner.hints.listeners(self, own).await {
             Ok(seen) => {
                 debug!(channel = %inner.channel, anywhere = seen.anywhere, elsewhere = seen.elsewhere, "listeners looked up");
                 inner.audience.record(seen);
@@ -228,14 +231,7 @@ impl PgOutboxStore {
 
     async fn send_hint(&self) {
         let inner = self.inner();
-        let sent = (inner.hints)
-            .send(
-                &inner.pool,
-                &inner.sql.announce,
-                &inner.channel,
-                &inner.token,
-            )
-            .await;
+        let sent = inner.hints.send(self).await;
         if let Err(error) = sent {
             debug!(%error, "wake-up hint not sent; relays poll");
         }

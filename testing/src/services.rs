@@ -9,6 +9,13 @@ pub fn database_url() -> String {
     env_or("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
 }
 
+/// PostgreSQL through a pooler in transaction mode: `PGBOUNCER_URL`,
+/// default `postgres://postgres@127.0.0.1:6432/test` (the PgBouncer that
+/// the setup command starts in front of the local server).
+pub fn pgbouncer_url() -> String {
+    env_or("PGBOUNCER_URL", "postgres://postgres@127.0.0.1:6432/test")
+}
+
 /// RabbitMQ: `AMQP_URL`, default `amqp://guest:guest@127.0.0.1:5672/%2f`.
 pub fn amqp_url() -> String {
     env_or("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2f")

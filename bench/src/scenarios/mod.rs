@@ -4,6 +4,7 @@
 
 mod consume;
 mod drain_noop;
+mod drain_pooled;
 mod drain_rabbitmq;
 mod growth;
 mod latency;
@@ -34,6 +35,9 @@ pub(crate) enum Scenario {
     DrainNoop,
     /// Draining to RabbitMQ, against raw confirmed publishing.
     DrainRabbitmq,
+    /// Draining to RabbitMQ through PgBouncer in transaction mode, against
+    /// the same drain reaching PostgreSQL directly.
+    DrainRabbitmqPooled,
     /// Commit-to-publish latency at steady rates.
     Latency,
     /// Consuming with the PostgreSQL inbox, against two-row transactions.
@@ -47,10 +51,11 @@ pub(crate) enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order `all` runs them.
-    pub(crate) const ALL: [Scenario; 7] = [
+    pub(crate) const ALL: [Scenario; 8] = [
         Scenario::Stage,
         Scenario::DrainNoop,
         Scenario::DrainRabbitmq,
+        Scenario::DrainRabbitmqPooled,
         Scenario::Latency,
         Scenario::Consume,
         Scenario::Memory,
@@ -63,6 +68,7 @@ impl Scenario {
             Scenario::Stage => "stage",
             Scenario::DrainNoop => "drain-noop",
             Scenario::DrainRabbitmq => "drain-rabbitmq",
+            Scenario::DrainRabbitmqPooled => "drain-rabbitmq-pooled",
             Scenario::Latency => "latency",
             Scenario::Consume => "consume",
             Scenario::Memory => "memory",
@@ -96,6 +102,7 @@ impl Scenario {
             Scenario::Stage => stage::run(env, sizes, report).await,
             Scenario::DrainNoop => drain_noop::run(env, sizes, report).await,
             Scenario::DrainRabbitmq => drain_rabbitmq::run(env, sizes, report).await,
+            Scenario::DrainRabbitmqPooled => drain_pooled::run(env, sizes, report).await,
             Scenario::Latency => latency::run(env, sizes, report).await,
             Scenario::Consume => consume::run(env, sizes, report).await,
             Scenario::Memory => memory::run(env, sizes, report).await,

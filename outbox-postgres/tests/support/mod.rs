@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod cluster;
+pub(crate) mod pooler;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

@@ -1,0 +1,111 @@
+//! Locked claims behind a transaction pooler, on the pool's connections.
+//!
+//! Where the pool reaches PostgreSQL through a pooler in transaction mode
+//! ([`Pooling::Transaction`](crate::Pooling::Transaction)), a locked batch
+//! holds one of the pool's connections, in the batch's transaction, from
+//! its claim to its settle: the pooler keeps one server session for the
+//! whole transaction, so the row locks and the idle bound (`set local`)
+//! hold as on a direct connection. Nothing is prepared by name: the claim
+//! and the settle are sent unnamed, in the transaction, each parsed and
+//! then run, so a batch takes five round trips (begin, claim, settle,
+//! commit, beside the pool's check of the connection) where the store's
+//! own connections take two. At most
+//! [`claim_connections`](crate::PgOutboxOptions::claim_connections) are
+//! held at once, always fewer than the pool has, so claim records and
+//! staging find one.
+//!
+//! Against a broker's publish these round trips hardly show: draining
+//! into RabbitMQ through PgBouncer 1.18 in claims of 500, a relay kept
+//! 0.87–1.08 of its direct rate, with the same PostgreSQL CPU per event
+//! (`tidings-bench drain-rabbitmq-pooled`, `docs/benchmarks.md`), so
+//! locked claims stay the default behind a pooler too.
+
+use std::time::Duration;
+
+use sqlx::postgres::PgRow;
+use sqlx::{AssertSqlSafe, Postgres, Transaction};
+use tidings_core::{Route, StoreError};
+use tokio::sync::OwnedSemaphorePermit;
+use uuid::Uuid;
+
+use crate::PgOutboxStore;
+use crate::claim_records;
+use crate::error::store_error;
+use crate::locked::{begin_statement, settle_mixed};
+use crate::outcomes::OutcomeColumns;
+
+/// A pooled connection in a locked batch's transaction, and its place
+/// among the claim connections.
+#[derive(Debug)]
+pub(crate) struct PooledClaim {
+    /// Dropped unsettled, it rolls back as the connection goes back to
+    /// the pool.
+    tx: Transaction<'static, Postgres>,
+    _permit: OwnedSemaphorePermit,
+}
+
+/// Opens a batch's transaction on a pooled connection and locks up to
+/// `limit` claimable rows of `route` in it.
+pub(crate) async fn claim(
+    store: &PgOutboxStore,
+    route: &Route,
+    limit: usize,
+    lease: Duration,
+) -> Result<(PooledClaim, Vec<PgRow>), StoreError> {
+    let inner = store.inner();
+    let permit = inner.claims.permit().await?;
+    let begin = AssertSqlSafe(begin_statement(lease));
+    let mut tx = inner.pool.begin_with(begin).await.map_err(store_error)?;
+    let (_, sql) = inner.sql.claim.locked(route, limit);
+    let rows = sqlx::query(sql)
+        .persistent(false)
+        .bind(route.name)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(store_error)?;
+    let claim = PooledClaim {
+        tx,
+        _permit: permit,
+    };
+    Ok((claim, rows))
+}
+
+impl PooledClaim {
+    /// Ends a claim that took no rows.
+    pub(crate) async fn rollback(self) -> Result<(), StoreError> {
+        self.tx.rollback().await.map_err(store_error)
+    }
+
+    /// Writes the outcomes for rows `ids` (by their order in `columns`),
+    /// deletes the claim record `token` and commits; returns the rows
+    /// settled.
+    pub(crate) async fn settle(
+        mut self,
+        store: &PgOutboxStore,
+        columns: &OutcomeColumns,
+        ids: Vec<i64>,
+        token: Uuid,
+    ) -> Result<Vec<PgRow>, StoreError> {
+        let inner = store.inner();
+        let rows = if columns.is_empty() {
+            claim_records::release(store, &mut self.tx, token).await?;
+            Vec::new()
+        } else if columns.all_published() {
+            let statement = match store.delete_on_publish() {
+                true => &inner.sql.settle_locked_published,
+                false => &inner.sql.settle_locked_published_kept,
+            };
+            sqlx::query(statement.clone())
+                .persistent(false)
+                .bind(ids)
+                .bind(token)
+                .fetch_all(&mut *self.tx)
+                .await
+                .map_err(store_error)?
+        } else {
+            settle_mixed(store, &mut self.tx, columns, ids, token).await?
+        };
+        self.tx.commit().await.map_err(store_error)?;
+        Ok(rows)
+    }
+}

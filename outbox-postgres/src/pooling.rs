@@ -1,0 +1,122 @@
+//! How the store's statements run where a transaction pooler stands
+//! between the pool and the server.
+//!
+//! A pooler in transaction mode (PgBouncer with `pool_mode = transaction`,
+//! RDS Proxy, Supabase's pooler) lends a server session to a client for one
+//! transaction, and may lend the next one another. Whatever lives in a
+//! session outside a transaction is lost on the way or, worse, found by
+//! another client: statements prepared by name (sqlx's `sqlx_s_1`, SQL
+//! `PREPARE`), session `SET`s, session advisory locks, `LISTEN`. Even a
+//! statement sqlx sends unnamed is at risk outside a transaction, as sqlx
+//! parses it and binds it in two round trips, each ended by a `Sync`, and
+//! the pooler may hand the session to another client between them.
+//!
+//! So under [`Pooling::Transaction`] every statement of the store is sent
+//! unnamed (`persistent(false)`), and every statement that would run on
+//! its own runs in a transaction of its own ([`Session`]). The two round
+//! trips of one statement, and the `BEGIN` and `COMMIT` around it, then
+//! reach one server session. The store opens no connection of its own:
+//! locked claims hold one of the pool's connections in the batch's
+//! transaction, and claim records and wake-up hints go through the pool.
+
+use std::ops::{Deref, DerefMut};
+
+use sqlx::pool::PoolConnection;
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
+use tidings_core::StoreError;
+
+use crate::{ClaimMode, PgOutboxOptions, PgOutboxStore};
+
+/// How the store's pool reaches PostgreSQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pooling {
+    /// Each of the pool's connections is a server session of its own:
+    /// directly, or through a pooler in session mode (the default). The
+    /// store prepares its statements by name and keeps a few connections
+    /// of its own beside the pool (see the crate docs, *Connections*).
+    #[default]
+    Direct,
+    /// Through a pooler in transaction mode, which may move a connection to
+    /// another server session after every transaction: no statement is
+    /// prepared by name, nothing is set or locked outside a transaction,
+    /// and the store opens no connection beyond the pool. `LISTEN` needs a
+    /// session of its own: give the listener a direct connection with
+    /// [`listen_options`](crate::PgOutboxOptions::listen_options), or
+    /// relays in other processes poll.
+    Transaction,
+}
+
+/// A pooled connection for a statement outside the caller's transactions:
+/// in a transaction of its own behind a transaction pooler, as is
+/// otherwise.
+pub(crate) enum Session {
+    /// A pooled connection, each statement its own transaction.
+    Plain(PoolConnection<Postgres>),
+    /// A pooled connection in a transaction, which [`finish`](Self::finish)
+    /// commits.
+    Wrapped(Transaction<'static, Postgres>),
+}
+
+impl Session {
+    /// Commits the transaction, if any; dropped unfinished, it rolls back.
+    pub(crate) async fn finish(self) -> Result<(), sqlx::Error> {
+        match self {
+            Session::Plain(_) => Ok(()),
+            Session::Wrapped(tx) => tx.commit().await,
+        }
+    }
+}
+
+impl Deref for Session {
+    type Target = PgConnection;
+
+    fn deref(&self) -> &PgConnection {
+        match self {
+            Session::Plain(conn) => conn,
+            Session::Wrapped(tx) => tx,
+        }
+    }
+}
+
+impl DerefMut for Session {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        match self {
+            Session::Plain(conn) => conn,
+            Session::Wrapped(tx) => tx,
+        }
+    }
+}
+
+/// Refuses what cannot work behind a transaction pooler: locked claims
+/// there hold pooled connections, and must leave the pool one for the
+/// claim records their settles wait for.
+pub(crate) fn check(pool: &PgPool, options: &PgOutboxOptions) -> Result<(), StoreError> {
+    let pooled_locks = options.get_pooling() == Pooling::Transaction
+        && options.get_claim_mode() == ClaimMode::Locked;
+    let max = usize::try_from(pool.options().get_max_connections()).unwrap_or(usize::MAX);
+    let claims = options.get_claim_connections();
+    if pooled_locks && claims >= max {
+        return Err(StoreError::Invalid(format!(
+            "behind a transaction pooler, locked claims hold the pool's connections: \
+             claim_connections ({claims}) must be below the pool's max_connections ({max}); \
+             lower PgOutboxOptions::claim_connections, enlarge the pool, or use ClaimMode::Leased"
+        )));
+    }
+    Ok(())
+}
+
+impl PgOutboxStore {
+    /// Whether the store's statements may be prepared by name and kept on
+    /// the connection: not behind a transaction pooler.
+    pub(crate) fn persistent(&self) -> bool {
+        self.options().get_pooling() == Pooling::Direct
+    }
+
+    /// A pooled connection for statements that commit on their own.
+    pub(crate) async fn session(&self) -> Result<Session, sqlx::Error> {
+        Ok(match self.options().get_pooling() {
+            Pooling::Direct => Session::Plain(self.pool().acquire().await?),
+            Pooling::Transaction => Session::Wrapped(self.pool().begin().await?),
+        })
+    }
+}
