@@ -7,8 +7,18 @@
 //! cargo run -p tidings-examples --features postgres,rabbitmq --bin postgres_rabbitmq
 //! ```
 //!
-//! Servers are read from `DATABASE_URL` and `AMQP_URL` (local defaults). The
-//! program recreates the schema `tidings_example_billing`, declares the
+//! Servers are read from `DATABASE_URL` and `AMQP_URL` (local defaults).
+//! Behind a transaction pooler such as PgBouncer, also set
+//! `DATABASE_POOLING=transaction`, and `DATABASE_LISTEN_URL` to the server's
+//! own address so the relay hears commits at once:
+//!
+//! ```sh
+//! DATABASE_URL=postgres://postgres@127.0.0.1:6432/test DATABASE_POOLING=transaction \
+//! DATABASE_LISTEN_URL=postgres://postgres@127.0.0.1:5432/test \
+//!     cargo run -p tidings-examples --features postgres,rabbitmq --bin postgres_rabbitmq
+//! ```
+//!
+//! The program recreates the schema `tidings_example_billing`, declares the
 //! queue `tidings-example-orders` with its dead-letter queue, places 20
 //! orders (one in five rolled back), and exits once every committed order
 //! has its invoice, or non-zero after 30 s.
@@ -19,13 +29,14 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
+use sqlx::Row;
 use sqlx::postgres::PgPoolOptions;
 use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
 use tidings_core::lifecycle::LifecyclePlan;
 use tidings_core::relay::Relay;
 use tidings_core::{Message, OutboxSpec, QueueSpec, Wakeup};
 use tidings_inbox::Inbox;
-use tidings_postgres::{PgContext, PgOutboxOptions, PgOutboxStore};
+use tidings_postgres::{PgContext, PgOutboxOptions, PgOutboxStore, Pooling};
 use tidings_rabbitmq::{
     ConnectionOptions, PublisherOptions, QueueOptions, RabbitPublisher, RabbitSource,
     SourceOptions, Topology,
@@ -110,20 +121,26 @@ async fn open_store() -> anyhow::Result<PgOutboxStore> {
         .connect(&url)
         .await
         .with_context(|| format!("connecting to {url}; run bash scripts/setup-services.sh"))?;
-    sqlx::query("drop schema if exists tidings_example_billing cascade")
+    // Statements without parameters go by the simple protocol, which any
+    // pooler carries.
+    sqlx::raw_sql("drop schema if exists tidings_example_billing cascade")
         .execute(&pool)
         .await?;
-    let store = PgOutboxStore::new(
-        pool,
-        PgOutboxOptions::new().schema("tidings_example_billing"),
-    )?;
-    store.migrate().await?;
-    for ddl in [
-        "create table tidings_example_billing.orders (id bigserial primary key, amount_cents bigint not null)",
-        "create table tidings_example_billing.invoices (order_id bigint primary key, amount_cents bigint not null)",
-    ] {
-        sqlx::query(ddl).execute(store.pool()).await?;
+    let mut options = PgOutboxOptions::new().schema("tidings_example_billing");
+    if std::env::var("DATABASE_POOLING").is_ok_and(|mode| mode == "transaction") {
+        options = options.pooling(Pooling::Transaction);
     }
+    if let Ok(direct) = std::env::var("DATABASE_LISTEN_URL") {
+        options = options.listen_options(direct.parse()?);
+    }
+    let store = PgOutboxStore::new(pool, options)?;
+    store.migrate().await?;
+    sqlx::raw_sql(
+        "create table tidings_example_billing.orders (id bigserial primary key, amount_cents bigint not null); \
+         create table tidings_example_billing.invoices (order_id bigint primary key, amount_cents bigint not null)",
+    )
+    .execute(store.pool())
+    .await?;
     Ok(store)
 }
 
@@ -134,9 +151,11 @@ async fn place_orders(store: &PgOutboxStore) -> anyhow::Result<i64> {
     for n in 1..=ORDERS_TO_PLACE {
         let amount_cents = 1_000 + n;
         let mut ctx = store.begin().await?;
+        // Not prepared by name, so it also passes a transaction pooler.
         let order_id: i64 = sqlx::query_scalar(
             "insert into tidings_example_billing.orders (amount_cents) values ($1) returning id",
         )
+        .persistent(false)
         .bind(amount_cents)
         .fetch_one(ctx.tx())
         .await?;
@@ -170,6 +189,7 @@ async fn bill(
     let mut ctx = tx.lock().await;
     let known: Option<i64> =
         sqlx::query_scalar("select id from tidings_example_billing.orders where id = $1")
+            .persistent(false)
             .bind(order.order_id)
             .fetch_optional(ctx.tx())
             .await?;
@@ -182,6 +202,7 @@ async fn bill(
     sqlx::query(
         "insert into tidings_example_billing.invoices (order_id, amount_cents) values ($1, $2)",
     )
+    .persistent(false)
     .bind(order.order_id)
     .bind(order.amount_cents)
     .execute(ctx.tx())
@@ -196,11 +217,10 @@ async fn bill(
 }
 
 async fn invoice_count(store: &PgOutboxStore) -> anyhow::Result<i64> {
-    Ok(
-        sqlx::query_scalar("select count(*) from tidings_example_billing.invoices")
-            .fetch_one(store.pool())
-            .await?,
-    )
+    let row = sqlx::raw_sql("select count(*) from tidings_example_billing.invoices")
+        .fetch_one(store.pool())
+        .await?;
+    Ok(row.try_get(0)?)
 }
 
 /// Returns once `expected` invoices exist, or after 30 s.
