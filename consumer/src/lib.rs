@@ -17,3 +17,4 @@ pub use key_order::KeyOrder;
 pub use options::ConsumerOptions;
 pub use report::ConsumerReport;
 pub use runner::{Consumer, run_consumer};
+pub use tidings_inbox::{Inbox, InboxCleaner, Marked, NoInbox};

@@ -28,8 +28,11 @@ pub use batch::PgBatch;
 pub use context::PgContext;
 pub use error::CommitError;
 pub use inbox::PgInboxStore;
-pub use listener::PgListener;
+pub use listener::PgWakeupListener;
 pub use names::MAX_IDENTIFIER_LEN;
 pub use options::{ClaimMode, PgOutboxOptions, Retention};
 pub use pooling::Pooling;
 pub use store::PgOutboxStore;
+
+/// The sqlx this crate is built on, so a service uses the same version.
+pub use sqlx;

@@ -39,7 +39,7 @@ const WITHDRAW_TIMEOUT: Duration = Duration::from_secs(1);
 /// their hints are heard: a store sends none while no listener outside its
 /// own process holds one.
 #[derive(Debug)]
-pub struct PgListener {
+pub struct PgWakeupListener {
     source: Source,
     channel: String,
     wakeup: Wakeup,
@@ -77,7 +77,7 @@ enum Ended {
     PoolClosed,
 }
 
-impl PgListener {
+impl PgWakeupListener {
     /// The first key of the shared advisory lock a listening session
     /// holds; the second is `hashtext(channel)`. In `pg_locks` a listener
     /// shows as `locktype = 'advisory'`, `classid` this number, `objid`
@@ -297,7 +297,7 @@ impl PgListener {
     }
 }
 
-impl Step for PgListener {
+impl Step for PgWakeupListener {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
         Box::pin(async move {
             self.listen(cancel).await;

@@ -16,7 +16,7 @@ use crate::error::store_error;
 use crate::listener::Source;
 use crate::names::TableNames;
 use crate::sql::Statements;
-use crate::{PgContext, PgInboxStore, PgListener, PgOutboxOptions, Pooling, Retention, pooling};
+use crate::{PgContext, PgInboxStore, PgWakeupListener, PgOutboxOptions, Pooling, Retention, pooling};
 
 /// The outbox (and inbox) store on PostgreSQL.
 ///
@@ -118,7 +118,7 @@ impl PgOutboxStore {
     /// store's table commits. Commits through this store (or its clones)
     /// wake it directly, without waiting for their `NOTIFY`, as long as the
     /// listener exists; those from other processes arrive by `NOTIFY`.
-    pub fn listener(&self, wakeup: Wakeup) -> PgListener {
+    pub fn listener(&self, wakeup: Wakeup) -> PgWakeupListener {
         let registration = self.inner.local.register(wakeup.clone());
         let options = &self.inner.options;
         let source = match (options.get_listen_options(), options.get_pooling()) {
@@ -126,7 +126,7 @@ impl PgOutboxStore {
             (None, Pooling::Direct) => Source::Pool(self.inner.pool.clone()),
             (None, Pooling::Transaction) => Source::Nowhere,
         };
-        PgListener::from_source(source, self.inner.channel.clone(), wakeup)
+        PgWakeupListener::from_source(source, self.inner.channel.clone(), wakeup)
             .skip_own_hints(self.inner.token.clone(), registration)
     }
 

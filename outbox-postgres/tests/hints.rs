@@ -14,7 +14,7 @@ use std::time::Duration;
 use sqlx::postgres::PgListener as Eavesdropper;
 use support::{ORDER_EVENTS, drop_schema, listening_backend, listening_backends, store};
 use tidings_core::Wakeup;
-use tidings_postgres::{PgListener, PgOutboxStore, Retention};
+use tidings_postgres::{PgWakeupListener, PgOutboxStore, Retention};
 use tokio_util::sync::CancellationToken;
 
 /// Longer than a store trusts its last look at who listens.
@@ -58,8 +58,8 @@ async fn commit_in_callers_transaction(store: &PgOutboxStore, n: u64) {
 }
 
 /// A listener the store did not make, as one in another process is.
-fn listener_elsewhere(store: &PgOutboxStore) -> PgListener {
-    PgListener::new(store.pool().clone(), store.channel(), Wakeup::new())
+fn listener_elsewhere(store: &PgOutboxStore) -> PgWakeupListener {
+    PgWakeupListener::new(store.pool().clone(), store.channel(), Wakeup::new())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

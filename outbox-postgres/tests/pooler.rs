@@ -19,7 +19,7 @@ use tidings_core::memory::{MemoryBroker, MemoryBrokerOptions};
 use tidings_core::relay::{Relay, RelayConfig};
 use tidings_core::{InboxMark, InboxStore, Message, OutboxStore, QueueSpec, StoreError, Wakeup};
 use tidings_inbox::Inbox;
-use tidings_postgres::{ClaimMode, PgContext, PgListener, PgOutboxOptions, PgOutboxStore, Pooling};
+use tidings_postgres::{ClaimMode, PgContext, PgWakeupListener, PgOutboxOptions, PgOutboxStore, Pooling};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{pgbouncer_url, service_missing};
 use tokio_util::sync::CancellationToken;
@@ -222,7 +222,7 @@ async fn without_a_direct_connection_the_listener_still_hears_its_own_process() 
 /// The backends holding a listener's presence lock on the store's channel.
 async fn listening(direct: &PgPool, store: &PgOutboxStore) -> Vec<i32> {
     sqlx::query_scalar(LISTENING_BACKENDS)
-        .bind(PgListener::PRESENCE_LOCK_SPACE)
+        .bind(PgWakeupListener::PRESENCE_LOCK_SPACE)
         .bind(store.channel())
         .fetch_all(direct)
         .await
@@ -373,7 +373,7 @@ async fn the_store_opens_no_connection_beyond_its_pool() {
     let direct = PgPoolOptions::new()
         .max_connections(1)
         .connect_lazy_with(direct_options());
-    PgListener::new(direct, store.channel(), Wakeup::new()).spawn(cancel.clone());
+    PgWakeupListener::new(direct, store.channel(), Wakeup::new()).spawn(cancel.clone());
     let broker = MemoryBroker::new();
     broker.declare_queue(ORDERS.name());
     let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)

@@ -10,7 +10,7 @@ use sqlx::postgres::PgPoolOptions;
 use support::cluster::PrivateCluster;
 use support::{LISTENING_BACKENDS, ORDER_EVENTS};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
-use tidings_postgres::{PgListener, PgOutboxOptions, PgOutboxStore};
+use tidings_postgres::{PgWakeupListener, PgOutboxOptions, PgOutboxStore};
 use tidings_testing::services::service_missing;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -61,7 +61,7 @@ async fn wait_for_listener(store: &PgOutboxStore) {
     let started = Instant::now();
     loop {
         let found: Result<Vec<i32>, _> = sqlx::query_scalar(LISTENING_BACKENDS)
-            .bind(PgListener::PRESENCE_LOCK_SPACE)
+            .bind(PgWakeupListener::PRESENCE_LOCK_SPACE)
             .bind(store.channel())
             .fetch_all(store.pool())
             .await;

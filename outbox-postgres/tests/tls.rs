@@ -13,7 +13,7 @@ use sqlx::{PgPool, Row};
 use support::cluster::PrivateCluster;
 use support::{LISTENING_BACKENDS, ORDER_EVENTS};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
-use tidings_postgres::{PgListener, PgOutboxOptions, PgOutboxStore};
+use tidings_postgres::{PgWakeupListener, PgOutboxOptions, PgOutboxStore};
 use tidings_testing::services::{service_missing, tls_file};
 use tokio_util::sync::CancellationToken;
 
@@ -133,7 +133,7 @@ async fn wait_until_listening(store: &PgOutboxStore) {
     let started = Instant::now();
     loop {
         let listening: Vec<i32> = sqlx::query_scalar(LISTENING_BACKENDS)
-            .bind(PgListener::PRESENCE_LOCK_SPACE)
+            .bind(PgWakeupListener::PRESENCE_LOCK_SPACE)
             .bind(store.channel())
             .fetch_all(store.pool())
             .await

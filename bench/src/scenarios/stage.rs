@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use sqlx::AssertSqlSafe;
 use tidings_core::Wakeup;
-use tidings_postgres::{PgListener, PgOutboxStore, Retention};
+use tidings_postgres::{PgWakeupListener, PgOutboxStore, Retention};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -107,7 +107,7 @@ async fn measure(stores: &Stores, sizes: &Sizes) -> anyhow::Result<Took> {
     let cancel = CancellationToken::new();
     let heard = &stores.heard;
     let listener =
-        PgListener::new(heard.pool().clone(), heard.channel(), Wakeup::new()).spawn(cancel.clone());
+        PgWakeupListener::new(heard.pool().clone(), heard.channel(), Wakeup::new()).spawn(cancel.clone());
     let result = rounds(stores, sizes).await;
     cancel.cancel();
     listener.await?;

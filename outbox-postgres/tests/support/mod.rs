@@ -160,7 +160,7 @@ pub(crate) const LISTENING_BACKENDS: &str = "select pid from pg_locks \
 /// found by the presence lock each holds while it listens.
 pub(crate) async fn listening_backends(store: &PgOutboxStore) -> Vec<i32> {
     sqlx::query_scalar(LISTENING_BACKENDS)
-        .bind(tidings_postgres::PgListener::PRESENCE_LOCK_SPACE)
+        .bind(tidings_postgres::PgWakeupListener::PRESENCE_LOCK_SPACE)
         .bind(store.channel())
         .fetch_all(store.pool())
         .await

@@ -26,6 +26,9 @@ pub use properties::{DEAD_LETTER_REASON_HEADER, PRIOR_DELIVERIES_HEADER};
 pub use publisher::RabbitPublisher;
 pub use source::{RabbitSource, RabbitStream};
 pub use tls::{Pem, TlsOptions};
+
+/// The lapin this crate is built on.
+pub use lapin;
 pub use topology::{
     QueueKind, QueueOptions, Topology, dead_letter_exchange, dead_letter_queue, delay_queue,
     exchange_name,

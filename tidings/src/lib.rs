@@ -1,0 +1,64 @@
+// The repository's README is this crate's documentation, so every snippet
+// in it is compiled and run as a doctest.
+#![doc = include_str!("../../README.md")]
+
+// Those snippets use the PostgreSQL store and the RabbitMQ transport: say
+// so rather than fail on missing modules.
+#[cfg(all(doctest, not(all(feature = "postgres", feature = "rabbitmq"))))]
+compile_error!("the README's snippets need `--features postgres,rabbitmq` (or `--all-features`)");
+
+pub use tidings_core::*;
+
+/// The consumer runner and the inbox ([`tidings_consumer`]).
+#[cfg(feature = "consumer")]
+pub mod consumer {
+    pub use tidings_consumer::*;
+}
+
+/// The PostgreSQL outbox and inbox stores ([`tidings_postgres`]), with the
+/// sqlx they are built on as [`postgres::sqlx`](tidings_postgres::sqlx).
+#[cfg(feature = "postgres")]
+pub mod postgres {
+    pub use tidings_postgres::*;
+}
+
+/// The MongoDB outbox and inbox stores ([`tidings_mongo`]), with the driver
+/// as [`mongo::mongodb`](tidings_mongo::mongodb).
+#[cfg(feature = "mongo")]
+pub mod mongo {
+    pub use tidings_mongo::*;
+}
+
+/// The RabbitMQ transport ([`tidings_rabbitmq`]), with lapin as
+/// [`rabbitmq::lapin`](tidings_rabbitmq::lapin).
+#[cfg(feature = "rabbitmq")]
+pub mod rabbitmq {
+    pub use tidings_rabbitmq::*;
+}
+
+/// The Amazon SQS transport ([`tidings_sqs`]), with the SDK as
+/// [`sqs::aws_sdk_sqs`](tidings_sqs::aws_sdk_sqs).
+#[cfg(feature = "sqs")]
+pub mod sqs {
+    pub use tidings_sqs::*;
+}
+
+/// What most services name: specs, the lifecycle plan, the relay and, with
+/// the `consumer` feature, the consumer, its handler and the inbox.
+///
+/// ```
+/// use tidings::prelude::*;
+///
+/// static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
+/// static ORDERS: QueueSpec<u64> = QueueSpec::json("orders");
+/// EVENTS.check_pair(&ORDERS).unwrap();
+/// ```
+pub mod prelude {
+    pub use tidings_core::lifecycle::LifecyclePlan;
+    pub use tidings_core::relay::{Relay, RelayConfig};
+    pub use tidings_core::{Message, OutboxSpec, QueueSpec, Wakeup};
+    #[cfg(feature = "consumer")]
+    pub use tidings_consumer::{
+        Consumer, ConsumerOptions, HandlerError, Inbox, KeyOrder, TxHandle, handler_fn,
+    };
+}
