@@ -84,6 +84,23 @@ impl MongoOutboxStore {
         MongoContext::new(session, self.buffer(), self.clone())
     }
 
+    /// The steps that relay this store's routes to `publisher`: a
+    /// [`watcher`](Self::watcher) waking them on inserts, and a relay and a
+    /// backlog monitor per route added with
+    /// [`Relays::route`](tidings_core::relay::Relays::route). Add the whole
+    /// to a plan with
+    /// [`LifecyclePlan::steps`](tidings_core::lifecycle::LifecyclePlan::steps).
+    pub fn relays<P: tidings_core::Publisher + Clone>(
+        &self,
+        publisher: P,
+    ) -> tidings_core::relay::Relays<Self, P> {
+        let wakeup = Wakeup::new();
+        let watcher: std::sync::Arc<dyn tidings_core::lifecycle::Step> =
+            std::sync::Arc::new(self.watcher(wakeup.clone()));
+        tidings_core::relay::Relays::new(self.clone(), publisher)
+            .woken_by(wakeup, Some(("watcher", watcher)))
+    }
+
     /// A watcher waking `wakeup` whenever an event is staged into this
     /// store's outbox.
     pub fn watcher(&self, wakeup: Wakeup) -> MongoWatcher {

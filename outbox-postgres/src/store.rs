@@ -16,7 +16,9 @@ use crate::error::store_error;
 use crate::listener::Source;
 use crate::names::TableNames;
 use crate::sql::Statements;
-use crate::{PgContext, PgInboxStore, PgWakeupListener, PgOutboxOptions, Pooling, Retention, pooling};
+use crate::{
+    PgContext, PgInboxStore, PgOutboxOptions, PgWakeupListener, Pooling, Retention, pooling,
+};
 
 /// The outbox (and inbox) store on PostgreSQL.
 ///
@@ -112,6 +114,23 @@ impl PgOutboxStore {
     /// with the staged events.
     pub fn context<'c>(&self, tx: Transaction<'c, Postgres>) -> PgContext<'c> {
         PgContext::new(tx, self.buffer(), self.clone())
+    }
+
+    /// The steps that relay this store's routes to `publisher`: a
+    /// [`listener`](Self::listener) waking them on commits, and a relay and
+    /// a backlog monitor per route added with
+    /// [`Relays::route`](tidings_core::relay::Relays::route). Add the whole
+    /// to a plan with
+    /// [`LifecyclePlan::steps`](tidings_core::lifecycle::LifecyclePlan::steps).
+    pub fn relays<P: tidings_core::Publisher + Clone>(
+        &self,
+        publisher: P,
+    ) -> tidings_core::relay::Relays<Self, P> {
+        let wakeup = Wakeup::new();
+        let listener: std::sync::Arc<dyn tidings_core::lifecycle::Step> =
+            std::sync::Arc::new(self.listener(wakeup.clone()));
+        tidings_core::relay::Relays::new(self.clone(), publisher)
+            .woken_by(wakeup, Some(("listener", listener)))
     }
 
     /// A listener waking `wakeup` whenever a transaction staging into this

@@ -14,7 +14,7 @@ use std::time::Duration;
 use sqlx::postgres::PgListener as Eavesdropper;
 use support::{ORDER_EVENTS, drop_schema, listening_backend, listening_backends, store};
 use tidings_core::Wakeup;
-use tidings_postgres::{PgWakeupListener, PgOutboxStore, Retention};
+use tidings_postgres::{PgOutboxStore, PgWakeupListener, Retention};
 use tokio_util::sync::CancellationToken;
 
 /// Longer than a store trusts its last look at who listens.

@@ -19,7 +19,9 @@ use tidings_core::memory::{MemoryBroker, MemoryBrokerOptions};
 use tidings_core::relay::{Relay, RelayConfig};
 use tidings_core::{InboxMark, InboxStore, Message, OutboxStore, QueueSpec, StoreError, Wakeup};
 use tidings_inbox::Inbox;
-use tidings_postgres::{ClaimMode, PgContext, PgWakeupListener, PgOutboxOptions, PgOutboxStore, Pooling};
+use tidings_postgres::{
+    ClaimMode, PgContext, PgOutboxOptions, PgOutboxStore, PgWakeupListener, Pooling,
+};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{pgbouncer_url, service_missing};
 use tokio_util::sync::CancellationToken;

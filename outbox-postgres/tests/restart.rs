@@ -10,7 +10,7 @@ use sqlx::postgres::PgPoolOptions;
 use support::cluster::PrivateCluster;
 use support::{LISTENING_BACKENDS, ORDER_EVENTS};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
-use tidings_postgres::{PgWakeupListener, PgOutboxOptions, PgOutboxStore};
+use tidings_postgres::{PgOutboxOptions, PgOutboxStore, PgWakeupListener};
 use tidings_testing::services::service_missing;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;

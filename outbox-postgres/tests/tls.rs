@@ -13,7 +13,7 @@ use sqlx::{PgPool, Row};
 use support::cluster::PrivateCluster;
 use support::{LISTENING_BACKENDS, ORDER_EVENTS};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
-use tidings_postgres::{PgWakeupListener, PgOutboxOptions, PgOutboxStore};
+use tidings_postgres::{PgOutboxOptions, PgOutboxStore, PgWakeupListener};
 use tidings_testing::services::{service_missing, tls_file};
 use tokio_util::sync::CancellationToken;
 

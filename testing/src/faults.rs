@@ -19,6 +19,26 @@ pub async fn close_rabbitmq_connection(name: &str) {
     );
 }
 
+/// How many open RabbitMQ connections have the `connection_name` client
+/// property `name`.
+pub async fn rabbitmq_connections_named(name: &str) -> usize {
+    let output = Command::new("rabbitmqctl")
+        .args([
+            "list_connections",
+            "--quiet",
+            "--no-table-headers",
+            "client_properties",
+        ])
+        .output()
+        .await
+        .expect("run rabbitmqctl list_connections");
+    let quoted = format!("\"{name}\"");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| line.contains(&quoted))
+        .count()
+}
+
 /// The pid of the connection named `name`, waiting for it to show.
 async fn find_connection(name: &str) -> String {
     for _ in 0..50 {

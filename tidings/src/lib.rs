@@ -54,11 +54,11 @@ pub mod sqs {
 /// EVENTS.check_pair(&ORDERS).unwrap();
 /// ```
 pub mod prelude {
-    pub use tidings_core::lifecycle::LifecyclePlan;
-    pub use tidings_core::relay::{Relay, RelayConfig};
-    pub use tidings_core::{Message, OutboxSpec, QueueSpec, Wakeup};
     #[cfg(feature = "consumer")]
     pub use tidings_consumer::{
         Consumer, ConsumerOptions, HandlerError, Inbox, KeyOrder, TxHandle, handler_fn,
     };
+    pub use tidings_core::lifecycle::LifecyclePlan;
+    pub use tidings_core::relay::{Relay, RelayConfig};
+    pub use tidings_core::{Message, OutboxSpec, QueueSpec, Wakeup};
 }

@@ -37,6 +37,13 @@ pub struct LifecycleError {
     pub steps: Vec<String>,
 }
 
+/// Several named steps added at once, such as a store's
+/// [`Relays`](crate::relay::Relays).
+pub trait IntoSteps {
+    /// The steps with their names, in the order they start.
+    fn into_steps(self) -> Vec<(String, Arc<dyn Step>)>;
+}
+
 /// Named background steps run together.
 pub struct LifecyclePlan {
     steps: Vec<(String, Arc<dyn Step>)>,
@@ -81,6 +88,17 @@ impl LifecyclePlan {
     pub fn step(mut self, name: impl Into<String>, step: impl Step) -> Self {
         self.steps.push((name.into(), Arc::new(step)));
         self
+    }
+
+    /// Adds several steps, in their order.
+    pub fn steps(mut self, steps: impl IntoSteps) -> Self {
+        self.steps.extend(steps.into_steps());
+        self
+    }
+
+    /// The names of the steps, in the order they start.
+    pub fn step_names(&self) -> Vec<&str> {
+        self.steps.iter().map(|(name, _)| name.as_str()).collect()
     }
 
     /// Sets how long to wait before restarting a failed step.

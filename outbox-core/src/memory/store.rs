@@ -13,6 +13,7 @@ use super::claim;
 use super::context::MemoryContext;
 use super::inbox::AttemptCount;
 use super::rows::{RouteRows, Status};
+use crate::relay::Relays;
 use crate::{
     ClaimRequest, HybridClock, LeaseToken, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus,
     Requeue, SharedClock, StoreError, SystemClock, Wakeup,
@@ -92,6 +93,13 @@ impl MemoryStore {
     /// become visible together on [`MemoryContext::commit`], or not at all.
     pub fn begin(&self) -> MemoryContext {
         MemoryContext::new(self.clone())
+    }
+
+    /// The steps that relay this store's routes to `publisher`, woken by
+    /// its commits: add routes with [`Relays::route`], then the whole to a
+    /// plan with [`LifecyclePlan::steps`](crate::lifecycle::LifecyclePlan::steps).
+    pub fn relays<P: crate::Publisher + Clone>(&self, publisher: P) -> Relays<Self, P> {
+        Relays::new(self.clone(), publisher).woken_by(self.wakeup(), None)
     }
 
     /// The signal woken by every commit that staged events; give it to the

@@ -71,6 +71,7 @@ mod config;
 mod monitor;
 mod pass;
 mod pipeline;
+mod relays;
 mod sweeper;
 mod width;
 
@@ -84,6 +85,7 @@ pub use cleaner::Cleaner;
 pub use config::RelayConfig;
 pub use monitor::Monitor;
 pub use pass::PassReport;
+pub use relays::Relays;
 pub use sweeper::Sweeper;
 
 use width::ClaimWidth;

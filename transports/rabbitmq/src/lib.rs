@@ -12,6 +12,7 @@ mod outgoing;
 mod pending_acks;
 mod properties;
 mod publisher;
+mod shared;
 mod source;
 mod tls;
 mod topology;
@@ -24,6 +25,7 @@ pub use options::{
 };
 pub use properties::{DEAD_LETTER_REASON_HEADER, PRIOR_DELIVERIES_HEADER};
 pub use publisher::RabbitPublisher;
+pub use shared::RabbitConnection;
 pub use source::{RabbitSource, RabbitStream};
 pub use tls::{Pem, TlsOptions};
 

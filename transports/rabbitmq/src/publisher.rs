@@ -96,9 +96,14 @@ struct Round<'a> {
 impl RabbitPublisher {
     /// A publisher with its own connection, opened on first publish.
     pub fn new(connection: ConnectionOptions, options: PublisherOptions) -> Self {
+        Self::on(Connector::new(connection), options)
+    }
+
+    /// A publisher on `connector`'s connection.
+    pub(crate) fn on(connector: Connector, options: PublisherOptions) -> Self {
         Self {
             inner: Arc::new(Inner {
-                connector: Connector::new(connection),
+                connector,
                 options,
                 channel: Mutex::new(None),
                 exchanges: KnownExchanges::default(),

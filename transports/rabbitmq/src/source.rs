@@ -56,10 +56,12 @@ impl std::fmt::Debug for RabbitSource {
 impl RabbitSource {
     /// A source with its own connection, opened on first subscribe.
     pub fn new(connection: ConnectionOptions, options: SourceOptions) -> Self {
-        Self {
-            connector: Connector::new(connection),
-            options,
-        }
+        Self::on(Connector::new(connection), options)
+    }
+
+    /// A source on `connector`'s connection.
+    pub(crate) fn on(connector: Connector, options: SourceOptions) -> Self {
+        Self { connector, options }
     }
 
     async fn open(&self, queue: &str) -> Result<Subscription, lapin::Error> {

@@ -132,9 +132,12 @@ impl std::fmt::Debug for Topology {
 impl Topology {
     /// Topology management over its own connection, opened on first use.
     pub fn new(connection: ConnectionOptions) -> Self {
-        Self {
-            connector: Connector::new(connection),
-        }
+        Self::on(Connector::new(connection))
+    }
+
+    /// Topology management on `connector`'s connection.
+    pub(crate) fn on(connector: Connector) -> Self {
+        Self { connector }
     }
 
     /// Declares what the consumer of `spec` reads from.

@@ -1,0 +1,114 @@
+//! Every step that relays a store's routes, made in one call.
+
+use std::sync::Arc;
+
+use super::{Monitor, Relay, RelayConfig};
+use crate::lifecycle::{IntoSteps, Step};
+use crate::{OutboxSpec, OutboxStore, Publisher, SpecError, Wakeup};
+
+/// The steps that relay a store's rows to a publisher: one [`Relay`] per
+/// route (each sweeping its route's dead claims), one backlog [`Monitor`]
+/// per route, and the store's wake-up source, so a commit wakes the relays
+/// at once. Stores make one with their `relays(publisher)`; add it to a
+/// plan with [`LifecyclePlan::steps`](crate::lifecycle::LifecyclePlan::steps).
+///
+/// ```
+/// use tidings_core::OutboxSpec;
+/// use tidings_core::lifecycle::LifecyclePlan;
+/// use tidings_core::memory::{MemoryBroker, MemoryStore};
+///
+/// static ORDER_EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
+/// static INVOICE_EVENTS: OutboxSpec<u64> = OutboxSpec::json("invoice-events").to_queue("invoices");
+///
+/// # fn main() -> Result<(), tidings_core::SpecError> {
+/// let store = MemoryStore::new();
+/// let plan = LifecyclePlan::new().steps(
+///     store
+///         .relays(MemoryBroker::new())
+///         .route(&ORDER_EVENTS)?
+///         .route(&INVOICE_EVENTS)?,
+/// );
+/// assert_eq!(
+///     plan.step_names(),
+///     ["relay order-events", "monitor order-events", "relay invoice-events", "monitor invoice-events"]
+/// );
+/// # Ok(())
+/// # }
+/// ```
+pub struct Relays<S, P> {
+    store: S,
+    publisher: P,
+    config: RelayConfig,
+    wakeup: Option<Wakeup>,
+    source: Option<(String, Arc<dyn Step>)>,
+    relays: Vec<Relay<S, P>>,
+    monitors: bool,
+}
+
+impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
+    /// Relays of `store`'s routes to `publisher`, with no wake-up source:
+    /// they poll.
+    pub fn new(store: S, publisher: P) -> Self {
+        Self {
+            store,
+            publisher,
+            config: RelayConfig::default(),
+            wakeup: None,
+            source: None,
+            relays: Vec::new(),
+            monitors: true,
+        }
+    }
+
+    /// Wakes every relay on `wakeup`, which the step `source` (named
+    /// `name`, a store's listener or watcher) signals; `None` for a store
+    /// that signals it itself.
+    pub fn woken_by(mut self, wakeup: Wakeup, source: Option<(&str, Arc<dyn Step>)>) -> Self {
+        self.wakeup = Some(wakeup);
+        self.source = source.map(|(name, step)| (name.to_owned(), step));
+        self
+    }
+
+    /// The configuration of the routes added after this.
+    pub fn config(mut self, config: RelayConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Whether each route gets a backlog monitor (on by default).
+    pub fn monitors(mut self, monitors: bool) -> Self {
+        self.monitors = monitors;
+        self
+    }
+
+    /// Relays `spec`'s route too.
+    ///
+    /// # Errors
+    ///
+    /// The spec is unusable (no destination, an illegal name, an impossible
+    /// retry policy).
+    pub fn route<T, C>(mut self, spec: &OutboxSpec<T, C>) -> Result<Self, SpecError> {
+        let mut relay =
+            Relay::new(self.store.clone(), self.publisher.clone(), spec)?.config(self.config);
+        if let Some(wakeup) = &self.wakeup {
+            relay = relay.wakeup(wakeup.clone());
+        }
+        self.relays.push(relay);
+        Ok(self)
+    }
+}
+
+impl<S: OutboxStore, P: Publisher + Clone> IntoSteps for Relays<S, P> {
+    fn into_steps(self) -> Vec<(String, Arc<dyn Step>)> {
+        let mut steps: Vec<(String, Arc<dyn Step>)> = self.source.into_iter().collect();
+        for relay in self.relays {
+            let route = relay.route().name;
+            let monitor = Monitor::new(self.store.clone(), route);
+            steps.push((format!("relay {route}"), Arc::new(relay)));
+            if self.monitors {
+                steps.push((format!("monitor {route}"), Arc::new(monitor)));
+            }
+        }
+        steps
+    }
+}
