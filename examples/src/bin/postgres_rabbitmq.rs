@@ -29,17 +29,11 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
-use sqlx::postgres::PgPoolOptions;
-use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
-use tidings_core::lifecycle::LifecyclePlan;
-use tidings_core::relay::Relay;
-use tidings_core::{Message, OutboxSpec, QueueSpec, Wakeup};
-use tidings_inbox::Inbox;
-use tidings_postgres::{PgContext, PgOutboxOptions, PgOutboxStore, Pooling};
-use tidings_rabbitmq::{
-    ConnectionOptions, PublisherOptions, QueueOptions, RabbitPublisher, RabbitSource,
-    SourceOptions, Topology,
+use tidings::postgres::sqlx::{self, Row, postgres::PgPoolOptions};
+use tidings::postgres::{PgContext, PgOutboxOptions, PgOutboxStore, Pooling};
+use tidings::prelude::*;
+use tidings::rabbitmq::{
+    ConnectionOptions, PublisherOptions, QueueOptions, RabbitConnection, SourceOptions,
 };
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -62,31 +56,20 @@ async fn main() -> anyhow::Result<()> {
     let store = open_store().await?;
     let amqp = std::env::var("AMQP_URL")
         .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned());
-    Topology::new(ConnectionOptions::new(amqp.clone()))
-        .declare_queue(ORDERS.name(), QueueOptions::quorum())
-        .await
-        .with_context(|| {
-            format!("declaring the queue on {amqp}; run bash scripts/setup-services.sh")
-        })?;
 
-    let wakeup = Wakeup::new();
-    let publisher = RabbitPublisher::new(
-        ConnectionOptions::new(amqp.clone()).connection_name("example-relay"),
-        PublisherOptions::default(),
-    );
-    let relay = Relay::new(store.clone(), publisher, &ORDER_EVENTS)?.wakeup(wakeup.clone());
-    let source = RabbitSource::new(
-        ConnectionOptions::new(amqp).connection_name("example-billing"),
-        SourceOptions::default(),
-    );
-    let billing = Arc::new(
-        Consumer::new(source, &ORDERS, handler_fn(bill))?
-            .inbox(Inbox::new(store.inbox(), "billing")?)
-            .options(ConsumerOptions::default().max_deliveries(5)),
-    );
+    // The wiring: one AMQP connection, the queue, the consumer and the
+    // relay's steps, in one plan.
+    let rabbit = RabbitConnection::new(ConnectionOptions::new(&amqp).connection_name("example"));
+    let queue = QueueOptions::quorum();
+    let declared = rabbit.topology().declare_queue_spec(&ORDERS, queue).await;
+    declared.with_context(|| format!("declaring on {amqp}; run scripts/setup-services.sh"))?;
+    let source = rabbit.source(SourceOptions::default());
+    let inbox = Inbox::new(store.inbox(), "billing")?;
+    let billing = Arc::new(Consumer::new(source, &ORDERS, handler_fn(bill))?.inbox(inbox));
+    let publisher = rabbit.publisher(PublisherOptions::default());
+    let relays = store.relays(publisher).route(&ORDER_EVENTS)?;
     let plan = LifecyclePlan::new()
-        .step("listener", store.listener(wakeup))
-        .step("relay", relay)
+        .steps(relays)
         .step("billing", billing.clone());
 
     let mut outcome = None;
