@@ -23,11 +23,11 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use futures::FutureExt;
 use serde::{Deserialize, Serialize};
-use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
+use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::lifecycle::LifecyclePlan;
 use tidings_core::memory::{MemoryBroker, MemoryBrokerOptions};
-use tidings_core::relay::{Relay, RelayConfig};
-use tidings_core::{Message, OutboxSpec, QueueSpec, Wakeup};
+use tidings_core::relay::RelayConfig;
+use tidings_core::{Message, OutboxSpec, QueueSpec};
 use tidings_inbox::Inbox;
 use tidings_mongo::mongodb::bson::{Document, doc};
 use tidings_mongo::mongodb::{Client, Collection};
@@ -56,18 +56,16 @@ async fn main() -> anyhow::Result<()> {
     // Every third message is delivered twice, as at-least-once brokers do.
     let broker = MemoryBroker::with_options(MemoryBrokerOptions::default().duplicate_every(3));
     broker.declare_queue(ORDERS.name());
-    let wakeup = Wakeup::new();
-    let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)?
+    let relays = store
+        .relays(broker.clone())
         .config(RelayConfig::default().poll_interval(Duration::from_secs(10)))
-        .wakeup(wakeup.clone());
+        .route(&ORDER_EVENTS)?;
     let billing = Arc::new(
         Consumer::new(broker.clone(), &ORDERS, handler_fn(bill))?
-            .inbox(Inbox::new(store.inbox(), "billing")?)
-            .options(ConsumerOptions::default().max_deliveries(5)),
+            .inbox(Inbox::new(store.inbox(), "billing")?),
     );
     let plan = LifecyclePlan::new()
-        .step("watcher", store.watcher(wakeup))
-        .step("relay", relay)
+        .steps(relays)
         .step("billing", billing.clone());
 
     let mut outcome = None;

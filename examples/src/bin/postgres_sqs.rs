@@ -23,10 +23,9 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use sqlx::postgres::PgPoolOptions;
-use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
+use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::lifecycle::LifecyclePlan;
-use tidings_core::relay::Relay;
-use tidings_core::{Message, OutboxSpec, QueueSpec, Wakeup};
+use tidings_core::{Message, OutboxSpec, QueueSpec};
 use tidings_inbox::Inbox;
 use tidings_postgres::{PgContext, PgOutboxOptions, PgOutboxStore};
 use tidings_sqs::aws_sdk_sqs::Client;
@@ -65,18 +64,15 @@ async fn main() -> anyhow::Result<()> {
         })?;
     empty_queues(&client).await;
 
-    let wakeup = Wakeup::new();
     let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
-    let relay = Relay::new(store.clone(), publisher, &ORDER_EVENTS)?.wakeup(wakeup.clone());
+    let relays = store.relays(publisher).route(&ORDER_EVENTS)?;
     let source = SqsSource::new(client, SourceOptions::default());
     let billing = Arc::new(
         Consumer::new(source, &ORDERS, handler_fn(bill))?
-            .inbox(Inbox::new(store.inbox(), "billing")?)
-            .options(ConsumerOptions::default().max_deliveries(5)),
+            .inbox(Inbox::new(store.inbox(), "billing")?),
     );
     let plan = LifecyclePlan::new()
-        .step("listener", store.listener(wakeup))
-        .step("relay", relay)
+        .steps(relays)
         .step("billing", billing.clone());
 
     let mut outcome = None;
