@@ -10,23 +10,19 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use crate::envelope::truncate_to_micros;
-use crate::reserved;
-use crate::{Codec, CodecError, Envelope, HybridClock, OutboxSpec, SharedClock, SpecError};
+mod checks;
+mod error;
 
-/// The longest ordering key accepted, in bytes.
-pub const MAX_ORDERING_KEY_LEN: usize = 128;
-/// The longest event type accepted, in bytes.
-pub const MAX_EVENT_TYPE_LEN: usize = 200;
-/// The longest header name accepted, in bytes.
-pub const MAX_HEADER_NAME_LEN: usize = 128;
-/// The longest header value accepted, in bytes: room for a W3C `baggage`
-/// header at its recommended limit.
-pub const MAX_HEADER_VALUE_LEN: usize = 8 * 1024;
-/// The most bytes all of an event's header names and values may take
-/// together, well inside the smallest space a transport carries them in
-/// (an AMQP frame, SQS's message attributes).
-pub const MAX_HEADERS_LEN: usize = 16 * 1024;
+pub use checks::{
+    MAX_EVENT_TYPE_LEN, MAX_HEADER_NAME_LEN, MAX_HEADER_VALUE_LEN, MAX_HEADERS_LEN,
+    MAX_ORDERING_KEY_LEN,
+};
+pub use error::StageError;
+
+use checks::{check_event_type, check_options};
+
+use crate::envelope::truncate_to_micros;
+use crate::{Codec, Envelope, HybridClock, OutboxSpec, SharedClock};
 
 /// An event staged in a transaction, waiting for its commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,53 +31,6 @@ pub struct StagedEvent {
     pub envelope: Envelope,
     /// Keeps the row invisible to the relay for this long after commit.
     pub delay: Option<Duration>,
-}
-
-/// Staging that cannot be done as asked. Nothing of the transaction is
-/// written when commit reports one of these.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StageError {
-    /// The spec is unusable.
-    #[error(transparent)]
-    Spec(#[from] SpecError),
-    /// The payload does not encode.
-    #[error(transparent)]
-    Codec(#[from] CodecError),
-    /// The event type is empty, too long or holds control characters.
-    #[error("event type {0:?} is invalid: use 1 to 200 printable characters")]
-    EventType(String),
-    /// A header name that the envelope, the consumer or a broker gives a
-    /// meaning of its own ([`reserved`](crate::reserved)).
-    #[error("header {name:?} is reserved: {owner} gives it a meaning, as {why}")]
-    ReservedHeader {
-        /// The header name as staged.
-        name: String,
-        /// Who reserves it.
-        owner: &'static str,
-        /// What it does with such names.
-        why: &'static str,
-    },
-    /// A header name or value that transports cannot carry.
-    #[error("header {name:?} is invalid: {reason}")]
-    Header {
-        /// The header name.
-        name: String,
-        /// What is wrong.
-        reason: &'static str,
-    },
-    /// An event's headers together are larger than [`MAX_HEADERS_LEN`].
-    #[error("headers take {len} bytes; names and values together may take at most 16 KiB")]
-    Headers {
-        /// Their names' and values' length.
-        len: usize,
-    },
-    /// An empty or over-long ordering key.
-    #[error("ordering key {0:?} is invalid: use 1 to 128 bytes")]
-    OrderingKey(String),
-    /// Two staged events share an event id.
-    #[error("event id {0} is staged twice in one transaction")]
-    DuplicateEventId(Uuid),
 }
 
 /// Buffers staged events until the owning context commits.
@@ -264,70 +213,10 @@ impl Staged<'_> {
     }
 }
 
-fn check_event_type(event_type: &str) -> Result<(), StageError> {
-    let ok = !event_type.is_empty()
-        && event_type.len() <= MAX_EVENT_TYPE_LEN
-        && !event_type.chars().any(char::is_control);
-    if ok {
-        Ok(())
-    } else {
-        Err(StageError::EventType(event_type.to_owned()))
-    }
-}
-
-fn check_options(envelope: &Envelope) -> Result<(), StageError> {
-    if let Some(key) = &envelope.ordering_key {
-        if key.is_empty() || key.len() > MAX_ORDERING_KEY_LEN {
-            return Err(StageError::OrderingKey(key.clone()));
-        }
-    }
-    let mut total = 0;
-    for (name, value) in &envelope.headers {
-        check_header(name, value)?;
-        total += name.len() + value.len();
-    }
-    if total > MAX_HEADERS_LEN {
-        return Err(StageError::Headers { len: total });
-    }
-    Ok(())
-}
-
-fn check_header(name: &str, value: &str) -> Result<(), StageError> {
-    let invalid = |reason| {
-        Err(StageError::Header {
-            name: name.to_owned(),
-            reason,
-        })
-    };
-    if let Some(list) = reserved::owner_of(name) {
-        return Err(StageError::ReservedHeader {
-            name: name.to_owned(),
-            owner: list.owner,
-            why: list.why,
-        });
-    }
-    if name.is_empty() || name.len() > MAX_HEADER_NAME_LEN {
-        return invalid("names are 1 to 128 bytes");
-    }
-    if !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
-        return invalid("names are printable ASCII without spaces or ':'");
-    }
-    if value.chars().any(|c| c.is_control() && c != '\t') {
-        return invalid("values must not hold control characters");
-    }
-    if value.chars().any(|c| matches!(c, '\u{fffe}' | '\u{ffff}')) {
-        return invalid("values must not hold the noncharacters U+FFFE or U+FFFF");
-    }
-    if value.len() > MAX_HEADER_VALUE_LEN {
-        return invalid("values are at most 8 KiB");
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ManualClock, OrderingMode};
+    use crate::{ManualClock, OrderingMode, SpecError};
     use std::sync::Arc;
 
     static SPEC: OutboxSpec<u32> = OutboxSpec::json("order-events").to_queue("orders");
@@ -407,77 +296,6 @@ mod tests {
             buf.stage(&MAPS, "t", &payload),
             Err(StageError::Codec(_))
         ));
-    }
-
-    #[test]
-    fn bad_options_fail_at_take() {
-        let reserved = [
-            ("ce-id", "x"),
-            ("tidings-hlc", "1"),
-            ("Content-Type", "x"),
-            ("CC", "x"),
-            ("x-delivery-count", "42"),
-            ("X-Tidings-Prior-Deliveries", "99"),
-            ("x-death", "x"),
-            ("x-last-death-queue", "q"),
-        ];
-        for (name, value) in reserved {
-            let mut buf = buffer();
-            buf.stage(&SPEC, "t", &1).unwrap().header(name, value);
-            assert!(
-                matches!(buf.take(), Err(StageError::ReservedHeader { .. })),
-                "{name}"
-            );
-        }
-        let long = "v".repeat(MAX_HEADER_VALUE_LEN + 1);
-        let invalid = [
-            ("a b", "x"),
-            ("", "x"),
-            ("ok", "line\nbreak"),
-            ("ok", "\u{fffe}"),
-            ("ok", long.as_str()),
-        ];
-        for (name, value) in invalid {
-            let mut buf = buffer();
-            buf.stage(&SPEC, "t", &1).unwrap().header(name, value);
-            assert!(
-                matches!(buf.take(), Err(StageError::Header { .. })),
-                "{name:?}"
-            );
-        }
-        let mut buf = buffer();
-        buf.stage(&SPEC, "t", &1)
-            .unwrap()
-            .ordering_key("k".repeat(129));
-        assert!(matches!(buf.take(), Err(StageError::OrderingKey(_))));
-    }
-
-    #[test]
-    fn reserved_headers_name_their_owner() {
-        let mut buf = buffer();
-        buf.stage(&SPEC, "t", &1).unwrap().header("BCC", "x");
-        let err = buf.take().unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "header \"BCC\" is reserved: RabbitMQ gives it a meaning, as the broker routes by them, \
-             counts deliveries in them or records dead-lettering in them"
-        );
-    }
-
-    #[test]
-    fn headers_may_not_take_more_than_their_share_together() {
-        let mut buf = buffer();
-        let value = "v".repeat(MAX_HEADER_VALUE_LEN - 1);
-        let mut staged = buf.stage(&SPEC, "t", &1).unwrap();
-        for name in ["a", "b"] {
-            staged = staged.header(name, value.clone());
-        }
-        assert!(buf.take().is_ok(), "two full values fit");
-        let mut staged = buf.stage(&SPEC, "t", &1).unwrap();
-        for name in ["a", "b", "c"] {
-            staged = staged.header(name, value.clone());
-        }
-        assert!(matches!(buf.take(), Err(StageError::Headers { .. })));
     }
 
     #[test]

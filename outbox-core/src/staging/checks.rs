@@ -1,0 +1,166 @@
+//! What staging checks of an event: its type, ordering key and headers.
+
+use super::StageError;
+use crate::{Envelope, reserved};
+
+/// The longest ordering key accepted, in bytes.
+pub const MAX_ORDERING_KEY_LEN: usize = 128;
+/// The longest event type accepted, in bytes.
+pub const MAX_EVENT_TYPE_LEN: usize = 200;
+/// The longest header name accepted, in bytes.
+pub const MAX_HEADER_NAME_LEN: usize = 128;
+/// The longest header value accepted, in bytes: room for a W3C `baggage`
+/// header at its recommended limit.
+pub const MAX_HEADER_VALUE_LEN: usize = 8 * 1024;
+/// The most bytes all of an event's header names and values may take
+/// together, well inside the smallest space a transport carries them in
+/// (an AMQP frame, SQS's message attributes).
+pub const MAX_HEADERS_LEN: usize = 16 * 1024;
+
+pub(super) fn check_event_type(event_type: &str) -> Result<(), StageError> {
+    let ok = !event_type.is_empty()
+        && event_type.len() <= MAX_EVENT_TYPE_LEN
+        && !event_type.chars().any(char::is_control);
+    if ok {
+        Ok(())
+    } else {
+        Err(StageError::EventType(event_type.to_owned()))
+    }
+}
+
+pub(super) fn check_options(envelope: &Envelope) -> Result<(), StageError> {
+    if let Some(key) = &envelope.ordering_key {
+        if key.is_empty() || key.len() > MAX_ORDERING_KEY_LEN {
+            return Err(StageError::OrderingKey(key.clone()));
+        }
+    }
+    let mut total = 0;
+    for (name, value) in &envelope.headers {
+        check_header(name, value)?;
+        total += name.len() + value.len();
+    }
+    if total > MAX_HEADERS_LEN {
+        return Err(StageError::Headers { len: total });
+    }
+    Ok(())
+}
+
+fn check_header(name: &str, value: &str) -> Result<(), StageError> {
+    let invalid = |reason| {
+        Err(StageError::Header {
+            name: name.to_owned(),
+            reason,
+        })
+    };
+    if let Some(list) = reserved::owner_of(name) {
+        return Err(StageError::ReservedHeader {
+            name: name.to_owned(),
+            owner: list.owner,
+            why: list.why,
+        });
+    }
+    if name.is_empty() || name.len() > MAX_HEADER_NAME_LEN {
+        return invalid("names are 1 to 128 bytes");
+    }
+    if !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+        return invalid("names are printable ASCII without spaces or ':'");
+    }
+    if value.chars().any(|c| c.is_control() && c != '\t') {
+        return invalid("values must not hold control characters");
+    }
+    if value.chars().any(|c| matches!(c, '\u{fffe}' | '\u{ffff}')) {
+        return invalid("values must not hold the noncharacters U+FFFE or U+FFFF");
+    }
+    if value.len() > MAX_HEADER_VALUE_LEN {
+        return invalid("values are at most 8 KiB");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::staging::OutboxBuffer;
+    use crate::{HybridClock, ManualClock, OutboxSpec, SharedClock};
+
+    use super::*;
+
+    static SPEC: OutboxSpec<u32> = OutboxSpec::json("order-events").to_queue("orders");
+
+    fn buffer() -> OutboxBuffer {
+        let clock: SharedClock = Arc::new(ManualClock::starting_now());
+        OutboxBuffer::new(clock.clone(), HybridClock::new(clock))
+    }
+
+    #[test]
+    fn bad_options_fail_at_take() {
+        let reserved = [
+            ("ce-id", "x"),
+            ("tidings-hlc", "1"),
+            ("Content-Type", "x"),
+            ("CC", "x"),
+            ("x-delivery-count", "42"),
+            ("X-Tidings-Prior-Deliveries", "99"),
+            ("x-death", "x"),
+            ("x-last-death-queue", "q"),
+        ];
+        for (name, value) in reserved {
+            let mut buf = buffer();
+            buf.stage(&SPEC, "t", &1).unwrap().header(name, value);
+            assert!(
+                matches!(buf.take(), Err(StageError::ReservedHeader { .. })),
+                "{name}"
+            );
+        }
+        let long = "v".repeat(MAX_HEADER_VALUE_LEN + 1);
+        let invalid = [
+            ("a b", "x"),
+            ("", "x"),
+            ("ok", "line\nbreak"),
+            ("ok", "\u{fffe}"),
+            ("ok", long.as_str()),
+        ];
+        for (name, value) in invalid {
+            let mut buf = buffer();
+            buf.stage(&SPEC, "t", &1).unwrap().header(name, value);
+            assert!(
+                matches!(buf.take(), Err(StageError::Header { .. })),
+                "{name:?}"
+            );
+        }
+        let mut buf = buffer();
+        buf.stage(&SPEC, "t", &1)
+            .unwrap()
+            .ordering_key("k".repeat(129));
+        assert!(matches!(buf.take(), Err(StageError::OrderingKey(_))));
+    }
+
+    #[test]
+    fn reserved_headers_name_their_owner() {
+        let mut buf = buffer();
+        buf.stage(&SPEC, "t", &1).unwrap().header("BCC", "x");
+        let err = buf.take().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "header \"BCC\" is reserved: RabbitMQ gives it a meaning, as the broker routes by them, \
+             counts deliveries in them or records dead-lettering in them"
+        );
+    }
+
+    #[test]
+    fn headers_may_not_take_more_than_their_share_together() {
+        let mut buf = buffer();
+        let value = "v".repeat(MAX_HEADER_VALUE_LEN - 1);
+        let mut staged = buf.stage(&SPEC, "t", &1).unwrap();
+        for name in ["a", "b"] {
+            staged = staged.header(name, value.clone());
+        }
+        assert!(buf.take().is_ok(), "two full values fit");
+        let mut staged = buf.stage(&SPEC, "t", &1).unwrap();
+        for name in ["a", "b", "c"] {
+            staged = staged.header(name, value.clone());
+        }
+        assert!(matches!(buf.take(), Err(StageError::Headers { .. })));
+    }
+}
