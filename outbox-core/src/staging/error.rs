@@ -37,7 +37,7 @@ pub enum StageError {
         /// What is wrong.
         reason: &'static str,
     },
-    /// An event's headers together are larger than [`MAX_HEADERS_LEN`].
+    /// An event's headers together are larger than [`MAX_HEADERS_LEN`](super::MAX_HEADERS_LEN).
     #[error("headers take {len} bytes; names and values together may take at most 16 KiB")]
     Headers {
         /// Their names' and values' length.
