@@ -2,10 +2,24 @@
 // in it is compiled and run as a doctest.
 #![doc = include_str!("../../README.md")]
 
-// Those snippets use the PostgreSQL store and the RabbitMQ transport: say
-// so rather than fail on missing modules.
-#[cfg(all(doctest, not(all(feature = "postgres", feature = "rabbitmq"))))]
-compile_error!("the README's snippets need `--features postgres,rabbitmq` (or `--all-features`)");
+// Those snippets, and the guide's, use every store and transport: say so
+// rather than fail on missing modules.
+#[cfg(all(
+    doctest,
+    not(all(
+        feature = "postgres",
+        feature = "mongo",
+        feature = "rabbitmq",
+        feature = "sqs",
+        feature = "consumer"
+    ))
+))]
+compile_error!("the README's and the guide's snippets need `--all-features`");
+
+// The guide in `docs/src`, its chapters as modules so their snippets are
+// doctests too.
+#[cfg(doctest)]
+mod guide;
 
 pub use tidings_core::*;
 
