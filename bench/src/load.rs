@@ -47,7 +47,7 @@ pub(crate) async fn insert_published(
     );
     sqlx::query(AssertSqlSafe(sql))
         .bind(spec.name())
-        .bind(spec.route().destination.unwrap_or_default())
+        .bind(spec.route().destination.as_deref().unwrap_or_default())
         .bind(payload)
         .bind(count as i64)
         .execute(store.pool())

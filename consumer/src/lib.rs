@@ -8,6 +8,7 @@ mod handler;
 mod key_order;
 mod options;
 mod process;
+mod queue_ref;
 mod report;
 mod runner;
 
@@ -15,6 +16,7 @@ pub use error::HandlerError;
 pub use handler::{Handler, HandlerFn, HandlerRequest, TxHandle, handler_fn};
 pub use key_order::KeyOrder;
 pub use options::ConsumerOptions;
+pub use queue_ref::QueueRef;
 pub use report::ConsumerReport;
 pub use runner::{Consumer, run_consumer};
 pub use tidings_inbox::{Inbox, InboxCleaner, Marked, NoInbox};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tidings_core::port::error_chain;
 use tidings_core::{
-    Acker, Codec, Delivery, Envelope, HybridClock, InboxStore, Message, QueueSpec, Redelivery,
+    Acker, Codec, Delivery, Envelope, HybridClock, InboxStore, Message, Redelivery,
 };
 use tidings_inbox::{Inbox, Marked};
 use tokio_util::sync::CancellationToken;
@@ -15,7 +15,7 @@ use tracing::Instrument;
 use crate::attempts::Counted;
 use crate::handler::{Handler, HandlerRequest, TxHandle};
 use crate::report::Counters;
-use crate::{ConsumerOptions, HandlerError, KeyOrder};
+use crate::{ConsumerOptions, HandlerError, KeyOrder, QueueRef};
 
 /// How one delivery ends.
 #[derive(Debug)]
@@ -35,7 +35,7 @@ pub(crate) enum Verdict {
 
 /// Everything a delivery needs, shared by the consumer's tasks.
 pub(crate) struct Pipeline<T: 'static, C: 'static, H, I> {
-    pub(crate) queue: &'static QueueSpec<T, C>,
+    pub(crate) queue: QueueRef<T, C>,
     pub(crate) handler: H,
     pub(crate) inbox: Inbox<I>,
     pub(crate) options: ConsumerOptions,

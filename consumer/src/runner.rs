@@ -6,7 +6,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tidings_core::lifecycle::{Step, StepError};
 use tidings_core::port::error_chain;
-use tidings_core::{Codec, HybridClock, InboxStore, QueueSpec, Source, SpecError};
+use tidings_core::{Codec, HybridClock, InboxStore, Source, SpecError};
 use tidings_inbox::{Inbox, NoInbox};
 use tokio_util::sync::CancellationToken;
 
@@ -14,7 +14,7 @@ use crate::dispatch::{StreamEnd, consume};
 use crate::handler::Handler;
 use crate::process::Pipeline;
 use crate::report::Counters;
-use crate::{ConsumerOptions, ConsumerReport};
+use crate::{ConsumerOptions, ConsumerReport, QueueRef};
 
 /// Consumes `queue` from `source` until `cancel` fires: decodes each
 /// delivery, dedupes it through `inbox`, runs `handler` in the inbox's
@@ -22,7 +22,7 @@ use crate::{ConsumerOptions, ConsumerReport};
 /// logged and the queue is subscribed again with backoff.
 pub async fn run_consumer<S, T, C, H, I>(
     source: S,
-    queue: &'static QueueSpec<T, C>,
+    queue: impl Into<QueueRef<T, C>>,
     handler: H,
     inbox: Inbox<I>,
     options: ConsumerOptions,
@@ -67,7 +67,7 @@ where
 /// ```
 pub struct Consumer<S, T: 'static, C: 'static, H, I = NoInbox> {
     source: S,
-    queue: &'static QueueSpec<T, C>,
+    queue: QueueRef<T, C>,
     handler: H,
     inbox: Inbox<I>,
     options: ConsumerOptions,
@@ -83,7 +83,8 @@ where
 {
     /// A consumer without an inbox (for idempotent handlers); add one with
     /// [`inbox`](Self::inbox).
-    pub fn new(source: S, queue: &'static QueueSpec<T, C>, handler: H) -> Result<Self, SpecError> {
+    pub fn new(source: S, queue: impl Into<QueueRef<T, C>>, handler: H) -> Result<Self, SpecError> {
+        let queue = queue.into();
         queue.validate()?;
         let inbox = Inbox::new(NoInbox, queue.name())?;
         Ok(Self {
@@ -150,7 +151,7 @@ where
     /// source failures.
     pub async fn run(&self, cancel: CancellationToken) {
         let pipeline = Arc::new(Pipeline {
-            queue: self.queue,
+            queue: self.queue.clone(),
             handler: self.handler.clone(),
             inbox: self.inbox.clone(),
             options: self.options,

@@ -64,7 +64,7 @@ async fn claim_unordered(
         let now = store.now();
         let candidates: Vec<Document> = store
             .outbox()
-            .find(filters::claimable(route.name, micros(now)))
+            .find(filters::claimable(&route.name, micros(now)))
             .sort(filters::claim_order(route.hlc_ordering))
             .limit(int64(request.limit))
             .projection(filters::id_only())
@@ -98,9 +98,9 @@ async fn claim_per_key(
     request: &ClaimRequest<'_>,
     lease: LeaseToken,
 ) -> MongoResult<bool> {
-    let (route, limit, lease_for) = (*request.route, request.limit, request.lease);
+    let (route, limit, lease_for) = (request.route, request.limit, request.lease);
     let ran = retrying(store.client(), PER_KEY_ATTEMPTS, |session| {
-        let store = store.clone();
+        let (store, route) = (store.clone(), route.clone());
         async move {
             let now = store.now();
             let ids = pick_per_key(&store, &route, limit, session, micros(now)).await?;
@@ -136,7 +136,7 @@ async fn pick_per_key(
 ) -> MongoResult<Vec<Bson>> {
     let mut cursor = store
         .outbox()
-        .find(filters::unfinished(route.name))
+        .find(filters::unfinished(&route.name))
         .sort(filters::claim_order(route.hlc_ordering))
         .projection(filters::key_scan_fields())
         .batch_size(KEY_SCAN_BATCH)

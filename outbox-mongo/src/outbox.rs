@@ -25,7 +25,7 @@ impl OutboxStore for MongoOutboxStore {
         skip_all,
         fields(
             db.system = "mongodb",
-            outbox.route = request.route.name,
+            outbox.route = %request.route.name,
             limit = request.limit,
             claimed,
         ),
@@ -37,7 +37,7 @@ impl OutboxStore for MongoOutboxStore {
             Ok(documents) => documents,
             Err(e) if is_type_mismatch(&e) => {
                 return Err(
-                    corrupt::set_aside_unstampable(self, request.route.name, lease, e).await,
+                    corrupt::set_aside_unstampable(self, &request.route.name, lease, e).await,
                 );
             }
             Err(e) => return Err(store_error(e)),
@@ -56,7 +56,7 @@ impl OutboxStore for MongoOutboxStore {
         tracing::Span::current().record("claimed", records.len());
         Ok(MongoBatch::new(
             self.clone(),
-            request.route.name.to_owned(),
+            request.route.name.to_string(),
             lease,
             records,
         ))

@@ -132,7 +132,7 @@ async fn a_swept_relays_late_mark_is_lost_and_the_new_owner_publishes_once() {
     let old = claim(&store, route, 10, Duration::from_millis(200)).await;
     assert_eq!(old.records().len(), 1);
     tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(store.sweep_expired(route.name, 100).await.unwrap(), 1);
+    assert_eq!(store.sweep_expired(&route.name, 100).await.unwrap(), 1);
     let new = claim(&store, route, 10, LONG_LEASE).await;
     assert_eq!(new.records().len(), 1);
     assert_eq!(new.records()[0].crashes(), 1);
@@ -146,7 +146,7 @@ async fn a_swept_relays_late_mark_is_lost_and_the_new_owner_publishes_once() {
     let settlements = published(&new);
     let report = new.settle(settlements).await.unwrap();
     assert_eq!((report.published, report.lost.len()), (1, 0));
-    let stats = store.stats(route.name).await.unwrap();
+    let stats = store.stats(&route.name).await.unwrap();
     assert_eq!((stats.published, stats.in_flight, stats.pending), (1, 0, 0));
     assert!(
         claim(&store, route, 10, LONG_LEASE)

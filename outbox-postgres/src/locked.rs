@@ -96,7 +96,7 @@ pub(crate) async fn claim(
         let script = format!(
             "{};\nexecute {name}({})",
             begin_statement(request.lease),
-            literal::text(route.name)?
+            literal::text(&route.name)?
         );
         let (connection, rows) = run_claim(store, (&name, sql.as_str()), script).await?;
         (Held::Own(connection), rows)
@@ -111,9 +111,9 @@ pub(crate) async fn claim(
         Hold::Lease
     } else {
         let row_ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
-        let (recorder, name, lease) = (store.clone(), route.name, request.lease);
+        let (recorder, name, lease) = (store.clone(), route.name.clone(), request.lease);
         let record = tokio::spawn(async move {
-            claim_records::record(&recorder, token.0, name, &row_ids, lease).await
+            claim_records::record(&recorder, token.0, &name, &row_ids, lease).await
         });
         let ids = rows
             .iter()
@@ -129,7 +129,7 @@ pub(crate) async fn claim(
     let records = into_records(rows, route.hlc_ordering);
     Ok(PgBatch::new(
         store.clone(),
-        route.name.to_owned(),
+        route.name.to_string(),
         token,
         records,
         hold,

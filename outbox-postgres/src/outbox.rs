@@ -24,7 +24,7 @@ impl OutboxStore for PgOutboxStore {
         skip_all,
         fields(
             db.system = "postgresql",
-            outbox.route = request.route.name,
+            outbox.route = %request.route.name,
             limit = request.limit,
             claimed,
         ),
@@ -40,7 +40,7 @@ impl OutboxStore for PgOutboxStore {
         let mut session = self.session().await.map_err(store_error)?;
         let rows = sqlx::query(inner.sql.claim.get(route, request.limit, ClaimMode::Leased))
             .persistent(self.persistent())
-            .bind(route.name)
+            .bind(&route.name)
             .bind(lease.0)
             .bind(micros(request.lease))
             .bind(route.ordering == OrderingMode::PerKey)
@@ -52,7 +52,7 @@ impl OutboxStore for PgOutboxStore {
         let records = into_records(rows, route.hlc_ordering);
         Ok(PgBatch::new(
             self.clone(),
-            route.name.to_owned(),
+            route.name.to_string(),
             lease,
             records,
             Hold::Lease,

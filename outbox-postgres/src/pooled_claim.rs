@@ -59,7 +59,7 @@ pub(crate) async fn claim(
     let (_, sql) = inner.sql.claim.locked(route, limit);
     let rows = sqlx::query(sql)
         .persistent(false)
-        .bind(route.name)
+        .bind(&route.name)
         .fetch_all(&mut *tx)
         .await
         .map_err(store_error)?;

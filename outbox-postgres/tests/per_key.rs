@@ -14,8 +14,8 @@ use tidings_postgres::{ClaimMode, PgBatch, PgOutboxStore, Retention};
 
 fn route(hlc_ordering: bool) -> Route {
     Route {
-        name: "keyed",
-        destination: Some("orders"),
+        name: "keyed".into(),
+        destination: Some("orders".into()),
         ordering: OrderingMode::PerKey,
         retry: RetryPolicy::new(),
         hlc_ordering,
@@ -24,7 +24,7 @@ fn route(hlc_ordering: bool) -> Route {
 
 fn event(route: &Route, n: u32, key: &str, hlc: Option<u64>) -> StagedEvent {
     let mut envelope = Envelope::new(
-        route.name,
+        route.name.as_ref(),
         "orders",
         "test.event",
         n.to_string().into(),
@@ -127,13 +127,9 @@ async fn requeued_row_waits_for_its_key(mode: ClaimMode) {
     let second = claim(&store, &route).await;
     assert_eq!(numbers(&second), [2]);
 
-    let requeuer = store.clone();
-    let requeue = tokio::spawn(async move {
-        requeuer
-            .requeue_failed(route.name, Requeue::All)
-            .await
-            .unwrap()
-    });
+    let (requeuer, name) = (store.clone(), route.name.clone());
+    let requeue =
+        tokio::spawn(async move { requeuer.requeue_failed(&name, Requeue::All).await.unwrap() });
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(
         claim(&store, &route).await.records().is_empty(),

@@ -97,7 +97,7 @@ async fn staging_works_through_the_pooler_in_every_kind_of_context() {
     ctx.rollback().await.unwrap();
 
     assert_eq!(count(&direct, &store, "tidings_outbox").await, 80 + 120 + 3);
-    let stats = store.stats(ORDER_EVENTS.route().name).await.unwrap();
+    let stats = store.stats(ORDER_EVENTS.name()).await.unwrap();
     assert_eq!(stats.pending, 203);
     drop_schema(&store).await;
 }

@@ -228,7 +228,7 @@ async fn stage_raw(
             sqlx::query(AssertSqlSafe(event_sql))
                 .bind(Uuid::now_v7())
                 .bind(spec.name())
-                .bind(spec.route().destination.unwrap_or_default())
+                .bind(spec.route().destination.as_deref().unwrap_or_default())
                 .bind("order.placed")
                 .bind(body)
                 .bind("application/json")

@@ -161,10 +161,10 @@ impl OutboxStore for MemoryStore {
         let lease = LeaseToken::new();
         let expires_at = now + request.lease;
         let mut state = self.lock();
-        let Some(rows) = state.routes.get_mut(request.route.name) else {
+        let Some(rows) = state.routes.get_mut(request.route.name.as_ref()) else {
             return Ok(MemoryBatch::new(
                 self.clone(),
-                request.route.name,
+                &request.route.name,
                 lease,
                 Vec::new(),
             ));
@@ -180,7 +180,7 @@ impl OutboxStore for MemoryStore {
         }
         Ok(MemoryBatch::new(
             self.clone(),
-            request.route.name,
+            &request.route.name,
             lease,
             records,
         ))

@@ -111,7 +111,7 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     /// A relay for `spec`'s route; fails when the spec is unusable (no
     /// destination, illegal names, an impossible retry policy).
     pub fn new<T, C>(store: S, publisher: P, spec: &OutboxSpec<T, C>) -> Result<Self, SpecError> {
-        Self::for_route(store, publisher, *spec.route())
+        Self::for_route(store, publisher, spec.route().clone())
     }
 
     /// A relay for an untyped route.
@@ -209,7 +209,7 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
                 Err(e) if e.is_transient() => {
                     failures += 1;
                     let delay = self.config.error_backoff.delay(failures);
-                    tracing::error!(outbox.route = self.route.name, error = %error_chain(&e), retry_in = ?delay, "relay pass failed");
+                    tracing::error!(outbox.route = %self.route.name, error = %error_chain(&e), retry_in = ?delay, "relay pass failed");
                     sleep_or_cancel(delay, &cancel).await;
                     continue;
                 }
@@ -228,8 +228,8 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
             return;
         }
         let limit = Sweeper::<S>::DEFAULT_LIMIT;
-        if let Err(e) = sweeper::sweep(&self.store, self.route.name, limit).await {
-            tracing::error!(outbox.route = self.route.name, error = %error_chain(&e), "relay sweep failed");
+        if let Err(e) = sweeper::sweep(&self.store, &self.route.name, limit).await {
+            tracing::error!(outbox.route = %self.route.name, error = %error_chain(&e), "relay sweep failed");
         }
     }
 

@@ -66,8 +66,8 @@ pub(super) async fn run_pass<S: OutboxStore, P: Publisher>(
 pub(super) fn pass_span(route: &Route) -> tracing::Span {
     tracing::debug_span!(
         "relay.pass",
-        messaging.destination.name = route.destination.unwrap_or_default(),
-        outbox.route = route.name
+        messaging.destination.name = route.destination.as_deref().unwrap_or_default(),
+        outbox.route = %route.name
     )
 }
 
@@ -87,7 +87,7 @@ pub(super) async fn claim<S: OutboxStore>(
     };
     let started = Instant::now();
     let batch = store.claim(request).await?;
-    metrics::histogram!("tidings_relay_claim_seconds", "route" => route.name)
+    metrics::histogram!("tidings_relay_claim_seconds", "route" => route.name.clone())
         .record(started.elapsed());
     width.observe(batch.records());
     Ok((batch, limit))
@@ -100,7 +100,7 @@ pub(super) async fn settle<B: ClaimedBatch>(
     route: &Route,
 ) -> Result<PassReport, StoreError> {
     let settled = batch.settle(settlements).await?;
-    count(route.name, &settled);
+    count(route, &settled);
     if !settled.lost.is_empty() {
         tracing::warn!(
             lost = settled.lost.len(),
@@ -116,7 +116,7 @@ pub(super) async fn settle<B: ClaimedBatch>(
     })
 }
 
-fn count(route: &'static str, settled: &crate::SettleReport) {
+fn count(route: &Route, settled: &crate::SettleReport) {
     let counts = [
         ("tidings_relay_published_total", settled.published),
         ("tidings_relay_rescheduled_total", settled.rescheduled),
@@ -125,7 +125,7 @@ fn count(route: &'static str, settled: &crate::SettleReport) {
     ];
     for (name, n) in counts {
         if n > 0 {
-            metrics::counter!(name, "route" => route).increment(n as u64);
+            metrics::counter!(name, "route" => route.name.clone()).increment(n as u64);
         }
     }
 }
@@ -155,7 +155,7 @@ pub(super) async fn publish<P: Publisher>(
         let envelopes: Vec<Envelope> = window.iter().map(|r| r.envelope.clone()).collect();
         let started = Instant::now();
         let mut results = publisher.publish_batch(&envelopes).await.into_iter();
-        metrics::histogram!("tidings_relay_publish_seconds", "route" => route.name)
+        metrics::histogram!("tidings_relay_publish_seconds", "route" => route.name.clone())
             .record(started.elapsed());
         for record in window {
             let result = results.next().unwrap_or_else(|| {

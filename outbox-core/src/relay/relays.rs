@@ -102,8 +102,8 @@ impl<S: OutboxStore, P: Publisher + Clone> IntoSteps for Relays<S, P> {
     fn into_steps(self) -> Vec<(String, Arc<dyn Step>)> {
         let mut steps: Vec<(String, Arc<dyn Step>)> = self.source.into_iter().collect();
         for relay in self.relays {
-            let route = relay.route().name;
-            let monitor = Monitor::new(self.store.clone(), route);
+            let route = relay.route().name.to_string();
+            let monitor = Monitor::new(self.store.clone(), route.clone());
             steps.push((format!("relay {route}"), Arc::new(relay)));
             if self.monitors {
                 steps.push((format!("monitor {route}"), Arc::new(monitor)));

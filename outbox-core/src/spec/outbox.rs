@@ -1,3 +1,4 @@
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -19,12 +20,12 @@ pub enum OrderingMode {
 
 /// The untyped part of an [`OutboxSpec`]: everything the relay and the
 /// stores need, without the payload type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
     /// The spec's name, stored with every row as its route.
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// The queue (or exchange) events are relayed to.
-    pub destination: Option<&'static str>,
+    pub destination: Option<Cow<'static, str>>,
     /// Ordering mode.
     pub ordering: OrderingMode,
     /// Retry policy of the relay.
@@ -37,14 +38,12 @@ pub struct Route {
 impl Route {
     /// Checks names and the retry policy.
     pub fn validate(&self) -> Result<(), SpecError> {
-        validate_name("outbox", self.name)?;
-        let destination = self.destination.ok_or_else(|| SpecError::NoDestination {
-            outbox: self.name.to_owned(),
-        })?;
+        validate_name("outbox", &self.name)?;
+        let destination = self.require_destination()?;
         validate_name("destination", destination)?;
         if let Some(reason) = self.retry.problem() {
             return Err(SpecError::InvalidRetry {
-                outbox: self.name.to_owned(),
+                outbox: self.name.to_string(),
                 reason,
             });
         }
@@ -52,10 +51,12 @@ impl Route {
     }
 
     /// The destination, or the error saying there is none.
-    pub fn require_destination(&self) -> Result<&'static str, SpecError> {
-        self.destination.ok_or_else(|| SpecError::NoDestination {
-            outbox: self.name.to_owned(),
-        })
+    pub fn require_destination(&self) -> Result<&str, SpecError> {
+        self.destination
+            .as_deref()
+            .ok_or_else(|| SpecError::NoDestination {
+                outbox: self.name.to_string(),
+            })
     }
 }
 
@@ -63,8 +64,22 @@ impl Route {
 /// ordering mode and retry policy.
 ///
 /// Built with `const fn`s so it can be a `static` shared by producer and
-/// relay. Typed only at the edge: staging encodes `T` with the codec; the
-/// relay sees bytes.
+/// relay; where a name is known only at run time (an environment's
+/// prefix, say), [`json_named`](Self::json_named) and
+/// [`to_queue_named`](Self::to_queue_named) take an owned one. Typed only
+/// at the edge: staging encodes `T` with the codec; the relay sees bytes.
+///
+/// ```
+/// use tidings_core::OutboxSpec;
+///
+/// static ORDER_EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
+///
+/// let env = "staging";
+/// let events: OutboxSpec<u64> =
+///     OutboxSpec::json_named(format!("{env}-order-events")).to_queue_named(format!("{env}-orders"));
+/// assert_eq!(events.name(), "staging-order-events");
+/// # assert_eq!(ORDER_EVENTS.name(), "order-events");
+/// ```
 pub struct OutboxSpec<T, C = JsonCodec> {
     route: Route,
     codec: C,
@@ -76,6 +91,13 @@ impl<T> OutboxSpec<T, JsonCodec> {
     pub const fn json(name: &'static str) -> Self {
         Self::with_codec(name, JsonCodec)
     }
+
+    /// A spec whose payloads are JSON, named at run time.
+    pub fn json_named(name: impl Into<Cow<'static, str>>) -> Self {
+        let mut spec = Self::json("");
+        spec.route.name = name.into();
+        spec
+    }
 }
 
 impl<T, C> OutboxSpec<T, C> {
@@ -83,7 +105,7 @@ impl<T, C> OutboxSpec<T, C> {
     pub const fn with_codec(name: &'static str, codec: C) -> Self {
         Self {
             route: Route {
-                name,
+                name: Cow::Borrowed(name),
                 destination: None,
                 ordering: OrderingMode::Unordered,
                 retry: RetryPolicy::new(),
@@ -97,7 +119,16 @@ impl<T, C> OutboxSpec<T, C> {
     /// Relays events to the queue named `queue`; it must equal the name of
     /// the consumer's [`QueueSpec`].
     pub const fn to_queue(mut self, queue: &'static str) -> Self {
-        self.route.destination = Some(queue);
+        // The name it replaces cannot be dropped in a `const fn`; forgetting
+        // it leaks nothing, as a const-built spec holds only borrowed names.
+        let replaced = self.route.destination.replace(Cow::Borrowed(queue));
+        std::mem::forget(replaced);
+        self
+    }
+
+    /// Relays events to the queue named `queue`, named at run time.
+    pub fn to_queue_named(mut self, queue: impl Into<Cow<'static, str>>) -> Self {
+        self.route.destination = Some(queue.into());
         self
     }
 
@@ -121,8 +152,8 @@ impl<T, C> OutboxSpec<T, C> {
     }
 
     /// The spec's name (the route stored with every row).
-    pub const fn name(&self) -> &'static str {
-        self.route.name
+    pub fn name(&self) -> &str {
+        &self.route.name
     }
 
     /// The untyped part the relay and stores use.
@@ -147,7 +178,7 @@ impl<T, C> OutboxSpec<T, C> {
         let destination = self.route.require_destination()?;
         if destination != queue.name() {
             return Err(SpecError::DestinationMismatch {
-                outbox: self.route.name.to_owned(),
+                outbox: self.route.name.to_string(),
                 destination: destination.to_owned(),
                 queue: queue.name().to_owned(),
             });
@@ -185,7 +216,7 @@ mod tests {
     #[test]
     fn const_spec_carries_its_settings() {
         assert_eq!(SPEC.name(), "order-events");
-        assert_eq!(SPEC.route().destination, Some("orders"));
+        assert_eq!(SPEC.route().destination.as_deref(), Some("orders"));
         assert_eq!(SPEC.route().ordering, OrderingMode::PerKey);
         assert_eq!(SPEC.content_type(), "application/json");
         SPEC.validate().unwrap();

@@ -1,3 +1,4 @@
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -6,7 +7,7 @@ use crate::codec::{Codec, CodecError, JsonCodec};
 
 /// Names a queue a consumer reads and the codec its payloads decode with.
 pub struct QueueSpec<T, C = JsonCodec> {
-    name: &'static str,
+    name: Cow<'static, str>,
     codec: C,
     payload: PhantomData<fn(T) -> T>,
 }
@@ -16,21 +17,29 @@ impl<T> QueueSpec<T, JsonCodec> {
     pub const fn json(name: &'static str) -> Self {
         Self::with_codec(name, JsonCodec)
     }
+
+    /// A queue whose payloads are JSON, named at run time (see
+    /// [`OutboxSpec::json_named`](crate::OutboxSpec::json_named)).
+    pub fn json_named(name: impl Into<Cow<'static, str>>) -> Self {
+        let mut spec = Self::json("");
+        spec.name = name.into();
+        spec
+    }
 }
 
 impl<T, C> QueueSpec<T, C> {
     /// A queue with the given codec.
     pub const fn with_codec(name: &'static str, codec: C) -> Self {
         Self {
-            name,
+            name: Cow::Borrowed(name),
             codec,
             payload: PhantomData,
         }
     }
 
     /// The queue's name.
-    pub const fn name(&self) -> &'static str {
-        self.name
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The payload codec.
@@ -40,7 +49,7 @@ impl<T, C> QueueSpec<T, C> {
 
     /// Checks the name.
     pub fn validate(&self) -> Result<(), SpecError> {
-        validate_name("queue", self.name)
+        validate_name("queue", &self.name)
     }
 }
 

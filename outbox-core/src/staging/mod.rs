@@ -68,7 +68,7 @@ impl OutboxBuffer {
         let route = spec.route();
         let bytes = spec.codec().encode(payload)?;
         let mut envelope = Envelope::new(
-            route.name,
+            route.name.as_ref(),
             route.require_destination()?,
             event_type,
             bytes,

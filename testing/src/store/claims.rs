@@ -101,7 +101,7 @@ pub async fn concurrent_claims_never_overlap<H: StoreHarness>(h: &H) {
         .await;
 
     let claimers = (0..4).map(|_| {
-        let store = store.clone();
+        let (store, route) = (store.clone(), route.clone());
         async move {
             let mut mine = Vec::new();
             loop {

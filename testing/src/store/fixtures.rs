@@ -15,13 +15,11 @@ pub const SHORT_LEASE: Duration = Duration::from_millis(300);
 /// The lease the suites claim with when it must not expire.
 pub const LONG_LEASE: Duration = Duration::from_secs(60);
 
-/// A fresh route of its own, leaked to get the `'static` names specs use.
+/// A fresh route of its own.
 pub fn route(ordering: OrderingMode) -> Route {
-    let name: &'static str = Box::leak(unique_name("route").into_boxed_str());
-    let destination: &'static str = Box::leak(unique_name("queue").into_boxed_str());
     Route {
-        name,
-        destination: Some(destination),
+        name: unique_name("route").into(),
+        destination: Some(unique_name("queue").into()),
         ordering,
         retry: RetryPolicy::new(),
         hlc_ordering: false,
@@ -31,8 +29,8 @@ pub fn route(ordering: OrderingMode) -> Route {
 /// An event of `route` whose JSON payload is `n`.
 pub fn event(route: &Route, n: u32) -> StagedEvent {
     let envelope = Envelope::new(
-        route.name,
-        route.destination.unwrap_or_default(),
+        route.name.as_ref(),
+        route.destination.as_deref().unwrap_or_default(),
         "test.event",
         Bytes::from(n.to_string()),
         "application/json",

@@ -20,13 +20,13 @@ async fn settle_every<B: ClaimedBatch>(batch: B, outcome: Outcome) {
 pub async fn stats_report_depth_age_and_failures<H: StoreHarness>(h: &H) {
     let store = h.store().await;
     let route = route(OrderingMode::Unordered);
-    let empty = store.stats(route.name).await.unwrap();
+    let empty = store.stats(&route.name).await.unwrap();
     assert_eq!((empty.pending, empty.oldest_pending_age), (0, None));
 
     h.commit(&store, (1..=3).map(|n| event(&route, n)).collect())
         .await;
     tokio::time::sleep(Duration::from_millis(150)).await;
-    let stats = store.stats(route.name).await.unwrap();
+    let stats = store.stats(&route.name).await.unwrap();
     assert_eq!((stats.pending, stats.in_flight, stats.failed), (3, 0, 0));
     let age = stats.oldest_pending_age.expect("an age");
     assert!(
@@ -35,10 +35,10 @@ pub async fn stats_report_depth_age_and_failures<H: StoreHarness>(h: &H) {
     );
 
     let batch = claim(&store, &route, 1).await;
-    let held = in_flight_soon(&store, route.name, 1).await;
+    let held = in_flight_soon(&store, &route.name, 1).await;
     assert_eq!((held.pending, held.in_flight), (2, 1));
     settle_every(batch, Outcome::Failed { reason: "x".into() }).await;
-    let stats = store.stats(route.name).await.unwrap();
+    let stats = store.stats(&route.name).await.unwrap();
     assert_eq!((stats.pending, stats.in_flight, stats.failed), (2, 0, 1));
 }
 
@@ -77,40 +77,40 @@ pub async fn purge_deletes_finished_rows_in_batches<H: StoreHarness>(h: &H) {
     };
     assert_eq!(
         store
-            .purge(route.name, failed(Duration::from_secs(3600), 10))
+            .purge(&route.name, failed(Duration::from_secs(3600), 10))
             .await
             .unwrap(),
         0
     );
     assert_eq!(
         store
-            .purge(route.name, failed(Duration::ZERO, 2))
+            .purge(&route.name, failed(Duration::ZERO, 2))
             .await
             .unwrap(),
         2
     );
     assert_eq!(
         store
-            .purge(route.name, failed(Duration::ZERO, 2))
+            .purge(&route.name, failed(Duration::ZERO, 2))
             .await
             .unwrap(),
         1
     );
     assert_eq!(
         store
-            .purge(route.name, failed(Duration::ZERO, 2))
+            .purge(&route.name, failed(Duration::ZERO, 2))
             .await
             .unwrap(),
         0
     );
 
-    let retained = store.stats(route.name).await.unwrap().published;
+    let retained = store.stats(&route.name).await.unwrap().published;
     let published = PurgeRequest {
         status: PurgeStatus::Published,
         older_than: Duration::ZERO,
         limit: 10,
     };
-    assert_eq!(store.purge(route.name, published).await.unwrap(), retained);
-    let stats = store.stats(route.name).await.unwrap();
+    assert_eq!(store.purge(&route.name, published).await.unwrap(), retained);
+    let stats = store.stats(&route.name).await.unwrap();
     assert_eq!((stats.pending, stats.failed, stats.published), (1, 0, 0));
 }

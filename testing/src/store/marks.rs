@@ -21,7 +21,7 @@ pub async fn published_rows_are_final<H: StoreHarness>(h: &H) {
     let report = batch.settle(settlements).await.unwrap();
     assert_eq!((report.published, report.lost.len()), (2, 0));
     assert!(claim(&store, &route, 10).await.records().is_empty());
-    let stats = store.stats(route.name).await.unwrap();
+    let stats = store.stats(&route.name).await.unwrap();
     assert_eq!((stats.pending, stats.in_flight, stats.failed), (0, 0, 0));
 }
 
@@ -34,7 +34,7 @@ pub async fn stale_lease_marks_are_refused<H: StoreHarness>(h: &H) {
 
     let old = claim_leased(&store, &route, 10, SHORT_LEASE).await;
     tokio::time::sleep(SHORT_LEASE + Duration::from_millis(200)).await;
-    assert_eq!(store.sweep_expired(route.name, 100).await.unwrap(), 1);
+    assert_eq!(store.sweep_expired(&route.name, 100).await.unwrap(), 1);
     let new = claim(&store, &route, 10).await;
     assert_eq!(numbers(&new), [1]);
 
@@ -47,7 +47,7 @@ pub async fn stale_lease_marks_are_refused<H: StoreHarness>(h: &H) {
     let report = old.settle(late).await.unwrap();
     assert_eq!(report.lost, vec![new.records()[0].envelope.event_id]);
     assert_eq!((report.published, report.failed), (0, 0));
-    assert_eq!(store.stats(route.name).await.unwrap().in_flight, 1);
+    assert_eq!(store.stats(&route.name).await.unwrap().in_flight, 1);
 
     let settlements = settle_all(&new, Outcome::Published);
     let report = new.settle(settlements).await.unwrap();
@@ -65,14 +65,14 @@ pub async fn stale_published_marks_are_refused<H: StoreHarness>(h: &H) {
 
     let old = claim_leased(&store, &route, 10, SHORT_LEASE).await;
     tokio::time::sleep(SHORT_LEASE + Duration::from_millis(200)).await;
-    assert_eq!(store.sweep_expired(route.name, 100).await.unwrap(), 2);
+    assert_eq!(store.sweep_expired(&route.name, 100).await.unwrap(), 2);
     let new = claim(&store, &route, 10).await;
     assert_eq!(numbers(&new), [1, 2]);
 
     let late = settle_all(&old, Outcome::Published);
     let report = old.settle(late).await.unwrap();
     assert_eq!((report.published, report.lost.len()), (0, 2));
-    assert_eq!(store.stats(route.name).await.unwrap().in_flight, 2);
+    assert_eq!(store.stats(&route.name).await.unwrap().in_flight, 2);
 
     let settlements = settle_all(&new, Outcome::Published);
     let report = new.settle(settlements).await.unwrap();
@@ -95,7 +95,7 @@ pub async fn rescheduled_rows_wait_for_available_at<H: StoreHarness>(h: &H) {
     let settlements = settle_all(&batch, retry);
     assert_eq!(batch.settle(settlements).await.unwrap().rescheduled, 1);
     assert!(claim(&store, &route, 10).await.records().is_empty());
-    assert_eq!(store.stats(route.name).await.unwrap().pending, 1);
+    assert_eq!(store.stats(&route.name).await.unwrap().pending, 1);
 
     let again = claim_within(&store, &route, 10, Duration::from_secs(5)).await;
     let record = &again.records()[0];
@@ -126,10 +126,10 @@ pub async fn failed_rows_stay_until_requeued<H: StoreHarness>(h: &H) {
     );
     assert_eq!(batch.settle(settlements).await.unwrap().failed, 2);
     assert!(claim(&store, &route, 10).await.records().is_empty());
-    assert_eq!(store.stats(route.name).await.unwrap().failed, 2);
+    assert_eq!(store.stats(&route.name).await.unwrap().failed, 2);
 
     let requeued = store
-        .requeue_failed(route.name, tidings_core::Requeue::Ids(vec![ids[1]]))
+        .requeue_failed(&route.name, tidings_core::Requeue::Ids(vec![ids[1]]))
         .await
         .unwrap();
     assert_eq!(requeued, 1);
@@ -141,14 +141,14 @@ pub async fn failed_rows_stay_until_requeued<H: StoreHarness>(h: &H) {
 
     assert_eq!(
         store
-            .requeue_failed(route.name, tidings_core::Requeue::All)
+            .requeue_failed(&route.name, tidings_core::Requeue::All)
             .await
             .unwrap(),
         1
     );
     assert_eq!(
         store
-            .requeue_failed(route.name, tidings_core::Requeue::All)
+            .requeue_failed(&route.name, tidings_core::Requeue::All)
             .await
             .unwrap(),
         0
@@ -191,7 +191,7 @@ pub async fn mixed_outcomes_settle_in_one_call<H: StoreHarness>(h: &H) {
         (report.published, report.rescheduled, report.failed),
         (1, 1, 1)
     );
-    let stats = store.stats(route.name).await.unwrap();
+    let stats = store.stats(&route.name).await.unwrap();
     assert_eq!((stats.pending, stats.in_flight, stats.failed), (1, 0, 1));
 }
 
@@ -204,10 +204,10 @@ pub async fn sweep_returns_expired_leases_counting_the_crash<H: StoreHarness>(h:
 
     let _dead = claim_leased(&store, &route, 1, SHORT_LEASE).await;
     let _alive = claim(&store, &route, 1).await;
-    assert_eq!(store.sweep_expired(route.name, 100).await.unwrap(), 0);
+    assert_eq!(store.sweep_expired(&route.name, 100).await.unwrap(), 0);
     tokio::time::sleep(SHORT_LEASE + Duration::from_millis(200)).await;
-    assert_eq!(store.sweep_expired(route.name, 100).await.unwrap(), 1);
-    assert_eq!(store.sweep_expired(route.name, 100).await.unwrap(), 0);
+    assert_eq!(store.sweep_expired(&route.name, 100).await.unwrap(), 1);
+    assert_eq!(store.sweep_expired(&route.name, 100).await.unwrap(), 0);
 
     let again = claim(&store, &route, 10).await;
     assert_eq!(numbers(&again), [1]);

@@ -150,6 +150,7 @@ pub async fn per_key_concurrent_claimers_keep_key_order<H: StoreHarness>(h: &H) 
     let order: Arc<Mutex<HashMap<String, Vec<u32>>>> = Arc::default();
     let claimers = (0..4).map(|_| {
         let (store, in_flight, order) = (store.clone(), in_flight.clone(), order.clone());
+        let route = route.clone();
         async move {
             let mut idle = 0;
             while idle < 5 {

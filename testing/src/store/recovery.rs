@@ -33,11 +33,11 @@ pub async fn a_relay_killed_mid_batch_is_recovered_by_the_next_relay_alone<H: St
         .lease(SHORT_LEASE)
         .poll_interval(Duration::from_millis(50));
 
-    let dying = Relay::for_route(store.clone(), Unanswering, route)
+    let dying = Relay::for_route(store.clone(), Unanswering, route.clone())
         .expect("route")
         .config(config);
     let killed = tokio::spawn(async move { dying.run(CancellationToken::new()).await });
-    wait_for(&store, route.name, |in_flight| in_flight > 0).await;
+    wait_for(&store, &route.name, |in_flight| in_flight > 0).await;
     killed.abort();
     let _ = killed.await;
     // The lease runs out before the next relay starts, as it would while a
@@ -45,9 +45,9 @@ pub async fn a_relay_killed_mid_batch_is_recovered_by_the_next_relay_alone<H: St
     tokio::time::sleep(SHORT_LEASE * 2).await;
 
     let broker = MemoryBroker::new();
-    let destination = route.destination.expect("a destination");
-    broker.declare_queue(destination);
-    let relay = Relay::for_route(store.clone(), broker.clone(), route)
+    let destination = route.destination.clone().expect("a destination");
+    broker.declare_queue(&destination);
+    let relay = Relay::for_route(store.clone(), broker.clone(), route.clone())
         .expect("route")
         .config(config);
     let cancel = CancellationToken::new();
@@ -56,13 +56,13 @@ pub async fn a_relay_killed_mid_batch_is_recovered_by_the_next_relay_alone<H: St
         async move { relay.run(cancel).await }
     });
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while broker.depth(destination) < 20 && tokio::time::Instant::now() < deadline {
+    while broker.depth(&destination) < 20 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     cancel.cancel();
     running.await.expect("relay task").expect("relay run");
-    assert_eq!(broker.depth(destination), 20, "rows left behind");
-    let stats = store.stats(route.name).await.expect("stats");
+    assert_eq!(broker.depth(&destination), 20, "rows left behind");
+    let stats = store.stats(&route.name).await.expect("stats");
     assert_eq!((stats.pending, stats.in_flight, stats.failed), (0, 0, 0));
 }
 
