@@ -21,6 +21,10 @@
 //! outbox, the inbox, `orders` and `invoices`) and `ORDERS_QUEUE`
 //! (`tidings-example-axum-orders`, declared with its dead-letter queue).
 //! Once it accepts requests it prints `listening on http://<address>`.
+//!
+//! `examples/tests/axum_service.rs` drives it over HTTP: 200 concurrent
+//! orders, one in five rejected, then SIGTERM with a request in flight
+//! (`cargo test -p tidings-examples --features axum --test axum_service`).
 #![allow(clippy::print_stdout)]
 
 mod billing;
