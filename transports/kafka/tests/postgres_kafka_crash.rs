@@ -110,6 +110,7 @@ async fn child(config: &str) {
     };
     let store = store_in(schema).await;
     let run = consumer(
+        &common::client(),
         &store,
         schema,
         leak(topic.to_owned()),

@@ -5,6 +5,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod foreign;
+pub mod private;
 
 use std::time::Duration;
 

@@ -12,7 +12,7 @@ use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handle
 use tidings_core::relay::Relay;
 use tidings_core::{Backoff, Message, OutboxSpec, QueueSpec};
 use tidings_inbox::Inbox;
-use tidings_kafka::{KafkaPublisher, KafkaSource, PublisherOptions, SourceOptions};
+use tidings_kafka::{ClientOptions, KafkaPublisher, KafkaSource, PublisherOptions, SourceOptions};
 use tidings_postgres::{PgContext, PgOutboxOptions, PgOutboxStore};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{database_url, service_missing};
@@ -44,10 +44,18 @@ pub struct World {
     pub store: PgOutboxStore,
     pub schema: String,
     pub topic: &'static str,
+    pub client: ClientOptions,
 }
 
 impl World {
+    /// On the test broker.
     pub async fn new(partitions: i32) -> Self {
+        let topic = leak(create_topic("orders", partitions).await);
+        Self::on(client(), topic).await
+    }
+
+    /// On the brokers of `client`, whose `topic` exists.
+    pub async fn on(client: ClientOptions, topic: &'static str) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
@@ -63,31 +71,19 @@ impl World {
             .execute(store.pool())
             .await
             .unwrap();
-        let topic = leak(create_topic("orders", partitions).await);
         Self {
             store,
             schema,
             topic,
+            client,
         }
     }
 
     /// Stages `orders` events over `keys` ordering keys in a few
     /// transactions and relays them all to the topic.
     pub async fn stage_and_relay(&self, orders: i32, keys: i32) {
-        let spec: &'static OutboxSpec<Order> = Box::leak(Box::new(
-            OutboxSpec::json("order-events").to_queue(self.topic),
-        ));
-        for chunk in (0..orders).collect::<Vec<_>>().chunks(500) {
-            let mut ctx = self.store.begin().await.unwrap();
-            for id in chunk {
-                ctx.outbox()
-                    .stage(spec, "order.placed", &Order { id: *id })
-                    .unwrap()
-                    .ordering_key(format!("k{}", id % keys));
-            }
-            ctx.commit().await.unwrap();
-        }
-        let publisher = KafkaPublisher::new(&client(), PublisherOptions::default()).unwrap();
+        let spec = self.stage(orders, keys).await;
+        let publisher = KafkaPublisher::new(&self.client, PublisherOptions::default()).unwrap();
         let relay = Relay::new(self.store.clone(), publisher, spec).unwrap();
         let mut published = 0;
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -95,6 +91,36 @@ impl World {
             assert!(Instant::now() < deadline, "relayed only {published}");
             published += relay.drain().await.unwrap().published;
         }
+    }
+
+    /// The outbox spec of the world's topic.
+    pub fn spec(&self) -> &'static OutboxSpec<Order> {
+        Box::leak(Box::new(
+            OutboxSpec::json("order-events").to_queue(self.topic),
+        ))
+    }
+
+    /// Stages `orders` events over `keys` ordering keys in a few
+    /// transactions; returns their outbox spec.
+    pub async fn stage(&self, orders: i32, keys: i32) -> &'static OutboxSpec<Order> {
+        let spec = self.spec();
+        for first in (0..orders).step_by(500) {
+            stage_range(&self.store, spec, first..orders.min(first + 500), keys).await;
+        }
+        spec
+    }
+
+    /// A consumer of the world's topic; see [`consumer`].
+    pub fn consumer(&self, group: &str, member: &str, pause: Duration) -> impl ConsumerRun {
+        consumer(
+            &self.client,
+            &self.store,
+            &self.schema,
+            self.topic,
+            group,
+            member,
+            pause,
+        )
     }
 
     /// `(events with an effect, the most effects one event had)`.
@@ -141,6 +167,24 @@ impl World {
     }
 }
 
+/// Stages the orders of `ids` in one transaction, over `keys` ordering
+/// keys.
+pub async fn stage_range(
+    store: &PgOutboxStore,
+    spec: &'static OutboxSpec<Order>,
+    ids: std::ops::Range<i32>,
+    keys: i32,
+) {
+    let mut ctx = store.begin().await.unwrap();
+    for id in ids {
+        ctx.outbox()
+            .stage(spec, "order.placed", &Order { id })
+            .unwrap()
+            .ordering_key(format!("k{}", id % keys));
+    }
+    ctx.commit().await.unwrap();
+}
+
 /// `(events with an effect, the most effects one event had)` in `schema`.
 pub async fn effects(store: &PgOutboxStore, schema: &str) -> (i64, i64) {
     let sql = format!(
@@ -156,6 +200,7 @@ pub async fn effects(store: &PgOutboxStore, schema: &str) -> (i64, i64) {
 /// A consumer in group `group` whose handler appends each event to the
 /// commit log in the inbox's transaction, under `member`, after `pause`.
 pub fn consumer(
+    client: &ClientOptions,
     store: &PgOutboxStore,
     schema: &str,
     topic: &'static str,
@@ -164,7 +209,7 @@ pub fn consumer(
     pause: Duration,
 ) -> impl ConsumerRun {
     let source = KafkaSource::new(
-        &client(),
+        client,
         SourceOptions::new(group.to_owned())
             .commit_interval(Duration::from_millis(100))
             .session_timeout(Duration::from_secs(6))
