@@ -75,9 +75,16 @@ impl KafkaSource {
     ///
     /// # Errors
     ///
-    /// librdkafka refused the configuration.
+    /// librdkafka refused the configuration of the consumer or of the
+    /// producer that writes retry and dead-letter records.
     pub fn new(client: &ClientOptions, options: SourceOptions) -> Result<Self, ClientError> {
         let producer = Producer::new(client, &options.publisher)?;
+        // A configuration librdkafka refuses fails here, once, rather than
+        // at every subscription.
+        let _probe: BaseConsumer = client
+            .config(&options.consumer_properties())
+            .create()
+            .map_err(ClientError::Config)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 client: client.clone(),

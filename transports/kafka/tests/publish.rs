@@ -148,3 +148,21 @@ async fn one_key_goes_to_one_partition_in_order() {
         assert_eq!(ids, expected, "order of {key}");
     }
 }
+
+/// Settings librdkafka refuses fail when the client is made, not at every
+/// publish or subscription.
+#[tokio::test]
+async fn refused_client_settings_fail_at_construction() {
+    let bad = client().property("fetch.max.bytes", "1024");
+    let source = tidings_kafka::KafkaSource::new(&bad, tidings_kafka::SourceOptions::new("g"));
+    assert!(
+        matches!(source, Err(tidings_kafka::ClientError::Config(_))),
+        "{source:?}"
+    );
+    let bad = client().property("acks", "sometimes");
+    let publisher = KafkaPublisher::new(&bad, PublisherOptions::default());
+    assert!(
+        matches!(publisher, Err(tidings_kafka::ClientError::Config(_))),
+        "{publisher:?}"
+    );
+}
