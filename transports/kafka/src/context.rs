@@ -10,9 +10,10 @@
 //! redelivers them, and the inbox absorbs the duplicate.
 //!
 //! On assign, the group's committed positions tell whether a partition
-//! resumes after an earlier owner; the first record read from such a
-//! partition may have been delivered to that owner before it died, so its
-//! delivery counts as a redelivery.
+//! resumes after an earlier owner; the records read from such a partition
+//! before this consumer settles the first of them may have been delivered
+//! to that owner before it died, so their deliveries count as
+//! redeliveries.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -35,7 +35,7 @@ struct Partition {
     next: Option<i64>,
     committed: Option<i64>,
     /// The group had committed a position for the partition when it was
-    /// assigned, and no record was delivered since.
+    /// assigned, and this consumer has settled none of its records since.
     resumed: bool,
 }
 
@@ -74,15 +74,16 @@ impl Offsets {
     }
 
     /// Records the delivery of `offset`. Returns its ticket and whether the
-    /// record may have been delivered before (the first record after a
-    /// resumed assignment), or `None` when the partition is not assigned.
+    /// record may have been delivered before (read from a resumed
+    /// partition before this consumer settled any of its records), or
+    /// `None` when the partition is not assigned.
     pub(crate) fn deliver(
         &mut self,
         partition: &PartitionKey,
         offset: i64,
     ) -> Option<(Ticket, bool)> {
         let state = self.partitions.get_mut(partition)?;
-        let resumed = std::mem::take(&mut state.resumed);
+        let resumed = state.resumed;
         state.unsettled.insert(offset);
         state.next = Some(state.next.map_or(offset + 1, |n| n.max(offset + 1)));
         let ticket = Ticket {
@@ -115,6 +116,7 @@ impl Offsets {
     pub(crate) fn settle(&mut self, ticket: &Ticket) -> bool {
         match self.current(ticket) {
             Some(state) => {
+                state.resumed = false;
                 state.held.remove(&ticket.offset);
                 state.unsettled.remove(&ticket.offset)
             }
@@ -203,10 +205,16 @@ mod tests {
         assert!(!offsets.settle(&old));
         assert!(!offsets.is_current(&old));
         let (ticket, resumed) = offsets.deliver(&key(), 3).unwrap();
-        assert!(resumed, "first record after a resumed assignment");
-        assert!(!offsets.deliver(&key(), 4).unwrap().1);
+        assert!(resumed, "read from a resumed partition");
+        let (next, resumed) = offsets.deliver(&key(), 4).unwrap();
+        assert!(resumed, "read before anything settled");
         assert!(offsets.settle(&ticket));
-        assert_eq!(offsets.take_commits(), [(key(), 4)]);
+        assert!(
+            !offsets.deliver(&key(), 5).unwrap().1,
+            "read after a settlement"
+        );
+        assert!(offsets.settle(&next));
+        assert_eq!(offsets.take_commits(), [(key(), 5)]);
     }
 
     #[test]

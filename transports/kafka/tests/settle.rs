@@ -68,6 +68,9 @@ async fn a_new_member_resumes_at_the_lowest_unsettled_record() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     drop(d1);
     drop(stream);
+    // Its consumer leaves the group before the next one joins: Tansu can
+    // stall a group when a member leaves during another's join.
+    tokio::time::sleep(Duration::from_secs(1)).await;
 
     // Another process's source: it only knows the group's commits.
     let new = KafkaSource::new(&client(), options).expect("source");
@@ -75,10 +78,14 @@ async fn a_new_member_resumes_at_the_lowest_unsettled_record() {
     let again = next(&mut stream).await;
     assert_eq!(again.envelope().event_id, batch[1].event_id);
     assert_eq!(again.delivery_count(), Some(2), "a possible redelivery");
-    again.ack().await.expect("ack");
     let after = next(&mut stream).await;
+    again.ack().await.expect("ack");
     assert_eq!(after.envelope().event_id, batch[2].event_id);
-    assert_eq!(after.delivery_count(), Some(1));
+    assert_eq!(
+        after.delivery_count(),
+        Some(2),
+        "read before anything settled"
+    );
     after.ack().await.expect("ack");
     assert!(
         next_within(&mut stream, Duration::from_secs(1))

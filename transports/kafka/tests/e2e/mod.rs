@@ -119,7 +119,10 @@ impl World {
             self.topic,
             group,
             member,
-            pause,
+            Handling {
+                pause,
+                poison: None,
+            },
         )
     }
 
@@ -197,8 +200,28 @@ pub async fn effects(store: &PgOutboxStore, schema: &str) -> (i64, i64) {
         .unwrap()
 }
 
+/// An event whose handler never returns, as one that kills its process.
+#[derive(Debug, Clone, Copy)]
+pub struct Poison {
+    /// The event's order id.
+    pub id: i32,
+    /// Called when its handler starts.
+    pub reached: fn(),
+    /// The consumer's `max_deliveries`.
+    pub max_deliveries: u32,
+}
+
+/// What the handler does beside its effect.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Handling {
+    /// Work before the effect.
+    pub pause: Duration,
+    /// An event that never returns.
+    pub poison: Option<Poison>,
+}
+
 /// A consumer in group `group` whose handler appends each event to the
-/// commit log in the inbox's transaction, under `member`, after `pause`.
+/// commit log in the inbox's transaction, under `member`.
 pub fn consumer(
     client: &ClientOptions,
     store: &PgOutboxStore,
@@ -206,8 +229,9 @@ pub fn consumer(
     topic: &'static str,
     group: &str,
     member: &str,
-    pause: Duration,
+    handling: Handling,
 ) -> impl ConsumerRun {
+    let Handling { pause, poison } = handling;
     let source = KafkaSource::new(
         client,
         SourceOptions::new(group.to_owned())
@@ -224,6 +248,10 @@ pub fn consumer(
         move |msg: Message<Order>, tx: TxHandle<PgContext<'static>>| {
             let insert = insert.clone();
             async move {
+                if let Some(poison) = poison.filter(|p| p.id == msg.payload.id) {
+                    (poison.reached)();
+                    std::future::pending::<()>().await;
+                }
                 if !pause.is_zero() {
                     tokio::time::sleep(pause).await;
                 }
@@ -237,10 +265,14 @@ pub fn consumer(
             }
         },
     );
+    let mut options = options();
+    if let Some(poison) = poison {
+        options = options.max_deliveries(poison.max_deliveries);
+    }
     Consumer::new(source, queue, handler)
         .unwrap()
         .inbox(Inbox::new(store.inbox(), "billing").unwrap())
-        .options(options())
+        .options(options)
 }
 
 /// Options with quick retries and restarts.
