@@ -81,15 +81,26 @@ impl Producer {
         .await
         .map_err(|e| PublishError::Transport(Box::new(e)))?
         .map_err(|e| publish_error(e, topic, 0, self.max_message_bytes))?;
-        let found = metadata
-            .topics()
-            .iter()
-            .find(|t| t.name() == topic)
-            .is_some_and(|t| t.error().is_none() && !t.partitions().is_empty());
-        if !found {
-            return Err(PublishError::Unroutable {
-                destination: topic.to_owned(),
-            });
+        let unroutable = || PublishError::Unroutable {
+            destination: topic.to_owned(),
+        };
+        let Some(found) = metadata.topics().iter().find(|t| t.name() == topic) else {
+            return Err(unroutable());
+        };
+        match found.error().map(RDKafkaErrorCode::from) {
+            None if !found.partitions().is_empty() => {}
+            None
+            | Some(RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownTopic) => {
+                return Err(unroutable());
+            }
+            // The topic exists but cannot be written now (no leader yet,
+            // for example): a transient failure, never a reason to fail
+            // the event for good.
+            Some(code) => {
+                return Err(PublishError::Unavailable(
+                    format!("topic {topic:?} is not available: {code}").into(),
+                ));
+            }
         }
         self.known
             .lock()

@@ -147,6 +147,12 @@ impl Source for KafkaSource {
         let mut topics = vec![queue.to_owned()];
         if self.exists(&retry).await? {
             topics.push(retry.clone());
+        } else {
+            tracing::warn!(
+                messaging.destination.name = queue,
+                retry_topic = %retry,
+                "the topic has no retry topic: nacks will fail and leave their records uncommitted"
+            );
         }
         let inner = &self.inner;
         let offsets = Arc::new(Mutex::new(Offsets::default()));
