@@ -110,7 +110,9 @@ impl PollLoop {
                 return true;
             }
         };
-        let deliveries = control.prior_deliveries + 1 + u32::from(resumed || seen_before);
+        let deliveries = control
+            .prior_deliveries
+            .saturating_add(1 + u32::from(resumed || seen_before));
         let acker = KafkaAcker::new(ticket.clone(), record, deliveries, self.settling.clone());
         let delivery = Delivery::new(envelope, Some(deliveries), acker);
         match control.retry_at {

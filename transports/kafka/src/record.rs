@@ -132,8 +132,9 @@ impl Record {
 /// Whether `name` is one of the headers the transport writes for itself
 /// (retry bookkeeping), which never reach the envelope.
 fn is_control(name: &str) -> bool {
-    name.len() >= "x-tidings-".len()
-        && name[.."x-tidings-".len()].eq_ignore_ascii_case("x-tidings-")
+    const PREFIX: &[u8] = b"x-tidings-";
+    let name = name.as_bytes();
+    name.len() >= PREFIX.len() && name[..PREFIX.len()].eq_ignore_ascii_case(PREFIX)
 }
 
 /// Milliseconds since the Unix epoch, as a header value.
@@ -266,6 +267,14 @@ mod tests {
         env.headers
             .insert("x-tidings-prior-deliveries".into(), "9".into());
         assert!(matches!(encode(&env), Err(PublishError::Invalid { .. })));
+    }
+
+    #[test]
+    fn control_headers_are_told_apart_in_any_spelling() {
+        assert!(is_control("X-Tidings-Retry-At"));
+        assert!(!is_control("x-tidings"));
+        assert!(!is_control("ünicode-header-name"));
+        assert!(!is_control("x-tidingsü-name"));
     }
 
     #[test]
