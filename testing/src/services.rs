@@ -69,6 +69,13 @@ pub fn sqs_https_endpoint() -> String {
     env_or("SQS_HTTPS_ENDPOINT", "https://localhost:4567")
 }
 
+/// Kafka: `KAFKA_BROKERS`, default `127.0.0.1:9092` (a comma-separated
+/// list of `host:port`), the Kafka-protocol broker the setup command
+/// starts.
+pub fn kafka_brokers() -> String {
+    env_or("KAFKA_BROKERS", "127.0.0.1:9092")
+}
+
 /// The throwaway certificates the setup command makes: `TIDINGS_TLS_DIR`,
 /// default `tls` in `TIDINGS_SERVICES_DIR` (default
 /// `~/.cache/tidings-services`). It holds `ca.pem`, `server.pem` and

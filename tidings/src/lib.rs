@@ -57,6 +57,12 @@ pub mod sqs {
     pub use tidings_sqs::*;
 }
 
+/// The Kafka transport ([`tidings_kafka`]).
+#[cfg(feature = "kafka")]
+pub mod kafka {
+    pub use tidings_kafka::*;
+}
+
 /// What most services name: specs, the lifecycle plan, the relay and, with
 /// the `consumer` feature, the consumer, its handler and the inbox.
 ///

@@ -79,7 +79,7 @@ pub(super) async fn run(
 
 /// What the consumer does per message, by hand: the inbox row and the
 /// business row in one transaction.
-async fn two_row_transactions(
+pub(super) async fn two_row_transactions(
     store: &PgOutboxStore,
     clients: usize,
     count: usize,

@@ -3,6 +3,8 @@
 //! what it made.
 
 mod consume;
+#[cfg(feature = "kafka")]
+mod drain_kafka;
 mod drain_noop;
 mod drain_pooled;
 mod drain_rabbitmq;
@@ -38,6 +40,9 @@ pub(crate) enum Scenario {
     /// Draining to RabbitMQ through PgBouncer in transaction mode, against
     /// the same drain reaching PostgreSQL directly.
     DrainRabbitmqPooled,
+    /// Draining to Kafka, against raw librdkafka producing, then
+    /// consuming from it (built with the `kafka` feature).
+    DrainKafka,
     /// Commit-to-publish latency at steady rates.
     Latency,
     /// Consuming with the PostgreSQL inbox, against two-row transactions.
@@ -51,16 +56,22 @@ pub(crate) enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order `all` runs them.
-    pub(crate) const ALL: [Scenario; 8] = [
+    pub(crate) const ALL: [Scenario; 9] = [
         Scenario::Stage,
         Scenario::DrainNoop,
         Scenario::DrainRabbitmq,
         Scenario::DrainRabbitmqPooled,
+        Scenario::DrainKafka,
         Scenario::Latency,
         Scenario::Consume,
         Scenario::Memory,
         Scenario::Growth,
     ];
+
+    /// Whether this build can run the scenario.
+    fn built(self) -> bool {
+        self != Scenario::DrainKafka || cfg!(feature = "kafka")
+    }
 
     /// The scenario's name on the command line.
     pub(crate) fn name(self) -> &'static str {
@@ -69,6 +80,7 @@ impl Scenario {
             Scenario::DrainNoop => "drain-noop",
             Scenario::DrainRabbitmq => "drain-rabbitmq",
             Scenario::DrainRabbitmqPooled => "drain-rabbitmq-pooled",
+            Scenario::DrainKafka => "drain-kafka",
             Scenario::Latency => "latency",
             Scenario::Consume => "consume",
             Scenario::Memory => "memory",
@@ -79,9 +91,12 @@ impl Scenario {
     /// `all`, or one scenario's name.
     pub(crate) fn parse(name: &str) -> anyhow::Result<Vec<Scenario>> {
         if name == "all" {
-            return Ok(Self::ALL.to_vec());
+            return Ok(Self::ALL.into_iter().filter(|s| s.built()).collect());
         }
         match Self::ALL.into_iter().find(|s| s.name() == name) {
+            Some(s) if !s.built() => {
+                bail!("{name} needs the bench built with `--features kafka`")
+            }
             Some(s) => Ok(vec![s]),
             None => bail!("unknown scenario {name}\n\n{}", crate::args::USAGE),
         }
@@ -103,6 +118,10 @@ impl Scenario {
             Scenario::DrainNoop => drain_noop::run(env, sizes, report).await,
             Scenario::DrainRabbitmq => drain_rabbitmq::run(env, sizes, report).await,
             Scenario::DrainRabbitmqPooled => drain_pooled::run(env, sizes, report).await,
+            #[cfg(feature = "kafka")]
+            Scenario::DrainKafka => drain_kafka::run(env, sizes, report).await,
+            #[cfg(not(feature = "kafka"))]
+            Scenario::DrainKafka => bail!("drain-kafka needs `--features kafka`"),
             Scenario::Latency => latency::run(env, sizes, report).await,
             Scenario::Consume => consume::run(env, sizes, report).await,
             Scenario::Memory => memory::run(env, sizes, report).await,

@@ -1,0 +1,25 @@
+#![doc = include_str!("../README.md")]
+
+mod acker;
+mod context;
+mod error;
+mod names;
+mod offsets;
+mod options;
+mod poll;
+mod producer;
+mod publisher;
+mod record;
+mod source;
+mod topology;
+
+pub use acker::KafkaAcker;
+pub use error::{ClientError, TopologyError};
+pub use names::{DEAD_LETTER_SUFFIX, RETRY_SUFFIX, dead_letter_topic, retry_topic, validate_topic};
+pub use options::{ClientOptions, PublisherOptions, SourceOptions};
+pub use publisher::KafkaPublisher;
+pub use record::{
+    DEAD_LETTER_REASON_HEADER, ORIGIN_HEADER, PRIOR_DELIVERIES_HEADER, RETRY_AT_HEADER,
+};
+pub use source::{KafkaSource, KafkaStream};
+pub use topology::{TopicOptions, Topology};

@@ -1,0 +1,252 @@
+//! Settings of the client, the publisher and the source.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rdkafka::ClientConfig;
+
+/// Where the brokers are, and any other librdkafka property the clients
+/// should use (TLS and SASL settings, for example).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientOptions {
+    pub(crate) brokers: String,
+    pub(crate) client_id: String,
+    pub(crate) request_timeout: Duration,
+    pub(crate) properties: BTreeMap<String, String>,
+}
+
+impl ClientOptions {
+    /// Default [`client_id`](Self::client_id).
+    pub const DEFAULT_CLIENT_ID: &'static str = "tidings";
+    /// Default [`request_timeout`](Self::request_timeout): 10 s.
+    pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// Options for the brokers at `brokers`, a comma-separated list of
+    /// `host:port` (librdkafka's `bootstrap.servers`).
+    pub fn new(brokers: impl Into<String>) -> Self {
+        Self {
+            brokers: brokers.into(),
+            client_id: Self::DEFAULT_CLIENT_ID.to_owned(),
+            request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
+            properties: BTreeMap::new(),
+        }
+    }
+
+    /// The `client.id` the brokers see in their logs and quotas.
+    pub fn client_id(mut self, client_id: impl Into<String>) -> Self {
+        self.client_id = client_id.into();
+        self
+    }
+
+    /// How long a metadata or administration request may take.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Sets any librdkafka property, for example `security.protocol`; it
+    /// overrides what the transport sets, so use it with care.
+    pub fn property(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.properties.insert(name.into(), value.into());
+        self
+    }
+
+    /// A librdkafka configuration with these options and `own` (the
+    /// client's own settings) under the caller's properties.
+    pub(crate) fn config(&self, own: &[(&str, String)]) -> ClientConfig {
+        let mut config = ClientConfig::new();
+        config
+            .set("bootstrap.servers", &self.brokers)
+            .set("client.id", &self.client_id)
+            .set(
+                "socket.timeout.ms",
+                millis(self.request_timeout).to_string(),
+            );
+        for (name, value) in own {
+            config.set(*name, value);
+        }
+        for (name, value) in &self.properties {
+            config.set(name, value);
+        }
+        config
+    }
+}
+
+/// Settings of the publisher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublisherOptions {
+    pub(crate) message_timeout: Duration,
+    pub(crate) max_message_bytes: usize,
+    pub(crate) linger: Duration,
+}
+
+impl PublisherOptions {
+    /// Default [`message_timeout`](Self::message_timeout): 30 s.
+    pub const DEFAULT_MESSAGE_TIMEOUT: Duration = Duration::from_secs(30);
+    /// Default [`max_message_bytes`](Self::max_message_bytes): 1,000,000,
+    /// librdkafka's and Kafka's default.
+    pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_000_000;
+    /// Default [`linger`](Self::linger): 5 ms, librdkafka's default.
+    pub const DEFAULT_LINGER: Duration = Duration::from_millis(5);
+
+    /// How long a record may wait for the brokers' acknowledgement, retries
+    /// included, before its publish fails as timed out (a transient
+    /// failure the relay retries).
+    pub fn message_timeout(mut self, timeout: Duration) -> Self {
+        self.message_timeout = timeout;
+        self
+    }
+
+    /// The largest record the publisher sends; larger ones fail with
+    /// `TooLarge` before reaching a broker. Keep it at or below the
+    /// topics' `max.message.bytes`.
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
+        self
+    }
+
+    /// How long librdkafka waits to fill a batch (`linger.ms`).
+    pub fn linger(mut self, linger: Duration) -> Self {
+        self.linger = linger;
+        self
+    }
+
+    /// The producer settings: idempotent, acknowledged by all in-sync
+    /// replicas, never creating topics.
+    pub(crate) fn producer_properties(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("enable.idempotence", "true".to_owned()),
+            ("acks", "all".to_owned()),
+            (
+                "message.timeout.ms",
+                millis(self.message_timeout).to_string(),
+            ),
+            (
+                "message.max.bytes",
+                self.max_message_bytes.max(1000).to_string(),
+            ),
+            ("linger.ms", millis(self.linger).to_string()),
+            ("allow.auto.create.topics", "false".to_owned()),
+        ]
+    }
+}
+
+impl Default for PublisherOptions {
+    fn default() -> Self {
+        Self {
+            message_timeout: Self::DEFAULT_MESSAGE_TIMEOUT,
+            max_message_bytes: Self::DEFAULT_MAX_MESSAGE_BYTES,
+            linger: Self::DEFAULT_LINGER,
+        }
+    }
+}
+
+/// Settings of the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceOptions {
+    pub(crate) group: String,
+    pub(crate) commit_interval: Duration,
+    pub(crate) revoke_grace: Duration,
+    pub(crate) prefetch: usize,
+    pub(crate) max_held: usize,
+    pub(crate) session_timeout: Duration,
+    pub(crate) publisher: PublisherOptions,
+}
+
+impl SourceOptions {
+    /// Default [`commit_interval`](Self::commit_interval): 200 ms.
+    pub const DEFAULT_COMMIT_INTERVAL: Duration = Duration::from_millis(200);
+    /// Default [`revoke_grace`](Self::revoke_grace): 5 s.
+    pub const DEFAULT_REVOKE_GRACE: Duration = Duration::from_secs(5);
+    /// Default [`prefetch`](Self::prefetch): 256 deliveries.
+    pub const DEFAULT_PREFETCH: usize = 256;
+    /// Default [`max_held`](Self::max_held): 1,000 retry records.
+    pub const DEFAULT_MAX_HELD: usize = 1_000;
+    /// Default [`session_timeout`](Self::session_timeout): 10 s.
+    pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// Options for the consumer group `group` (`group.id`): the members of
+    /// one group share a topic's partitions, each record going to one of
+    /// them.
+    pub fn new(group: impl Into<String>) -> Self {
+        Self {
+            group: group.into(),
+            commit_interval: Self::DEFAULT_COMMIT_INTERVAL,
+            revoke_grace: Self::DEFAULT_REVOKE_GRACE,
+            prefetch: Self::DEFAULT_PREFETCH,
+            max_held: Self::DEFAULT_MAX_HELD,
+            session_timeout: Self::DEFAULT_SESSION_TIMEOUT,
+            publisher: PublisherOptions::default(),
+        }
+    }
+
+    /// How often settled offsets are committed. A crash redelivers what was
+    /// settled in the last interval; the inbox absorbs the duplicates.
+    pub fn commit_interval(mut self, interval: Duration) -> Self {
+        self.commit_interval = interval;
+        self
+    }
+
+    /// How long a rebalance waits for deliveries being handled on revoked
+    /// partitions to settle before giving those partitions up; what is
+    /// still unsettled then is redelivered to their next owner.
+    pub fn revoke_grace(mut self, grace: Duration) -> Self {
+        self.revoke_grace = grace;
+        self
+    }
+
+    /// How many deliveries are read ahead of the handlers.
+    pub fn prefetch(mut self, prefetch: usize) -> Self {
+        self.prefetch = prefetch.max(1);
+        self
+    }
+
+    /// How many retry records waiting for their time are held in memory
+    /// before the retry topic's partitions are paused.
+    pub fn max_held(mut self, max_held: usize) -> Self {
+        self.max_held = max_held.max(1);
+        self
+    }
+
+    /// How long the group waits for a silent member before giving its
+    /// partitions to the others (`session.timeout.ms`).
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// The settings of the producer that writes retry and dead-letter
+    /// records.
+    pub fn publisher(mut self, publisher: PublisherOptions) -> Self {
+        self.publisher = publisher;
+        self
+    }
+
+    /// The consumer settings: offsets committed by the source only, reading
+    /// from the start of a partition the group never committed.
+    pub(crate) fn consumer_properties(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("group.id", self.group.clone()),
+            ("enable.auto.commit", "false".to_owned()),
+            ("enable.auto.offset.store", "false".to_owned()),
+            ("auto.offset.reset", "earliest".to_owned()),
+            ("allow.auto.create.topics", "false".to_owned()),
+            (
+                "session.timeout.ms",
+                millis(self.session_timeout).to_string(),
+            ),
+            (
+                "heartbeat.interval.ms",
+                (millis(self.session_timeout) / 4).max(100).to_string(),
+            ),
+            ("enable.partition.eof", "false".to_owned()),
+        ]
+    }
+}
+
+/// Whole milliseconds, at least one.
+pub(crate) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}

@@ -1,0 +1,150 @@
+//! Publishing envelopes as Kafka records.
+
+use std::collections::HashMap;
+
+use futures::future::join_all;
+use tidings_core::port::error_chain;
+use tidings_core::port::trace_outcome;
+use tidings_core::{Envelope, PublishError, Publisher};
+
+use crate::error::ClientError;
+use crate::names::validate_topic;
+use crate::options::{ClientOptions, PublisherOptions};
+use crate::producer::{Outgoing, Producer};
+use crate::record;
+
+/// Publishes envelopes to the topic named by their destination, through an
+/// idempotent producer (`enable.idempotence`, `acks=all`): `Ok` means every
+/// in-sync replica has the record, and librdkafka's retries never write it
+/// twice or out of order.
+///
+/// The ordering key is the record key, so the events of one key land in
+/// one partition in the order published. Topics are never created on the
+/// fly: a destination that does not exist fails with `Unroutable` (see
+/// [`Topology`](crate::Topology)).
+///
+/// ```no_run
+/// use tidings_kafka::{ClientOptions, KafkaPublisher, PublisherOptions};
+///
+/// let client = ClientOptions::new("127.0.0.1:9092");
+/// let publisher = KafkaPublisher::new(&client, PublisherOptions::default())?;
+/// # Ok::<(), tidings_kafka::ClientError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct KafkaPublisher {
+    producer: Producer,
+}
+
+impl KafkaPublisher {
+    /// A publisher for the brokers of `client`. Connects lazily.
+    ///
+    /// # Errors
+    ///
+    /// librdkafka refused the configuration.
+    pub fn new(client: &ClientOptions, options: PublisherOptions) -> Result<Self, ClientError> {
+        Ok(Self {
+            producer: Producer::new(client, &options)?,
+        })
+    }
+
+    /// Encodes `envelope` and hands it to librdkafka, after checking its
+    /// topic.
+    async fn enqueue(
+        &self,
+        envelope: &Envelope,
+        topic_checked: Result<(), PublishError>,
+    ) -> Result<(rdkafka::producer::DeliveryFuture, usize), PublishError> {
+        topic_checked?;
+        let headers = record::encode(envelope)?;
+        let size = record::encoded_size(envelope, &headers);
+        let outgoing = Outgoing {
+            topic: &envelope.destination,
+            key: envelope.ordering_key.as_deref().map(str::as_bytes),
+            payload: &envelope.payload,
+            headers,
+            size,
+        };
+        Ok((self.producer.enqueue(outgoing).await?, size))
+    }
+
+    /// Checks each distinct destination once.
+    async fn check_topics(&self, envelopes: &[Envelope]) -> HashMap<String, TopicCheck> {
+        let mut checked = HashMap::new();
+        for envelope in envelopes {
+            let topic = &envelope.destination;
+            if checked.contains_key(topic) {
+                continue;
+            }
+            let check = match validate_topic(topic) {
+                Err(reason) => TopicCheck::Illegal(reason),
+                Ok(()) => match self.producer.check_topic(topic).await {
+                    Ok(()) => TopicCheck::Exists,
+                    Err(PublishError::Unroutable { .. }) => TopicCheck::Missing,
+                    Err(other) => TopicCheck::Unknown(error_chain(&other)),
+                },
+            };
+            checked.insert(topic.clone(), check);
+        }
+        checked
+    }
+}
+
+/// What is known of a destination topic before publishing to it.
+enum TopicCheck {
+    Exists,
+    Missing,
+    Illegal(String),
+    /// The brokers could not say.
+    Unknown(String),
+}
+
+impl TopicCheck {
+    fn result(&self, topic: &str) -> Result<(), PublishError> {
+        match self {
+            Self::Exists => Ok(()),
+            Self::Missing => Err(PublishError::Unroutable {
+                destination: topic.to_owned(),
+            }),
+            Self::Illegal(reason) => Err(PublishError::Invalid {
+                reason: reason.clone(),
+            }),
+            Self::Unknown(reason) => Err(PublishError::Unavailable(reason.clone().into())),
+        }
+    }
+}
+
+impl Publisher for KafkaPublisher {
+    async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
+        self.publish_batch(std::slice::from_ref(envelope))
+            .await
+            .pop()
+            .expect("one result per envelope")
+    }
+
+    /// Hands every record to librdkafka, which batches them per partition,
+    /// then waits for all acknowledgements; one result per envelope.
+    async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
+        let checked = self.check_topics(envelopes).await;
+        let mut pending = Vec::with_capacity(envelopes.len());
+        for envelope in envelopes {
+            let topic = &envelope.destination;
+            pending.push(self.enqueue(envelope, checked[topic].result(topic)).await);
+        }
+        let acknowledged =
+            pending
+                .into_iter()
+                .zip(envelopes)
+                .map(|(queued, envelope)| async move {
+                    let outcome = match queued {
+                        Ok((delivery, size)) => {
+                            self.producer
+                                .acknowledged(delivery, &envelope.destination, size)
+                                .await
+                        }
+                        Err(error) => Err(error),
+                    };
+                    trace_outcome(envelope, outcome)
+                });
+        join_all(acknowledged).await
+    }
+}

@@ -1,0 +1,179 @@
+//! Creating a topic with its retry and dead-letter topics.
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::error::RDKafkaErrorCode;
+
+use crate::error::{ClientError, TopologyError, topology_error};
+use crate::names::{dead_letter_topic, retry_topic, validate_with_companions};
+use crate::options::ClientOptions;
+
+/// How a topic and its companions are created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicOptions {
+    pub(crate) partitions: i32,
+    pub(crate) replication_factor: i32,
+    pub(crate) max_message_bytes: Option<usize>,
+}
+
+impl TopicOptions {
+    /// Default [`partitions`](Self::partitions): 4.
+    pub const DEFAULT_PARTITIONS: i32 = 4;
+    /// Default [`replication_factor`](Self::replication_factor): 1; use 3
+    /// on a production cluster.
+    pub const DEFAULT_REPLICATION_FACTOR: i32 = 1;
+
+    /// The number of partitions of the topic and of its retry and
+    /// dead-letter topics; the consumers of one group share them.
+    pub fn partitions(mut self, partitions: i32) -> Self {
+        self.partitions = partitions.max(1);
+        self
+    }
+
+    /// How many brokers keep a copy of each partition.
+    pub fn replication_factor(mut self, factor: i32) -> Self {
+        self.replication_factor = factor.max(1);
+        self
+    }
+
+    /// The topics' `max.message.bytes`; the broker's default when unset.
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = Some(bytes);
+        self
+    }
+}
+
+impl Default for TopicOptions {
+    fn default() -> Self {
+        Self {
+            partitions: Self::DEFAULT_PARTITIONS,
+            replication_factor: Self::DEFAULT_REPLICATION_FACTOR,
+            max_message_bytes: None,
+        }
+    }
+}
+
+/// Creates and deletes topics: each topic comes with its retry topic
+/// (`<topic>.retry`) and dead-letter topic (`<topic>.dlt`), with the same
+/// partition count, so a record keeps its key's partition order in each.
+///
+/// ```no_run
+/// use tidings_kafka::{ClientOptions, TopicOptions, Topology};
+///
+/// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+/// let topology = Topology::new(&ClientOptions::new("127.0.0.1:9092"))?;
+/// topology.create("orders", &TopicOptions::default().partitions(8)).await?;
+/// # Ok(())
+/// # }
+/// ```
+pub struct Topology {
+    admin: AdminClient<DefaultClientContext>,
+    options: AdminOptions,
+}
+
+impl std::fmt::Debug for Topology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Topology").finish_non_exhaustive()
+    }
+}
+
+impl Topology {
+    /// An administration client for the brokers of `client`.
+    ///
+    /// # Errors
+    ///
+    /// librdkafka refused the configuration.
+    pub fn new(client: &ClientOptions) -> Result<Self, ClientError> {
+        let admin = client.config(&[]).create().map_err(ClientError::Config)?;
+        let options = AdminOptions::new()
+            .request_timeout(Some(client.request_timeout))
+            .operation_timeout(Some(client.request_timeout));
+        Ok(Self { admin, options })
+    }
+
+    /// Creates `topic`, its retry topic and its dead-letter topic; topics
+    /// that exist already are left as they are.
+    ///
+    /// # Errors
+    ///
+    /// A name that is not legal, unreachable brokers, or a broker refusing
+    /// a topic.
+    pub async fn create(&self, topic: &str, options: &TopicOptions) -> Result<(), TopologyError> {
+        validate_with_companions(topic).map_err(TopologyError::Name)?;
+        let names = [
+            topic.to_owned(),
+            retry_topic(topic),
+            dead_letter_topic(topic),
+        ];
+        let limit = options.max_message_bytes.map(|b| b.to_string());
+        let new: Vec<NewTopic<'_>> = names
+            .iter()
+            .map(|name| {
+                let replication = TopicReplication::Fixed(options.replication_factor);
+                let new = NewTopic::new(name, options.partitions, replication);
+                match &limit {
+                    Some(limit) => new.set("max.message.bytes", limit),
+                    None => new,
+                }
+            })
+            .collect();
+        let results = self
+            .admin
+            .create_topics(&new, &self.options)
+            .await
+            .map_err(|e| topology_error(e, "create topic", topic))?;
+        for result in results {
+            match result {
+                Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                Err((name, code)) => {
+                    return Err(TopologyError::Broker {
+                        action: "create topic",
+                        topic: name,
+                        reason: code.to_string(),
+                    });
+                }
+            }
+        }
+        tracing::info!(
+            messaging.destination.name = topic,
+            partitions = options.partitions,
+            "topics created"
+        );
+        Ok(())
+    }
+
+    /// Deletes `topic`, its retry topic and its dead-letter topic; missing
+    /// ones are skipped.
+    ///
+    /// # Errors
+    ///
+    /// A name that is not legal, unreachable brokers, or a broker refusing
+    /// the deletion.
+    pub async fn delete(&self, topic: &str) -> Result<(), TopologyError> {
+        validate_with_companions(topic).map_err(TopologyError::Name)?;
+        let names = [
+            topic.to_owned(),
+            retry_topic(topic),
+            dead_letter_topic(topic),
+        ];
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let results = self
+            .admin
+            .delete_topics(&refs, &self.options)
+            .await
+            .map_err(|e| topology_error(e, "delete topic", topic))?;
+        for result in results {
+            match result {
+                Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
+                Err((name, code)) => {
+                    return Err(TopologyError::Broker {
+                        action: "delete topic",
+                        topic: name,
+                        reason: code.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}

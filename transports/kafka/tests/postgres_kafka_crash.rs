@@ -1,0 +1,222 @@
+//! A message whose handler kills the consumer process, on a real path:
+//! PostgreSQL outbox → relay → Kafka (4 partitions) → consumer with the
+//! PostgreSQL inbox, run as a child process and killed by PID mid-batch.
+//!
+//! 2,000 orders over 16 ordering keys are relayed; the handler of order 300
+//! tells the parent it started, and the parent kills the child (SIGKILL,
+//! as the out-of-memory killer would) 150 ms later, while other handlers
+//! run, then starts a new one in the same group. Each kill leaves
+//! deliveries in hand and settled offsets uncommitted, so the next member
+//! gets them again. Expected: order 300 is parked after `max_deliveries`
+//! counted crashes, alone, and every other order has its effect exactly
+//! once.
+//!
+//! The file is its own harness (`harness = false`): run plainly it is the
+//! parent; with `TIDINGS_CRASH_CHILD` set it is the consumer child.
+
+mod common;
+mod e2e;
+
+use std::io::{BufRead, Write};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use e2e::{ConsumerRun, Handling, Order, Poison, World, consumer, leak, store_in};
+use futures::StreamExt;
+use tidings_core::{DEAD_LETTER_REASON_HEADER, Source};
+use tidings_kafka::{KafkaSource, SourceOptions, dead_letter_topic};
+use tidings_testing::names::unique_name;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio_util::sync::CancellationToken;
+
+/// Set in the child's environment to `<schema> <topic> <group>`.
+const CHILD_ENV: &str = "TIDINGS_CRASH_CHILD";
+const ORDERS: i32 = 2_000;
+const KEYS: i32 = 16;
+const POISON: i32 = 300;
+const MAX_DELIVERIES: u32 = 2;
+/// Each handler's work, so a kill finds deliveries in hand.
+const PAUSE: Duration = Duration::from_millis(5);
+/// How long the poison's handler runs before its process is killed.
+const KILL_AFTER: Duration = Duration::from_millis(150);
+/// The line the child prints when the poison's handler starts.
+const REACHED: &str = "poison reached";
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    match std::env::var(CHILD_ENV) {
+        Ok(config) => runtime.block_on(child(&config)),
+        Err(_) => {
+            let started = Instant::now();
+            let figures = runtime.block_on(a_message_that_kills_its_consumer_is_parked_alone());
+            let mut err = std::io::stderr();
+            writeln!(
+                err,
+                "test a_message_that_kills_its_consumer_is_parked_alone ... ok ({figures}, {:.1} s)",
+                started.elapsed().as_secs_f64()
+            )
+            .unwrap();
+            writeln!(err, "1 passed, 0 failed").unwrap();
+        }
+    }
+}
+
+/// The parent: relays the orders, runs children until every order has an
+/// effect or was parked, and returns the figures.
+async fn a_message_that_kills_its_consumer_is_parked_alone() -> String {
+    let world = World::new(4).await;
+    world.stage_and_relay(ORDERS, KEYS).await;
+    let parked = collect_parked(&world).await;
+    let group = unique_name("billing");
+    let config = format!("{} {} {group}", world.schema, world.topic);
+    let crashes = run_children(&world, &config, &parked).await;
+
+    let parked = std::mem::take(&mut *parked.lock().unwrap());
+    let ids: Vec<i32> = parked.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, [POISON], "exactly the poison is parked: {parked:?}");
+    assert!(
+        parked[0].1.contains("never returned") && parked[0].1.contains("max_deliveries 2"),
+        "{parked:?}"
+    );
+    assert_eq!(
+        world.effects().await,
+        (i64::from(ORDERS - 1), 1),
+        "(orders with an effect, most effects of one order)"
+    );
+    // The first start of a first delivery is not counted; on Kafka a
+    // crash whose record was read after its new owner settled another of
+    // its partition may go uncounted too, once.
+    assert!(
+        (MAX_DELIVERIES + 1..=MAX_DELIVERIES + 2).contains(&crashes),
+        "{crashes} crashes before parking"
+    );
+    world.drop().await;
+    format!(
+        "{crashes} consumer processes killed, parked: order {}",
+        ids[0]
+    )
+}
+
+/// Collects what lands in the dead-letter topic: `(order id, reason)`.
+async fn collect_parked(world: &World) -> Arc<Mutex<Vec<(i32, String)>>> {
+    let parked = Arc::new(Mutex::new(Vec::new()));
+    let source =
+        KafkaSource::new(&world.client, SourceOptions::new(unique_name("parked"))).unwrap();
+    let mut stream = source
+        .subscribe(&dead_letter_topic(world.topic))
+        .await
+        .unwrap();
+    tokio::spawn({
+        let parked = parked.clone();
+        async move {
+            while let Some(Ok(delivery)) = stream.next().await {
+                let order: Order = serde_json::from_slice(&delivery.envelope().payload).unwrap();
+                let reason = delivery.envelope().headers[DEAD_LETTER_REASON_HEADER].clone();
+                parked.lock().unwrap().push((order.id, reason));
+                delivery.ack().await.unwrap();
+            }
+        }
+    });
+    parked
+}
+
+/// Runs consumer children one after another, killing each by PID shortly
+/// after it reports the poison's handler started, until every order has
+/// an effect or was parked; returns how many were killed.
+async fn run_children(world: &World, config: &str, parked: &Mutex<Vec<(i32, String)>>) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let mut crashes = 0;
+    loop {
+        let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+            .env(CHILD_ENV, config)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "not drained after {crashes} kills: effects {:?}, parked {:?}",
+                world.effects().await,
+                parked.lock().unwrap()
+            );
+            let line = tokio::select! {
+                line = lines.next_line() => line.unwrap(),
+                () = tokio::time::sleep(Duration::from_millis(100)) => {
+                    let settled = world.effects().await.0 + parked.lock().unwrap().len() as i64;
+                    if settled < i64::from(ORDERS) {
+                        continue;
+                    }
+                    // Drained: stop the child by closing its input.
+                    drop(child.stdin.take());
+                    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+                        .await
+                        .expect("the child stops when its input closes")
+                        .unwrap();
+                    assert!(status.success(), "{status}");
+                    return crashes;
+                }
+            };
+            match line.as_deref() {
+                Some(REACHED) => {
+                    tokio::time::sleep(KILL_AFTER).await;
+                    child.kill().await.unwrap();
+                    crashes += 1;
+                    break;
+                }
+                Some(_) => {}
+                None => panic!("the child exited on its own: {:?}", child.wait().await),
+            }
+        }
+    }
+}
+
+/// Tells the parent that the poison's handler started.
+fn tell_parent() {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{REACHED}").unwrap();
+    out.flush().unwrap();
+}
+
+/// The child: one consumer until its input closes.
+async fn child(config: &str) {
+    let mut parts = config.split(' ');
+    let (Some(schema), Some(topic), Some(group)) = (parts.next(), parts.next(), parts.next())
+    else {
+        panic!("<schema> <topic> <group>");
+    };
+    let store = store_in(schema).await;
+    let poison = Poison {
+        id: POISON,
+        reached: tell_parent,
+        max_deliveries: MAX_DELIVERIES,
+    };
+    let run = consumer(
+        &common::client(),
+        &store,
+        schema,
+        leak(topic.to_owned()),
+        group,
+        "child",
+        Handling {
+            pause: PAUSE,
+            poison: Some(poison),
+        },
+    );
+    let cancel = CancellationToken::new();
+    std::thread::spawn({
+        let cancel = cancel.clone();
+        move || {
+            for _ in std::io::stdin().lock().lines() {}
+            cancel.cancel();
+        }
+    });
+    run.run_to(cancel).await;
+}
