@@ -77,7 +77,12 @@ async fn a_message_that_kills_its_consumer_is_parked_alone() -> String {
     let crashes = run_children(&world, &config, &parked).await;
 
     let parked = std::mem::take(&mut *parked.lock().unwrap());
-    let ids: Vec<i32> = parked.iter().map(|(id, _)| *id).collect();
+    let mut ids: Vec<i32> = parked.iter().map(|(id, _)| *id).collect();
+    // Dead-lettering republishes before it commits, so a kill between the
+    // two parks the record again from the next member: copies are
+    // possible, other records are not.
+    let copies = ids.len();
+    ids.dedup();
     assert_eq!(ids, [POISON], "exactly the poison is parked: {parked:?}");
     assert!(
         parked[0].1.contains("never returned") && parked[0].1.contains("max_deliveries 2"),
@@ -90,14 +95,15 @@ async fn a_message_that_kills_its_consumer_is_parked_alone() -> String {
     );
     // The first start of a first delivery is not counted; on Kafka a
     // crash whose record was read after its new owner settled another of
-    // its partition may go uncounted too, once.
+    // its partition may go uncounted too, and a kill may land right after
+    // a parking, before its commit.
     assert!(
-        (MAX_DELIVERIES + 1..=MAX_DELIVERIES + 2).contains(&crashes),
+        (MAX_DELIVERIES + 1..=MAX_DELIVERIES + 3).contains(&crashes),
         "{crashes} crashes before parking"
     );
     world.drop().await;
     format!(
-        "{crashes} consumer processes killed, parked: order {}",
+        "{crashes} consumer processes killed, parked: order {} ({copies} copies)",
         ids[0]
     )
 }
