@@ -182,15 +182,13 @@ where
     I: IntoIterator<Item = (&'a str, &'a str)>,
 {
     let attributes: Vec<(&str, &str)> = attributes.into_iter().collect();
-    let canonical = |(name, value): &(&str, &'a str)| (names::canonical(name), *value);
     let binary = attributes
         .iter()
-        .any(|pair| canonical(pair).0.as_deref() == Some(SPECVERSION));
+        .any(|(name, _)| names::is_attribute(name, "specversion"));
     let content_type = attributes
         .iter()
-        .map(canonical)
-        .find(|(name, _)| name.as_deref() == Some(CONTENT_TYPE))
-        .map(|(_, value)| value);
+        .find(|(name, _)| name.eq_ignore_ascii_case(CONTENT_TYPE))
+        .map(|(_, value)| *value);
     let structured = match content_type {
         Some(content_type) => is_structured(content_type),
         None => structured::looks_structured(&payload),

@@ -22,6 +22,18 @@ pub(super) fn canonical(name: &str) -> Option<String> {
     }
 }
 
+/// Whether `name` is the CloudEvents attribute `attribute` (in lower case)
+/// under any binding's prefix, without building the canonical name.
+pub(super) fn is_attribute(name: &str, attribute: &str) -> bool {
+    let name = name.as_bytes();
+    PREFIXES.iter().any(|prefix| {
+        let (prefix, attribute) = (prefix.as_bytes(), attribute.as_bytes());
+        name.len() == prefix.len() + attribute.len()
+            && name[..prefix.len()].eq_ignore_ascii_case(prefix)
+            && name[prefix.len()..].eq_ignore_ascii_case(attribute)
+    })
+}
+
 /// Keeps an attribute tidings has no field for: CloudEvents extensions
 /// become headers named `ce-<name>`, and the distributed tracing ones the
 /// headers `traceparent` and `tracestate` unless the message has those
@@ -52,6 +64,25 @@ mod tests {
         assert_eq!(canonical("tidings-hlc").as_deref(), Some("tidings-hlc"));
         assert_eq!(canonical("traceparent"), None);
         assert_eq!(canonical("cex"), None);
+    }
+
+    #[test]
+    fn attributes_are_recognised_under_every_prefix() {
+        for name in [
+            "ce-specversion",
+            "CE_SpecVersion",
+            "cloudEvents:specversion",
+        ] {
+            assert!(is_attribute(name, "specversion"), "{name}");
+        }
+        for name in [
+            "specversion",
+            "ce-specversions",
+            "x-specversion",
+            "cé-specversion",
+        ] {
+            assert!(!is_attribute(name, "specversion"), "{name}");
+        }
     }
 
     #[test]
