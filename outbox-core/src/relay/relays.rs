@@ -103,9 +103,9 @@ impl<S: OutboxStore, P: Publisher + Clone> IntoSteps for Relays<S, P> {
         let mut steps: Vec<(String, Arc<dyn Step>)> = self.source.into_iter().collect();
         for relay in self.relays {
             let route = relay.route().name.to_string();
-            let monitor = Monitor::new(self.store.clone(), route.clone());
             steps.push((format!("relay {route}"), Arc::new(relay)));
             if self.monitors {
+                let monitor = Monitor::new(self.store.clone(), route.clone());
                 steps.push((format!("monitor {route}"), Arc::new(monitor)));
             }
         }
