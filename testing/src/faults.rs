@@ -22,38 +22,35 @@ pub async fn close_rabbitmq_connection(name: &str) {
 /// How many open RabbitMQ connections have the `connection_name` client
 /// property `name`.
 pub async fn rabbitmq_connections_named(name: &str) -> usize {
-    let output = Command::new("rabbitmqctl")
-        .args([
-            "list_connections",
-            "--quiet",
-            "--no-table-headers",
-            "client_properties",
-        ])
-        .output()
-        .await
-        .expect("run rabbitmqctl list_connections");
     let quoted = format!("\"{name}\"");
-    String::from_utf8_lossy(&output.stdout)
+    connection_listing()
+        .await
         .lines()
         .filter(|line| line.contains(&quoted))
         .count()
 }
 
+/// `rabbitmqctl list_connections`, a line per connection: its pid, then
+/// its client properties.
+async fn connection_listing() -> String {
+    let output = Command::new("rabbitmqctl")
+        .args([
+            "list_connections",
+            "--quiet",
+            "--no-table-headers",
+            "pid",
+            "client_properties",
+        ])
+        .output()
+        .await
+        .expect("run rabbitmqctl list_connections");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// The pid of the connection named `name`, waiting for it to show.
 async fn find_connection(name: &str) -> String {
     for _ in 0..50 {
-        let output = Command::new("rabbitmqctl")
-            .args([
-                "list_connections",
-                "--quiet",
-                "--no-table-headers",
-                "pid",
-                "client_properties",
-            ])
-            .output()
-            .await
-            .expect("run rabbitmqctl list_connections");
-        let listing = String::from_utf8_lossy(&output.stdout);
+        let listing = connection_listing().await;
         let quoted = format!("\"{name}\"");
         if let Some(line) = listing.lines().find(|line| line.contains(&quoted)) {
             return line

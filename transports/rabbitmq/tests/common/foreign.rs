@@ -1,13 +1,12 @@
 //! Messages from producers outside tidings, sent and read with a plain
 //! AMQP client.
 
+use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, LongString};
-use lapin::{BasicProperties, Connection, ConnectionProperties};
 use tidings_core::DEAD_LETTER_REASON_HEADER;
 use tidings_testing::broker::foreign::{ForeignMessage, ForeignProducer};
-use tidings_testing::services::{amqp_url, service_missing};
 
-use super::{Rabbit, raw_get};
+use super::{Rabbit, plain_channel, raw_get};
 
 impl ForeignProducer for Rabbit {
     fn binding_prefixes(&self) -> &'static [&'static str] {
@@ -28,10 +27,7 @@ impl ForeignProducer for Rabbit {
         if let Some(content_type) = message.content_type() {
             properties = properties.with_content_type(content_type.into());
         }
-        let conn = Connection::connect(&amqp_url(), ConnectionProperties::default())
-            .await
-            .unwrap_or_else(|e| service_missing("RabbitMQ", &amqp_url(), &e));
-        let ch = conn.create_channel().await.expect("channel");
+        let (conn, ch) = plain_channel().await;
         ch.basic_publish(
             queue.into(),
             queue.into(),

@@ -129,13 +129,21 @@ pub async fn next(stream: &mut RabbitStream) -> Delivery<RabbitAcker> {
     .expect("no delivery in time")
 }
 
+/// A connection of a plain AMQP client, bypassing the transport, and a
+/// channel on it; fails the test with the setup command when the broker is
+/// missing.
+pub async fn plain_channel() -> (Connection, lapin::Channel) {
+    let conn = Connection::connect(&amqp_url(), ConnectionProperties::default())
+        .await
+        .unwrap_or_else(|e| service_missing("RabbitMQ", &amqp_url(), &e));
+    let ch = conn.create_channel().await.expect("channel");
+    (conn, ch)
+}
+
 /// Fetches one message from `queue` with a plain AMQP client, bypassing
 /// the source, and acks it.
 pub async fn raw_get(queue: &str) -> Option<(BasicProperties, Vec<u8>)> {
-    let conn = Connection::connect(&amqp_url(), ConnectionProperties::default())
-        .await
-        .expect("connect");
-    let ch = conn.create_channel().await.expect("channel");
+    let (conn, ch) = plain_channel().await;
     let got = ch
         .basic_get(queue.into(), BasicGetOptions { no_ack: true })
         .await
@@ -146,10 +154,7 @@ pub async fn raw_get(queue: &str) -> Option<(BasicProperties, Vec<u8>)> {
 
 /// Declares an internal exchange, to which clients may not publish.
 pub async fn declare_internal_exchange(name: &str) {
-    let conn = Connection::connect(&amqp_url(), ConnectionProperties::default())
-        .await
-        .unwrap_or_else(|e| service_missing("RabbitMQ", &amqp_url(), &e));
-    let ch = conn.create_channel().await.expect("channel");
+    let (conn, ch) = plain_channel().await;
     let options = lapin::options::ExchangeDeclareOptions {
         internal: true,
         ..Default::default()
@@ -167,10 +172,7 @@ pub async fn declare_internal_exchange(name: &str) {
 
 /// Deletes an exchange a test declared.
 pub async fn delete_exchange(name: &str) {
-    let conn = Connection::connect(&amqp_url(), ConnectionProperties::default())
-        .await
-        .expect("connect");
-    let ch = conn.create_channel().await.expect("channel");
+    let (conn, ch) = plain_channel().await;
     ch.exchange_delete(name.into(), Default::default())
         .await
         .expect("delete the exchange");
