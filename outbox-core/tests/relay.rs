@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use support::{Answer, Gate, Scripted};
 use tidings_core::memory::{MemoryBroker, MemoryStore};
-use tidings_core::relay::{Relay, RelayConfig};
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{
     ClaimRequest, ClaimedBatch, ManualClock, OutboxSpec, OutboxStore, Requeue, RetryPolicy,
 };
@@ -119,10 +119,10 @@ async fn a_lost_lease_is_skipped_without_error() {
     let (clock, store) = store();
     stage(&store, 1);
     let gate = Arc::new(Gate::default());
-    let config = RelayConfig::default().lease(Duration::from_secs(5));
+    let config = RelayOptions::default().lease(Duration::from_secs(5));
     let slow = Relay::new(store.clone(), Scripted::gated(gate.clone()), &EVENTS)
         .unwrap()
-        .config(config);
+        .options(config);
     let pass = tokio::spawn(async move { slow.run_pass().await });
     gate.entered.notified().await;
 
@@ -158,10 +158,10 @@ async fn a_crash_loop_fails_the_row_without_publishing() {
         assert_eq!(store.sweep_expired("events", 10).await.unwrap(), 1);
     }
     let publisher = Scripted::always(Answer::Accept);
-    let config = RelayConfig::default().max_crashes(2);
+    let config = RelayOptions::default().max_crashes(2);
     let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
         .unwrap()
-        .config(config);
+        .options(config);
 
     let report = relay.run_pass().await.unwrap();
     assert_eq!((report.claimed, report.failed), (1, 1));
@@ -179,12 +179,12 @@ async fn a_backlog_drains_without_sleeping_between_full_batches() {
     stage(&store, 10_000);
     let broker = MemoryBroker::new();
     broker.declare_queue("events-q");
-    let config = RelayConfig::default()
+    let config = RelayOptions::default()
         .batch_size(100)
         .poll_interval(Duration::from_secs(3600));
     let relay = Relay::new(store.clone(), broker.clone(), &EVENTS)
         .unwrap()
-        .config(config);
+        .options(config);
 
     let cancel = CancellationToken::new();
     let running = tokio::spawn({
@@ -212,10 +212,10 @@ async fn a_commit_wakes_an_idle_relay() {
     let store = MemoryStore::new();
     let broker = MemoryBroker::new();
     broker.declare_queue("events-q");
-    let config = RelayConfig::default().poll_interval(Duration::from_secs(3600));
+    let config = RelayOptions::default().poll_interval(Duration::from_secs(3600));
     let relay = Relay::new(store.clone(), broker.clone(), &EVENTS)
         .unwrap()
-        .config(config)
+        .options(config)
         .wakeup(store.wakeup());
     let cancel = CancellationToken::new();
     let running = tokio::spawn({
@@ -287,10 +287,10 @@ async fn claims_are_one_window_wide_at_start_and_after_a_crash() {
     drop(store.claim(request).await.unwrap());
     clock.advance(lease + Duration::from_secs(1));
     assert_eq!(store.sweep_expired("events", 10).await.unwrap(), 1);
-    let config = RelayConfig::default().batch_size(250).publish_window(50);
+    let config = RelayOptions::default().batch_size(250).publish_window(50);
     let relay = Relay::new(store.clone(), Scripted::always(Answer::Accept), &EVENTS)
         .unwrap()
-        .config(config);
+        .options(config);
 
     let mut claims = Vec::new();
     for _ in 0..4 {

@@ -81,7 +81,7 @@ impl MongoOutboxOptions {
     /// clock stamps, availability, lease expiry and finishing times. Relays
     /// on several machines rely on their clocks roughly agreeing; leases
     /// much longer than the skew keep that safe.
-    pub fn with_clock(mut self, clock: SharedClock) -> Self {
+    pub fn clock(mut self, clock: SharedClock) -> Self {
         self.clock = clock;
         self
     }
@@ -106,7 +106,8 @@ impl MongoOutboxOptions {
         self.transaction_timeout
     }
 
-    pub(crate) fn clock(&self) -> &SharedClock {
+    /// The clock.
+    pub fn get_clock(&self) -> &SharedClock {
         &self.clock
     }
 }

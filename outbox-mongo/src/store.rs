@@ -44,7 +44,7 @@ impl MongoOutboxStore {
     /// [`MAX_COLLECTION_NAME_LEN`](crate::MAX_COLLECTION_NAME_LEN)).
     pub fn new(database: Database, options: MongoOutboxOptions) -> Result<Self, StoreError> {
         let names = CollectionNames::new(options.get_collection(), options.get_inbox_collection())?;
-        let clock = options.clock().clone();
+        let clock = options.get_clock().clone();
         Ok(Self {
             inner: Arc::new(Inner {
                 client: database.client().clone(),
@@ -98,7 +98,7 @@ impl MongoOutboxStore {
         let watcher: std::sync::Arc<dyn tidings_core::lifecycle::Step> =
             std::sync::Arc::new(self.watcher(wakeup.clone()));
         tidings_core::relay::Relays::new(self.clone(), publisher)
-            .woken_by(wakeup, Some(("watcher", watcher)))
+            .wakeup(wakeup, Some(("watcher", watcher)))
     }
 
     /// A watcher waking `wakeup` whenever an event is staged into this
@@ -145,7 +145,7 @@ impl MongoOutboxStore {
     }
 
     pub(crate) fn now(&self) -> SystemTime {
-        self.inner.options.clock().now()
+        self.inner.options.get_clock().now()
     }
 
     /// The next creation-order stamp: increasing within this process and
@@ -159,6 +159,6 @@ impl MongoOutboxStore {
     }
 
     fn buffer(&self) -> OutboxBuffer {
-        OutboxBuffer::new(self.inner.options.clock().clone(), self.inner.hlc.clone())
+        OutboxBuffer::new(self.inner.options.get_clock().clone(), self.inner.hlc.clone())
     }
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use support::{KEYED_EVENTS, ORDER_EVENTS, drop_collections, outbox_count, store};
-use tidings_core::relay::{Relay, RelayConfig};
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{
     ClaimRequest, ClaimedBatch, Envelope, OutboxStore, Outcome, PublishError, Publisher, Route,
     Settlement,
@@ -88,14 +88,14 @@ async fn four_relays_drain_five_hundred_events_each_exactly_once() {
 
     let recorder = Recorder::default();
     let cancel = CancellationToken::new();
-    let config = RelayConfig::default()
+    let config = RelayOptions::default()
         .batch_size(40)
         .poll_interval(Duration::from_millis(100));
     let mut relays = Vec::new();
     for _ in 0..4 {
         let relay = Relay::new(replica(&store).await, recorder.clone(), &ORDER_EVENTS)
             .unwrap()
-            .config(config);
+            .options(config);
         let cancel = cancel.clone();
         relays.push(tokio::spawn(async move { relay.run(cancel).await }));
     }

@@ -13,7 +13,7 @@ use support::server::PrivateServer;
 use support::{ORDER_EVENTS, client_on, drop_collections, store, store_in};
 use tidings_core::Wakeup;
 use tidings_core::memory::MemoryBroker;
-use tidings_core::relay::{Relay, RelayConfig};
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_mongo::{MongoOutboxStore, Retention};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -43,7 +43,7 @@ fn relay_and_watcher(
         .spawn(cancel.clone());
     let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
         .unwrap()
-        .config(RelayConfig::default().poll_interval(poll))
+        .options(RelayOptions::default().poll_interval(poll))
         .wakeup(wakeup);
     let relay = tokio::spawn({
         let cancel = cancel.clone();

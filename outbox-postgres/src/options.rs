@@ -190,7 +190,7 @@ impl PgOutboxOptions {
 
     /// The clock stamping staged events (`occurred_at` and hybrid-clock
     /// stamps). Lease and retry times always use the database clock.
-    pub fn with_clock(mut self, clock: SharedClock) -> Self {
+    pub fn clock(mut self, clock: SharedClock) -> Self {
         self.clock = clock;
         self
     }
@@ -240,7 +240,8 @@ impl PgOutboxOptions {
         self.listen_options.as_ref()
     }
 
-    pub(crate) fn clock(&self) -> &SharedClock {
+    /// The clock.
+    pub fn get_clock(&self) -> &SharedClock {
         &self.clock
     }
 }

@@ -66,7 +66,7 @@ impl PgOutboxStore {
             options.get_inbox_table(),
         )?;
         let sql = Statements::new(&names);
-        let hlc = HybridClock::new(options.clock().clone());
+        let hlc = HybridClock::new(options.get_clock().clone());
         let channel = names.channel();
         let claims = ClaimConnections::new(options.get_claim_connections());
         Ok(Self {
@@ -130,7 +130,7 @@ impl PgOutboxStore {
         let listener: std::sync::Arc<dyn tidings_core::lifecycle::Step> =
             std::sync::Arc::new(self.listener(wakeup.clone()));
         tidings_core::relay::Relays::new(self.clone(), publisher)
-            .woken_by(wakeup, Some(("listener", listener)))
+            .wakeup(wakeup, Some(("listener", listener)))
     }
 
     /// A listener waking `wakeup` whenever a transaction staging into this
@@ -268,7 +268,7 @@ impl PgOutboxStore {
     }
 
     fn buffer(&self) -> OutboxBuffer {
-        OutboxBuffer::new(self.inner.options.clock().clone(), self.inner.hlc.clone())
+        OutboxBuffer::new(self.inner.options.get_clock().clone(), self.inner.hlc.clone())
     }
 }
 

@@ -12,7 +12,7 @@ use sqlx::{AssertSqlSafe, PgPool};
 use support::{ORDER_EVENTS, drop_schema, pool, stage_to, store_on_options};
 use tidings_core::ManualClock;
 use tidings_core::memory::MemoryBroker;
-use tidings_core::relay::{Relay, RelayConfig};
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{
     ClaimRequest, ClaimedBatch, OutboxSpec, OutboxStore, Outcome, RawCodec, StoreError,
 };
@@ -73,7 +73,7 @@ async fn a_relay_drains_through_a_single_claim_connection() {
     broker.declare_queue("orders");
     let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
         .unwrap()
-        .config(RelayConfig::default().batch_size(50));
+        .options(RelayOptions::default().batch_size(50));
     let drained = tokio::time::timeout(Duration::from_secs(8), relay.drain()).await;
     let report = drained.expect("drained without stalling");
     assert_eq!(report.unwrap().published, 250);
@@ -103,13 +103,13 @@ async fn two_relays_drain_through_two_claim_connections() {
     let broker = MemoryBroker::new();
     broker.declare_queue("orders");
     broker.declare_queue("invoices");
-    let config = RelayConfig::default().batch_size(25);
+    let config = RelayOptions::default().batch_size(25);
     let orders = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
         .unwrap()
-        .config(config);
+        .options(config);
     let invoices = Relay::new(store.clone(), broker.clone(), &INVOICE_EVENTS)
         .unwrap()
-        .config(config);
+        .options(config);
     let both = async { tokio::try_join!(orders.drain(), invoices.drain()) };
     let drained = tokio::time::timeout(Duration::from_secs(8), both).await;
     let (a, b) = drained.expect("drained without stalling").unwrap();
@@ -228,7 +228,7 @@ async fn every_byte_of_a_payload_comes_back_as_staged() {
 async fn staging_times_come_back_exactly_on_a_whole_second_too() {
     let whole = SystemTime::UNIX_EPOCH + Duration::from_secs(1_790_000_000);
     let clock = ManualClock::new(whole);
-    let options = locked(1).with_clock(Arc::new(clock.clone()));
+    let options = locked(1).clock(Arc::new(clock.clone()));
     let store = store_on_options(pool(2).await, options).await;
     stage_to(&store, &ORDER_EVENTS, 1).await;
     clock.advance(Duration::from_micros(1));

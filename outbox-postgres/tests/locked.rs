@@ -9,7 +9,7 @@ use std::time::Duration;
 use sqlx::Row;
 use support::{ORDER_EVENTS, drop_schema, pool, stage_to, store_on_with, store_with};
 use tidings_core::memory::MemoryBroker;
-use tidings_core::relay::{Relay, RelayConfig};
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement};
 use tidings_postgres::{ClaimMode, PgBatch, PgOutboxStore, Retention};
 use tidings_testing::store::settle_all;
@@ -215,7 +215,7 @@ async fn locked_claims_that_die_unsettled_count_until_the_relay_fails_the_row() 
     broker.declare_queue("orders");
     let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
         .unwrap()
-        .config(RelayConfig::default().max_crashes(3));
+        .options(RelayOptions::default().max_crashes(3));
     let report = relay.drain().await.unwrap();
     assert_eq!((report.published, report.failed), (0, 1));
     assert_eq!(broker.depth("orders"), 0, "a crash loop is not published");
@@ -263,10 +263,10 @@ async fn claims_of_several_publish_windows_are_published_and_settled_whole() {
     stage(&store, 620).await;
     let broker = MemoryBroker::new();
     broker.declare_queue("orders");
-    let config = RelayConfig::default().batch_size(250).publish_window(100);
+    let config = RelayOptions::default().batch_size(250).publish_window(100);
     let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
         .unwrap()
-        .config(config);
+        .options(config);
     let report = relay.drain().await.unwrap();
     assert_eq!((report.claimed, report.published), (620, 620));
     assert_eq!(broker.depth("orders"), 620);

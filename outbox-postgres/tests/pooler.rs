@@ -16,7 +16,7 @@ use support::pooler::{direct_options, pooled_options, pooled_pool_named, pooled_
 use support::{LISTENING_BACKENDS, ORDER_EVENTS, drop_schema};
 use tidings_consumer::{ConsumerOptions, HandlerError, TxHandle, handler_fn, run_consumer};
 use tidings_core::memory::{MemoryBroker, MemoryBrokerOptions};
-use tidings_core::relay::{Relay, RelayConfig};
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{InboxMark, InboxStore, Message, OutboxStore, QueueSpec, StoreError, Wakeup};
 use tidings_inbox::Inbox;
 use tidings_postgres::{
@@ -109,12 +109,12 @@ async fn relays_drain_through_the_pooler_while_staging_goes_on_in_each_claim_mod
         let direct = direct().await;
         let broker = MemoryBroker::new();
         broker.declare_queue(ORDERS.name());
-        let config = RelayConfig::default().batch_size(50).publish_window(10);
+        let config = RelayOptions::default().batch_size(50).publish_window(10);
         let relays: Vec<_> = (0..2)
             .map(|_| {
                 Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
                     .unwrap()
-                    .config(config)
+                    .options(config)
             })
             .collect();
         let staged = 8 * 10 * 5;
@@ -155,10 +155,10 @@ fn run_relay(store: &PgOutboxStore, cancel: &CancellationToken) -> MemoryBroker 
     let broker = MemoryBroker::new();
     broker.declare_queue(ORDERS.name());
     let wakeup = Wakeup::new();
-    let config = RelayConfig::default().poll_interval(Duration::from_secs(30));
+    let config = RelayOptions::default().poll_interval(Duration::from_secs(30));
     let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
         .unwrap()
-        .config(config)
+        .options(config)
         .wakeup(wakeup.clone());
     let token = cancel.clone();
     tokio::spawn(async move { relay.run(token).await });
@@ -380,7 +380,7 @@ async fn the_store_opens_no_connection_beyond_its_pool() {
     broker.declare_queue(ORDERS.name());
     let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
         .unwrap()
-        .config(RelayConfig::default().batch_size(20).publish_window(5));
+        .options(RelayOptions::default().batch_size(20).publish_window(5));
     let work = async {
         for round in 0..10 {
             stage_concurrently(&other_process, 4, 2, 5).await;

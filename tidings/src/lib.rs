@@ -79,6 +79,6 @@ pub mod prelude {
         Consumer, ConsumerOptions, HandlerError, Inbox, KeyOrder, TxHandle, handler_fn,
     };
     pub use tidings_core::lifecycle::LifecyclePlan;
-    pub use tidings_core::relay::{Relay, RelayConfig};
+    pub use tidings_core::relay::{Relay, RelayOptions};
     pub use tidings_core::{Message, OutboxSpec, QueueSpec, Wakeup};
 }

@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
-use tidings_core::relay::{Relay, RelayConfig};
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{OutboxSpec, Publisher};
 use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
 use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
@@ -183,9 +183,9 @@ async fn relay(
     let publisher = RabbitPublisher::new(env.amqp(connection_name), PublisherOptions::default());
     publisher.publish(&envelopes(queue, 1)?[0]).await?;
     let spec = spec(queue);
-    let config = RelayConfig::default()
+    let config = RelayOptions::default()
         .batch_size(sizes.wide_claim)
         .publish_window(sizes.batch_size);
-    let relay = Relay::new(store.clone(), publisher, spec)?.config(config);
+    let relay = Relay::new(store.clone(), publisher, spec)?.options(config);
     Ok((spec, relay))
 }

@@ -15,7 +15,7 @@
 
 use std::time::{Duration, Instant};
 
-use tidings_core::relay::{Relay, RelayConfig};
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{Envelope, OutboxSpec, Publisher};
 use tidings_postgres::{PgOutboxStore, Retention};
 use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
@@ -222,18 +222,18 @@ async fn relay(
     let publisher = RabbitPublisher::new(env.amqp(connection_name), PublisherOptions::default());
     publisher.publish(&envelopes(queue, 1)?[0]).await?;
     let spec = spec(queue);
-    let config = RelayConfig::default()
+    let config = RelayOptions::default()
         .batch_size(claim)
         .publish_window(window);
-    let relay = Relay::new(store.clone(), publisher, spec)?.config(config);
+    let relay = Relay::new(store.clone(), publisher, spec)?.options(config);
     Ok((spec, relay))
 }
 
 /// " (default)" where `claim` and `window` are the relay's defaults.
 fn default_label(claim: usize, window: usize) -> &'static str {
     let defaults = (
-        RelayConfig::DEFAULT_BATCH_SIZE,
-        RelayConfig::DEFAULT_PUBLISH_WINDOW,
+        RelayOptions::DEFAULT_BATCH_SIZE,
+        RelayOptions::DEFAULT_PUBLISH_WINDOW,
     );
     match (claim, window) == defaults {
         true => " (default)",

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::try_join_all;
 use tidings_core::Wakeup;
-use tidings_core::relay::{Relay, RelayConfig};
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_postgres::{PgOutboxStore, Retention};
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
@@ -85,7 +85,7 @@ async fn measure(
     let publisher = RecordingPublisher::default();
     let wakeup = Wakeup::new();
     let relay = Relay::new(store.clone(), publisher.clone(), spec)?
-        .config(RelayConfig::default().batch_size(sizes.batch_size))
+        .options(RelayOptions::default().batch_size(sizes.batch_size))
         .wakeup(wakeup.clone());
     let cancel = CancellationToken::new();
     let listener = store.listener(wakeup).spawn(cancel.clone());

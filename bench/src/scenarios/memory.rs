@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use sqlx::postgres::PgPoolOptions;
 use tidings_core::OutboxSpec;
-use tidings_core::relay::{Relay, RelayConfig};
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_rabbitmq::{ConnectionOptions, PublisherOptions, RabbitPublisher};
 use tidings_testing::services::{amqp_url, database_url};
@@ -116,7 +116,7 @@ pub(crate) async fn run_child(args: Vec<String>) -> anyhow::Result<String> {
             let count: usize = arg(4)?.parse()?;
             let publisher = RabbitPublisher::new(connection, PublisherOptions::default());
             let relay = Relay::new(store, publisher, spec)?
-                .config(RelayConfig::default().batch_size(arg(5)?.parse()?));
+                .options(RelayOptions::default().batch_size(arg(5)?.parse()?));
             let drained = relay.drain().await?;
             if drained.published != count {
                 bail!("relayed {} of {count}", drained.published);

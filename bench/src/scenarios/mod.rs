@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use tidings_core::OutboxSpec;
-use tidings_core::relay::{Relay, RelayConfig};
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_postgres::PgOutboxStore;
 
 use crate::args::Sizes;
@@ -139,7 +139,7 @@ async fn relay_to_nothing(
     count: usize,
 ) -> anyhow::Result<Duration> {
     let relay = Relay::new(store.clone(), NoopPublisher, spec)?
-        .config(RelayConfig::default().batch_size(sizes.batch_size));
+        .options(RelayOptions::default().batch_size(sizes.batch_size));
     let started = Instant::now();
     let drained = relay.drain().await?;
     let took = started.elapsed();

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::lifecycle::LifecyclePlan;
 use tidings_core::memory::{MemoryBroker, MemoryBrokerOptions};
-use tidings_core::relay::RelayConfig;
+use tidings_core::relay::RelayOptions;
 use tidings_core::{Message, OutboxSpec, QueueSpec};
 use tidings_inbox::Inbox;
 use tidings_mongo::mongodb::bson::{Document, doc};
@@ -58,7 +58,7 @@ async fn main() -> anyhow::Result<()> {
     broker.declare_queue(ORDERS.name());
     let relays = store
         .relays(broker.clone())
-        .config(RelayConfig::default().poll_interval(Duration::from_secs(10)))
+        .options(RelayOptions::default().poll_interval(Duration::from_secs(10)))
         .route(&ORDER_EVENTS)?;
     let billing = Arc::new(
         Consumer::new(broker.clone(), &ORDERS, handler_fn(bill))?

@@ -23,7 +23,7 @@ use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use sqlx::postgres::PgPoolOptions;
 use tidings_core::lifecycle::LifecyclePlan;
-use tidings_core::relay::{Relay, RelayConfig};
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{Envelope, OutboxSpec, OutboxStore, PublishError, Publisher, Wakeup};
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
 
@@ -84,7 +84,7 @@ async fn main() -> anyhow::Result<()> {
     let publisher = PrintingPublisher::default();
     let wakeup = Wakeup::new();
     let relay = Relay::new(store.clone(), publisher.clone(), &ORDER_EVENTS)?
-        .config(RelayConfig::default().poll_interval(Duration::from_secs(10)))
+        .options(RelayOptions::default().poll_interval(Duration::from_secs(10)))
         .wakeup(wakeup.clone());
     let plan = LifecyclePlan::new()
         .step("listener", store.listener(wakeup))

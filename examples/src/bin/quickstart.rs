@@ -22,7 +22,7 @@ use tidings_core::lifecycle::LifecyclePlan;
 use tidings_core::memory::{
     MemoryBroker, MemoryBrokerOptions, MemoryContext, MemoryStore, Retention,
 };
-use tidings_core::relay::{Relay, RelayConfig};
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{Message, OutboxSpec, OutboxStore, QueueSpec};
 use tidings_inbox::Inbox;
 
@@ -56,7 +56,7 @@ async fn main() -> anyhow::Result<()> {
     let counters = Arc::new(Counters::default());
 
     let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)?
-        .config(RelayConfig::default().poll_interval(Duration::from_millis(200)))
+        .options(RelayOptions::default().poll_interval(Duration::from_millis(200)))
         .wakeup(store.wakeup());
     let inbox = Inbox::new(store.clone(), "shipping")?;
     let consumer = Arc::new(Consumer::new(broker.clone(), &ORDERS, handler_fn(ship))?.inbox(inbox));

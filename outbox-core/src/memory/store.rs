@@ -99,7 +99,7 @@ impl MemoryStore {
     /// its commits: add routes with [`Relays::route`], then the whole to a
     /// plan with [`LifecyclePlan::steps`](crate::lifecycle::LifecyclePlan::steps).
     pub fn relays<P: crate::Publisher + Clone>(&self, publisher: P) -> Relays<Self, P> {
-        Relays::new(self.clone(), publisher).woken_by(self.wakeup(), None)
+        Relays::new(self.clone(), publisher).wakeup(self.wakeup(), None)
     }
 
     /// The signal woken by every commit that staged events; give it to the

@@ -26,11 +26,11 @@
 //! before: a row that keeps killing the relay takes at most a window's
 //! worth of rows with it when it is failed as a crash loop.
 //!
-//! [`publish_window`]: RelayConfig::publish_window
+//! [`publish_window`]: RelayOptions::publish_window
 //!
 //! A running relay also returns its own route's rows whose claims died
 //! (expired leases, a dead relay's claims) to pending every
-//! [`sweep_interval`](RelayConfig::sweep_interval), so a relay started
+//! [`sweep_interval`](RelayOptions::sweep_interval), so a relay started
 //! alone after a crash recovers everything; the [`Sweeper`] does the same
 //! as a step of its own, for relays that turn this off. Finished rows are
 //! removed by the [`Cleaner`] and the backlog reported by the [`Monitor`],
@@ -67,7 +67,7 @@
 //! ```
 
 mod cleaner;
-mod config;
+mod options;
 mod monitor;
 mod pass;
 mod pipeline;
@@ -82,7 +82,7 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 pub use cleaner::Cleaner;
-pub use config::RelayConfig;
+pub use options::RelayOptions;
 pub use monitor::Monitor;
 pub use pass::PassReport;
 pub use relays::Relays;
@@ -102,7 +102,7 @@ pub struct Relay<S, P> {
     store: S,
     publisher: P,
     route: Route,
-    config: RelayConfig,
+    config: RelayOptions,
     wakeup: Option<Wakeup>,
     width: Arc<ClaimWidth>,
 }
@@ -121,15 +121,15 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
             store,
             publisher,
             route,
-            config: RelayConfig::default(),
+            config: RelayOptions::default(),
             wakeup: None,
             width: Arc::default(),
         })
     }
 
-    /// Sets the configuration.
-    pub fn config(mut self, config: RelayConfig) -> Self {
-        self.config = config;
+    /// Sets the options.
+    pub fn options(mut self, options: RelayOptions) -> Self {
+        self.config = options;
         self
     }
 

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use tracing::Instrument;
 
-use super::RelayConfig;
+use super::RelayOptions;
 use super::width::ClaimWidth;
 use crate::port::error_chain;
 use crate::{
@@ -44,7 +44,7 @@ pub(super) async fn run_pass<S: OutboxStore, P: Publisher>(
     store: &S,
     publisher: &P,
     route: &Route,
-    config: &RelayConfig,
+    config: &RelayOptions,
     width: &ClaimWidth,
 ) -> Result<(PassReport, usize), StoreError> {
     async move {
@@ -76,7 +76,7 @@ pub(super) fn pass_span(route: &Route) -> tracing::Span {
 pub(super) async fn claim<S: OutboxStore>(
     store: &S,
     route: &Route,
-    config: &RelayConfig,
+    config: &RelayOptions,
     width: &ClaimWidth,
 ) -> Result<(S::Batch, usize), StoreError> {
     let limit = width.limit(config);
@@ -134,7 +134,7 @@ fn count(route: &Route, settled: &crate::SettleReport) {
 pub(super) async fn publish<P: Publisher>(
     publisher: &P,
     route: &Route,
-    config: &RelayConfig,
+    config: &RelayOptions,
     records: &[OutboxRecord],
 ) -> Vec<Settlement> {
     let mut settlements = Vec::with_capacity(records.len());
@@ -173,7 +173,7 @@ pub(super) async fn publish<P: Publisher>(
 }
 
 /// Rows that must not be published at all.
-fn refuse(record: &OutboxRecord, config: &RelayConfig) -> Option<String> {
+fn refuse(record: &OutboxRecord, config: &RelayOptions) -> Option<String> {
     if record.crashes() >= config.max_crashes {
         return Some(format!(
             "crash loop: claimed {} times, {} of them never finished",

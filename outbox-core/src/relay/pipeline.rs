@@ -23,7 +23,7 @@ use tracing::Instrument;
 
 use super::pass::{claim, pass_span, publish, settle};
 use super::width::ClaimWidth;
-use super::{PassReport, RelayConfig};
+use super::{PassReport, RelayOptions};
 use crate::{ClaimedBatch, OutboxStore, Publisher, Route, Settlement, StoreError};
 
 /// Claims, publishes and settles batches, overlapped, until a claim comes
@@ -32,7 +32,7 @@ pub(super) async fn drain_pipelined<S: OutboxStore, P: Publisher>(
     store: &S,
     publisher: &P,
     route: &Route,
-    config: &RelayConfig,
+    config: &RelayOptions,
     width: &ClaimWidth,
 ) -> Result<PassReport, StoreError> {
     async move {
@@ -108,7 +108,7 @@ async fn settle_then_claim<S: OutboxStore>(
     claim_next: bool,
     store: &S,
     route: &Route,
-    config: &RelayConfig,
+    config: &RelayOptions,
     width: &ClaimWidth,
 ) -> StoreSide<S::Batch> {
     let settled = match previous {
@@ -153,7 +153,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use crate::memory::MemoryStore;
-    use crate::relay::{Relay, RelayConfig};
+    use crate::relay::{Relay, RelayOptions};
     use crate::{Envelope, OutboxSpec, PublishError, Publisher};
 
     static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events").to_queue("events-q");
@@ -196,7 +196,7 @@ mod tests {
         let publisher = Windows::default();
         let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
             .unwrap()
-            .config(RelayConfig::default().batch_size(250).publish_window(100));
+            .options(RelayOptions::default().batch_size(250).publish_window(100));
 
         let report = relay.drain().await.unwrap();
 
@@ -219,7 +219,7 @@ mod tests {
         let publisher = Keep::default();
         let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
             .unwrap()
-            .config(RelayConfig::default().batch_size(100));
+            .options(RelayOptions::default().batch_size(100));
 
         let report = relay.drain().await.unwrap();
 

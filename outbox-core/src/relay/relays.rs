@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{Monitor, Relay, RelayConfig};
+use super::{Monitor, Relay, RelayOptions};
 use crate::lifecycle::{IntoSteps, Step};
 use crate::{OutboxSpec, OutboxStore, Publisher, SpecError, Wakeup};
 
@@ -38,7 +38,7 @@ use crate::{OutboxSpec, OutboxStore, Publisher, SpecError, Wakeup};
 pub struct Relays<S, P> {
     store: S,
     publisher: P,
-    config: RelayConfig,
+    config: RelayOptions,
     wakeup: Option<Wakeup>,
     source: Option<(String, Arc<dyn Step>)>,
     relays: Vec<Relay<S, P>>,
@@ -52,7 +52,7 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
         Self {
             store,
             publisher,
-            config: RelayConfig::default(),
+            config: RelayOptions::default(),
             wakeup: None,
             source: None,
             relays: Vec::new(),
@@ -63,15 +63,15 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
     /// Wakes every relay on `wakeup`, which the step `source` (named
     /// `name`, a store's listener or watcher) signals; `None` for a store
     /// that signals it itself.
-    pub fn woken_by(mut self, wakeup: Wakeup, source: Option<(&str, Arc<dyn Step>)>) -> Self {
+    pub fn wakeup(mut self, wakeup: Wakeup, source: Option<(&str, Arc<dyn Step>)>) -> Self {
         self.wakeup = Some(wakeup);
         self.source = source.map(|(name, step)| (name.to_owned(), step));
         self
     }
 
-    /// The configuration of the routes added after this.
-    pub fn config(mut self, config: RelayConfig) -> Self {
-        self.config = config;
+    /// The options of the routes added after this.
+    pub fn options(mut self, options: RelayOptions) -> Self {
+        self.config = options;
         self
     }
 
@@ -89,7 +89,7 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
     /// retry policy).
     pub fn route<T, C>(mut self, spec: &OutboxSpec<T, C>) -> Result<Self, SpecError> {
         let mut relay =
-            Relay::new(self.store.clone(), self.publisher.clone(), spec)?.config(self.config);
+            Relay::new(self.store.clone(), self.publisher.clone(), spec)?.options(self.config);
         if let Some(wakeup) = &self.wakeup {
             relay = relay.wakeup(wakeup.clone());
         }

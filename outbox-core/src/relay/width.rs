@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::RelayConfig;
+use super::RelayOptions;
 use crate::OutboxRecord;
 
 /// The size of a relay's next claim: one publish window's worth when the
@@ -12,7 +12,7 @@ use crate::OutboxRecord;
 /// A claim that dies unsettled counts a crash against every row it held,
 /// so a row that kills the relay whenever it is published takes every row
 /// claimed with it to the failed state once the crashes reach
-/// [`max_crashes`](RelayConfig::max_crashes). Claiming narrowly after a
+/// [`max_crashes`](RelayOptions::max_crashes). Claiming narrowly after a
 /// crash keeps that to a window's worth of rows, however many a relay
 /// claims while nothing crashes; and a relay that has just started may
 /// have been restarted by such a crash, so it starts narrow.
@@ -23,7 +23,7 @@ pub(super) struct ClaimWidth {
 
 impl ClaimWidth {
     /// The row limit of the next claim.
-    pub(super) fn limit(&self, config: &RelayConfig) -> usize {
+    pub(super) fn limit(&self, config: &RelayOptions) -> usize {
         match self.wide.load(Ordering::Relaxed) {
             true => config.batch_size,
             false => config.batch_size.min(config.publish_window),
@@ -57,7 +57,7 @@ mod tests {
 
     #[test]
     fn claims_start_narrow_widen_when_clean_and_narrow_after_a_crash() {
-        let config = RelayConfig::default().batch_size(500).publish_window(100);
+        let config = RelayOptions::default().batch_size(500).publish_window(100);
         let width = ClaimWidth::default();
         assert_eq!(width.limit(&config), 100, "narrow at start");
         width.observe(&[record(1, 0), record(2, 1)]);
@@ -66,7 +66,7 @@ mod tests {
         assert_eq!(width.limit(&config), 100, "the second row crashed once");
         width.observe(&[]);
         assert_eq!(width.limit(&config), 500);
-        let small = RelayConfig::default().batch_size(20).publish_window(100);
+        let small = RelayOptions::default().batch_size(20).publish_window(100);
         width.observe(&[record(3, 0)]);
         assert_eq!(width.limit(&small), 20, "never past the batch size");
     }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tidings_core::memory::MemoryBroker;
-use tidings_core::relay::{Relay, RelayConfig};
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{Envelope, OrderingMode, OutboxStore, PublishError, Publisher};
 use tokio_util::sync::CancellationToken;
 
@@ -29,13 +29,13 @@ pub async fn a_relay_killed_mid_batch_is_recovered_by_the_next_relay_alone<H: St
     let route = route(OrderingMode::Unordered);
     h.commit(&store, (1..=20).map(|n| event(&route, n)).collect())
         .await;
-    let config = RelayConfig::default()
+    let config = RelayOptions::default()
         .lease(SHORT_LEASE)
         .poll_interval(Duration::from_millis(50));
 
     let dying = Relay::for_route(store.clone(), Unanswering, route.clone())
         .expect("route")
-        .config(config);
+        .options(config);
     let killed = tokio::spawn(async move { dying.run(CancellationToken::new()).await });
     wait_for(&store, &route.name, |in_flight| in_flight > 0).await;
     killed.abort();
@@ -49,7 +49,7 @@ pub async fn a_relay_killed_mid_batch_is_recovered_by_the_next_relay_alone<H: St
     broker.declare_queue(&destination);
     let relay = Relay::for_route(store.clone(), broker.clone(), route.clone())
         .expect("route")
-        .config(config);
+        .options(config);
     let cancel = CancellationToken::new();
     let running = tokio::spawn({
         let cancel = cancel.clone();

@@ -8,17 +8,17 @@ use crate::Backoff;
 ///
 /// ```
 /// use std::time::Duration;
-/// use tidings_core::relay::RelayConfig;
+/// use tidings_core::relay::RelayOptions;
 ///
-/// let config = RelayConfig::default()
+/// let options = RelayOptions::default()
 ///     .batch_size(200)
 ///     .sweep_interval(None)
 ///     .poll_interval(Duration::from_secs(5));
-/// assert_eq!(config.get_batch_size(), 200);
-/// assert_eq!(config.get_sweep_interval(), None);
+/// assert_eq!(options.get_batch_size(), 200);
+/// assert_eq!(options.get_sweep_interval(), None);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RelayConfig {
+pub struct RelayOptions {
     pub(crate) batch_size: usize,
     pub(crate) publish_window: usize,
     pub(crate) lease: Duration,
@@ -28,7 +28,7 @@ pub struct RelayConfig {
     pub(crate) sweep_interval: Option<Duration>,
 }
 
-impl RelayConfig {
+impl RelayOptions {
     /// Default [`batch_size`](Self::batch_size).
     pub const DEFAULT_BATCH_SIZE: usize = 500;
     /// Default [`publish_window`](Self::publish_window).
@@ -142,7 +142,7 @@ impl RelayConfig {
     }
 }
 
-impl Default for RelayConfig {
+impl Default for RelayOptions {
     fn default() -> Self {
         Self {
             batch_size: Self::DEFAULT_BATCH_SIZE,
