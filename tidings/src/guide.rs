@@ -41,6 +41,8 @@ chapters! {
     stores_mongo => "stores/mongo.md",
     brokers_rabbitmq => "brokers/rabbitmq.md",
     brokers_sqs => "brokers/sqs.md",
+    #[cfg(feature = "kafka")]
+    brokers_kafka => "brokers/kafka.md",
     operations_migrations => "operations/migrations.md",
     operations_cli => "operations/cli.md",
     operations_metrics => "operations/metrics.md",

@@ -13,6 +13,9 @@ mod record;
 mod source;
 mod topology;
 
+/// The Kafka client this crate is built on, for its types in your own code.
+pub use rdkafka;
+
 pub use acker::KafkaAcker;
 pub use error::{ClientError, TopologyError};
 pub use names::{DEAD_LETTER_SUFFIX, RETRY_SUFFIX, dead_letter_topic, retry_topic, validate_topic};
