@@ -25,24 +25,6 @@ async fn handle(inbox: &Inbox<MemoryStore>, id: Uuid) -> bool {
 }
 
 #[tokio::test]
-async fn a_rolled_back_mark_lets_the_redelivery_run() {
-    let (_, store) = store();
-    let inbox = Inbox::new(store.clone(), "billing").unwrap();
-    let id = Uuid::now_v7();
-    let Marked::Fresh(mut tx) = inbox.begin(id).await.unwrap() else {
-        panic!("fresh")
-    };
-    tx.insert("effects", id.to_string(), "half done");
-    inbox.rollback(tx).await.unwrap();
-    assert!(store.table("effects").is_empty());
-    assert!(
-        handle(&inbox, id).await,
-        "the redelivery must run the handler"
-    );
-    assert!(!handle(&inbox, id).await, "a later copy is a duplicate");
-}
-
-#[tokio::test]
 async fn the_cleaner_removes_marks_older_than_the_window_in_batches() {
     let (clock, store) = store();
     let inbox = Inbox::new(store.clone(), "billing").unwrap();

@@ -1,7 +1,8 @@
-//! The in-memory unit of work and inbox: all or nothing.
+//! The in-memory unit of work: all or nothing. Its inbox runs the inbox
+//! conformance suite (`memory_inbox.rs`).
 
 use tidings_core::memory::{CommitError, MemoryStore};
-use tidings_core::{InboxError, InboxMark, InboxStore, OutboxSpec, StageError};
+use tidings_core::{OutboxSpec, StageError};
 use uuid::Uuid;
 
 static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events").to_queue("events-q");
@@ -81,68 +82,4 @@ fn an_event_id_staged_again_is_stored_once() {
         1,
         "the rest of the unit of work still commits"
     );
-}
-
-#[tokio::test]
-async fn the_inbox_marks_once_and_reports_duplicates() {
-    let store = MemoryStore::new();
-    let id = Uuid::now_v7();
-    let mut tx = InboxStore::begin(&store).await.unwrap();
-    assert_eq!(
-        store.mark(&mut tx, "billing", id).await.unwrap(),
-        InboxMark::Fresh
-    );
-    tx.insert("invoices", id.to_string(), "1");
-    InboxStore::commit(&store, tx).await.unwrap();
-
-    let mut again = InboxStore::begin(&store).await.unwrap();
-    assert_eq!(
-        store.mark(&mut again, "billing", id).await.unwrap(),
-        InboxMark::Duplicate
-    );
-    assert_eq!(
-        store.mark(&mut again, "shipping", id).await.unwrap(),
-        InboxMark::Fresh,
-        "marks are per consumer"
-    );
-    InboxStore::rollback(&store, again).await.unwrap();
-    assert_eq!(store.table("invoices").len(), 1);
-}
-
-#[tokio::test]
-async fn a_rolled_back_handler_leaves_neither_writes_nor_mark() {
-    let store = MemoryStore::new();
-    let id = Uuid::now_v7();
-    let mut tx = InboxStore::begin(&store).await.unwrap();
-    store.mark(&mut tx, "billing", id).await.unwrap();
-    tx.insert("invoices", id.to_string(), "1");
-    InboxStore::rollback(&store, tx).await.unwrap();
-    assert!(store.table("invoices").is_empty());
-    let mut retry = InboxStore::begin(&store).await.unwrap();
-    assert_eq!(
-        store.mark(&mut retry, "billing", id).await.unwrap(),
-        InboxMark::Fresh
-    );
-}
-
-#[tokio::test]
-async fn concurrent_marks_of_one_event_commit_once() {
-    let store = MemoryStore::new();
-    let id = Uuid::now_v7();
-    let mut a = InboxStore::begin(&store).await.unwrap();
-    let mut b = InboxStore::begin(&store).await.unwrap();
-    assert_eq!(
-        store.mark(&mut a, "billing", id).await.unwrap(),
-        InboxMark::Fresh
-    );
-    assert_eq!(
-        store.mark(&mut b, "billing", id).await.unwrap(),
-        InboxMark::Fresh
-    );
-    a.insert("invoices", "a", "1");
-    b.insert("invoices", "b", "1");
-    InboxStore::commit(&store, a).await.unwrap();
-    let err = InboxStore::commit(&store, b).await.unwrap_err();
-    assert!(matches!(err, InboxError::Conflict(_)) && err.is_transient());
-    assert_eq!(store.table("invoices").len(), 1);
 }

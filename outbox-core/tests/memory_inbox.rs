@@ -1,7 +1,7 @@
 //! The inbox conformance suite on the in-memory store.
 
-use tidings_core::memory::MemoryStore;
-use tidings_testing::inbox::InboxHarness;
+use tidings_core::memory::{MemoryContext, MemoryStore};
+use tidings_testing::inbox::{InboxHarness, REACTIONS};
 
 struct Memory;
 
@@ -10,6 +10,14 @@ impl InboxHarness for Memory {
 
     async fn store(&self) -> MemoryStore {
         MemoryStore::new()
+    }
+
+    fn stage(tx: &mut MemoryContext) {
+        tx.outbox().stage(&REACTIONS, "reaction", &1).unwrap();
+    }
+
+    async fn staged(&self, store: &MemoryStore) -> u64 {
+        store.pending_count(REACTIONS.name())
     }
 }
 

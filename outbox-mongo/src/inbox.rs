@@ -6,7 +6,6 @@ use futures::TryStreamExt;
 use mongodb::Collection;
 use mongodb::bson::Document;
 use mongodb::options::ReturnDocument;
-use tidings_core::spec::validate_name;
 use tidings_core::{Attempts, InboxError, InboxMark, InboxStore};
 use tracing::{debug, instrument};
 use uuid::Uuid;
@@ -77,7 +76,7 @@ impl InboxStore for MongoInboxStore {
         consumer: &str,
         event_id: Uuid,
     ) -> Result<InboxMark, InboxError> {
-        check_consumer(consumer)?;
+        InboxError::check_consumer(consumer)?;
         let now = micros(self.store.now());
         let result = self
             .store
@@ -121,7 +120,7 @@ impl InboxStore for MongoInboxStore {
         age: Duration,
         limit: usize,
     ) -> Result<u64, InboxError> {
-        check_consumer(consumer)?;
+        InboxError::check_consumer(consumer)?;
         let Some(cutoff) = self.store.now().checked_sub(age) else {
             return Ok(0);
         };
@@ -154,7 +153,7 @@ impl InboxStore for MongoInboxStore {
         consumer: &str,
         event_id: Uuid,
     ) -> Result<Option<Attempts>, InboxError> {
-        check_consumer(consumer)?;
+        InboxError::check_consumer(consumer)?;
         let attempts = self.count_attempt(consumer, event_id, 1, 0).await?;
         debug!(?attempts, "attempt started");
         Ok(Some(attempts))
@@ -171,7 +170,7 @@ impl InboxStore for MongoInboxStore {
         event_id: Uuid,
         start_counted: bool,
     ) -> Result<(), InboxError> {
-        check_consumer(consumer)?;
+        InboxError::check_consumer(consumer)?;
         let started = i32::from(!start_counted);
         self.count_attempt(consumer, event_id, started, 1).await?;
         Ok(())
@@ -183,7 +182,7 @@ impl InboxStore for MongoInboxStore {
         consumer: &str,
         event_id: Uuid,
     ) -> Result<(), InboxError> {
-        check_consumer(consumer)?;
+        InboxError::check_consumer(consumer)?;
         self.store
             .inbox_attempts_collection()
             .delete_one(filters::attempt_of(consumer, event_id))
@@ -263,8 +262,4 @@ async fn purge(
         .map_err(inbox_error)?
         .deleted_count;
     Ok(purged)
-}
-
-fn check_consumer(consumer: &str) -> Result<(), InboxError> {
-    validate_name("consumer", consumer).map_err(|e| InboxError::Invalid(e.to_string()))
 }

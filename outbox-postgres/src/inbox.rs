@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use tidings_core::spec::validate_name;
 use tidings_core::{Attempts, InboxError, InboxMark, InboxStore, StoreError};
 use tracing::{debug, instrument};
 use uuid::Uuid;
@@ -70,7 +69,7 @@ impl InboxStore for PgInboxStore {
         consumer: &str,
         event_id: Uuid,
     ) -> Result<InboxMark, InboxError> {
-        check_consumer(consumer)?;
+        InboxError::check_consumer(consumer)?;
         let inserted = sqlx::query(self.store.inner().sql.inbox_mark.clone())
             .persistent(self.store.persistent())
             .bind(consumer)
@@ -110,7 +109,7 @@ impl InboxStore for PgInboxStore {
         age: Duration,
         limit_rows: usize,
     ) -> Result<u64, InboxError> {
-        check_consumer(consumer)?;
+        InboxError::check_consumer(consumer)?;
         let store = &self.store;
         let mut session = store.session().await.map_err(inbox_error)?;
         let purged: i64 = sqlx::query_scalar(store.inner().sql.inbox_purge.clone())
@@ -135,7 +134,7 @@ impl InboxStore for PgInboxStore {
         consumer: &str,
         event_id: Uuid,
     ) -> Result<Option<Attempts>, InboxError> {
-        check_consumer(consumer)?;
+        InboxError::check_consumer(consumer)?;
         let store = &self.store;
         let mut session = store.session().await.map_err(inbox_error)?;
         let (started, finished): (i32, i32) =
@@ -166,7 +165,7 @@ impl InboxStore for PgInboxStore {
         event_id: Uuid,
         start_counted: bool,
     ) -> Result<(), InboxError> {
-        check_consumer(consumer)?;
+        InboxError::check_consumer(consumer)?;
         let store = &self.store;
         let mut session = store.session().await.map_err(inbox_error)?;
         sqlx::query(store.inner().sql.inbox_attempt_finish.clone())
@@ -187,7 +186,7 @@ impl InboxStore for PgInboxStore {
         consumer: &str,
         event_id: Uuid,
     ) -> Result<(), InboxError> {
-        check_consumer(consumer)?;
+        InboxError::check_consumer(consumer)?;
         sqlx::query(self.store.inner().sql.inbox_attempt_clear.clone())
             .persistent(self.store.persistent())
             .bind(consumer)
@@ -202,10 +201,6 @@ impl InboxStore for PgInboxStore {
 /// A stored count, never negative.
 fn count(stored: i32) -> u32 {
     u32::try_from(stored).unwrap_or_default()
-}
-
-fn check_consumer(consumer: &str) -> Result<(), InboxError> {
-    validate_name("consumer", consumer).map_err(|e| InboxError::Invalid(e.to_string()))
 }
 
 /// The outbox store's errors, restated for the inbox.

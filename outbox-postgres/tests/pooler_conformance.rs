@@ -73,6 +73,18 @@ impl tidings_testing::inbox::InboxHarness for PooledInbox {
         store.inbox()
     }
 
+    fn stage(tx: &mut tidings_postgres::PgContext<'static>) {
+        tx.outbox()
+            .stage(&tidings_testing::inbox::REACTIONS, "reaction", &1)
+            .unwrap();
+    }
+
+    async fn staged(&self, store: &tidings_postgres::PgInboxStore) -> u64 {
+        use tidings_core::OutboxStore;
+        let route = tidings_testing::inbox::REACTIONS.name();
+        store.store().stats(route).await.unwrap().pending
+    }
+
     async fn teardown(&self) {
         let stores = std::mem::take(&mut *self.0.lock().unwrap());
         for store in &stores {

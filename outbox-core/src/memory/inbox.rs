@@ -28,6 +28,7 @@ impl InboxStore for MemoryStore {
         consumer: &str,
         event_id: Uuid,
     ) -> Result<InboxMark, InboxError> {
+        InboxError::check_consumer(consumer)?;
         let key = (consumer.to_owned(), event_id);
         if tx.marks.contains(&key) || self.lock().inbox.contains_key(&key) {
             return Ok(InboxMark::Duplicate);
@@ -53,6 +54,7 @@ impl InboxStore for MemoryStore {
         consumer: &str,
         event_id: Uuid,
     ) -> Result<Option<Attempts>, InboxError> {
+        InboxError::check_consumer(consumer)?;
         Ok(Some(self.count_attempt(consumer, event_id, 1, 0)))
     }
 
@@ -62,6 +64,7 @@ impl InboxStore for MemoryStore {
         event_id: Uuid,
         start_counted: bool,
     ) -> Result<(), InboxError> {
+        InboxError::check_consumer(consumer)?;
         self.count_attempt(consumer, event_id, u32::from(!start_counted), 1);
         Ok(())
     }
@@ -72,6 +75,7 @@ impl InboxStore for MemoryStore {
         consumer: &str,
         event_id: Uuid,
     ) -> Result<(), InboxError> {
+        InboxError::check_consumer(consumer)?;
         tx.cleared.push((consumer.to_owned(), event_id));
         Ok(())
     }
@@ -82,6 +86,7 @@ impl InboxStore for MemoryStore {
         age: Duration,
         limit: usize,
     ) -> Result<u64, InboxError> {
+        InboxError::check_consumer(consumer)?;
         let Some(cutoff) = self.now().checked_sub(age) else {
             return Ok(0);
         };

@@ -75,6 +75,14 @@ pub trait InboxStore: Clone + Send + Sync + 'static {
 
     /// Records the event for the consumer within `tx`. A duplicate leaves
     /// `tx` usable.
+    ///
+    /// Of transactions marking one event for one consumer at once, one
+    /// commits. Each other either learns [`InboxMark::Duplicate`] (a store
+    /// may make it wait for the first to end, as PostgreSQL does) or fails
+    /// with a transient [`InboxError::Conflict`], here (MongoDB) or at
+    /// [`commit`](Self::commit) (the in-memory store); the consumer retries
+    /// a conflict and then sees the duplicate. The inbox conformance suite
+    /// of `tidings-testing` holds every store to this.
     fn mark(
         &self,
         tx: &mut Self::Tx,
@@ -171,5 +179,19 @@ impl InboxError {
     /// Whether retrying later may succeed.
     pub fn is_transient(&self) -> bool {
         matches!(self, Self::Unavailable(_) | Self::Conflict(_))
+    }
+
+    /// Refuses a consumer name that is not a legal name (see
+    /// [`validate_name`](crate::spec::validate_name)), as every inbox store
+    /// does before it touches its data.
+    ///
+    /// ```
+    /// use tidings_core::InboxError;
+    ///
+    /// assert!(InboxError::check_consumer("billing").is_ok());
+    /// assert!(matches!(InboxError::check_consumer("billing'; --"), Err(InboxError::Invalid(_))));
+    /// ```
+    pub fn check_consumer(consumer: &str) -> Result<(), Self> {
+        crate::spec::validate_name("consumer", consumer).map_err(|e| Self::Invalid(e.to_string()))
     }
 }

@@ -1,6 +1,10 @@
 use std::future::Future;
 
-use tidings_core::InboxStore;
+use tidings_core::{InboxStore, OutboxSpec};
+
+/// The route of the events the suite's handlers stage in the inbox's
+/// transaction, standing for the handler's own writes.
+pub static REACTIONS: OutboxSpec<u64> = OutboxSpec::json("inbox-reactions").to_queue("reactions");
 
 /// What an inbox store gives the inbox conformance suite.
 pub trait InboxHarness: Send + Sync + 'static {
@@ -11,6 +15,13 @@ pub trait InboxHarness: Send + Sync + 'static {
     /// table or collection). Panics with the setup command when the service
     /// does not answer.
     fn store(&self) -> impl Future<Output = Self::Store> + Send;
+
+    /// Stages one [`REACTIONS`] event in `tx`: the handler's own write,
+    /// which must commit and roll back with the mark.
+    fn stage(tx: &mut <Self::Store as InboxStore>::Tx);
+
+    /// The [`REACTIONS`] events committed in `store`.
+    fn staged(&self, store: &Self::Store) -> impl Future<Output = u64> + Send;
 
     /// Removes what the harness created; called after each case that
     /// passes. The default removes nothing.

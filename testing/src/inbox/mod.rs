@@ -6,9 +6,11 @@
 
 mod attempts;
 mod harness;
+mod marks;
 
 pub use attempts::*;
-pub use harness::InboxHarness;
+pub use harness::{InboxHarness, REACTIONS};
+pub use marks::*;
 
 /// Expands to one `#[tokio::test]` per case of the inbox conformance
 /// suite, each calling the case with the harness expression, then its
@@ -17,6 +19,12 @@ pub use harness::InboxHarness;
 macro_rules! inbox_conformance {
     ($harness:expr) => {
         $crate::inbox_conformance!(@cases $harness;
+            a_duplicate_is_reported_and_leaves_the_transaction_usable,
+            a_rollback_takes_the_mark_with_it,
+            concurrent_marks_of_one_event_commit_once,
+            a_concurrent_mark_commits_when_the_first_rolls_back,
+            old_marks_are_purged_per_consumer_in_batches,
+            hostile_consumer_names_are_refused,
             attempts_count_starts_and_ends,
             attempts_are_counted_per_consumer_and_event,
             a_commit_clears_attempts_and_a_rollback_keeps_them,
