@@ -1,9 +1,10 @@
-//! The consumer runner on the in-memory store and broker: dedupe,
-//! failures, poison, ordering, timeouts.
+//! The consumer runner on the in-memory store and broker: the consumer
+//! suite of `tidings-testing`, and what only this backend shows (attempts
+//! per delivery, the dead-letter queue's depth, timeouts).
 
 mod memory_support;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,70 +12,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use memory_support::*;
 use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
-use tidings_core::memory::MemoryContext;
-use tidings_core::{Message, Publisher};
+use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
+use tidings_core::{Envelope, Message, Publisher, QueueSpec};
 use tidings_inbox::Inbox;
+use tidings_testing::consumer::{self as suite, ConsumerWorld, Effects};
 
 #[tokio::test]
-async fn a_message_delivered_three_times_has_its_effect_once() {
-    let (store, broker) = setup();
-    let sent = order(1, None);
-    for _ in 0..3 {
-        broker.publish(&sent).await.unwrap();
-    }
-    let handler = handler_fn(
-        |msg: Message<Order>, tx: TxHandle<MemoryContext>| async move {
-            count_effect(&msg, &tx).await;
-            Ok(())
-        },
-    );
-    let consumer = Consumer::new(broker.clone(), &ORDERS, handler)
-        .unwrap()
-        .inbox(Inbox::new(store.clone(), "billing").unwrap())
-        .options(options());
-
-    let report = run_until(consumer, |r| r.processed + r.duplicates == 3).await;
-    assert_eq!((report.processed, report.duplicates), (1, 2));
-    assert_eq!(effects(&store), HashMap::from([(1, 1)]));
-    assert_eq!(broker.depth("orders") + broker.unacked("orders"), 0);
-}
-
-#[tokio::test]
-async fn a_failing_handler_leaves_nothing_and_succeeds_on_redelivery() {
-    let (store, broker) = setup();
-    broker.publish(&order(7, None)).await.unwrap();
-    let calls = Arc::new(AtomicU32::new(0));
-    let handler = handler_fn({
-        let calls = calls.clone();
-        move |msg: Message<Order>, tx: TxHandle<MemoryContext>| {
-            let calls = calls.clone();
-            async move {
-                count_effect(&msg, &tx).await;
-                match calls.fetch_add(1, SeqCst) {
-                    0 | 1 => Err(HandlerError::transient("database hiccup")),
-                    _ => Ok(()),
-                }
-            }
-        }
-    });
-    let inbox = Inbox::new(store.clone(), "billing").unwrap();
-    let consumer = Consumer::new(broker.clone(), &ORDERS, handler)
-        .unwrap()
-        .inbox(inbox)
-        .options(options().attempts(1));
-
-    let report = run_until(consumer, |r| r.processed == 1).await;
-    assert_eq!((report.failed, report.processed), (2, 1));
-    assert_eq!(calls.load(SeqCst), 3);
-    assert_eq!(
-        effects(&store),
-        HashMap::from([(7, 1)]),
-        "failed attempts left writes behind"
-    );
-}
-
-#[tokio::test]
-async fn poison_is_parked_and_does_not_block_the_queue() {
+async fn poison_runs_its_attempts_on_each_delivery_then_lands_in_the_dead_letter_queue() {
     let (store, broker) = setup();
     broker.publish(&order(666, None)).await.unwrap();
     let mut garbage = order(0, None);
@@ -122,59 +66,6 @@ async fn poison_is_parked_and_does_not_block_the_queue() {
 }
 
 #[tokio::test]
-async fn per_key_messages_run_one_at_a_time_in_order() {
-    let (store, broker) = setup();
-    let keys = ["a", "b", "c", "d", "e"];
-    for id in 0..100u32 {
-        broker
-            .publish(&order(id, Some(keys[id as usize % 5])))
-            .await
-            .unwrap();
-    }
-    let running: Arc<Mutex<HashSet<String>>> = Arc::default();
-    let order_seen: Arc<Mutex<HashMap<String, Vec<u32>>>> = Arc::default();
-    let peak = Arc::new(AtomicU32::new(0));
-    let handler = handler_fn({
-        let (running, order_seen, peak) = (running.clone(), order_seen.clone(), peak.clone());
-        move |msg: Message<Order>, tx: TxHandle<MemoryContext>| {
-            let (running, order_seen, peak) = (running.clone(), order_seen.clone(), peak.clone());
-            async move {
-                let key = msg.ordering_key().unwrap().to_owned();
-                {
-                    let mut now = running.lock().unwrap();
-                    assert!(now.insert(key.clone()), "two messages of key {key} at once");
-                    peak.fetch_max(now.len() as u32, SeqCst);
-                }
-                order_seen
-                    .lock()
-                    .unwrap()
-                    .entry(key.clone())
-                    .or_default()
-                    .push(msg.payload.id);
-                tokio::time::sleep(Duration::from_millis(2)).await;
-                count_effect(&msg, &tx).await;
-                running.lock().unwrap().remove(&key);
-                Ok(())
-            }
-        }
-    });
-    let inbox = Inbox::new(store.clone(), "billing").unwrap();
-    let consumer = Consumer::new(broker.clone(), &ORDERS, handler)
-        .unwrap()
-        .inbox(inbox)
-        .options(options().concurrency(8));
-
-    let report = run_until(consumer, |r| r.processed == 100).await;
-    assert_eq!(report.processed, 100);
-    assert!(peak.load(SeqCst) > 1, "keys never ran concurrently");
-    let order_seen = order_seen.lock().unwrap();
-    for (i, key) in keys.iter().enumerate() {
-        let expected: Vec<u32> = (0..100).filter(|id| *id as usize % 5 == i).collect();
-        assert_eq!(order_seen[*key], expected);
-    }
-}
-
-#[tokio::test]
 async fn a_handler_timeout_is_a_transient_failure() {
     let (store, broker) = setup();
     broker.publish(&order(1, None)).await.unwrap();
@@ -207,4 +98,56 @@ async fn a_handler_timeout_is_a_transient_failure() {
     );
     assert_eq!(calls.load(SeqCst), 2);
     assert_eq!(effects(&store), HashMap::from([(1, 1)]));
+}
+
+/// A fresh in-memory store and broker with the queue declared.
+struct Memory {
+    store: MemoryStore,
+    broker: MemoryBroker,
+}
+
+impl Memory {
+    async fn new() -> Self {
+        let (store, broker) = setup();
+        Self { store, broker }
+    }
+}
+
+impl ConsumerWorld for Memory {
+    type Source = MemoryBroker;
+    type Inbox = MemoryStore;
+
+    fn source(&self) -> MemoryBroker {
+        self.broker.clone()
+    }
+
+    fn queue(&self) -> QueueSpec<suite::Order> {
+        QueueSpec::json(ORDERS.name())
+    }
+
+    fn inbox(&self) -> Inbox<MemoryStore> {
+        Inbox::new(self.store.clone(), "billing").unwrap()
+    }
+
+    async fn publish(&self, envelope: &Envelope) {
+        self.broker.publish(envelope).await.unwrap();
+    }
+
+    async fn apply(&self, tx: &TxHandle<MemoryContext>, id: u32) -> Result<(), HandlerError> {
+        add_effect(tx, id).await;
+        Ok(())
+    }
+
+    async fn effects(&self) -> Effects {
+        let effects = effects(&self.store);
+        Effects {
+            orders: effects.len() as u64,
+            most: effects.values().copied().max().unwrap_or(0).into(),
+        }
+    }
+}
+
+mod conformance {
+    use super::Memory;
+    tidings_testing::consumer_conformance!(Memory::new());
 }

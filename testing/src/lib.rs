@@ -34,6 +34,7 @@
 //! ```
 
 pub mod broker;
+pub mod consumer;
 pub mod faults;
 pub mod inbox;
 pub mod names;

@@ -149,6 +149,11 @@ impl World {
     }
 
     pub(crate) async fn drop(self) {
+        self.drop_schema().await;
+    }
+
+    /// Drops the test's schema.
+    pub(crate) async fn drop_schema(&self) {
         let sql = format!("drop schema if exists \"{}\" cascade", self.schema);
         sqlx::query(AssertSqlSafe(sql))
             .execute(self.store.pool())

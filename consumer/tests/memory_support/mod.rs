@@ -49,8 +49,13 @@ pub(crate) fn setup() -> (MemoryStore, MemoryBroker) {
 
 /// Adds one to the order's effect counter in the handler's transaction.
 pub(crate) async fn count_effect(msg: &Message<Order>, tx: &TxHandle<MemoryContext>) {
+    add_effect(tx, msg.payload.id).await;
+}
+
+/// Adds one to order `id`'s effect counter in the handler's transaction.
+pub(crate) async fn add_effect(tx: &TxHandle<MemoryContext>, id: u32) {
     let mut tx = tx.lock().await;
-    let key = msg.payload.id.to_string();
+    let key = id.to_string();
     let seen: u32 = tx
         .get("effects", &key)
         .map_or(0, |b| std::str::from_utf8(&b).unwrap().parse().unwrap());

@@ -1,0 +1,107 @@
+//! Each message's effect once: duplicates, failures and poison.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+
+use bytes::Bytes;
+use tidings_consumer::{HandlerError, TxHandle, handler_fn};
+use tidings_core::Message;
+
+use super::world::run_until;
+use super::world::{ConsumerWorld, Effects, Order, WorldTx, consumer, counting, options, order};
+
+const ONCE: Effects = Effects { orders: 1, most: 1 };
+
+/// One message delivered three times has its effect once; the copies are
+/// acked as duplicates.
+pub async fn a_message_delivered_three_times_has_its_effect_once<W: ConsumerWorld>(world: &Arc<W>) {
+    let sent = order(world.as_ref(), 1, None);
+    for _ in 0..3 {
+        world.publish(&sent).await;
+    }
+    let consumer = consumer(world.as_ref(), counting(world), options());
+    let report = run_until::<W, _, _, _>(consumer, |report| async move {
+        report.processed + report.duplicates >= 3
+    })
+    .await;
+    assert_eq!(world.effects().await, ONCE);
+    assert_eq!((report.processed, report.duplicates), (1, 2));
+}
+
+/// A handler that fails leaves none of its writes; the redelivery that
+/// succeeds commits them once.
+pub async fn a_failing_handler_leaves_nothing_and_succeeds_on_redelivery<W: ConsumerWorld>(
+    world: &Arc<W>,
+) {
+    world.publish(&order(world.as_ref(), 7, None)).await;
+    let calls = Arc::new(AtomicU32::new(0));
+    let handler = handler_fn({
+        let (world, calls) = (world.clone(), calls.clone());
+        move |msg: Message<Order>, tx: TxHandle<WorldTx<W>>| {
+            let (world, calls) = (world.clone(), calls.clone());
+            async move {
+                world.apply(&tx, msg.payload.id).await?;
+                match calls.fetch_add(1, SeqCst) {
+                    0 | 1 => Err(HandlerError::transient("downstream hiccup")),
+                    _ => Ok(()),
+                }
+            }
+        }
+    });
+    let consumer = consumer(world.as_ref(), handler, options().attempts(1));
+    let report =
+        run_until::<W, _, _, _>(consumer, |report| async move { report.processed == 1 }).await;
+    assert_eq!(
+        world.effects().await,
+        ONCE,
+        "a failed attempt left its write"
+    );
+    assert_eq!((report.failed, report.processed), (2, 1));
+}
+
+/// A message that always fails is parked after `max_deliveries` runs, an
+/// undecodable one at once, and neither holds up the messages behind.
+pub async fn poison_is_parked_and_does_not_block_the_queue<W: ConsumerWorld>(world: &Arc<W>) {
+    world.publish(&order(world.as_ref(), 666, None)).await;
+    let mut garbage = order(world.as_ref(), 0, None);
+    garbage.payload = Bytes::from_static(b"{\"id\": \"not a number\"}");
+    world.publish(&garbage).await;
+    for id in 1..=5 {
+        world.publish(&order(world.as_ref(), id, None)).await;
+    }
+    let poison_runs = Arc::new(AtomicU32::new(0));
+    let handler = handler_fn({
+        let (world, poison_runs) = (world.clone(), poison_runs.clone());
+        move |msg: Message<Order>, tx: TxHandle<WorldTx<W>>| {
+            let (world, poison_runs) = (world.clone(), poison_runs.clone());
+            async move {
+                assert_ne!(
+                    msg.payload.id, 0,
+                    "an undecodable payload reached the handler"
+                );
+                if msg.payload.id == 666 {
+                    poison_runs.fetch_add(1, SeqCst);
+                    return Err(HandlerError::transient("always fails"));
+                }
+                world.apply(&tx, msg.payload.id).await
+            }
+        }
+    });
+    let consumer = consumer(
+        world.as_ref(),
+        handler,
+        options().attempts(1).max_deliveries(3),
+    );
+    let report = run_until::<W, _, _, _>(consumer, |report| {
+        let world = world.clone();
+        async move { report.parked == 2 && world.effects().await.orders == 5 }
+    })
+    .await;
+    assert_eq!(world.effects().await, Effects { orders: 5, most: 1 });
+    assert_eq!(report.parked, 2);
+    assert_eq!(
+        poison_runs.load(SeqCst),
+        3,
+        "the poison ran other than max_deliveries times"
+    );
+}

@@ -1,0 +1,51 @@
+//! The consumer end-to-end suite: what the consumer runner guarantees on
+//! every source and inbox store together.
+//!
+//! A backend implements [`ConsumerWorld`] (and [`ConnectionFaults`] where
+//! the test can break its broker connection);
+//! [`consumer_conformance!`](crate::consumer_conformance) turns each case
+//! into a test that builds a fresh world.
+
+mod delivery;
+mod order;
+mod recovery;
+mod world;
+
+pub use delivery::*;
+pub use order::*;
+pub use recovery::*;
+pub use world::*;
+
+/// Expands to one `#[tokio::test]` per case, each awaiting the world
+/// expression (a future of a [`ConsumerWorld`]), running the case, then
+/// the world's teardown.
+///
+/// `consumer_conformance!(world)` runs every case but the connection
+/// fault; `consumer_conformance!(world; with_connection_faults)` adds it;
+/// `consumer_conformance!(world; cases: a, b)` runs the named ones.
+#[macro_export]
+macro_rules! consumer_conformance {
+    ($world:expr) => {
+        $crate::consumer_conformance!($world; cases:
+            a_message_delivered_three_times_has_its_effect_once,
+            a_failing_handler_leaves_nothing_and_succeeds_on_redelivery,
+            poison_is_parked_and_does_not_block_the_queue,
+            per_key_messages_run_one_at_a_time_in_order,
+            shutdown_under_load_then_restart_applies_every_message_once,
+        );
+    };
+    ($world:expr; with_connection_faults) => {
+        $crate::consumer_conformance!($world);
+        $crate::consumer_conformance!($world; cases: a_lost_connection_loses_and_doubles_nothing);
+    };
+    ($world:expr; cases: $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let world = ::std::sync::Arc::new($world.await);
+                $crate::consumer::$case(&world).await;
+                $crate::consumer::ConsumerWorld::teardown(world.as_ref()).await;
+            }
+        )*
+    };
+}

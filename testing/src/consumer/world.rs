@@ -1,0 +1,153 @@
+//! What a backend gives the consumer suite: a queue of its own, a source
+//! on it, an inbox, and an effect the handler writes in the inbox's
+//! transaction.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tidings_consumer::{
+    Consumer, ConsumerOptions, ConsumerReport, Handler, HandlerError, TxHandle, handler_fn,
+};
+use tidings_core::{Backoff, Envelope, InboxStore, JsonCodec, Message, QueueSpec, Source};
+use tidings_inbox::Inbox;
+use tokio_util::sync::CancellationToken;
+
+/// The suite's payload.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Order {
+    /// The order's id, which its effect is counted under.
+    pub id: u32,
+}
+
+/// How many orders have an effect, and the most effects one order has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Effects {
+    /// Orders with at least one effect.
+    pub orders: u64,
+    /// The most effects any one order has (1 when every effect happened
+    /// once).
+    pub most: u64,
+}
+
+/// The transaction a world's handlers write through.
+pub type WorldTx<W> = <<W as ConsumerWorld>::Inbox as InboxStore>::Tx;
+
+/// One case's queue, source, inbox and effects, made fresh for it.
+pub trait ConsumerWorld: Send + Sync + 'static {
+    /// The source reading the world's queue.
+    type Source: Source;
+    /// The inbox store.
+    type Inbox: InboxStore;
+
+    /// A source on the queue (each call may open its own connection).
+    fn source(&self) -> Self::Source;
+
+    /// The queue, by the name the world gave it.
+    fn queue(&self) -> QueueSpec<Order>;
+
+    /// The inbox of the consumer under test.
+    fn inbox(&self) -> Inbox<Self::Inbox>;
+
+    /// Sends `envelope` to the queue as a producer would.
+    fn publish(&self, envelope: &Envelope) -> impl Future<Output = ()> + Send;
+
+    /// Adds one to order `id`'s effects within `tx`.
+    fn apply(
+        &self,
+        tx: &TxHandle<WorldTx<Self>>,
+        id: u32,
+    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
+
+    /// The effects committed so far.
+    fn effects(&self) -> impl Future<Output = Effects> + Send;
+
+    /// Removes what the world created; called after each case that passes.
+    fn teardown(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+}
+
+/// A world whose broker connection the test can break.
+pub trait ConnectionFaults: ConsumerWorld {
+    /// Closes the connections of the world's sources from the broker's
+    /// side, as a broker restart or a network cut would.
+    fn lose_connection(&self) -> impl Future<Output = ()> + Send;
+}
+
+/// Short backoffs so cases run in seconds.
+pub const QUICK: Backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(200));
+
+/// Consumer options for the suite: quick retries and restarts.
+pub fn options() -> ConsumerOptions {
+    ConsumerOptions::default()
+        .retry_backoff(QUICK)
+        .restart_backoff(QUICK)
+        .shutdown_timeout(Duration::from_secs(10))
+}
+
+/// Order `id` as an envelope for the world's queue, keyed by `key`.
+pub fn order(world: &impl ConsumerWorld, id: u32, key: Option<&str>) -> Envelope {
+    let payload = Bytes::from(serde_json::to_vec(&Order { id }).expect("an order encodes"));
+    let mut envelope = Envelope::new(
+        "order-events",
+        world.queue().name(),
+        "order.placed",
+        payload,
+        "application/json",
+    );
+    envelope.ordering_key = key.map(str::to_owned);
+    envelope
+}
+
+/// A handler that applies each order's effect, and nothing else.
+pub fn counting<W: ConsumerWorld>(world: &Arc<W>) -> impl Handler<Order, WorldTx<W>> {
+    let world = world.clone();
+    handler_fn(move |msg: Message<Order>, tx: TxHandle<WorldTx<W>>| {
+        let world = world.clone();
+        async move { world.apply(&tx, msg.payload.id).await }
+    })
+}
+
+/// The world's consumer with `handler`, its inbox and `options`.
+pub fn consumer<W, H>(
+    world: &W,
+    handler: H,
+    options: ConsumerOptions,
+) -> Consumer<W::Source, Order, JsonCodec, H, W::Inbox>
+where
+    W: ConsumerWorld,
+{
+    Consumer::new(world.source(), world.queue(), handler)
+        .expect("a legal queue name")
+        .inbox(world.inbox())
+        .options(options)
+}
+
+/// Runs `consumer` until `done` holds (asked every 20 ms) or 60 s pass,
+/// then shuts it down and returns its report.
+pub async fn run_until<W, H, F, Fut>(
+    consumer: Consumer<W::Source, Order, JsonCodec, H, W::Inbox>,
+    done: F,
+) -> ConsumerReport
+where
+    W: ConsumerWorld,
+    H: Handler<Order, WorldTx<W>>,
+    F: Fn(ConsumerReport) -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let cancel = CancellationToken::new();
+    let consumer = Arc::new(consumer);
+    let task = tokio::spawn({
+        let (consumer, cancel) = (consumer.clone(), cancel.clone());
+        async move { consumer.run(cancel).await }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !done(consumer.report()).await && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cancel.cancel();
+    task.await.expect("the consumer task");
+    consumer.report()
+}
