@@ -105,3 +105,32 @@ pub async fn poison_is_parked_and_does_not_block_the_queue<W: ConsumerWorld>(wor
         "the poison ran other than max_deliveries times"
     );
 }
+
+/// A permanent error parks the message at once, without a retry, and
+/// leaves neither the handler's writes nor the inbox mark.
+pub async fn a_permanent_error_parks_at_once_and_leaves_nothing<W: ConsumerWorld>(world: &Arc<W>) {
+    let sent = order(world.as_ref(), 7, None);
+    world.publish(&sent).await;
+    let calls = Arc::new(AtomicU32::new(0));
+    let handler = handler_fn({
+        let (world, calls) = (world.clone(), calls.clone());
+        move |msg: Message<Order>, tx: TxHandle<WorldTx<W>>| {
+            let (world, calls) = (world.clone(), calls.clone());
+            async move {
+                world.apply(&tx, msg.payload.id).await?;
+                calls.fetch_add(1, SeqCst);
+                Err(HandlerError::permanent("card declined"))
+            }
+        }
+    });
+    let failing = consumer(world.as_ref(), handler, options());
+    let report = run_until::<W, _, _, _>(failing, |report| async move { report.parked == 1 }).await;
+    assert_eq!((report.parked, report.processed), (1, 0));
+    assert_eq!(calls.load(SeqCst), 1, "a permanent error was retried");
+    assert_eq!(world.effects().await, Effects { orders: 0, most: 0 });
+    // The mark went with the writes: the same event, sent again, is fresh.
+    world.publish(&sent).await;
+    let again = consumer(world.as_ref(), counting(world), options());
+    run_until::<W, _, _, _>(again, |report| async move { report.processed == 1 }).await;
+    assert_eq!(world.effects().await, ONCE);
+}

@@ -29,6 +29,7 @@ macro_rules! consumer_conformance {
         $crate::consumer_conformance!($world; cases:
             a_message_delivered_three_times_has_its_effect_once,
             a_failing_handler_leaves_nothing_and_succeeds_on_redelivery,
+            a_permanent_error_parks_at_once_and_leaves_nothing,
             poison_is_parked_and_does_not_block_the_queue,
             per_key_messages_run_one_at_a_time_in_order,
             shutdown_under_load_then_restart_applies_every_message_once,

@@ -11,7 +11,9 @@ use tidings_core::Message;
 use super::world::{ConsumerWorld, Effects, Order, WorldTx, consumer, options, order, run_until};
 
 /// What the handler saw: keys running now, the most at once, overlaps of
-/// one key, and each key's ids in handling order.
+/// one key, and each key's ids in the order their effects were written
+/// (a try that failed, a store's write conflict say, is tried again and
+/// not recorded).
 #[derive(Default)]
 struct Seen {
     running: Mutex<HashSet<String>>,
@@ -21,17 +23,19 @@ struct Seen {
 }
 
 impl Seen {
-    fn start(&self, key: &str, id: u32) {
+    fn start(&self, key: &str) {
         let mut running = self.running.lock().expect("running keys");
         if !running.insert(key.to_owned()) {
             self.overlaps.fetch_add(1, SeqCst);
         }
         self.peak.fetch_max(running.len() as u32, SeqCst);
-        let mut ids = self.ids.lock().expect("ids seen");
-        ids.entry(key.to_owned()).or_default().push(id);
     }
 
-    fn end(&self, key: &str) {
+    fn end(&self, key: &str, applied: Option<u32>) {
+        if let Some(id) = applied {
+            let mut ids = self.ids.lock().expect("ids seen");
+            ids.entry(key.to_owned()).or_default().push(id);
+        }
         self.running.lock().expect("running keys").remove(key);
     }
 }
@@ -52,10 +56,10 @@ pub async fn per_key_messages_run_one_at_a_time_in_order<W: ConsumerWorld>(world
             let (world, seen) = (world.clone(), seen.clone());
             async move {
                 let key = msg.ordering_key().unwrap_or_default().to_owned();
-                seen.start(&key, msg.payload.id);
+                seen.start(&key);
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 let applied = world.apply(&tx, msg.payload.id).await;
-                seen.end(&key);
+                seen.end(&key, applied.is_ok().then_some(msg.payload.id));
                 applied
             }
         }
