@@ -19,6 +19,10 @@ fn mongo(retention: Retention) -> Mongo {
 impl StoreHarness for Mongo {
     type Store = MongoOutboxStore;
 
+    /// The stand-in server is slow; the ratio of relays to events is what
+    /// matters.
+    const DRAIN_EVENTS: u32 = 500;
+
     async fn store(&self) -> MongoOutboxStore {
         let store = support::store(self.0).await;
         self.1.lock().unwrap().push(store.clone());
@@ -27,6 +31,11 @@ impl StoreHarness for Mongo {
 
     async fn commit(&self, store: &MongoOutboxStore, events: Vec<StagedEvent>) {
         support::commit(store, events).await;
+    }
+
+    /// Another process's view: its own client, the same collections.
+    async fn peer(&self, store: &MongoOutboxStore, _n: u64) -> MongoOutboxStore {
+        MongoOutboxStore::new(support::database().await, store.options().clone()).unwrap()
     }
 
     async fn teardown(&self) {

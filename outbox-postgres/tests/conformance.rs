@@ -1,5 +1,6 @@
 //! The store conformance suite on PostgreSQL, with each retention and each
-//! claim mode. Every case runs in a schema of its own.
+//! claim mode; where several relays race, half of them claim in the other
+//! mode. Every case runs in a schema of its own.
 
 mod support;
 
@@ -23,6 +24,8 @@ fn pg_locked(retention: Retention) -> Pg {
 impl StoreHarness for Pg {
     type Store = PgOutboxStore;
 
+    const DRAIN_EVENTS: u32 = 10_000;
+
     async fn store(&self) -> PgOutboxStore {
         let store = support::store_with(self.0, self.1).await;
         self.2.lock().unwrap().push(store.clone());
@@ -31,6 +34,18 @@ impl StoreHarness for Pg {
 
     async fn commit(&self, store: &PgOutboxStore, events: Vec<StagedEvent>) {
         support::commit(store, events).await;
+    }
+
+    /// Relay `n` on a pool of its own; odd ones claim in the other mode,
+    /// so both modes race on one table.
+    async fn peer(&self, store: &PgOutboxStore, n: u64) -> PgOutboxStore {
+        let mode = match (self.1, n % 2) {
+            (mode, 0) => mode,
+            (ClaimMode::Leased, _) => ClaimMode::Locked,
+            (_, _) => ClaimMode::Leased,
+        };
+        let options = store.options().clone().claim_mode(mode);
+        PgOutboxStore::new(support::pool(8).await, options).expect("valid names")
     }
 
     async fn teardown(&self) {

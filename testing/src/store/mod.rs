@@ -12,6 +12,7 @@ mod maintenance;
 mod marks;
 mod ordering;
 mod recovery;
+mod relays;
 
 pub use claims::*;
 pub use fixtures::{
@@ -23,6 +24,7 @@ pub use maintenance::*;
 pub use marks::*;
 pub use ordering::*;
 pub use recovery::*;
+pub use relays::*;
 
 /// Expands to one `#[tokio::test]` per case of the store conformance suite,
 /// each calling the case with the harness expression, then its
@@ -31,14 +33,15 @@ pub use recovery::*;
 /// `store_conformance!(harness)` runs every case. A store whose claims hold
 /// their rows by locks in an open transaction rather than by a committed
 /// lease, so that a claim that outlived its lease fails to settle rather
-/// than being refused row by row, runs `store_conformance!(locked:
-/// harness)`: every case but those two.
+/// than being refused row by row, and a sweep cannot take it, runs
+/// `store_conformance!(locked: harness)`: every case but those three.
 #[macro_export]
 macro_rules! store_conformance {
     ($harness:expr) => {
         $crate::store_conformance!(@common $harness;
             stale_lease_marks_are_refused,
             stale_published_marks_are_refused,
+            a_swept_relays_late_mark_is_lost_and_the_new_owner_publishes_once,
         );
     };
     (locked: $harness:expr) => {
@@ -64,6 +67,8 @@ macro_rules! store_conformance {
             purge_deletes_finished_rows_in_batches,
             stats_report_depth_age_and_failures,
             a_relay_killed_mid_batch_is_recovered_by_the_next_relay_alone,
+            several_relays_drain_every_event_exactly_once,
+            per_key_order_holds_with_several_relays_and_transient_failures,
             $($leased),*
         );
     };
