@@ -2,7 +2,7 @@
 //! suite of `tidings-testing`, and what only this backend shows (attempts
 //! per delivery, the dead-letter queue's depth, timeouts).
 
-mod memory_support;
+mod support;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use memory_support::*;
+use support::memory::*;
 use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
 use tidings_core::{Envelope, Message, Publisher, QueueSpec};

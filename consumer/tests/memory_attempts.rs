@@ -1,14 +1,14 @@
 //! Poison parking counts handler attempts, not broker deliveries: on the
 //! in-memory store and broker.
 
-mod memory_support;
+mod support;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::time::Duration;
 
-use memory_support::*;
+use support::memory::*;
 use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
 use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, Publisher, Source};

@@ -1,7 +1,7 @@
 //! Batches (`ConsumerOptions::max_batch`) on the in-memory store and
 //! broker: shared transactions, rollback to one at a time, key order.
 
-mod memory_support;
+mod support;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use memory_support::*;
+use support::memory::*;
 use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::memory::MemoryContext;
 use tidings_core::{Message, Publisher};

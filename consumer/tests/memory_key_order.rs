@@ -1,14 +1,14 @@
 //! What each `KeyOrder` promises on the in-memory store and broker, with
 //! about 1% of events failing transiently more often than `attempts`.
 
-mod memory_support;
+mod support;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use memory_support::*;
+use support::memory::*;
 use tidings_consumer::{
     Consumer, ConsumerOptions, ConsumerReport, HandlerError, KeyOrder, TxHandle, handler_fn,
 };

@@ -1,13 +1,13 @@
 //! The consumer runner on the in-memory store and broker: shutdown and
 //! restart, a lost source, causal order of reactions.
 
-mod memory_support;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::time::Duration;
 
-use memory_support::*;
+use support::memory::*;
 use tidings_consumer::{Consumer, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryBroker, MemoryContext};
 use tidings_core::{Message, Publisher};

@@ -2,12 +2,12 @@
 //! the consumer suite of `tidings-testing` on classic and quorum queues,
 //! with the broker closing the connection, and what only RabbitMQ shows.
 
-mod e2e;
+mod support;
 
 use std::time::Duration;
 
-use e2e::{Order, World, apply, options, run_until};
 use sqlx::AssertSqlSafe;
+use support::postgres_rabbitmq::{Order, World, apply, options, run_until};
 use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::{Envelope, Message, Publisher, QueueSpec};
 use tidings_inbox::Inbox;

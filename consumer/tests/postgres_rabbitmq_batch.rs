@@ -1,13 +1,13 @@
 //! Batches (`ConsumerOptions::max_batch`) on a real RabbitMQ queue with the
 //! PostgreSQL inbox.
 
-mod e2e;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 
-use e2e::{Order, World, apply, options, run_until};
 use sqlx::AssertSqlSafe;
+use support::postgres_rabbitmq::{Order, World, apply, options, run_until};
 use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::Message;
 use tidings_postgres::PgContext;

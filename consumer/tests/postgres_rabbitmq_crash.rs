@@ -14,17 +14,17 @@
 //! The file is its own harness (`harness = false`): run plainly it is the
 //! parent; with `TIDINGS_CRASH_CHILD` set it is the consumer child.
 
-mod e2e;
+mod support;
 
 use std::io::{BufRead, Write};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use e2e::{Order, apply, options};
 use futures::StreamExt;
 use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgPoolOptions;
+use support::postgres_rabbitmq::{Order, apply, options};
 use tidings_consumer::{Consumer, TxHandle, handler_fn};
 use tidings_core::relay::Relay;
 use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, OutboxSpec, QueueSpec, Source};

@@ -1,12 +1,12 @@
 //! How a handler's database errors are read, on PostgreSQL and RabbitMQ.
 
-mod e2e;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 
-use e2e::{Order, World, options, run_until};
 use sqlx::AssertSqlSafe;
+use support::postgres_rabbitmq::{Order, World, options, run_until};
 use tidings_consumer::{Consumer, ConsumerReport, HandlerError, TxHandle, handler_fn};
 use tidings_core::Message;
 use tidings_postgres::PgContext;

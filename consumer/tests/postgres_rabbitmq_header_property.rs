@@ -6,14 +6,14 @@
 //! `TIDINGS_HEADER_EVENTS` sets the events per run (300 by default) and
 //! `PROPTEST_CASES` the runs (1 by default).
 
-mod e2e;
+mod support;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use e2e::{Order, World, apply, options, run_until};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
+use support::postgres_rabbitmq::{Order, World, apply, options, run_until};
 use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::relay::Relay;
 use tidings_core::{Headers, Message, OutboxSpec, OutboxStore, RetryPolicy, StageError, reserved};

@@ -2,15 +2,15 @@
 //! with the PostgreSQL inbox: what staging refuses is refused with a typed
 //! error, and no header can park its event or fail a neighbour.
 
-mod e2e;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2e::{Order, World, apply, options, run_until};
 use lapin::types::{AMQPValue, FieldTable, LongString};
 use lapin::{BasicProperties, Connection, ConnectionProperties};
 use sqlx::AssertSqlSafe;
+use support::postgres_rabbitmq::{Order, World, apply, options, run_until};
 use tidings_consumer::{Consumer, TxHandle, handler_fn};
 use tidings_core::relay::{PassReport, Relay};
 use tidings_core::{Message, OutboxSpec, OutboxStore, RetryPolicy, StageError};

@@ -2,14 +2,14 @@
 //! PostgreSQL inbox, with about 1% of events failing transiently more
 //! often than `attempts`.
 
-mod e2e;
+mod support;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
-use e2e::{Order, World, options, run_until};
 use sqlx::AssertSqlSafe;
+use support::postgres_rabbitmq::{Order, World, options, run_until};
 use tidings_consumer::{
     Consumer, ConsumerOptions, ConsumerReport, HandlerError, KeyOrder, TxHandle, handler_fn,
 };

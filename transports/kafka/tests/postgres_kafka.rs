@@ -3,12 +3,11 @@
 //! through the rebalances of a second member joining and the first one
 //! leaving.
 
-mod common;
-mod e2e;
+mod support;
 
 use std::time::{Duration, Instant};
 
-use e2e::{ConsumerRun, World};
+use support::e2e::{ConsumerRun, World};
 use tidings_testing::names::unique_name;
 use tokio_util::sync::CancellationToken;
 

@@ -14,16 +14,15 @@
 //! The file is its own harness (`harness = false`): run plainly it is the
 //! parent; with `TIDINGS_CRASH_CHILD` set it is the consumer child.
 
-mod common;
-mod e2e;
+mod support;
 
 use std::io::{BufRead, Write};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use e2e::{ConsumerRun, Handling, Order, Poison, World, consumer, leak, store_in};
 use futures::StreamExt;
+use support::e2e::{ConsumerRun, Handling, Order, Poison, World, consumer, leak, store_in};
 use tidings_core::{DEAD_LETTER_REASON_HEADER, Source};
 use tidings_kafka::{KafkaSource, SourceOptions, dead_letter_topic};
 use tidings_testing::names::unique_name;
@@ -205,7 +204,7 @@ async fn child(config: &str) {
         max_deliveries: MAX_DELIVERIES,
     };
     let run = consumer(
-        &common::client(),
+        &support::client(),
         &store,
         schema,
         leak(topic.to_owned()),

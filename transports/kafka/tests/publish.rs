@@ -1,12 +1,12 @@
 //! Publishing: record layout on the wire, per-key partitions, and the
 //! failures a relay must tell apart.
 
-mod common;
+mod support;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{client, create_topic, foreign::first_record};
+use support::{client, create_topic, foreign::first_record};
 use tidings_core::{PublishError, Publisher};
 use tidings_kafka::{
     ClientOptions, KafkaPublisher, PublisherOptions, TopicOptions, Topology, TopologyError,
@@ -131,7 +131,7 @@ async fn one_key_goes_to_one_partition_in_order() {
         .collect();
     let results = publisher().publish_batch(&batch).await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
-    let partitions = common::read_all(&topic, 8, 40).await;
+    let partitions = support::read_all(&topic, 8, 40).await;
     let mut by_key: HashMap<String, (i32, Vec<String>)> = HashMap::new();
     for (partition, headers) in partitions {
         let key = headers["ce_partitionkey"].clone();

@@ -6,15 +6,14 @@
 //! during and after the outage, and the consumer reads ahead little, so
 //! it must fetch from the restarted broker.
 
-mod common;
-mod e2e;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
-use common::private::PrivateBroker;
-use e2e::{ConsumerRun, World, leak};
+use support::e2e::{ConsumerRun, World, leak};
+use support::private::PrivateBroker;
 use tidings_core::relay::Relay;
 use tidings_kafka::{ClientOptions, KafkaPublisher, PublisherOptions, TopicOptions, Topology};
 use tidings_testing::names::unique_name;
@@ -47,7 +46,7 @@ async fn relay_and_consumer_recover_from_a_broker_restart() {
         let (store, staged) = (world.store.clone(), staged.clone());
         async move {
             for first in (0..ORDERS).step_by(CHUNK as usize) {
-                e2e::stage_range(&store, spec, first..first + CHUNK, KEYS).await;
+                support::e2e::stage_range(&store, spec, first..first + CHUNK, KEYS).await;
                 staged.store(first + CHUNK, SeqCst);
                 tokio::time::sleep(STAGE_EVERY).await;
             }

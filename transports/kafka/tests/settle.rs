@@ -2,11 +2,11 @@
 //! a new member counts a possibly unsettled record as a redelivery, and
 //! commits never pass an unsettled record.
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
-use common::{client, create_topic, group};
+use support::{client, create_topic, group};
 use tidings_core::{Publisher, Redelivery};
 use tidings_kafka::{KafkaPublisher, KafkaSource, PublisherOptions};
 use tidings_testing::broker::{envelope, next, next_within, subscribe};

@@ -1,12 +1,12 @@
 //! Acks sent together on the real broker: a run of acks settles as one
 //! frame, and never settles a delivery still being handled.
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
-use common::{Setup, named, next, raw_get};
 use futures::future::join_all;
+use support::{Setup, named, next, raw_get};
 use tidings_core::{AckError, Publisher, Redelivery, Source};
 use tidings_rabbitmq::{PublisherOptions, QueueKind, RabbitSource, SourceOptions};
 use tidings_testing::faults::close_rabbitmq_connection;
@@ -69,7 +69,7 @@ async fn a_delivery_held_for_long_does_not_stall_the_channel() {
     let setup = Setup::new("acks_slow", QueueKind::Quorum).await;
     publish(&setup, 12).await;
     let source = RabbitSource::new(
-        common::connection("source"),
+        support::connection("source"),
         SourceOptions::default().prefetch(4),
     );
     let mut stream = source.subscribe(&setup.queue).await.expect("subscribe");

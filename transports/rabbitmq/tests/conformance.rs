@@ -1,10 +1,10 @@
 //! The broker conformance suite from `tidings-testing`, on classic and on
 //! quorum queues, and the foreign-producer suite on classic queues.
 
-mod common;
+mod support;
 
 mod classic {
-    use super::common::Rabbit;
+    use super::support::Rabbit;
     use tidings_rabbitmq::QueueKind;
 
     tidings_testing::broker_conformance!(Rabbit::new(QueueKind::Classic));
@@ -12,7 +12,7 @@ mod classic {
 }
 
 mod quorum {
-    use super::common::Rabbit;
+    use super::support::Rabbit;
     use tidings_rabbitmq::QueueKind;
 
     tidings_testing::broker_conformance!(Rabbit::new(QueueKind::Quorum));

@@ -1,8 +1,8 @@
 //! One connection shared by a publisher, a source and the topology.
 
-mod common;
+mod support;
 
-use common::{envelope, next};
+use support::{envelope, next};
 use tidings_core::{Publisher, Source};
 use tidings_rabbitmq::{PublisherOptions, QueueOptions, RabbitConnection, SourceOptions};
 use tidings_testing::faults::rabbitmq_connections_named;
@@ -11,10 +11,10 @@ use tidings_testing::names::unique_name;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publisher_source_and_topology_share_one_connection() {
     let name = unique_name("tidings-test-shared");
-    let rabbit = RabbitConnection::new(common::named(&name));
+    let rabbit = RabbitConnection::new(support::named(&name));
     let queue = unique_name("shared");
-    let options = QueueOptions::classic().expires(common::EXPIRES);
-    common::expect_broker(rabbit.topology().declare_queue(&queue, options).await);
+    let options = QueueOptions::classic().expires(support::EXPIRES);
+    support::expect_broker(rabbit.topology().declare_queue(&queue, options).await);
     let publisher = rabbit.publisher(PublisherOptions::default());
     let source = rabbit.source(SourceOptions::default());
 
@@ -30,5 +30,5 @@ async fn publisher_source_and_topology_share_one_connection() {
 
     assert_eq!(rabbitmq_connections_named(&name).await, 1);
     drop(stream);
-    common::expect_broker(rabbit.topology().delete_queue(&queue).await);
+    support::expect_broker(rabbit.topology().delete_queue(&queue).await);
 }

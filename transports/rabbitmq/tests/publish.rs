@@ -1,9 +1,9 @@
 //! Publishing: per-message failures never fail the rest of a batch.
 
-mod common;
+mod support;
 
 use bytes::Bytes;
-use common::{Setup, envelope, next};
+use support::{Setup, envelope, next};
 use tidings_core::{PublishError, Publisher};
 use tidings_rabbitmq::{ConnectionOptions, PublisherOptions, QueueKind};
 
@@ -76,7 +76,7 @@ async fn unroutable_mandatory_publish_fails_only_its_message() {
         tidings_rabbitmq::DestinationOptions::default().exchange(setup.queue.clone()),
     );
     let publisher =
-        tidings_rabbitmq::RabbitPublisher::new(common::connection("publisher"), options);
+        tidings_rabbitmq::RabbitPublisher::new(support::connection("publisher"), options);
     let batch = vec![
         setup.envelope(1),
         envelope("elsewhere", 2),
@@ -98,7 +98,7 @@ async fn oversized_message_is_refused_before_sending() {
         "too_large",
         QueueKind::Classic,
         options,
-        common::connection("source"),
+        support::connection("source"),
     )
     .await;
     let mut big = setup.envelope(2);
@@ -136,7 +136,7 @@ async fn message_above_the_broker_limit_fails_only_its_message() {
         "broker_limit",
         QueueKind::Classic,
         options,
-        common::connection("source"),
+        support::connection("source"),
     )
     .await;
     let mut big = setup.envelope(2);
@@ -191,13 +191,13 @@ async fn unrepresentable_headers_fail_only_their_message() {
 async fn a_refusal_the_broker_does_not_attribute_fails_only_its_message() {
     let setup = Setup::new("refused", QueueKind::Classic).await;
     let sealed = tidings_testing::names::unique_name("sealed");
-    common::declare_internal_exchange(&sealed).await;
+    support::declare_internal_exchange(&sealed).await;
     let options = PublisherOptions::default().destination(
         "sealed",
         tidings_rabbitmq::DestinationOptions::default().exchange(sealed.clone()),
     );
     let publisher =
-        tidings_rabbitmq::RabbitPublisher::new(common::connection("publisher"), options);
+        tidings_rabbitmq::RabbitPublisher::new(support::connection("publisher"), options);
     let bad = [17, 31];
     let batch: Vec<_> = (0..40)
         .map(|n| match bad.contains(&n) {
@@ -233,7 +233,7 @@ async fn a_refusal_the_broker_does_not_attribute_fails_only_its_message() {
         delivery.ack().await.unwrap();
     }
     drop(stream);
-    common::delete_exchange(&sealed).await;
+    support::delete_exchange(&sealed).await;
     setup.delete().await;
 }
 

@@ -1,12 +1,12 @@
 //! Connections closed from the server side: the source and the publisher
 //! resume by themselves and nothing is lost.
 
-mod common;
+mod support;
 
 use std::collections::HashSet;
 use std::time::Duration;
 
-use common::{Setup, named, next};
+use support::{Setup, named, next};
 use tidings_core::{AckError, PublishError, Publisher};
 use tidings_rabbitmq::{PublisherOptions, QueueKind, RabbitPublisher};
 use tidings_testing::faults::close_rabbitmq_connection as close_connection;

@@ -1,5 +1,5 @@
 //! The broker conformance suite on FIFO SQS queues.
 
-mod common;
+mod support;
 
-tidings_testing::broker_conformance!(common::Sqs { fifo: true });
+tidings_testing::broker_conformance!(support::Sqs { fifo: true });

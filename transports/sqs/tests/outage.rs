@@ -1,14 +1,14 @@
 //! The consumer across an outage: its own moto server is frozen with
 //! SIGSTOP, then resumed with SIGCONT, by PID.
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::moto::PrivateMoto;
-use common::orders::{Order, count_effect, effects, options, order, spec};
-use common::{answers, declare, queue_name, source_options};
+use support::moto::PrivateMoto;
+use support::orders::{Order, count_effect, effects, options, order, spec};
+use support::{answers, declare, queue_name, source_options};
 use tidings_consumer::{Consumer, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryContext, MemoryStore};
 use tidings_core::{Envelope, Message, Publisher};

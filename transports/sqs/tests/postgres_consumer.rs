@@ -2,9 +2,9 @@
 //! suite of `tidings-testing`, on a standard queue, and on a FIFO queue for
 //! order within a key.
 
-mod common;
+mod support;
 
-use common::{VISIBILITY, client, declare, queue_name, source_options};
+use support::{VISIBILITY, client, declare, queue_name, source_options};
 use tidings_consumer::{HandlerError, TxHandle};
 use tidings_core::{Envelope, Publisher, QueueSpec};
 use tidings_inbox::Inbox;

@@ -1,13 +1,13 @@
 //! Publishing against SQS: batch limits, oversized messages, FIFO order and
 //! deduplication, delays and payload encodings.
 
-mod common;
+mod support;
 
 use std::collections::HashSet;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{client, declare, queue_name, source_options};
+use support::{client, declare, queue_name, source_options};
 use tidings_core::{Envelope, PublishError, Publisher};
 use tidings_sqs::aws_sdk_sqs::Client;
 use tidings_sqs::{DestinationOptions, PublisherOptions, QueueOptions, SqsPublisher, SqsSource};

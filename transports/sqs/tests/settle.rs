@@ -1,12 +1,12 @@
 //! Settling against SQS: the redrive policy, the visibility heartbeat and
 //! unreadable messages.
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
-use common::{client, declare, queue_name, source_options};
 use futures::future::join_all;
+use support::{client, declare, queue_name, source_options};
 use tidings_core::{DEAD_LETTER_REASON_HEADER, Publisher, Redelivery};
 use tidings_sqs::{PublisherOptions, QueueOptions, SqsPublisher, SqsSource, dead_letter_queue};
 use tidings_testing::broker::{envelope, next, next_within, subscribe};
@@ -190,7 +190,7 @@ async fn acks_sent_together_all_land() {
     drop(stream);
     let mut again = subscribe(&source, &queue).await;
     assert!(
-        next_within(&mut again, common::VISIBILITY * 2)
+        next_within(&mut again, support::VISIBILITY * 2)
             .await
             .is_none(),
         "an acked message came back"

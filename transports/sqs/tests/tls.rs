@@ -3,7 +3,7 @@
 //! all tidings needs, and a certificate from an unknown CA fails at once,
 //! as a transient failure that loses no message.
 
-mod common;
+mod support;
 
 use std::time::{Duration, Instant};
 
@@ -52,15 +52,15 @@ fn envelope(queue: &str) -> Envelope {
 #[tokio::test]
 async fn publishes_and_consumes_over_https_with_a_private_ca() {
     let client = https_client("ca.pem");
-    common::answers(&client, &sqs_https_endpoint()).await;
-    let queue = common::queue_name("tls", false);
-    common::declare(&client, &queue, QueueOptions::default()).await;
+    support::answers(&client, &sqs_https_endpoint()).await;
+    let queue = support::queue_name("tls", false);
+    support::declare(&client, &queue, QueueOptions::default()).await;
     let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
     let sent = envelope(&queue);
 
     publisher.publish(&sent).await.expect("publish over HTTPS");
 
-    let source = SqsSource::new(client, common::source_options());
+    let source = SqsSource::new(client, support::source_options());
     let mut stream = source.subscribe(&queue).await.expect("subscribe");
     let delivery = tokio::time::timeout(Duration::from_secs(20), async {
         loop {

@@ -1,11 +1,11 @@
 //! Creating and deleting queues from specs.
 
-mod common;
+mod support;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{client, queue_name};
+use support::{client, queue_name};
 use tidings_core::{OutboxSpec, QueueSpec};
 use tidings_sqs::aws_sdk_sqs::Client;
 use tidings_sqs::aws_sdk_sqs::types::QueueAttributeName;

@@ -4,6 +4,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod e2e;
 pub mod foreign;
 pub mod private;
 

@@ -18,7 +18,7 @@ use tidings_testing::names::unique_name;
 use tidings_testing::services::{database_url, service_missing};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{client, create_topic};
+use super::{client, create_topic};
 
 /// The payload.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
