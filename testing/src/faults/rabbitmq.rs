@@ -1,4 +1,4 @@
-//! Fault injection that touches only what the calling test owns.
+//! Closing a RabbitMQ connection by its name, from the broker's side.
 
 use std::time::Duration;
 
