@@ -33,6 +33,11 @@ pub(crate) struct Sizes {
     pub(crate) memory_events: usize,
     /// Published rows kept in the table of the growth scenario.
     pub(crate) growth_retained: usize,
+    /// Events of each round of the chaos scenario.
+    pub(crate) chaos_events: usize,
+    /// The mean run of a relay or consumer process between kills in the
+    /// chaos scenario (each run lasts half to twice this).
+    pub(crate) chaos_kill_every: Duration,
 }
 
 impl Default for Sizes {
@@ -49,6 +54,8 @@ impl Default for Sizes {
             consume_batch: 16,
             memory_events: 50_000,
             growth_retained: 1_000_000,
+            chaos_events: 20_000,
+            chaos_kill_every: Duration::from_secs(1),
         }
     }
 }
@@ -62,6 +69,7 @@ impl Sizes {
         self.consume_messages = scale(self.consume_messages);
         self.memory_events = scale(self.memory_events);
         self.growth_retained = scale(self.growth_retained);
+        self.chaos_events = scale(self.chaos_events);
         let secs = (self.latency_duration.as_secs_f64() * factor).max(0.5);
         self.latency_duration = Duration::from_secs_f64(secs);
         self
@@ -86,7 +94,8 @@ pub(crate) const USAGE: &str = "\
 usage: tidings-bench <scenario>|all [options]
 
 scenarios: stage, drain-noop, drain-rabbitmq, drain-rabbitmq-pooled,
-           drain-kafka (with --features kafka), latency, consume, memory, growth
+           drain-kafka (with --features kafka), latency, consume, memory, growth,
+           chaos
 
 options:
   --quick                 a tenth of every size (about a minute in all)
@@ -102,6 +111,8 @@ options:
   --consume-batch <n>        (default 16)
   --memory-events <n>        (default 50000)
   --growth-retained <n>      (default 1000000)
+  --chaos-events <n>         (default 20000)
+  --chaos-kill-every-ms <n>  (default 1000)
 
 PostgreSQL, RabbitMQ and Kafka are read from DATABASE_URL, AMQP_URL and
 KAFKA_BROKERS; drain-rabbitmq-pooled also reaches PostgreSQL through the
@@ -162,6 +173,10 @@ fn apply(sizes: &mut Sizes, flag: &str, value: &str) -> anyhow::Result<()> {
         "--consume-batch" => sizes.consume_batch = value.parse::<usize>()?.max(1),
         "--memory-events" => sizes.memory_events = value.parse()?,
         "--growth-retained" => sizes.growth_retained = value.parse()?,
+        "--chaos-events" => sizes.chaos_events = value.parse::<usize>()?.max(1),
+        "--chaos-kill-every-ms" => {
+            sizes.chaos_kill_every = Duration::from_millis(value.parse::<u64>()?.max(10));
+        }
         other => bail!("unknown option {other}\n\n{USAGE}"),
     }
     Ok(())

@@ -2,6 +2,7 @@
 //! queues, measures tidings and its raw limit in the same run, and removes
 //! what it made.
 
+mod chaos;
 mod consume;
 #[cfg(feature = "kafka")]
 mod drain_kafka;
@@ -26,7 +27,14 @@ use crate::payload::Payload;
 use crate::publishers::NoopPublisher;
 use crate::report::Figure;
 
-pub(crate) use memory::run_child;
+/// Runs one child process of a scenario: the chaos scenario's relay or
+/// consumer, or the memory scenario's.
+pub(crate) async fn run_child(args: Vec<String>) -> anyhow::Result<String> {
+    match args.first().map(String::as_str) {
+        Some(name) if name.starts_with("chaos-") => chaos::run_child(args).await,
+        _ => memory::run_child(args).await,
+    }
+}
 
 /// One benchmark scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,11 +60,14 @@ pub(crate) enum Scenario {
     /// Draining beside a million retained published rows, against an
     /// empty table.
     Growth,
+    /// Relay and consumer processes killed on a schedule, against the same
+    /// run undisturbed; the ledger must show nothing lost or doubled.
+    Chaos,
 }
 
 impl Scenario {
     /// Every scenario, in the order `all` runs them.
-    pub(crate) const ALL: [Scenario; 9] = [
+    pub(crate) const ALL: [Scenario; 10] = [
         Scenario::Stage,
         Scenario::DrainNoop,
         Scenario::DrainRabbitmq,
@@ -66,6 +77,7 @@ impl Scenario {
         Scenario::Consume,
         Scenario::Memory,
         Scenario::Growth,
+        Scenario::Chaos,
     ];
 
     /// Whether this build can run the scenario.
@@ -85,6 +97,7 @@ impl Scenario {
             Scenario::Consume => "consume",
             Scenario::Memory => "memory",
             Scenario::Growth => "growth",
+            Scenario::Chaos => "chaos",
         }
     }
 
@@ -126,6 +139,7 @@ impl Scenario {
             Scenario::Consume => consume::run(env, sizes, report).await,
             Scenario::Memory => memory::run(env, sizes, report).await,
             Scenario::Growth => growth::run(env, sizes, report).await,
+            Scenario::Chaos => chaos::run(env, sizes, report).await,
         }
     }
 }
