@@ -149,5 +149,5 @@ impl ConsumerWorld for Memory {
 
 mod conformance {
     use super::Memory;
-    tidings_testing::consumer_conformance!(Memory::new());
+    tidings_testing::consumer_conformance!(Memory::new(); with_key_order);
 }

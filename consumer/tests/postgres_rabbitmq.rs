@@ -111,7 +111,11 @@ impl ConnectionFaults for World {
 
 mod quorum {
     use super::*;
-    tidings_testing::consumer_conformance!(World::new(QueueKind::Quorum); with_connection_faults);
+    tidings_testing::consumer_conformance!(
+        World::new(QueueKind::Quorum);
+        with_connection_faults,
+        with_key_order,
+    );
 }
 
 mod classic {

@@ -7,11 +7,13 @@
 //! into a test that builds a fresh world.
 
 mod delivery;
+mod key_order;
 mod order;
 mod recovery;
 mod world;
 
 pub use delivery::*;
+pub use key_order::*;
 pub use order::*;
 pub use recovery::*;
 pub use world::*;
@@ -20,24 +22,23 @@ pub use world::*;
 /// expression (a future of a [`ConsumerWorld`]), running the case, then
 /// the world's teardown.
 ///
-/// `consumer_conformance!(world)` runs every case but the connection
-/// fault; `consumer_conformance!(world; with_connection_faults)` adds it;
-/// `consumer_conformance!(world; cases: a, b)` runs the named ones.
+/// `consumer_conformance!(world)` runs the common cases; add
+/// `with_connection_faults` (the world implements [`ConnectionFaults`])
+/// and `with_key_order` (2,000 keyed events through each `KeyOrder`) after
+/// a semicolon for more; `consumer_conformance!(world; cases: a, b)` runs
+/// the named ones.
 #[macro_export]
 macro_rules! consumer_conformance {
-    ($world:expr) => {
-        $crate::consumer_conformance!($world; cases:
-            a_message_delivered_three_times_has_its_effect_once,
-            a_failing_handler_leaves_nothing_and_succeeds_on_redelivery,
-            a_permanent_error_parks_at_once_and_leaves_nothing,
-            poison_is_parked_and_does_not_block_the_queue,
-            per_key_messages_run_one_at_a_time_in_order,
-            shutdown_under_load_then_restart_applies_every_message_once,
-        );
-    };
-    ($world:expr; with_connection_faults) => {
-        $crate::consumer_conformance!($world);
+    (@extra $world:expr; with_connection_faults) => {
         $crate::consumer_conformance!($world; cases: a_lost_connection_loses_and_doubles_nothing);
+    };
+    (@extra $world:expr; with_key_order) => {
+        $crate::consumer_conformance!($world; cases:
+            strict_order_commits_each_key_in_order_one_at_a_time,
+            strict_order_commits_each_key_in_order_in_batches,
+            serial_order_reorders_only_nacked_events_one_at_a_time,
+            serial_order_reorders_only_nacked_events_in_batches,
+        );
     };
     ($world:expr; cases: $($case:ident),* $(,)?) => {
         $(
@@ -48,5 +49,19 @@ macro_rules! consumer_conformance {
                 $crate::consumer::ConsumerWorld::teardown(world.as_ref()).await;
             }
         )*
+    };
+    ($world:expr; $($extra:ident),+ $(,)?) => {
+        $crate::consumer_conformance!($world);
+        $($crate::consumer_conformance!(@extra $world; $extra);)+
+    };
+    ($world:expr) => {
+        $crate::consumer_conformance!($world; cases:
+            a_message_delivered_three_times_has_its_effect_once,
+            a_failing_handler_leaves_nothing_and_succeeds_on_redelivery,
+            a_permanent_error_parks_at_once_and_leaves_nothing,
+            poison_is_parked_and_does_not_block_the_queue,
+            per_key_messages_run_one_at_a_time_in_order,
+            shutdown_under_load_then_restart_applies_every_message_once,
+        );
     };
 }
