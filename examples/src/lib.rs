@@ -5,6 +5,9 @@
 
 use tracing_subscriber::EnvFilter;
 
+#[cfg(feature = "postgres")]
+pub mod billing;
+
 /// Logs to stderr at `info`, or as `RUST_LOG` says.
 pub fn init_tracing() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));

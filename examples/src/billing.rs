@@ -1,0 +1,215 @@
+//! The billing service the PostgreSQL examples share: an order and its
+//! `order.placed` event commit together (one order in five rolls back,
+//! taking its event with it), and a billing consumer writes one invoice
+//! per order through the inbox. Each example wires it to its own broker.
+#![allow(clippy::print_stdout)]
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use tidings::consumer::{ConsumerReport, Handler};
+use tidings::postgres::sqlx::{self, AssertSqlSafe, postgres::PgPoolOptions};
+use tidings::postgres::{PgContext, PgOutboxOptions, PgOutboxStore, Pooling};
+use tidings::prelude::*;
+
+/// The event.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OrderPlaced {
+    /// The order.
+    pub order_id: i64,
+    /// What it costs.
+    pub amount_cents: i64,
+}
+
+/// Orders each run places.
+pub const ORDERS_TO_PLACE: i64 = 20;
+
+/// How long a run waits for the last invoice.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// The service's tables and outbox in a schema of its own.
+#[derive(Debug, Clone)]
+pub struct Billing {
+    store: PgOutboxStore,
+}
+
+impl Billing {
+    /// Recreates `schema` on the database at `DATABASE_URL` with the
+    /// outbox, the inbox, orders and invoices.
+    ///
+    /// Behind a transaction pooler such as PgBouncer, set
+    /// `DATABASE_POOLING=transaction`, and `DATABASE_LISTEN_URL` to the
+    /// server's own address so the relay hears commits at once.
+    pub async fn open(schema: &'static str) -> anyhow::Result<Self> {
+        let url = std::env::var("DATABASE_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .connect(&url)
+            .await
+            .with_context(|| format!("connecting to {url}; run bash scripts/setup-services.sh"))?;
+        let mut options = PgOutboxOptions::new().schema(schema);
+        if std::env::var("DATABASE_POOLING").is_ok_and(|mode| mode == "transaction") {
+            options = options.pooling(Pooling::Transaction);
+        }
+        if let Ok(direct) = std::env::var("DATABASE_LISTEN_URL") {
+            options = options.listen_options(direct.parse()?);
+        }
+        // The store refuses a name that is not a plain identifier, so the
+        // quoted name below is safe to use in SQL.
+        let store = PgOutboxStore::new(pool, options)?;
+        // Statements without parameters go by the simple protocol, which
+        // any pooler carries.
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "drop schema if exists \"{schema}\" cascade"
+        )))
+        .execute(store.pool())
+        .await?;
+        store.migrate().await?;
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "create table \"{schema}\".orders (id bigserial primary key, amount_cents bigint not null); \
+             create table \"{schema}\".invoices (order_id bigint primary key, amount_cents bigint not null)"
+        )))
+        .execute(store.pool())
+        .await?;
+        Ok(Self { store })
+    }
+
+    /// The store.
+    pub fn store(&self) -> &PgOutboxStore {
+        &self.store
+    }
+
+    /// `table` in the service's schema, quoted.
+    fn table(&self, table: &str) -> String {
+        format!("\"{}\".{table}", self.store.options().get_schema())
+    }
+
+    /// Places the orders, each with its event of `spec` in one
+    /// transaction; one in five rolls back. Returns how many committed.
+    pub async fn place_orders(&self, spec: &OutboxSpec<OrderPlaced>) -> anyhow::Result<i64> {
+        let insert = format!(
+            "insert into {} (amount_cents) values ($1) returning id",
+            self.table("orders")
+        );
+        let mut committed = 0;
+        for n in 1..=ORDERS_TO_PLACE {
+            let amount_cents = 1_000 + n;
+            let mut ctx = self.store.begin().await?;
+            // Not prepared by name, so it also passes a transaction pooler.
+            let order_id: i64 = sqlx::query_scalar(AssertSqlSafe(insert.as_str()))
+                .persistent(false)
+                .bind(amount_cents)
+                .fetch_one(ctx.tx())
+                .await?;
+            let event = OrderPlaced {
+                order_id,
+                amount_cents,
+            };
+            ctx.outbox()
+                .stage(spec, "order.placed", &event)?
+                .ordering_key(format!("customer-{}", n % 3));
+            if n % 5 == 0 {
+                ctx.rollback().await?;
+            } else {
+                ctx.commit().await?;
+                committed += 1;
+            }
+        }
+        Ok(committed)
+    }
+
+    /// The billing handler: the invoice commits with the inbox mark. An
+    /// event for an order this database does not know can never succeed.
+    pub fn handler(&self) -> impl Handler<OrderPlaced, PgContext<'static>> + use<> {
+        let known = format!("select id from {} where id = $1", self.table("orders"));
+        let invoice = format!(
+            "insert into {} (order_id, amount_cents) values ($1, $2)",
+            self.table("invoices")
+        );
+        handler_fn(
+            move |msg: Message<OrderPlaced>, tx: TxHandle<PgContext<'static>>| {
+                let (known, invoice) = (known.clone(), invoice.clone());
+                async move {
+                    let order = &msg.payload;
+                    let mut ctx = tx.lock().await;
+                    let found: Option<i64> = sqlx::query_scalar(AssertSqlSafe(known))
+                        .persistent(false)
+                        .bind(order.order_id)
+                        .fetch_optional(ctx.tx())
+                        .await?;
+                    if found.is_none() {
+                        let unknown = format!("unknown order {}", order.order_id);
+                        return Err(HandlerError::permanent(unknown));
+                    }
+                    sqlx::query(AssertSqlSafe(invoice))
+                        .persistent(false)
+                        .bind(order.order_id)
+                        .bind(order.amount_cents)
+                        .execute(ctx.tx())
+                        .await?;
+                    println!(
+                        "invoiced order {} for {} cents (event {})",
+                        order.order_id,
+                        order.amount_cents,
+                        msg.event_id()
+                    );
+                    Ok(())
+                }
+            },
+        )
+    }
+
+    /// Invoices written so far.
+    pub async fn invoices(&self) -> anyhow::Result<i64> {
+        let sql = format!("select count(*) from {}", self.table("invoices"));
+        Ok(sqlx::query_scalar(AssertSqlSafe(sql))
+            .persistent(false)
+            .fetch_one(self.store.pool())
+            .await?)
+    }
+
+    /// Runs `plan` while placing the orders, until every committed order
+    /// has its invoice or 30 s pass; prints what `consumer` reports and
+    /// fails when an invoice is missing.
+    pub async fn run(
+        &self,
+        plan: LifecyclePlan,
+        spec: &OutboxSpec<OrderPlaced>,
+        consumer: impl Fn() -> ConsumerReport,
+    ) -> anyhow::Result<()> {
+        let mut outcome = None;
+        plan.run_until(async {
+            let placed = self.place_orders(spec).await;
+            if let Ok(committed) = placed {
+                self.wait_for_invoices(committed).await;
+            }
+            outcome = Some(placed);
+        })
+        .await?;
+        let committed = outcome.context("the plan stopped before the orders were placed")??;
+        let invoices = self.invoices().await?;
+        let report = consumer();
+        println!("orders committed: {committed}, invoices written: {invoices}");
+        println!(
+            "consumer: {} processed, {} duplicates skipped, {} parked",
+            report.processed, report.duplicates, report.parked
+        );
+        if invoices != committed {
+            bail!("{committed} orders committed but {invoices} invoices written");
+        }
+        Ok(())
+    }
+
+    /// Returns once `expected` invoices exist, or after [`PATIENCE`].
+    async fn wait_for_invoices(&self, expected: i64) {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while tokio::time::Instant::now() < deadline {
+            if self.invoices().await.is_ok_and(|n| n >= expected) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
