@@ -37,5 +37,7 @@ pub mod broker;
 pub mod faults;
 pub mod inbox;
 pub mod names;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod services;
 pub mod store;

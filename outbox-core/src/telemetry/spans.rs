@@ -65,7 +65,10 @@ pub fn send_span(system: &'static str, destination: &str, envelopes: &[Envelope]
         error.type = tracing::field::Empty,
     );
     match envelopes {
-        [one] => span.record("messaging.message.id", tracing::field::display(one.event_id)),
+        [one] => span.record(
+            "messaging.message.id",
+            tracing::field::display(one.event_id),
+        ),
         many => span.record("messaging.batch.message_count", many.len()),
     };
     super::link_all(&span, envelopes);

@@ -208,8 +208,10 @@ impl RabbitPublisher {
             .await;
         if let Some(first) = batch.first() {
             if batch.iter().all(|out| out.routing_key == first.routing_key) {
-                tracing::Span::current()
-                    .record("messaging.rabbitmq.destination.routing_key", &first.routing_key);
+                tracing::Span::current().record(
+                    "messaging.rabbitmq.destination.routing_key",
+                    &first.routing_key,
+                );
             }
         }
         let (gone, kept): (Vec<_>, Vec<_>) = batch
