@@ -21,7 +21,12 @@ async fn staging_relay_and_handler_share_the_business_transactions_trace() {
     exporter();
     let client = client().await;
     let queue = queue_name("traced", false);
-    declare(&client, &queue, QueueOptions::default().without_dead_letter_queue()).await;
+    declare(
+        &client,
+        &queue,
+        QueueOptions::default().without_dead_letter_queue(),
+    )
+    .await;
     let name: &'static str = Box::leak(queue.clone().into_boxed_str());
     let outbox: &'static OutboxSpec<Order> =
         Box::leak(Box::new(OutboxSpec::json("order-events").to_queue(name)));
@@ -38,10 +43,12 @@ async fn staging_relay_and_handler_share_the_business_transactions_trace() {
     let relay = Relay::new(store.clone(), publisher, outbox).unwrap();
     assert_eq!(relay.drain().await.unwrap().published, 1);
 
-    let handler = handler_fn(|msg: Message<Order>, tx: TxHandle<MemoryContext>| async move {
-        count_effect(&msg, &tx).await;
-        Ok(())
-    });
+    let handler = handler_fn(
+        |msg: Message<Order>, tx: TxHandle<MemoryContext>| async move {
+            count_effect(&msg, &tx).await;
+            Ok(())
+        },
+    );
     let source = SqsSource::new(client.clone(), source_options());
     let consumer = Consumer::new(source, spec(&queue), handler)
         .unwrap()
@@ -57,18 +64,36 @@ async fn staging_relay_and_handler_share_the_business_transactions_trace() {
     let id = event_id.to_string();
 
     assert_eq!(create.parent_span_id, root.span_context.span_id());
-    assert!(links_to(&send, &create), "send span does not link to create");
+    assert!(
+        links_to(&send, &create),
+        "send span does not link to create"
+    );
     assert_eq!(send.span_kind, SpanKind::Producer);
-    assert_eq!(attribute(&send, "messaging.system").as_deref(), Some("aws_sqs"));
+    assert_eq!(
+        attribute(&send, "messaging.system").as_deref(),
+        Some("aws_sqs")
+    );
     assert_eq!(attribute(&send, "messaging.message.id"), Some(id.clone()));
     let url = attribute(&send, "aws.sqs.queue.url").expect("queue url on the send span");
     assert!(url.ends_with(&queue), "{url}");
 
     assert_eq!(process.span_kind, SpanKind::Consumer);
-    assert_eq!(process.span_context.trace_id(), root.span_context.trace_id());
+    assert_eq!(
+        process.span_context.trace_id(),
+        root.span_context.trace_id()
+    );
     assert_eq!(process.parent_span_id, create.span_context.span_id());
-    assert!(links_to(&process, &create), "process span does not link to create");
-    assert_eq!(attribute(&process, "messaging.system").as_deref(), Some("aws_sqs"));
-    assert_eq!(attribute(&process, "messaging.operation.type").as_deref(), Some("process"));
+    assert!(
+        links_to(&process, &create),
+        "process span does not link to create"
+    );
+    assert_eq!(
+        attribute(&process, "messaging.system").as_deref(),
+        Some("aws_sqs")
+    );
+    assert_eq!(
+        attribute(&process, "messaging.operation.type").as_deref(),
+        Some("process")
+    );
     assert_eq!(attribute(&process, "messaging.message.id"), Some(id));
 }
