@@ -151,3 +151,35 @@ async fn drop_what_the_test_owns(name: &str) {
         .await
         .expect("delete the queue");
 }
+
+/// Every metric the Grafana dashboard queries is one of the documented
+/// ones (histograms through their `_bucket` series).
+#[test]
+fn the_dashboard_queries_documented_metrics() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).expect(path);
+    let table = read("docs/src/operations/metrics.md");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&read("docs/grafana/tidings.json")).expect("dashboard JSON");
+    let panels = dashboard["panels"].as_array().expect("panels");
+    assert!(
+        panels.len() >= 6,
+        "backlog, age, publish rate, parks, latency"
+    );
+    for target in panels
+        .iter()
+        .flat_map(|p| p["targets"].as_array().expect("targets"))
+    {
+        let expr = target["expr"].as_str().expect("an expression");
+        let names = expr
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|word| word.starts_with("tidings_"));
+        for name in names {
+            let documented = name.strip_suffix("_bucket").unwrap_or(name);
+            assert!(
+                table.contains(&format!("`{documented}`")),
+                "{name} in the dashboard is not in metrics.md"
+            );
+        }
+    }
+}
