@@ -86,7 +86,8 @@ pub(crate) const USAGE: &str = "\
 usage: tidings-bench <scenario>|all [options]
 
 scenarios: stage, drain-noop, drain-rabbitmq, drain-rabbitmq-pooled,
-           drain-kafka (with --features kafka), latency, consume, memory, growth
+           drain-kafka (with --features kafka), latency, consume, memory, growth,
+           otel-overhead (with --features otel)
 
 options:
   --quick                 a tenth of every size (about a minute in all)
