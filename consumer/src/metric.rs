@@ -1,5 +1,13 @@
-//! The consumer's metric names and the values of their `outcome` label,
-//! listed once in `docs/src/operations/metrics.md`.
+//! The consumer's metrics, their names and the values of their `outcome`
+//! label, listed once in `docs/src/operations/metrics.md`.
+
+use std::time::Instant;
+
+use tidings_core::telemetry;
+use tidings_core::{Codec, InboxStore};
+
+use crate::handler::Handler;
+use crate::process::{Pipeline, Verdict};
 
 /// Deliveries settled, by `outcome`: [`ACKED`], [`DUPLICATE`], [`PARKED`]
 /// or [`RETRIED`], with `queue` and `consumer`.
@@ -18,3 +26,49 @@ pub(crate) const DUPLICATE: &str = "duplicate";
 pub(crate) const PARKED: &str = "parked";
 /// Nacked for redelivery.
 pub(crate) const RETRIED: &str = "retried";
+
+impl<T, C, H, I> Pipeline<T, C, H, I>
+where
+    T: Send + 'static,
+    C: Codec<T> + 'static,
+    I: InboxStore,
+    H: Handler<T, I::Tx>,
+{
+    /// Counts the delivery under its outcome and marks the delivery's
+    /// span failed when it was not handled.
+    pub(crate) fn count(&self, verdict: &Verdict) {
+        let outcome = match verdict {
+            Verdict::Done => ACKED,
+            Verdict::Duplicate => DUPLICATE,
+            Verdict::Park(_) => PARKED,
+            Verdict::Retry(_) => RETRIED,
+            Verdict::Abandon => return,
+        };
+        if matches!(verdict, Verdict::Park(_) | Verdict::Retry(_)) {
+            telemetry::record_error(&tracing::Span::current(), outcome);
+        }
+        metrics::counter!(MESSAGES, &self.labels(&[("outcome", outcome)])).increment(1);
+    }
+
+    /// Records how long a handler call took, by whether it succeeded.
+    pub(crate) fn time_handler(&self, started: Instant, ok: bool) {
+        let outcome = if ok { "ok" } else { "error" };
+        metrics::histogram!(HANDLER_SECONDS, &self.labels(&[("outcome", outcome)]))
+            .record(started.elapsed());
+    }
+
+    /// Counts a settlement the broker did not take.
+    pub(crate) fn count_settle_error(&self) {
+        metrics::counter!(SETTLE_ERRORS, &self.labels(&[])).increment(1);
+    }
+
+    /// The queue and consumer labels every metric carries, and `extra`.
+    fn labels(&self, extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, String)> {
+        let mut labels = vec![
+            ("queue", self.queue.name().to_owned()),
+            ("consumer", self.inbox.consumer().to_owned()),
+        ];
+        labels.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+        labels
+    }
+}

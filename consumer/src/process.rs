@@ -16,7 +16,6 @@ use tracing::Instrument;
 
 use crate::attempts::Counted;
 use crate::handler::{Handler, HandlerRequest, TxHandle};
-use crate::metric;
 use crate::report::Counters;
 use crate::{ConsumerOptions, HandlerError, KeyOrder, QueueRef};
 
@@ -233,45 +232,14 @@ where
                 self.options.handler_timeout
             ))),
         };
-        let outcome = if result.is_ok() { "ok" } else { "error" };
-        metrics::histogram!(
-            metric::HANDLER_SECONDS,
-            &self.labels(&[("outcome", outcome)])
-        )
-        .record(started.elapsed());
+        self.time_handler(started, result.is_ok());
         result
-    }
-
-    /// The queue and consumer labels every metric carries, and `extra`.
-    fn labels(&self, extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, String)> {
-        let mut labels = vec![
-            ("queue", self.queue.name().to_owned()),
-            ("consumer", self.inbox.consumer().to_owned()),
-        ];
-        labels.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
-        labels
     }
 
     pub(crate) async fn rollback(&self, tx: I::Tx) {
         if let Err(e) = self.inbox.rollback(tx).await {
             tracing::warn!(error = %error_chain(&e), "rollback failed");
         }
-    }
-
-    /// Counts the delivery under its outcome and marks the delivery's
-    /// span failed when it was not handled.
-    fn count(&self, verdict: &Verdict) {
-        let outcome = match verdict {
-            Verdict::Done => metric::ACKED,
-            Verdict::Duplicate => metric::DUPLICATE,
-            Verdict::Park(_) => metric::PARKED,
-            Verdict::Retry(_) => metric::RETRIED,
-            Verdict::Abandon => return,
-        };
-        if matches!(verdict, Verdict::Park(_) | Verdict::Retry(_)) {
-            telemetry::record_error(&tracing::Span::current(), outcome);
-        }
-        metrics::counter!(metric::MESSAGES, &self.labels(&[("outcome", outcome)])).increment(1);
     }
 
     /// Acks, nacks or dead-letters. A settlement the broker refuses is
@@ -318,7 +286,7 @@ where
         };
         if let Err(e) = settled {
             Counters::bump(&counters.settle_errors);
-            metrics::counter!(metric::SETTLE_ERRORS, &self.labels(&[])).increment(1);
+            self.count_settle_error();
             tracing::error!(error = %error_chain(&e), "settling failed; the broker will redeliver");
         }
     }
