@@ -95,7 +95,7 @@ usage: tidings-bench <scenario>|all [options]
 
 scenarios: stage, drain-noop, drain-rabbitmq, drain-rabbitmq-pooled,
            drain-kafka (with --features kafka), latency, consume, memory, growth,
-           chaos
+           chaos, otel-overhead (with --features otel)
 
 options:
   --quick                 a tenth of every size (about a minute in all)

@@ -28,6 +28,7 @@ mod raw_drain;
 mod raw_publish;
 mod report;
 mod scenarios;
+mod telemetry;
 
 use args::Command;
 use env::Env;
@@ -38,13 +39,7 @@ use report::Figure;
 const EXTRA_CONNECTIONS: u32 = 6;
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn,sqlx::query=error".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    telemetry::init();
     let command = args::parse(std::env::args().skip(1).collect())?;
     if let Command::Help = command {
         println!("{}", args::USAGE);

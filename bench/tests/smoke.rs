@@ -160,3 +160,19 @@ fn growth_compares_a_retained_table_with_an_empty_one() {
         ],
     );
 }
+
+#[cfg(feature = "otel")]
+#[test]
+fn otel_overhead_measures_stage_and_drain_with_and_without_spans() {
+    let out = run("otel-overhead");
+    assert_figures(
+        &out,
+        "otel-overhead",
+        &[
+            "stage, without OpenTelemetry",
+            "stage, spans to a no-op exporter",
+            "drain-rabbitmq, without OpenTelemetry",
+            "drain-rabbitmq, spans to a no-op exporter",
+        ],
+    );
+}

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use futures::future::join_all;
 use tidings_core::port::error_chain;
+use tidings_core::telemetry;
 use tidings_core::{Acker, Codec, Delivery, Envelope, InboxMark, InboxStore, Message};
 use tracing::Instrument;
 
@@ -74,13 +75,12 @@ where
             }
             return;
         }
-        let span = tracing::info_span!(
-            "process_batch",
-            messaging.system = "tidings",
-            messaging.operation = "process",
-            messaging.destination.name = self.queue.name(),
-            messaging.batch.message_count = items.len(),
-            consumer = self.inbox.consumer(),
+        let envelopes: Vec<&Envelope> = items.iter().map(|item| &item.envelope).collect();
+        let span = telemetry::process_batch_span(
+            self.system,
+            self.queue.name(),
+            self.inbox.consumer(),
+            &envelopes,
         );
         async move {
             match self.handle_together(&mut items).await {

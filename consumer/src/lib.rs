@@ -6,6 +6,7 @@ mod dispatch;
 mod error;
 mod handler;
 mod key_order;
+mod metric;
 mod options;
 mod process;
 mod queue_ref;

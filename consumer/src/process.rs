@@ -2,8 +2,10 @@
 //! the settlement.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use tidings_core::port::error_chain;
+use tidings_core::telemetry::{self, Settle};
 use tidings_core::{
     Acker, Codec, Delivery, Envelope, HybridClock, InboxStore, Message, Redelivery,
 };
@@ -41,6 +43,8 @@ pub(crate) struct Pipeline<T: 'static, C: 'static, H, I> {
     pub(crate) options: ConsumerOptions,
     pub(crate) hlc: Option<HybridClock>,
     pub(crate) counters: Arc<Counters>,
+    /// The broker's `messaging.system`, from the source.
+    pub(crate) system: &'static str,
     /// Fires on shutdown; stops retries waiting for their turn.
     pub(crate) cancel: CancellationToken,
 }
@@ -55,16 +59,15 @@ where
     /// Runs one delivery through the layers and settles it.
     pub(crate) async fn process<A: Acker>(&self, delivery: Delivery<A>) {
         let (envelope, count, acker) = delivery.into_parts();
-        // Layer 1, the trace span: one per delivery, named after the
-        // OpenTelemetry messaging conventions.
-        let span = tracing::info_span!(
-            "process",
-            messaging.system = "tidings",
-            messaging.operation = "process",
-            messaging.destination.name = self.queue.name(),
-            messaging.message.id = %envelope.event_id,
-            messaging.message.delivery_count = count,
-            consumer = self.inbox.consumer(),
+        // Layer 1, the trace span: one per delivery, after the
+        // OpenTelemetry messaging conventions, a child of the message's
+        // creation context where it carries one.
+        let span = telemetry::process_span(
+            self.system,
+            self.queue.name(),
+            self.inbox.consumer(),
+            &envelope,
+            count,
         );
         async move {
             self.observe_clock(&envelope);
@@ -221,13 +224,16 @@ where
     ) -> Result<(), HandlerError> {
         let handler = self.handler.clone();
         let call = handler.oneshot(HandlerRequest { message, tx });
-        match tokio::time::timeout(self.options.handler_timeout, call).await {
+        let started = Instant::now();
+        let result = match tokio::time::timeout(self.options.handler_timeout, call).await {
             Ok(result) => result,
             Err(_) => Err(HandlerError::transient(format!(
                 "handler timed out after {:?}",
                 self.options.handler_timeout
             ))),
-        }
+        };
+        self.time_handler(started, result.is_ok());
+        result
     }
 
     pub(crate) async fn rollback(&self, tx: I::Tx) {
@@ -236,41 +242,31 @@ where
         }
     }
 
-    fn count(&self, verdict: &Verdict) {
-        let name = match verdict {
-            Verdict::Done => "tidings_consumer_processed_total",
-            Verdict::Duplicate => "tidings_consumer_duplicates_total",
-            Verdict::Park(_) => "tidings_consumer_parked_total",
-            Verdict::Retry(_) => "tidings_consumer_failed_total",
-            Verdict::Abandon => return,
-        };
-        let labels = [
-            ("queue", self.queue.name().to_owned()),
-            ("consumer", self.inbox.consumer().to_owned()),
-        ];
-        metrics::counter!(name, &labels).increment(1);
-    }
-
     /// Acks, nacks or dead-letters. A settlement the broker refuses is
     /// logged; the broker redelivers and the inbox dedupes.
     pub(crate) async fn settle<A: Acker>(&self, verdict: Verdict, acker: A) {
         let counters = &self.counters;
         self.count(&verdict);
+        let system = self.system;
+        let queue = self.queue.name();
         let settled = match verdict {
             Verdict::Done => {
                 tracing::debug!("handled");
                 Counters::bump(&counters.processed);
-                acker.ack().await
+                let span = telemetry::settle_span(system, queue, Settle::Ack);
+                acker.ack().instrument(span).await
             }
             Verdict::Duplicate => {
                 tracing::debug!("duplicate skipped");
                 Counters::bump(&counters.duplicates);
-                acker.ack().await
+                let span = telemetry::settle_span(system, queue, Settle::Ack);
+                acker.ack().instrument(span).await
             }
             Verdict::Park(reason) => {
                 tracing::warn!(%reason, "dead-lettering");
                 Counters::bump(&counters.parked);
-                acker.dead_letter(reason).await
+                let span = telemetry::settle_span(system, queue, Settle::DeadLetter);
+                acker.dead_letter(reason).instrument(span).await
             }
             Verdict::Retry(reason) => {
                 tracing::info!(%reason, "nacking for redelivery");
@@ -279,7 +275,8 @@ where
                     .options
                     .redelivery_delay
                     .map_or(Redelivery::Now, Redelivery::After);
-                acker.nack(redelivery).await
+                let span = telemetry::settle_span(system, queue, Settle::Nack);
+                acker.nack(redelivery).instrument(span).await
             }
             Verdict::Abandon => {
                 tracing::info!("shutting down; leaving the delivery unsettled for redelivery");
@@ -289,6 +286,7 @@ where
         };
         if let Err(e) = settled {
             Counters::bump(&counters.settle_errors);
+            self.count_settle_error();
             tracing::error!(error = %error_chain(&e), "settling failed; the broker will redeliver");
         }
     }

@@ -157,6 +157,7 @@ where
             options: self.options,
             hlc: self.hlc.clone(),
             counters: self.counters.clone(),
+            system: self.source.messaging_system(),
             cancel: cancel.clone(),
         });
         let queue = self.queue.name();

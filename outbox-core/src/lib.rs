@@ -14,6 +14,7 @@ pub mod relay;
 pub mod reserved;
 pub mod spec;
 pub mod staging;
+pub mod telemetry;
 mod wakeup;
 
 pub use backoff::Backoff;

@@ -8,15 +8,22 @@ use tidings_core::memory::{MemoryBroker, MemoryStore};
 use tidings_core::relay::{Monitor, Relay};
 
 static EVENTS: OutboxSpec<u32> = OutboxSpec::json("metered").to_queue("metered-q");
+/// Routed to a queue the broker does not have: every publish fails for good.
+static LOST: OutboxSpec<u32> = OutboxSpec::json("lost").to_queue("nowhere");
 
-/// Every metric by name, from one snapshot (taking one drains the
-/// recorder).
-fn snapshot(recorder: &DebuggingRecorder) -> HashMap<String, DebugValue> {
+/// Every metric of `route` by name, from one snapshot (taking one drains
+/// the recorder).
+fn snapshot(recorder: &DebuggingRecorder, route: &str) -> HashMap<String, DebugValue> {
     recorder
         .snapshotter()
         .snapshot()
         .into_vec()
         .into_iter()
+        .filter(|(key, ..)| {
+            key.key()
+                .labels()
+                .any(|l| l.key() == "route" && l.value() == route)
+        })
         .map(|(key, _, _, value)| (key.key().name().to_owned(), value))
         .collect()
 }
@@ -49,7 +56,7 @@ fn the_relay_counts_what_it_publishes_and_the_monitor_reports_the_backlog() {
                 .unwrap();
         })
     });
-    let metrics = snapshot(&recorder);
+    let metrics = snapshot(&recorder, "metered");
     assert_eq!(
         metrics["tidings_relay_published_total"],
         DebugValue::Counter(3)
@@ -57,7 +64,54 @@ fn the_relay_counts_what_it_publishes_and_the_monitor_reports_the_backlog() {
     assert!(
         matches!(&metrics["tidings_outbox_pending"], DebugValue::Gauge(g) if g.into_inner() == 3.0)
     );
+    for gauge in ["tidings_outbox_in_flight", "tidings_outbox_failed"] {
+        assert!(
+            matches!(&metrics[gauge], DebugValue::Gauge(_)),
+            "{gauge} missing"
+        );
+    }
+    assert!(matches!(
+        &metrics["tidings_outbox_oldest_pending_seconds"],
+        DebugValue::Gauge(g) if (0.0..60.0).contains(&g.into_inner())
+    ));
+    for histogram in [
+        "tidings_relay_claim_seconds",
+        "tidings_relay_publish_seconds",
+    ] {
+        assert!(
+            matches!(&metrics[histogram], DebugValue::Histogram(h) if !h.is_empty()),
+            "{histogram} missing"
+        );
+    }
+}
+
+#[test]
+fn the_relay_counts_events_it_fails() {
+    let recorder = DebuggingRecorder::new();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorder, || {
+        runtime.block_on(async {
+            let store = MemoryStore::new();
+            let mut ctx = store.begin();
+            ctx.outbox().stage(&LOST, "t", &9).unwrap();
+            ctx.commit().unwrap();
+            Relay::new(store.clone(), MemoryBroker::new(), &LOST)
+                .unwrap()
+                .drain()
+                .await
+                .unwrap();
+            Monitor::new(store.clone(), "lost").observe().await.unwrap();
+        })
+    });
+    let metrics = snapshot(&recorder, "lost");
+    assert_eq!(
+        metrics["tidings_relay_failed_total"],
+        DebugValue::Counter(1)
+    );
     assert!(
-        matches!(&metrics["tidings_relay_claim_seconds"], DebugValue::Histogram(h) if !h.is_empty())
+        matches!(&metrics["tidings_outbox_failed"], DebugValue::Gauge(g) if g.into_inner() == 1.0)
     );
 }

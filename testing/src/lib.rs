@@ -6,5 +6,7 @@ pub mod faults;
 pub mod inbox;
 pub mod ledger;
 pub mod names;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod services;
 pub mod store;

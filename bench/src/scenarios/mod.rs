@@ -12,6 +12,8 @@ mod drain_rabbitmq;
 mod growth;
 mod latency;
 mod memory;
+#[cfg(feature = "otel")]
+mod otel_overhead;
 mod stage;
 
 use std::time::{Duration, Instant};
@@ -63,11 +65,15 @@ pub(crate) enum Scenario {
     /// Relay and consumer processes killed on a schedule, against the same
     /// run undisturbed; the ledger must show nothing lost or doubled.
     Chaos,
+    /// Stage and drain-rabbitmq with OpenTelemetry spans exported to a
+    /// no-op exporter, against the same runs without (built with the
+    /// `otel` feature).
+    OtelOverhead,
 }
 
 impl Scenario {
     /// Every scenario, in the order `all` runs them.
-    pub(crate) const ALL: [Scenario; 10] = [
+    pub(crate) const ALL: [Scenario; 11] = [
         Scenario::Stage,
         Scenario::DrainNoop,
         Scenario::DrainRabbitmq,
@@ -78,11 +84,14 @@ impl Scenario {
         Scenario::Memory,
         Scenario::Growth,
         Scenario::Chaos,
+        Scenario::OtelOverhead,
     ];
 
     /// Whether this build can run the scenario.
     fn built(self) -> bool {
-        self != Scenario::DrainKafka || cfg!(feature = "kafka")
+        let unbuilt = (self == Scenario::DrainKafka && !cfg!(feature = "kafka"))
+            || (self == Scenario::OtelOverhead && !cfg!(feature = "otel"));
+        !unbuilt
     }
 
     /// The scenario's name on the command line.
@@ -98,6 +107,15 @@ impl Scenario {
             Scenario::Memory => "memory",
             Scenario::Growth => "growth",
             Scenario::Chaos => "chaos",
+            Scenario::OtelOverhead => "otel-overhead",
+        }
+    }
+
+    /// The feature a scenario needs built.
+    fn feature(self) -> &'static str {
+        match self {
+            Scenario::OtelOverhead => "otel",
+            _ => "kafka",
         }
     }
 
@@ -108,7 +126,10 @@ impl Scenario {
         }
         match Self::ALL.into_iter().find(|s| s.name() == name) {
             Some(s) if !s.built() => {
-                bail!("{name} needs the bench built with `--features kafka`")
+                bail!(
+                    "{name} needs the bench built with `--features {}`",
+                    s.feature()
+                )
             }
             Some(s) => Ok(vec![s]),
             None => bail!("unknown scenario {name}\n\n{}", crate::args::USAGE),
@@ -140,6 +161,10 @@ impl Scenario {
             Scenario::Memory => memory::run(env, sizes, report).await,
             Scenario::Growth => growth::run(env, sizes, report).await,
             Scenario::Chaos => chaos::run(env, sizes, report).await,
+            #[cfg(feature = "otel")]
+            Scenario::OtelOverhead => otel_overhead::run(env, sizes, report).await,
+            #[cfg(not(feature = "otel"))]
+            Scenario::OtelOverhead => bail!("otel-overhead needs `--features otel`"),
         }
     }
 }

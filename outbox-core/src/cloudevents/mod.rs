@@ -14,6 +14,7 @@
 //! | `ce-partitionkey` | `ordering_key` (the CloudEvents partitioning extension) |
 //! | `content-type` | `content_type` |
 //! | `tidings-destination`, `tidings-correlation-id`, `tidings-causation-id`, `tidings-tenant-id`, `tidings-hlc`, `tidings-attempts` | the rest |
+//! | `traceparent`, `tracestate` | the W3C trace context headers, as the CloudEvents distributed-tracing extension names them ([`telemetry`](crate::telemetry)) |
 //!
 //! Application headers travel under their own names; names starting with
 //! `ce-` or `tidings-`, and `content-type`, are the envelope's

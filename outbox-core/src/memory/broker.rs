@@ -185,6 +185,10 @@ impl MemoryBroker {
     }
 }
 
+/// The in-memory broker's `messaging.system`: no broker of the
+/// conventions' list, so a name of its own.
+pub const MEMORY_SYSTEM: &str = "tidings_memory";
+
 impl Publisher for MemoryBroker {
     async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
         self.accept(envelope)?;
@@ -196,6 +200,10 @@ impl Publisher for MemoryBroker {
         let results = envelopes.iter().map(|e| self.accept(e)).collect();
         self.inner.notify.notify_waiters();
         results
+    }
+
+    fn messaging_system(&self) -> &'static str {
+        MEMORY_SYSTEM
     }
 }
 
@@ -210,5 +218,9 @@ impl Source for MemoryBroker {
             });
         }
         Ok(MemoryStream::new(self.clone(), queue.to_owned()))
+    }
+
+    fn messaging_system(&self) -> &'static str {
+        MEMORY_SYSTEM
     }
 }

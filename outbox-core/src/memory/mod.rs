@@ -37,6 +37,6 @@ mod store;
 
 pub use acker::{MemoryAcker, MemoryStream};
 pub use batch::MemoryBatch;
-pub use broker::{DEAD_LETTER_SUFFIX, MemoryBroker, MemoryBrokerOptions};
+pub use broker::{DEAD_LETTER_SUFFIX, MEMORY_SYSTEM, MemoryBroker, MemoryBrokerOptions};
 pub use context::{CommitError, MemoryContext};
 pub use store::{MemoryStore, Retention};

@@ -23,6 +23,13 @@ pub trait Publisher: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Vec<Result<(), PublishError>>> + Send {
         futures::future::join_all(envelopes.iter().map(|e| self.publish(e)))
     }
+
+    /// The broker, as the OpenTelemetry conventions' `messaging.system`
+    /// names it (`rabbitmq`, `aws_sqs`, `kafka`), for the relay's spans.
+    /// Defaults to [`UNKNOWN_SYSTEM`](crate::telemetry::UNKNOWN_SYSTEM).
+    fn messaging_system(&self) -> &'static str {
+        crate::telemetry::UNKNOWN_SYSTEM
+    }
 }
 
 /// Logs one publish's outcome the way every transport does: `debug` when
@@ -102,5 +109,20 @@ impl PublishError {
             self,
             Self::Unavailable(_) | Self::Timeout | Self::Refused { .. } | Self::Transport(_)
         )
+    }
+
+    /// The error's class as the OpenTelemetry conventions' `error.type`: a
+    /// short name, one per variant, so spans and metrics keep a bounded
+    /// set of values.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            Self::Unavailable(_) => "unavailable",
+            Self::Timeout => "timeout",
+            Self::Refused { .. } => "refused",
+            Self::Unroutable { .. } => "unroutable",
+            Self::TooLarge { .. } => "too_large",
+            Self::Invalid { .. } => "invalid",
+            Self::Transport(_) => "transport",
+        }
     }
 }

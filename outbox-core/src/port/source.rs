@@ -29,6 +29,13 @@ pub trait Source: Clone + Send + Sync + 'static {
         &self,
         queue: &str,
     ) -> impl Future<Output = Result<Self::Stream, SourceError>> + Send;
+
+    /// The broker, as the OpenTelemetry conventions' `messaging.system`
+    /// names it (`rabbitmq`, `aws_sqs`, `kafka`), for the consumer's
+    /// spans. Defaults to [`UNKNOWN_SYSTEM`](crate::telemetry::UNKNOWN_SYSTEM).
+    fn messaging_system(&self) -> &'static str {
+        crate::telemetry::UNKNOWN_SYSTEM
+    }
 }
 
 /// When a nacked delivery comes back.

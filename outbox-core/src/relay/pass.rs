@@ -7,6 +7,7 @@ use tracing::Instrument;
 use super::RelayOptions;
 use super::width::ClaimWidth;
 use crate::port::error_chain;
+use crate::telemetry;
 use crate::{
     ClaimRequest, ClaimedBatch, Envelope, OutboxRecord, OutboxStore, Outcome, PublishError,
     Publisher, Route, Settlement, StoreError,
@@ -153,10 +154,8 @@ pub(super) async fn publish<P: Publisher>(
     }
     for window in sendable.chunks(config.publish_window.max(1)) {
         let envelopes: Vec<Envelope> = window.iter().map(|r| r.envelope.clone()).collect();
-        let started = Instant::now();
-        let mut results = publisher.publish_batch(&envelopes).await.into_iter();
-        metrics::histogram!("tidings_relay_publish_seconds", "route" => route.name.clone())
-            .record(started.elapsed());
+        let results = send(publisher, route, &envelopes).await;
+        let mut results = results.into_iter();
         for record in window {
             let result = results.next().unwrap_or_else(|| {
                 Err(PublishError::Refused {
@@ -170,6 +169,30 @@ pub(super) async fn publish<P: Publisher>(
         }
     }
     settlements
+}
+
+/// Publishes one window under its `send` span, which fails with the first
+/// error's type when any message fails.
+async fn send<P: Publisher>(
+    publisher: &P,
+    route: &Route,
+    envelopes: &[Envelope],
+) -> Vec<Result<(), PublishError>> {
+    let system = publisher.messaging_system();
+    let destination = route.destination.as_deref().unwrap_or_default();
+    let span = telemetry::send_span(system, destination, envelopes);
+    let started = Instant::now();
+    let results = publisher
+        .publish_batch(envelopes)
+        .instrument(span.clone())
+        .await;
+    let elapsed = started.elapsed();
+    metrics::histogram!("tidings_relay_publish_seconds", "route" => route.name.clone())
+        .record(elapsed);
+    if let Some(error) = results.iter().find_map(|r| r.as_ref().err()) {
+        telemetry::record_error(&span, error.error_type());
+    }
+    results
 }
 
 /// Rows that must not be published at all.

@@ -78,6 +78,7 @@ impl OutboxBuffer {
         if route.hlc_ordering {
             envelope.hlc = Some(self.hlc.now());
         }
+        crate::telemetry::capture(&mut envelope);
         self.staged.push(StagedEvent {
             envelope,
             delay: None,
@@ -162,8 +163,16 @@ impl Staged<'_> {
         self
     }
 
-    /// Adds an application header, such as `traceparent`. It reaches the
-    /// handler unchanged, under the same name.
+    /// Adds an application header. It reaches the handler unchanged, under
+    /// the same name.
+    ///
+    /// `traceparent` and `tracestate` are the W3C trace context: with the
+    /// `otel` feature, staging has already set them to the context of the
+    /// event's `create` span, and a value set here replaces it, for a
+    /// producer that propagates a context of its own (an incoming
+    /// request's) instead of a span's. The consumer follows whichever the
+    /// event carries; one that does not parse is ignored there, never a
+    /// failure ([`telemetry`](crate::telemetry)).
     ///
     /// The context's commit refuses, naming the header and why:
     /// - names that the envelope, the consumer or a broker gives a meaning

@@ -121,6 +121,10 @@ impl Publisher for KafkaPublisher {
             .expect("one result per envelope")
     }
 
+    fn messaging_system(&self) -> &'static str {
+        "kafka"
+    }
+
     /// Hands every record to librdkafka, which batches them per partition,
     /// then waits for all acknowledgements; one result per envelope.
     async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {

@@ -134,6 +134,10 @@ impl Source for KafkaSource {
     type Stream = KafkaStream;
 
     /// Joins the group on `queue` and, where it exists, its retry topic.
+    fn messaging_system(&self) -> &'static str {
+        "kafka"
+    }
+
     async fn subscribe(&self, queue: &str) -> Result<KafkaStream, SourceError> {
         let not_found = || SourceError::NotFound {
             queue: queue.to_owned(),

@@ -13,7 +13,6 @@ use tidings_core::port::trace_outcome;
 use tidings_core::{Envelope, PublishError, Publisher};
 use tokio::sync::Mutex;
 use tokio::time::{Instant, sleep_until};
-use tracing::Instrument;
 
 use crate::connection::Connector;
 use crate::error::{Cause, cause, names_exchange, publish_error};
@@ -207,6 +206,14 @@ impl RabbitPublisher {
             .exchanges
             .missing(&self.inner.connector, batch.iter().map(|out| &out.exchange))
             .await;
+        if let Some(first) = batch.first() {
+            if batch.iter().all(|out| out.routing_key == first.routing_key) {
+                tracing::Span::current().record(
+                    "messaging.rabbitmq.destination.routing_key",
+                    &first.routing_key,
+                );
+            }
+        }
         let (gone, kept): (Vec<_>, Vec<_>) = batch
             .into_iter()
             .partition(|out| missing.contains(&out.exchange));
@@ -349,17 +356,12 @@ impl Publisher for RabbitPublisher {
         results.pop().unwrap_or(Err(PublishError::Timeout))
     }
 
-    fn publish_batch(
-        &self,
-        envelopes: &[Envelope],
-    ) -> impl Future<Output = Vec<Result<(), PublishError>>> + Send {
-        let span = tracing::debug_span!(
-            "publish",
-            messaging.system = "rabbitmq",
-            messaging.operation.name = "publish",
-            messaging.batch.message_count = envelopes.len(),
-        );
-        self.publish_all(envelopes).instrument(span)
+    async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
+        self.publish_all(envelopes).await
+    }
+
+    fn messaging_system(&self) -> &'static str {
+        "rabbitmq"
     }
 }
 

@@ -97,6 +97,10 @@ impl Source for RabbitSource {
     type Acker = RabbitAcker;
     type Stream = RabbitStream;
 
+    fn messaging_system(&self) -> &'static str {
+        "rabbitmq"
+    }
+
     async fn subscribe(&self, queue: &str) -> Result<RabbitStream, SourceError> {
         if lapin::types::ShortString::try_new(queue).is_err() {
             return Err(SourceError::NotFound {

@@ -7,7 +7,6 @@ use aws_sdk_sqs::Client;
 use futures::future::join_all;
 use tidings_core::port::trace_outcome;
 use tidings_core::{Envelope, PublishError, Publisher};
-use tracing::Instrument;
 
 use crate::batching::{MAX_BATCH_ENTRIES, chunk};
 use crate::error::{Failure, Kind, call, entry_failure, publish_error};
@@ -126,6 +125,7 @@ impl SqsPublisher {
                     .collect();
             }
         };
+        tracing::Span::current().record("aws.sqs.queue.url", &url);
         let fifo = is_fifo(destination);
         let mut outcomes = Vec::with_capacity(indices.len());
         let mut ready = Vec::with_capacity(indices.len());
@@ -263,16 +263,11 @@ impl Publisher for SqsPublisher {
         results.pop().unwrap_or(Err(PublishError::Timeout))
     }
 
-    fn publish_batch(
-        &self,
-        envelopes: &[Envelope],
-    ) -> impl Future<Output = Vec<Result<(), PublishError>>> + Send {
-        let span = tracing::debug_span!(
-            "publish",
-            messaging.system = "aws_sqs",
-            messaging.operation.name = "publish",
-            messaging.batch.message_count = envelopes.len(),
-        );
-        self.publish_all(envelopes).instrument(span)
+    async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
+        self.publish_all(envelopes).await
+    }
+
+    fn messaging_system(&self) -> &'static str {
+        "aws_sqs"
     }
 }

@@ -65,6 +65,10 @@ impl Source for SqsSource {
     type Acker = SqsAcker;
     type Stream = SqsStream;
 
+    fn messaging_system(&self) -> &'static str {
+        "aws_sqs"
+    }
+
     async fn subscribe(&self, queue: &str) -> Result<SqsStream, SourceError> {
         let options = &self.options;
         let dead_letter = options.dead_letter_queues.get(queue).map(String::as_str);

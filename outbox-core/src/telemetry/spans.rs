@@ -1,0 +1,155 @@
+//! The span of each messaging operation.
+
+use tracing::Span;
+
+use crate::Envelope;
+
+/// How a delivery is settled, naming the `settle` span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle {
+    /// Removed from the queue.
+    Ack,
+    /// Returned for redelivery.
+    Nack,
+    /// Moved to the dead-letter queue.
+    DeadLetter,
+}
+
+impl Settle {
+    /// The `messaging.operation.name`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ack => "ack",
+            Self::Nack => "nack",
+            Self::DeadLetter => "dead_letter",
+        }
+    }
+}
+
+/// The `create {destination}` span of a staged event; staging captures its
+/// context into the envelope (see [`inject`](super::inject)).
+pub fn create_span(envelope: &Envelope) -> Span {
+    tracing::debug_span!(
+        "create",
+        otel.name = format!("create {}", envelope.destination),
+        otel.kind = "producer",
+        messaging.operation.type = "create",
+        messaging.operation.name = "create",
+        messaging.destination.name = %envelope.destination,
+        messaging.message.id = %envelope.event_id,
+        tidings.route = %envelope.route,
+    )
+}
+
+/// The `send {destination}` span of one published window, linked to each
+/// message's creation context. A window of one message names it in
+/// `messaging.message.id`; a larger one counts its messages in
+/// `messaging.batch.message_count`. Transports record their broker's
+/// attributes on it while they publish: RabbitMQ the
+/// `messaging.rabbitmq.destination.routing_key` the window shares, SQS the
+/// `aws.sqs.queue.url`.
+pub fn send_span(system: &'static str, destination: &str, envelopes: &[Envelope]) -> Span {
+    let span = tracing::info_span!(
+        "send",
+        otel.name = format!("send {destination}"),
+        otel.kind = "producer",
+        otel.status_code = tracing::field::Empty,
+        messaging.system = system,
+        messaging.operation.type = "send",
+        messaging.operation.name = "send",
+        messaging.destination.name = destination,
+        messaging.message.id = tracing::field::Empty,
+        messaging.batch.message_count = tracing::field::Empty,
+        messaging.rabbitmq.destination.routing_key = tracing::field::Empty,
+        aws.sqs.queue.url = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    );
+    match envelopes {
+        [one] => span.record(
+            "messaging.message.id",
+            tracing::field::display(one.event_id),
+        ),
+        many => span.record("messaging.batch.message_count", many.len()),
+    };
+    super::link_all(&span, envelopes);
+    span
+}
+
+/// The `process {queue}` span of one delivery: a child of the message's
+/// creation context, and linked to it, when the message carries one; in
+/// a trace of its own otherwise.
+pub fn process_span(
+    system: &'static str,
+    queue: &str,
+    consumer: &str,
+    envelope: &Envelope,
+    delivery_count: Option<u32>,
+) -> Span {
+    let span = tracing::info_span!(
+        "process",
+        otel.name = format!("process {queue}"),
+        otel.kind = "consumer",
+        otel.status_code = tracing::field::Empty,
+        messaging.system = system,
+        messaging.operation.type = "process",
+        messaging.operation.name = "process",
+        messaging.destination.name = queue,
+        messaging.consumer.group.name = consumer,
+        messaging.message.id = %envelope.event_id,
+        messaging.message.delivery_count = delivery_count,
+        error.type = tracing::field::Empty,
+    );
+    super::follow(&span, envelope);
+    span
+}
+
+/// The `process {queue}` span of deliveries handled in one transaction,
+/// counted in `messaging.batch.message_count` and linked to each
+/// message's creation context.
+pub fn process_batch_span(
+    system: &'static str,
+    queue: &str,
+    consumer: &str,
+    envelopes: &[&Envelope],
+) -> Span {
+    let span = tracing::info_span!(
+        "process_batch",
+        otel.name = format!("process {queue}"),
+        otel.kind = "consumer",
+        otel.status_code = tracing::field::Empty,
+        messaging.system = system,
+        messaging.operation.type = "process",
+        messaging.operation.name = "process",
+        messaging.destination.name = queue,
+        messaging.consumer.group.name = consumer,
+        messaging.batch.message_count = envelopes.len(),
+        error.type = tracing::field::Empty,
+    );
+    for envelope in envelopes {
+        super::link_all(&span, std::slice::from_ref(*envelope));
+    }
+    span
+}
+
+/// The span settling one delivery: `ack {queue}`, `nack {queue}` or
+/// `dead_letter {queue}`.
+pub fn settle_span(system: &'static str, queue: &str, settle: Settle) -> Span {
+    tracing::debug_span!(
+        "settle",
+        otel.name = format!("{} {queue}", settle.name()),
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        messaging.system = system,
+        messaging.operation.type = "settle",
+        messaging.operation.name = settle.name(),
+        messaging.destination.name = queue,
+        error.type = tracing::field::Empty,
+    )
+}
+
+/// Marks `span` failed with the conventions' `error.type`, a low-cardinality
+/// class of the error such as `timeout` or `parked`.
+pub fn record_error(span: &Span, error_type: &str) {
+    span.record("otel.status_code", "ERROR");
+    span.record("error.type", error_type);
+}
