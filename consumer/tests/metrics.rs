@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 
-use support::memory::*;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use support::memory::*;
 use tidings_consumer::{HandlerError, TxHandle, handler_fn};
 use tidings_core::memory::MemoryContext;
 use tidings_core::{Message, Publisher};

@@ -4,8 +4,8 @@
 
 mod support;
 
-use support::postgres_rabbitmq::{Order, World, apply, options, run_until};
 use opentelemetry::trace::{SpanKind, Status};
+use support::postgres_rabbitmq::{Order, World, apply, options, run_until};
 use tidings_consumer::{Consumer, TxHandle, handler_fn};
 use tidings_core::relay::Relay;
 use tidings_core::{Message, OutboxSpec};

@@ -5,9 +5,9 @@ mod support;
 
 use std::time::Duration;
 
+use opentelemetry::trace::SpanKind;
 use support::orders::{Order, count_effect, options, run_until, spec};
 use support::{client, declare, queue_name, source_options};
-use opentelemetry::trace::SpanKind;
 use tidings_consumer::{Consumer, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryContext, MemoryStore};
 use tidings_core::relay::Relay;
