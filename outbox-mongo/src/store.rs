@@ -159,6 +159,9 @@ impl MongoOutboxStore {
     }
 
     fn buffer(&self) -> OutboxBuffer {
-        OutboxBuffer::new(self.inner.options.get_clock().clone(), self.inner.hlc.clone())
+        OutboxBuffer::new(
+            self.inner.options.get_clock().clone(),
+            self.inner.hlc.clone(),
+        )
     }
 }

@@ -268,7 +268,10 @@ impl PgOutboxStore {
     }
 
     fn buffer(&self) -> OutboxBuffer {
-        OutboxBuffer::new(self.inner.options.get_clock().clone(), self.inner.hlc.clone())
+        OutboxBuffer::new(
+            self.inner.options.get_clock().clone(),
+            self.inner.hlc.clone(),
+        )
     }
 }
 

@@ -7,11 +7,13 @@
 //! it in one place.
 
 mod inbox_store;
+mod outbox_admin;
 mod outbox_store;
 mod publisher;
 mod source;
 
 pub use inbox_store::{Attempts, InboxError, InboxMark, InboxStore};
+pub use outbox_admin::{ConsumerStats, FailedFilter, FailedRow, OutboxAdmin};
 pub use outbox_store::{
     ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, OutboxStats, OutboxStore, Outcome,
     PurgeRequest, PurgeStatus, Requeue, SettleReport, Settlement, StoreError,

@@ -67,8 +67,8 @@
 //! ```
 
 mod cleaner;
-mod options;
 mod monitor;
+mod options;
 mod pass;
 mod pipeline;
 mod relays;
@@ -82,8 +82,8 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 pub use cleaner::Cleaner;
-pub use options::RelayOptions;
 pub use monitor::Monitor;
+pub use options::RelayOptions;
 pub use pass::PassReport;
 pub use relays::Relays;
 pub use sweeper::Sweeper;
