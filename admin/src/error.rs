@@ -56,15 +56,15 @@ pub enum AdminError {
     #[error("{0}")]
     Invalid(String),
     /// The outbox store failed.
-    #[error("outbox store: {}", tidings_core::port::error_chain(.0))]
+    #[error(transparent)]
     Store(#[from] StoreError),
     /// The inbox store failed.
-    #[error("inbox store: {}", tidings_core::port::error_chain(.0))]
+    #[error(transparent)]
     Inbox(#[from] InboxError),
     /// The broker failed or went away; what was not settled stays where it
     /// was, so running the operation again is safe.
-    #[error("broker: {}; nothing unsettled was lost, run the command again once it is back", tidings_core::port::error_chain(.0.as_ref()))]
-    Broker(BoxError),
+    #[error("the broker failed; nothing unsettled was lost, run the command again once it is back")]
+    Broker(#[source] BoxError),
 }
 
 impl AdminError {
