@@ -19,6 +19,9 @@ pub(crate) struct Cli {
     /// Where the outbox lives.
     #[command(flatten)]
     pub(crate) store: StoreArgs,
+    /// Where the dead-letter queues live.
+    #[command(flatten)]
+    pub(crate) broker: BrokerArgs,
     /// Print JSON for scripts instead of tables.
     #[arg(long, global = true)]
     pub(crate) json: bool,
@@ -108,7 +111,8 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Inbox(InboxCommand),
     /// Messages parked in dead-letter queues: list, show, replay, purge.
-    DeadLetters(DeadLetterCommand),
+    #[command(subcommand)]
+    DeadLetters(DeadLetterAction),
 }
 
 /// Failed rows.
@@ -203,15 +207,6 @@ pub(crate) enum InboxCommand {
         #[arg(long, default_value_t = 1000)]
         batch: usize,
     },
-}
-
-/// Dead letters.
-#[derive(Debug, Args)]
-pub(crate) struct DeadLetterCommand {
-    #[command(flatten)]
-    pub(crate) broker: BrokerArgs,
-    #[command(subcommand)]
-    pub(crate) action: DeadLetterAction,
 }
 
 /// The broker to connect to.

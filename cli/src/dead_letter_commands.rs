@@ -5,19 +5,23 @@ use tidings_admin::dead_letters::{
     DeadLetter, DeadLetterFilter, DeadLetterReport, RabbitDeadLetters, ReplayOptions,
 };
 
-use crate::args::{BrokerKind, DeadLetterAction, DeadLetterArgs, DeadLetterCommand};
+use crate::args::{BrokerArgs, BrokerKind, DeadLetterAction, DeadLetterArgs};
 use crate::output;
 
 /// Runs a dead-letter command on the broker it names.
-pub(crate) async fn run(command: DeadLetterCommand, json: bool) -> anyhow::Result<()> {
-    match command.broker.broker {
+pub(crate) async fn run(
+    args: &BrokerArgs,
+    action: DeadLetterAction,
+    json: bool,
+) -> anyhow::Result<()> {
+    match args.broker {
         BrokerKind::Rabbitmq => {
-            let broker = RabbitDeadLetters::connect(&command.broker.amqp_url)
+            let broker = RabbitDeadLetters::connect(&args.amqp_url)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}; check --amqp-url (or AMQP_URL)"))?;
-            rabbitmq(&broker, command.action, json).await
+            rabbitmq(&broker, action, json).await
         }
-        BrokerKind::Sqs => sqs(command, json).await,
+        BrokerKind::Sqs => sqs(args, action, json).await,
     }
 }
 
@@ -57,15 +61,15 @@ async fn rabbitmq(
 }
 
 #[cfg(not(feature = "sqs"))]
-async fn sqs(_: DeadLetterCommand, _: bool) -> anyhow::Result<()> {
+async fn sqs(_: &BrokerArgs, _: DeadLetterAction, _: bool) -> anyhow::Result<()> {
     bail!("this build has no SQS support; build tidings-cli with --features sqs")
 }
 
 #[cfg(feature = "sqs")]
-async fn sqs(command: DeadLetterCommand, json: bool) -> anyhow::Result<()> {
+async fn sqs(args: &BrokerArgs, action: DeadLetterAction, json: bool) -> anyhow::Result<()> {
     use tidings_admin::dead_letters::SqsDeadLetters;
-    let broker = SqsDeadLetters::connect(command.broker.sqs_endpoint.as_deref()).await;
-    match command.action {
+    let broker = SqsDeadLetters::connect(args.sqs_endpoint.as_deref()).await;
+    match action {
         DeadLetterAction::List(args) => {
             let depth = broker.depth(&args.queue).await?;
             let letters = broker.list(&args.queue, &filter(&args)).await?;

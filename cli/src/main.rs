@@ -40,7 +40,7 @@ async fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let json = cli.json;
     match cli.command {
-        Command::DeadLetters(command) => dead_letter_commands::run(command, json).await,
+        Command::DeadLetters(action) => dead_letter_commands::run(&cli.broker, action, json).await,
         command => store_commands::run(&cli.store, command, json).await,
     }
 }
