@@ -17,3 +17,5 @@ pub use tidings_mongo;
 pub use tidings_postgres;
 #[cfg(feature = "rabbitmq")]
 pub use tidings_rabbitmq;
+#[cfg(feature = "sqs")]
+pub use tidings_sqs;

@@ -61,3 +61,35 @@ pub(crate) async fn mongo(args: &StoreArgs) -> anyhow::Result<Admin<MongoOutboxS
     let database = client.database(&args.mongodb_database);
     Ok(Admin::new(MongoOutboxStore::new(database, options)?))
 }
+
+/// An SQS client: credentials from `AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` (`test`/`test` when
+/// unset, as local stand-ins take), region from `AWS_REGION` or
+/// `AWS_DEFAULT_REGION` (default `us-east-1`), at `endpoint` or AWS's own.
+#[cfg(feature = "sqs")]
+pub(crate) fn sqs_client(
+    endpoint: Option<&str>,
+) -> tidings_admin::tidings_sqs::aws_sdk_sqs::Client {
+    use tidings_admin::tidings_sqs::aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
+    use tidings_admin::tidings_sqs::aws_sdk_sqs::{Client, Config};
+
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let region = env("AWS_REGION")
+        .or_else(|| env("AWS_DEFAULT_REGION"))
+        .unwrap_or_else(|| "us-east-1".to_owned());
+    let credentials = Credentials::new(
+        env("AWS_ACCESS_KEY_ID").unwrap_or_else(|| "test".to_owned()),
+        env("AWS_SECRET_ACCESS_KEY").unwrap_or_else(|| "test".to_owned()),
+        env("AWS_SESSION_TOKEN"),
+        None,
+        "tidings-cli",
+    );
+    let mut config = Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(region))
+        .credentials_provider(credentials);
+    if let Some(endpoint) = endpoint {
+        config = config.endpoint_url(endpoint);
+    }
+    Client::from_conf(config.build())
+}

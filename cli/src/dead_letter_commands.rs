@@ -1,6 +1,5 @@
 //! The commands on dead-letter queues.
 
-use anyhow::bail;
 use tidings_admin::dead_letters::{
     DeadLetter, DeadLetterFilter, DeadLetterReport, RabbitDeadLetters, ReplayOptions,
 };
@@ -62,13 +61,13 @@ async fn rabbitmq(
 
 #[cfg(not(feature = "sqs"))]
 async fn sqs(_: &BrokerArgs, _: DeadLetterAction, _: bool) -> anyhow::Result<()> {
-    bail!("this build has no SQS support; build tidings-cli with --features sqs")
+    anyhow::bail!("this build has no SQS support; build tidings-cli with --features sqs")
 }
 
 #[cfg(feature = "sqs")]
 async fn sqs(args: &BrokerArgs, action: DeadLetterAction, json: bool) -> anyhow::Result<()> {
     use tidings_admin::dead_letters::SqsDeadLetters;
-    let broker = SqsDeadLetters::connect(args.sqs_endpoint.as_deref()).await;
+    let broker = SqsDeadLetters::new(crate::connect::sqs_client(args.sqs_endpoint.as_deref()));
     match action {
         DeadLetterAction::List(args) => {
             let depth = broker.depth(&args.queue).await?;

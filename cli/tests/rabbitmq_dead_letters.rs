@@ -7,16 +7,11 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use predicates::str::contains;
+use support::consumer::{consume, create_effects, effects, envelope};
 use support::{drop_schema, json, pg_store, stdout, tidings};
-use tidings_admin::dead_letters::REPLAYED_REASON_HEADER;
-use tidings_admin::tidings_postgres::sqlx::{self, AssertSqlSafe};
-use tidings_admin::tidings_postgres::{PgContext, PgOutboxStore};
 use tidings_admin::tidings_rabbitmq::lapin::options::QueueDeleteOptions;
 use tidings_admin::tidings_rabbitmq::lapin::types::{AMQPValue, FieldTable, LongString};
 use tidings_admin::tidings_rabbitmq::lapin::{BasicProperties, Connection, ConnectionProperties};
@@ -24,22 +19,9 @@ use tidings_admin::tidings_rabbitmq::{
     ConnectionOptions, PublisherOptions, QueueOptions, RabbitPublisher, RabbitSource,
     SourceOptions, Topology, dead_letter_queue,
 };
-use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
-use tidings_core::{Backoff, Envelope, Message, Publisher, QueueSpec};
+use tidings_core::{Backoff, Envelope, Publisher};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{amqp_url, service_missing};
-use tokio_util::sync::CancellationToken;
-
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-struct Order {
-    id: i32,
-}
-
-/// What the handler saw of one delivery: order, replay reason, delivery
-/// count.
-type Seen = (i32, Option<String>, Option<u32>);
-
-const QUICK: Backoff = Backoff::new(Duration::from_millis(20), Duration::from_millis(200));
 
 /// Declares a queue of the test's own with its dead-letter queue.
 async fn declare(prefix: &str) -> &'static str {
@@ -52,14 +34,11 @@ async fn declare(prefix: &str) -> &'static str {
     name
 }
 
-fn envelope(queue: &str, id: i32) -> Envelope {
-    let payload = Bytes::from(serde_json::to_vec(&Order { id }).unwrap());
-    Envelope::new(
-        "order-events",
-        queue,
-        "order.placed",
-        payload,
-        "application/json",
+fn rabbit_source() -> RabbitSource {
+    let backoff = Backoff::new(Duration::from_millis(20), Duration::from_millis(200));
+    RabbitSource::new(
+        ConnectionOptions::new(amqp_url()).reconnect(backoff),
+        SourceOptions::default(),
     )
 }
 
@@ -98,103 +77,10 @@ async fn park(queue: &str, envelope: &Envelope, reason: &str) {
     let _ = connection.close(200, "OK".into()).await;
 }
 
-/// Runs a consumer of `queue` with the PostgreSQL inbox until `done` holds
-/// of what its handler saw, for at most 30 s. The handler counts each
-/// order's effect in `effects`, and parks order 7 while `broken`.
-async fn consume(
-    store: &PgOutboxStore,
-    queue: &'static str,
-    broken: bool,
-    done: impl Fn(&[Seen], u64) -> bool,
-) -> Vec<Seen> {
-    let spec: &'static QueueSpec<Order> = Box::leak(Box::new(QueueSpec::json(queue)));
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let broken = Arc::new(AtomicBool::new(broken));
-    let sql = Arc::new(format!(
-        "insert into \"{}\".effects (order_id, times) values ($1, 1) \
-         on conflict (order_id) do update set times = effects.times + 1",
-        store.options().get_schema()
-    ));
-    let handler = handler_fn({
-        let seen = seen.clone();
-        move |msg: Message<Order>, tx: TxHandle<PgContext<'static>>| {
-            let (seen, broken, sql) = (seen.clone(), broken.clone(), sql.clone());
-            async move {
-                let reason = msg.headers().get(REPLAYED_REASON_HEADER).cloned();
-                seen.lock()
-                    .unwrap()
-                    .push((msg.payload.id, reason, msg.delivery_count));
-                if msg.payload.id == 7 && broken.load(SeqCst) {
-                    return Err(HandlerError::permanent(
-                        "poison: order 7 has a negative total",
-                    ));
-                }
-                let mut ctx = tx.lock().await;
-                sqlx::query(AssertSqlSafe(sql.to_string()))
-                    .bind(msg.payload.id)
-                    .execute(ctx.tx())
-                    .await?;
-                Ok(())
-            }
-        }
-    });
-    let source = RabbitSource::new(
-        ConnectionOptions::new(amqp_url()).reconnect(QUICK),
-        SourceOptions::default(),
-    );
-    let inbox = tidings_inbox::Inbox::new(store.inbox(), "billing").unwrap();
-    let consumer = Arc::new(
-        Consumer::new(source, spec, handler)
-            .unwrap()
-            .inbox(inbox)
-            .options(
-                ConsumerOptions::default()
-                    .retry_backoff(QUICK)
-                    .restart_backoff(QUICK),
-            ),
-    );
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (consumer, cancel) = (consumer.clone(), cancel.clone());
-        async move { consumer.run(cancel).await }
-    });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !done(&seen.lock().unwrap(), consumer.report().duplicates)
-        && tokio::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    // Time for a stray second delivery to show up.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    cancel.cancel();
-    task.await.unwrap();
-    let seen = seen.lock().unwrap().clone();
-    seen
-}
-
-/// `(orders with an effect, the most effects one order had)`.
-async fn effects(store: &PgOutboxStore) -> (i64, i32) {
-    let sql = format!(
-        "select count(*), coalesce(max(times), 0) from \"{}\".effects",
-        store.options().get_schema()
-    );
-    sqlx::query_as(AssertSqlSafe(sql))
-        .fetch_one(store.pool())
-        .await
-        .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parked_message_is_listed_shown_replayed_and_handled_once() {
     let store = pg_store().await;
-    let create = format!(
-        "create table \"{}\".effects (order_id int primary key, times int not null)",
-        store.options().get_schema()
-    );
-    sqlx::query(AssertSqlSafe(create))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    create_effects(&store).await;
     let queue = declare("tidings_cli_orders").await;
     let publisher = RabbitPublisher::new(
         ConnectionOptions::new(amqp_url()),
@@ -205,7 +91,10 @@ async fn a_parked_message_is_listed_shown_replayed_and_handled_once() {
     publisher.publish(&poison).await.unwrap();
     publisher.publish(&fine).await.unwrap();
 
-    let seen = consume(&store, queue, true, |seen, _| seen.len() >= 2).await;
+    let seen = consume(&store, queue, rabbit_source(), true, |seen, _| {
+        seen.len() >= 2
+    })
+    .await;
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert_eq!(effects(&store).await, (1, 1));
 
@@ -246,7 +135,7 @@ async fn a_parked_message_is_listed_shown_replayed_and_handled_once() {
     );
     assert_eq!(json(tidings().args(list))["depth"], 0);
 
-    let seen = consume(&store, queue, false, |seen, duplicates| {
+    let seen = consume(&store, queue, rabbit_source(), false, |seen, duplicates| {
         seen.iter().any(|s| s.0 == 7) && duplicates >= 1
     })
     .await;

@@ -21,12 +21,15 @@ use serde::Serialize;
 #[cfg(feature = "rabbitmq")]
 mod rabbitmq;
 
+#[cfg(feature = "sqs")]
+mod sqs;
+
 #[cfg(feature = "rabbitmq")]
 pub use rabbitmq::RabbitDeadLetters;
+#[cfg(feature = "sqs")]
+pub use sqs::SqsDeadLetters;
 
-/// The header a replayed message carries the reason it was parked for
-/// (the consumer's `x-dead-letter-reason` of the dead letter).
-pub const REPLAYED_REASON_HEADER: &str = "x-tidings-replayed-reason";
+pub use tidings_core::REPLAYED_REASON_HEADER;
 
 /// A parked message as an operator sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

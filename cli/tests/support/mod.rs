@@ -3,6 +3,8 @@
 //! made to fail through the relay's own store calls.
 #![allow(dead_code)]
 
+pub(crate) mod consumer;
+
 use std::time::Duration;
 
 use assert_cmd::Command;

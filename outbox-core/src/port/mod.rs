@@ -20,7 +20,8 @@ pub use outbox_store::{
 };
 pub use publisher::{PublishError, Publisher, trace_outcome};
 pub use source::{
-    AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, Redelivery, Source, SourceError,
+    AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, REPLAYED_REASON_HEADER, Redelivery,
+    Source, SourceError,
 };
 
 /// Errors that say whether retrying may succeed. Every port error
