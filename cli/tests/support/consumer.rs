@@ -132,6 +132,5 @@ pub(crate) async fn consume<S: Source>(
     tokio::time::sleep(Duration::from_millis(500)).await;
     cancel.cancel();
     task.await.unwrap();
-    let seen = seen.lock().unwrap().clone();
-    seen
+    seen.lock().unwrap().clone()
 }
