@@ -140,10 +140,11 @@ fn print_one(letter: &DeadLetter, json: bool) -> anyhow::Result<()> {
     output::field("event type", letter.event_type.as_deref().unwrap_or("-"));
     output::field("age", output::age(letter.age_secs));
     output::field("reason", letter.reason.as_deref().unwrap_or("-"));
-    for (name, value) in &letter.headers {
-        output::field(&format!("header {name}"), value);
-    }
     output::field("payload", &letter.payload);
+    println!("headers");
+    for (name, value) in &letter.headers {
+        println!("  {name}: {value}");
+    }
     Ok(())
 }
 

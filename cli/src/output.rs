@@ -25,11 +25,17 @@ pub(crate) fn table(header: &[&str], numbers_from: usize) -> Table {
     table
 }
 
-/// Seconds as a short human duration (`3m 12s`), `-` for none.
+/// Seconds as a short human duration, its two largest units (`3m 12s`,
+/// `1month 9days`), `-` for none.
 pub(crate) fn age(secs: Option<f64>) -> String {
     match secs {
         Some(secs) => {
-            humantime::format_duration(Duration::from_secs(secs.max(0.0) as u64)).to_string()
+            let full = humantime::format_duration(Duration::from_secs(secs.max(0.0) as u64));
+            full.to_string()
+                .split(' ')
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" ")
         }
         None => "-".to_owned(),
     }
@@ -37,5 +43,5 @@ pub(crate) fn age(secs: Option<f64>) -> String {
 
 /// A labelled field, for `show` output.
 pub(crate) fn field(label: &str, value: impl std::fmt::Display) {
-    println!("{label:<16}{value}");
+    println!("{label:<15} {value}");
 }
