@@ -55,6 +55,9 @@ pub enum AdminError {
     /// A request the operations refuse.
     #[error("{0}")]
     Invalid(String),
+    /// A socket of the admin page failed.
+    #[error("{0}")]
+    Io(String, #[source] std::io::Error),
     /// The outbox store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -3,6 +3,8 @@
 pub mod dead_letters;
 mod error;
 mod outbox;
+#[cfg(feature = "page")]
+pub mod page;
 mod stores;
 mod views;
 
