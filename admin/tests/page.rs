@@ -2,7 +2,8 @@
 //! over WebDriver): it shows the backlog of a seeded route, a click on
 //! "Requeue failed" with the token moves the failed rows back to pending,
 //! and a write without the token is refused with 401. A screenshot of the
-//! page is saved under the test's target directory.
+//! page is saved as `admin-page.png` in Cargo's test scratch directory
+//! (`target/tmp/` by default).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -192,7 +193,6 @@ async fn the_page_shows_the_backlog_and_requeues_with_the_token() {
     let screenshot = client.screenshot().await.unwrap();
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("admin-page.png");
     std::fs::write(&path, screenshot).unwrap();
-    println!("screenshot: {}", path.display());
 
     client
         .find(Locator::Css("button.requeue"))

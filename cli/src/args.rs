@@ -113,6 +113,24 @@ pub(crate) enum Command {
     /// Messages parked in dead-letter queues: list, show, replay, purge.
     #[command(subcommand)]
     DeadLetters(DeadLetterAction),
+    /// Serve the admin page (backlog, failed rows, inbox, dead-letter
+    /// depths, requeue and replay buttons) until interrupted.
+    Serve(ServeArgs),
+}
+
+/// The admin page.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on; anything but loopback needs a token.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub(crate) bind: std::net::SocketAddr,
+    /// The bearer token writes need; without one the page is read-only.
+    #[arg(long, env = "TIDINGS_ADMIN_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// A RabbitMQ queue whose dead letters the page shows and replays
+    /// (repeatable).
+    #[arg(long)]
+    pub(crate) dead_letter_queue: Vec<String>,
 }
 
 /// Failed rows.

@@ -5,6 +5,7 @@ mod args;
 mod connect;
 mod dead_letter_commands;
 mod output;
+mod page;
 mod store_commands;
 
 use std::process::ExitCode;
@@ -41,7 +42,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let json = cli.json;
     match cli.command {
         Command::DeadLetters(action) => dead_letter_commands::run(&cli.broker, action, json).await,
-        command => store_commands::run(&cli.store, command, json).await,
+        command => store_commands::run(&cli.store, &cli.broker, command, json).await,
     }
 }
 

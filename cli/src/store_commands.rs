@@ -7,16 +7,29 @@ use tidings_admin::{Admin, AdminStore, FailedEntry, RouteStatus, Status};
 use tidings_core::{FailedFilter, PurgeRequest, PurgeStatus};
 
 use crate::args::{
-    Command, FailedArgs, FailedCommand, FinishedStatus, InboxCommand, PurgeArgs, StoreArgs,
-    StoreKind,
+    BrokerArgs, Command, FailedArgs, FailedCommand, FinishedStatus, InboxCommand, PurgeArgs,
+    StoreArgs, StoreKind,
 };
-use crate::{connect, output};
+use crate::{connect, output, page};
 
 /// Runs `command` on the store `args` name.
-pub(crate) async fn run(args: &StoreArgs, command: Command, json: bool) -> anyhow::Result<()> {
-    match args.store {
-        StoreKind::Postgres => run_on(connect::postgres(args).await?, command, json).await,
-        StoreKind::Mongo => run_on(connect::mongo(args).await?, command, json).await,
+pub(crate) async fn run(
+    args: &StoreArgs,
+    broker: &BrokerArgs,
+    command: Command,
+    json: bool,
+) -> anyhow::Result<()> {
+    match (args.store, command) {
+        (StoreKind::Postgres, Command::Serve(serve)) => {
+            page::serve(connect::postgres(args).await?, broker, serve).await
+        }
+        (StoreKind::Mongo, Command::Serve(serve)) => {
+            page::serve(connect::mongo(args).await?, broker, serve).await
+        }
+        (StoreKind::Postgres, command) => {
+            run_on(connect::postgres(args).await?, command, json).await
+        }
+        (StoreKind::Mongo, command) => run_on(connect::mongo(args).await?, command, json).await,
     }
 }
 
@@ -50,7 +63,7 @@ async fn run_on<S: AdminStore>(
                 &text,
             )
         }
-        Command::DeadLetters(_) => bail!("dead letters need a broker, not a store"),
+        Command::DeadLetters(_) | Command::Serve(_) => bail!("not a store command"),
     }
 }
 

@@ -279,6 +279,7 @@ fn every_command_has_useful_help() {
         &["inbox", "purge", "--help"],
         &["dead-letters", "--help"],
         &["dead-letters", "replay", "--help"],
+        &["serve", "--help"],
     ] {
         let text = stdout(support::tidings().args(args));
         assert!(text.contains("Usage: tidings"), "{args:?}: {text}");
