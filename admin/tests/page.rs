@@ -1,7 +1,8 @@
 //! The admin page in a real headless browser (Debian's Chromium driven
 //! over WebDriver): it shows the backlog of a seeded route, a click on
 //! "Requeue failed" with the token moves the failed rows back to pending,
-//! and a write without the token is refused with 401. A screenshot of the
+//! a click on "Replay" sends a RabbitMQ dead letter back to its queue, and
+//! a write without the token is refused with 401. A screenshot of the
 //! page is saved as `admin-page.png` in Cargo's test scratch directory
 //! (`target/tmp/` by default).
 
@@ -12,15 +13,22 @@ use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
+use tidings_admin::dead_letters::RabbitDeadLetters;
 use tidings_admin::page::AdminPage;
 use tidings_admin::tidings_postgres::sqlx::postgres::PgPoolOptions;
 use tidings_admin::tidings_postgres::sqlx::{self, AssertSqlSafe};
 use tidings_admin::tidings_postgres::{PgOutboxOptions, PgOutboxStore};
+use tidings_admin::tidings_rabbitmq::lapin::types::{AMQPValue, FieldTable, LongString};
+use tidings_admin::tidings_rabbitmq::lapin::{BasicProperties, Connection, ConnectionProperties};
+use tidings_admin::tidings_rabbitmq::{
+    ConnectionOptions, QueueOptions, Topology, dead_letter_queue,
+};
 use tidings_admin::{Admin, AdminError};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxSpec, OutboxStore, Outcome, Settlement};
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{database_url, service_missing};
+use tidings_testing::services::{amqp_url, database_url, service_missing};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use uuid::Uuid;
 
 static ORDERS: OutboxSpec<u32> = OutboxSpec::json("order-events").to_queue("orders");
 const TOKEN: &str = "a-long-random-token";
@@ -115,9 +123,49 @@ impl Drop for Driver {
     }
 }
 
+/// A RabbitMQ queue of the test's own with one dead letter parked.
+async fn queue_with_a_dead_letter() -> String {
+    let queue = unique_name("tidings_page_orders");
+    let options = QueueOptions::classic().expires(Duration::from_secs(120));
+    Topology::new(ConnectionOptions::new(amqp_url()))
+        .declare_queue(&queue, options)
+        .await
+        .unwrap_or_else(|e| service_missing("RabbitMQ", &amqp_url(), &e));
+    let connection = Connection::connect(&amqp_url(), ConnectionProperties::default())
+        .await
+        .unwrap();
+    let channel = connection.create_channel().await.unwrap();
+    let mut headers = FieldTable::default();
+    headers.insert(
+        "x-dead-letter-reason".into(),
+        AMQPValue::LongString(LongString::from("handler: poison")),
+    );
+    let properties = BasicProperties::default()
+        .with_message_id(Uuid::new_v4().to_string().into())
+        .with_headers(headers);
+    let dlq = dead_letter_queue(&queue);
+    channel
+        .basic_publish(
+            "".into(),
+            dlq.as_str().into(),
+            Default::default(),
+            b"{}",
+            properties,
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    let _ = connection.close(200, "OK".into()).await;
+    queue
+}
+
 /// Serves the page on a free loopback port; returns its address.
-async fn serve(store: PgOutboxStore) -> SocketAddr {
-    let page = AdminPage::new(Admin::new(store)).token(TOKEN);
+async fn serve(store: PgOutboxStore, queue: &str) -> SocketAddr {
+    let broker = RabbitDeadLetters::connect(&amqp_url()).await.unwrap();
+    let page = AdminPage::new(Admin::new(store))
+        .token(TOKEN)
+        .dead_letters(broker, vec![queue.to_owned()]);
     let listener = page.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(page.serve_on(listener, std::future::pending()));
@@ -163,7 +211,8 @@ async fn wait_text(client: &Client, selector: &str, text: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_shows_the_backlog_and_requeues_with_the_token() {
     let store = seeded_store().await;
-    let address = serve(store.clone()).await;
+    let queue = queue_with_a_dead_letter().await;
+    let address = serve(store.clone(), &queue).await;
     let body = r#"{"route":"order-events"}"#;
     let bare = format!(
         "POST /api/requeue HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -190,6 +239,7 @@ async fn the_page_shows_the_backlog_and_requeues_with_the_token() {
         "2"
     );
     wait_text(&client, "#failed tbody", "no exchange 'orders'").await;
+    wait_text(&client, "#dead-letters tbody tr td:nth-child(3)", "1").await;
     let screenshot = client.screenshot().await.unwrap();
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("admin-page.png");
     std::fs::write(&path, screenshot).unwrap();
@@ -221,7 +271,22 @@ async fn the_page_shows_the_backlog_and_requeues_with_the_token() {
     wait_text(&client, "#routes tbody tr td:nth-child(2)", "5").await;
     let stats = store.stats("order-events").await.unwrap();
     assert_eq!((stats.pending, stats.failed), (5, 0));
+
+    wait_text(&client, "#dead-letters tbody tr td:nth-child(3)", "1").await;
+    client
+        .find(Locator::Css("button.replay"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_text(&client, "#message", "replayed 1 of 1 dead letters").await;
+    wait_text(&client, "#dead-letters tbody tr td:nth-child(3)", "0").await;
     client.close().await.unwrap();
+    Topology::new(ConnectionOptions::new(amqp_url()))
+        .delete_queue(&queue)
+        .await
+        .unwrap();
 
     let sql = format!("drop schema \"{}\" cascade", store.options().get_schema());
     sqlx::query(AssertSqlSafe(sql))
