@@ -243,6 +243,14 @@ pub(crate) struct BrokerArgs {
         default_value = "amqp://guest:guest@127.0.0.1:5672/%2f"
     )]
     pub(crate) amqp_url: String,
+    /// The name RabbitMQ's management tools list this tool's connection by.
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_CONNECTION_NAME",
+        default_value = "tidings-cli"
+    )]
+    pub(crate) amqp_connection_name: String,
     /// SQS endpoint; AWS's own when not given (credentials and region from
     /// the usual AWS settings).
     #[arg(long, global = true, env = "SQS_ENDPOINT")]

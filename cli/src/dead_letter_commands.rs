@@ -15,7 +15,7 @@ pub(crate) async fn run(
 ) -> anyhow::Result<()> {
     match args.broker {
         BrokerKind::Rabbitmq => {
-            let broker = RabbitDeadLetters::connect(&args.amqp_url)
+            let broker = RabbitDeadLetters::connect_as(&args.amqp_url, &args.amqp_connection_name)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}; check --amqp-url (or AMQP_URL)"))?;
             rabbitmq(&broker, action, json).await

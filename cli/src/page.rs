@@ -21,9 +21,10 @@ pub(crate) async fn serve<S: AdminStore>(
         if broker.broker != BrokerKind::Rabbitmq {
             anyhow::bail!("the admin page shows RabbitMQ dead-letter queues only");
         }
-        let connection = RabbitDeadLetters::connect(&broker.amqp_url)
-            .await
-            .context("check --amqp-url (or AMQP_URL)")?;
+        let connection =
+            RabbitDeadLetters::connect_as(&broker.amqp_url, &broker.amqp_connection_name)
+                .await
+                .context("check --amqp-url (or AMQP_URL)")?;
         page = page.dead_letters(connection, args.dead_letter_queue);
     }
     let listener = page.bind(args.bind).await?;

@@ -3,7 +3,8 @@
 //! consumed, replayed once its handler is fixed, and handled exactly once;
 //! a copy of an event already handled is replayed too and deduped by the
 //! inbox. Replaying into a queue that is gone fails and keeps the dead
-//! letter.
+//! letter; a replay whose connection the broker drops halfway loses
+//! nothing and completes when run again.
 
 mod support;
 
@@ -12,7 +13,7 @@ use std::time::Duration;
 use predicates::str::contains;
 use support::consumer::{consume, create_effects, effects, envelope};
 use support::{drop_schema, json, pg_store, stdout, tidings};
-use tidings_admin::tidings_rabbitmq::lapin::options::QueueDeleteOptions;
+use tidings_admin::tidings_rabbitmq::lapin::options::{BasicGetOptions, QueueDeleteOptions};
 use tidings_admin::tidings_rabbitmq::lapin::types::{AMQPValue, FieldTable, LongString};
 use tidings_admin::tidings_rabbitmq::lapin::{BasicProperties, Connection, ConnectionProperties};
 use tidings_admin::tidings_rabbitmq::{
@@ -217,6 +218,74 @@ async fn a_replay_into_a_queue_that_is_gone_fails_and_keeps_the_dead_letter() {
         "poison",
     ]));
     assert!(purged.contains("deleted 1 of 1"), "{purged}");
+    Topology::new(ConnectionOptions::new(amqp_url()))
+        .delete_queue(queue)
+        .await
+        .unwrap();
+}
+
+/// The message ids in `queue`, taken out of it.
+async fn drain(queue: &str) -> Vec<String> {
+    let connection = Connection::connect(&amqp_url(), ConnectionProperties::default())
+        .await
+        .unwrap();
+    let channel = connection.create_channel().await.unwrap();
+    let mut ids = Vec::new();
+    while let Some(got) = channel
+        .basic_get(queue.into(), BasicGetOptions { no_ack: true })
+        .await
+        .unwrap()
+    {
+        let id = got.delivery.properties.message_id().as_ref().unwrap();
+        ids.push(id.to_string());
+    }
+    let _ = connection.close(200, "OK".into()).await;
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_the_broker_drops_halfway_loses_nothing_and_runs_again() {
+    let queue = declare("tidings_cli_dropped").await;
+    let mut parked = Vec::new();
+    for id in 0..30 {
+        let letter = envelope(queue, id);
+        park(queue, &letter, "poison").await;
+        parked.push(letter.event_id.to_string());
+    }
+    let name = unique_name("tidings-cli-replay");
+    let replay = std::process::Command::new(assert_cmd::cargo::cargo_bin("tidings"))
+        .args(["--amqp-url", &amqp_url(), "--amqp-connection-name", &name])
+        .args(["dead-letters", "replay", "--queue", queue, "--rate", "10"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    tidings_testing::faults::close_rabbitmq_connection(&name).await;
+    let output = replay.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("run the command again"), "{stderr}");
+
+    let left = json(tidings().args(["dead-letters", "list", "--queue", queue]))["depth"]
+        .as_u64()
+        .unwrap();
+    assert!((1..30).contains(&left), "{left} dead letters left");
+    stdout(tidings().args(["dead-letters", "replay", "--queue", queue]));
+    assert_eq!(
+        json(tidings().args(["dead-letters", "list", "--queue", queue]))["depth"],
+        0
+    );
+    let mut replayed = drain(queue).await;
+    assert!(
+        replayed.len() <= 31,
+        "more than one copy too many: {}",
+        replayed.len()
+    );
+    replayed.sort();
+    replayed.dedup();
+    parked.sort();
+    assert_eq!(replayed, parked, "a dead letter was lost");
     Topology::new(ConnectionOptions::new(amqp_url()))
         .delete_queue(queue)
         .await

@@ -63,11 +63,21 @@ enum Action {
 }
 
 impl RabbitDeadLetters {
-    /// Connects to the broker at `url` (`amqp://` or `amqps://`).
+    /// Connects to the broker at `url` (`amqp://` or `amqps://`), under
+    /// the connection name [`CONNECTION_NAME`](Self::CONNECTION_NAME).
     pub async fn connect(url: &str) -> Result<Self, AdminError> {
-        let connection = Connection::connect(url, ConnectionProperties::default())
-            .await
-            .map_err(broker)?;
+        Self::connect_as(url, Self::CONNECTION_NAME).await
+    }
+
+    /// The connection name [`connect`](Self::connect) gives the broker.
+    pub const CONNECTION_NAME: &str = "tidings-admin";
+
+    /// Connects to the broker at `url` under `connection_name`, the name
+    /// the broker's management tools list the connection by.
+    pub async fn connect_as(url: &str, connection_name: &str) -> Result<Self, AdminError> {
+        let properties =
+            ConnectionProperties::default().with_connection_name(connection_name.into());
+        let connection = Connection::connect(url, properties).await.map_err(broker)?;
         Ok(Self { connection })
     }
 
