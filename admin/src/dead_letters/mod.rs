@@ -15,9 +15,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use bytes::Bytes;
 use serde::Serialize;
 
+#[cfg(feature = "rabbitmq")]
+mod amqp_message;
 #[cfg(feature = "rabbitmq")]
 mod rabbitmq;
 
@@ -51,7 +52,8 @@ pub struct DeadLetter {
 }
 
 impl DeadLetter {
-    pub(crate) fn new(id: String, headers: BTreeMap<String, String>, body: &Bytes) -> Self {
+    #[cfg(any(feature = "rabbitmq", feature = "sqs", test))]
+    pub(crate) fn new(id: String, headers: BTreeMap<String, String>, body: &[u8]) -> Self {
         Self {
             id,
             event_type: None,
@@ -152,6 +154,7 @@ impl ReplayOptions {
     }
 
     /// The pause between two messages.
+    #[cfg(any(feature = "rabbitmq", feature = "sqs"))]
     pub(crate) fn pause(&self) -> Option<Duration> {
         self.rate.map(|r| Duration::from_secs_f64(1.0 / r))
     }
@@ -182,6 +185,7 @@ pub struct QueueDepth {
 /// The headers a replayed copy carries: `headers` without the broker's
 /// and tidings' delivery bookkeeping, the parking reason under
 /// [`REPLAYED_REASON_HEADER`].
+#[cfg(any(feature = "rabbitmq", test))]
 pub(crate) fn is_bookkeeping(name: &str) -> bool {
     name == "x-death"
         || name.starts_with("x-first-death-")
@@ -198,7 +202,7 @@ mod tests {
     fn letter() -> DeadLetter {
         let mut headers = BTreeMap::new();
         headers.insert("x-dead-letter-reason".into(), "handler: bad total".into());
-        let mut letter = DeadLetter::new("e-1".into(), headers, &Bytes::from_static(b"{}"));
+        let mut letter = DeadLetter::new("e-1".into(), headers, b"{}");
         letter.event_type = Some("order.placed".into());
         letter.age_secs = Some(120.0);
         letter

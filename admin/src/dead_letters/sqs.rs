@@ -9,7 +9,6 @@
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use tidings_sqs::aws_sdk_sqs::Client;
 use tidings_sqs::aws_sdk_sqs::error::SdkError;
 use tidings_sqs::aws_sdk_sqs::types::{Message, MessageSystemAttributeName, QueueAttributeName};
@@ -284,14 +283,14 @@ const TARGET_HINT: &str = "create it again (Topology::declare_queue) before repl
 
 fn read(message: &Message) -> DeadLetter {
     let headers = message_headers(message.message_attributes());
-    let body = Bytes::from(message.body().unwrap_or_default().as_bytes().to_vec());
+    let body = message.body().unwrap_or_default().as_bytes();
     let id = headers
         .get("ce-id")
         .cloned()
         .or_else(|| message.message_id().map(str::to_owned))
         .unwrap_or_default();
     let event_type = headers.get("ce-type").cloned();
-    let mut letter = DeadLetter::new(id, headers, &body);
+    let mut letter = DeadLetter::new(id, headers, body);
     letter.event_type = event_type;
     letter.age_secs = message
         .attributes()

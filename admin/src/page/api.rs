@@ -22,6 +22,7 @@ pub(crate) struct RouteQuery {
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct QueueBody {
+    #[cfg_attr(not(feature = "rabbitmq"), allow(dead_code))]
     queue: String,
 }
 
