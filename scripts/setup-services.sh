@@ -275,6 +275,18 @@ kafka() {
 }
 # --- end Kafka
 
+# --- Chromium ------------------------------------------------------------------
+# Debian's headless Chromium and its WebDriver, for the admin page's browser
+# test; the test starts a private chromedriver on a port of its own.
+chromium_browser() {
+  if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
+    log "chromium and chromedriver are installed"
+    return
+  fi
+  apt_install chromium chromium-driver
+}
+# --- end Chromium
+
 postgres
 rabbitmq
 # Installed even when both ports answer: fault tests start private servers
@@ -286,4 +298,5 @@ tls_certificates
 tls_fronts
 pgbouncer_service
 kafka
+chromium_browser
 log "all services answer"

@@ -24,10 +24,11 @@ pub use envelope::{Envelope, Headers, truncate_to_micros};
 pub use hlc::{DriftError, Hlc, HybridClock};
 pub use message::Message;
 pub use port::{
-    AckError, Acker, Attempts, BoxError, ClaimRequest, ClaimedBatch, DEAD_LETTER_REASON_HEADER,
-    Delivery, InboxError, InboxMark, InboxStore, LeaseToken, OutboxRecord, OutboxStats,
-    OutboxStore, Outcome, PublishError, Publisher, PurgeRequest, PurgeStatus, Redelivery, Requeue,
-    SettleReport, Settlement, Source, SourceError, StoreError, Transient,
+    AckError, Acker, Attempts, BoxError, ClaimRequest, ClaimedBatch, ConsumerStats,
+    DEAD_LETTER_REASON_HEADER, Delivery, FailedFilter, FailedRow, InboxError, InboxMark,
+    InboxStore, LeaseToken, OutboxAdmin, OutboxRecord, OutboxStats, OutboxStore, Outcome,
+    PublishError, Publisher, PurgeRequest, PurgeStatus, REPLAYED_REASON_HEADER, Redelivery,
+    Requeue, SettleReport, Settlement, Source, SourceError, StoreError, Transient,
 };
 pub use spec::{OrderingMode, OutboxSpec, QueueSpec, RetryPolicy, Route, SpecError};
 pub use staging::{OutboxBuffer, StageError, Staged, StagedEvent};

@@ -2,12 +2,12 @@
 //! as a record, with a clear error naming the event when a document does
 //! not have the expected shape.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use mongodb::bson::spec::BinarySubtype;
 use mongodb::bson::{Binary, Bson, Document, doc};
-use tidings_core::{Envelope, Headers, Hlc, OutboxRecord, StagedEvent, StoreError};
+use tidings_core::{Envelope, FailedRow, Headers, Hlc, OutboxRecord, StagedEvent, StoreError};
 use uuid::Uuid;
 
 use crate::schema::{field, micros, micros_after, status, uuid};
@@ -93,6 +93,27 @@ fn read_record(d: &Document, event_id: Uuid) -> Result<OutboxRecord, String> {
         attempts_started: started,
         attempts_finished: read_count(d, field::ATTEMPTS_FINISHED)?,
         last_error: read_opt_str(d, field::LAST_ERROR)?,
+    })
+}
+
+/// Reads a failed document as an operator sees it, `now` in microseconds.
+pub(crate) fn failed_row(d: &Document, now: i64) -> Result<FailedRow, StoreError> {
+    let event_id = event_id(d).unwrap_or(Uuid::nil());
+    read_failed_row(d, now).map_err(|reason| StoreError::Corrupt { event_id, reason })
+}
+
+fn read_failed_row(d: &Document, now: i64) -> Result<FailedRow, String> {
+    let failed_at = read_opt_i64(d, field::FINISHED_AT)?.unwrap_or(now);
+    Ok(FailedRow {
+        event_id: read_uuid(d, field::EVENT_ID)?,
+        event_type: read_str(d, field::EVENT_TYPE)?,
+        destination: read_str(d, field::DESTINATION)?,
+        ordering_key: read_opt_str(d, field::ORDERING_KEY)?,
+        attempts: read_count(d, field::ATTEMPTS_STARTED)?,
+        last_error: read_opt_str(d, field::LAST_ERROR)?,
+        failed_for: Duration::from_micros(u64::try_from(now - failed_at).unwrap_or_default()),
+        content_type: read_str(d, field::CONTENT_TYPE)?,
+        payload: read_bytes(d, field::PAYLOAD)?,
     })
 }
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use mongodb::bson::{Bson, Document, doc};
-use tidings_core::LeaseToken;
+use tidings_core::{FailedFilter, LeaseToken};
 use uuid::Uuid;
 
 use crate::schema::{field, status, uuid, uuids};
@@ -261,6 +261,40 @@ pub(crate) fn stats_pipeline(route: &str) -> Vec<Document> {
             "count": { "$sum": 1 },
             "oldest": { "$min": format!("${}", field::OCCURRED_AT) },
         } },
+    ]
+}
+
+/// Failed documents of a route matching an operator's filter, `cutoff` the
+/// latest failure time in microseconds.
+pub(crate) fn failed_matching(route: &str, filter: &FailedFilter, cutoff: i64) -> Document {
+    let mut found = doc! {
+        field::ROUTE: route,
+        field::STATUS: status::FAILED,
+        field::FINISHED_AT: { "$lte": cutoff },
+    };
+    if let Some(event_type) = &filter.event_type {
+        found.insert(field::EVENT_TYPE, event_type);
+    }
+    if let Some(ids) = &filter.ids {
+        found.insert(field::EVENT_ID, doc! { "$in": uuids(ids) });
+    }
+    found
+}
+
+/// Oldest failure first.
+pub(crate) fn failure_order() -> Document {
+    doc! { field::FINISHED_AT: 1, field::SEQ: 1 }
+}
+
+/// Counts the inbox's marks per consumer, with each one's oldest.
+pub(crate) fn consumers_pipeline() -> Vec<Document> {
+    vec![
+        doc! { "$group": {
+            "_id": format!("${}", field::CONSUMER),
+            "marks": { "$sum": 1 },
+            "oldest": { "$min": format!("${}", field::MARKED_AT) },
+        } },
+        doc! { "$sort": { "_id": 1 } },
     ]
 }
 

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod admin;
 mod batch;
 mod claim;
 mod context;

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod admin;
 mod announce;
 mod audience;
 mod batch;

@@ -7,18 +7,21 @@
 //! it in one place.
 
 mod inbox_store;
+mod outbox_admin;
 mod outbox_store;
 mod publisher;
 mod source;
 
 pub use inbox_store::{Attempts, InboxError, InboxMark, InboxStore};
+pub use outbox_admin::{ConsumerStats, FailedFilter, FailedRow, OutboxAdmin};
 pub use outbox_store::{
     ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, OutboxStats, OutboxStore, Outcome,
     PurgeRequest, PurgeStatus, Requeue, SettleReport, Settlement, StoreError,
 };
 pub use publisher::{PublishError, Publisher, trace_outcome};
 pub use source::{
-    AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, Redelivery, Source, SourceError,
+    AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, REPLAYED_REASON_HEADER, Redelivery,
+    Source, SourceError,
 };
 
 /// Errors that say whether retrying may succeed. Every port error

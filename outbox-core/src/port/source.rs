@@ -12,6 +12,11 @@ use crate::Envelope;
 /// transport can add one.
 pub const DEAD_LETTER_REASON_HEADER: &str = "x-dead-letter-reason";
 
+/// The header a dead letter replayed to its queue carries the reason it
+/// was parked for in (its [`DEAD_LETTER_REASON_HEADER`]); the handler can
+/// read it, and the copy starts with a fresh delivery count.
+pub const REPLAYED_REASON_HEADER: &str = "x-tidings-replayed-reason";
+
 /// Opens streams of deliveries from a queue.
 ///
 /// A stream ends or yields an error when the connection drops; the consumer

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use aws_sdk_sqs::types::{Message, MessageAttributeValue, MessageSystemAttributeName};
-use tidings_core::DEAD_LETTER_REASON_HEADER;
+use tidings_core::{DEAD_LETTER_REASON_HEADER, REPLAYED_REASON_HEADER};
 
 use crate::attributes::{MAX_MESSAGE_ATTRIBUTES, pack, text_value, to_sqs, unpack};
 use crate::context::QueueContext;
@@ -79,6 +79,37 @@ fn plain_text(raw: Option<&HashMap<String, MessageAttributeValue>>) -> BTreeMap<
         .collect()
 }
 
+/// The attributes of a dead letter's copy replayed to its queue: the
+/// dead letter's, the reason moved from [`DEAD_LETTER_REASON_HEADER`] to
+/// [`REPLAYED_REASON_HEADER`], repacked to fit SQS's ten; or why they do
+/// not fit.
+pub fn replay_attributes(
+    raw: Option<&HashMap<String, MessageAttributeValue>>,
+) -> Result<HashMap<String, MessageAttributeValue>, String> {
+    let binary: HashMap<String, MessageAttributeValue> = raw
+        .into_iter()
+        .flatten()
+        .filter(|(_, value)| text_value(value).is_none())
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    let mut text = message_headers(raw);
+    if let Some(reason) = text.remove(DEAD_LETTER_REASON_HEADER) {
+        text.insert(REPLAYED_REASON_HEADER.to_owned(), reason);
+    }
+    let slots = MAX_MESSAGE_ATTRIBUTES.saturating_sub(binary.len());
+    let mut attributes = to_sqs(&pack(text, slots)?);
+    attributes.extend(binary);
+    Ok(attributes)
+}
+
+/// The text attributes of a received message by name, the transport's
+/// pack unpacked: its headers and CloudEvents attributes.
+pub fn message_headers(
+    raw: Option<&HashMap<String, MessageAttributeValue>>,
+) -> BTreeMap<String, String> {
+    unpack(raw).unwrap_or_else(|_| plain_text(raw))
+}
+
 fn truncate(text: &str, max: usize) -> &str {
     if text.len() <= max {
         return text;
@@ -112,6 +143,17 @@ mod tests {
         assert_eq!(back.len(), 11);
         assert_eq!(back[DEAD_LETTER_REASON_HEADER], "handler said no");
         assert!(out.contains_key(PACKED_ATTRIBUTE));
+    }
+
+    #[test]
+    fn a_replayed_copy_carries_the_reason_under_its_own_name() {
+        let raw: HashMap<_, _> = (0..10).map(|n| (format!("a{n}"), text("v"))).collect();
+        let parked = attributes_with_reason(Some(&raw), "handler said no").unwrap();
+        let replayed = replay_attributes(Some(&parked)).unwrap();
+        let back = message_headers(Some(&replayed));
+        assert_eq!(back.len(), 11);
+        assert!(!back.contains_key(DEAD_LETTER_REASON_HEADER));
+        assert_eq!(back[REPLAYED_REASON_HEADER], "handler said no");
     }
 
     #[test]

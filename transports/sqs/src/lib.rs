@@ -22,6 +22,7 @@ pub use acker::SqsAcker;
 pub use attributes::{MAX_MESSAGE_ATTRIBUTES, PACKED_ATTRIBUTE};
 pub use body::BODY_ENCODING_ATTRIBUTE;
 pub use client::local_client;
+pub use dead_letter::{message_headers, replay_attributes};
 pub use error::TopologyError;
 pub use options::{
     DestinationOptions, MAX_DELAY, MAX_VISIBILITY_TIMEOUT, PublisherOptions, SourceOptions,

@@ -1,0 +1,23 @@
+#![doc = include_str!("../README.md")]
+
+pub mod dead_letters;
+mod error;
+mod outbox;
+#[cfg(feature = "page")]
+pub mod page;
+mod stores;
+mod views;
+
+pub use error::AdminError;
+pub use outbox::Admin;
+pub use stores::AdminStore;
+pub use views::{ConsumerStatus, FailedEntry, PurgeReport, RouteStatus, Status};
+
+#[cfg(feature = "mongo")]
+pub use tidings_mongo;
+#[cfg(feature = "postgres")]
+pub use tidings_postgres;
+#[cfg(feature = "rabbitmq")]
+pub use tidings_rabbitmq;
+#[cfg(feature = "sqs")]
+pub use tidings_sqs;

@@ -1,0 +1,172 @@
+//! The commands on dead-letter queues.
+
+use tidings_admin::dead_letters::{
+    DeadLetter, DeadLetterFilter, DeadLetterReport, RabbitDeadLetters, ReplayOptions,
+};
+
+use crate::args::{BrokerArgs, BrokerKind, DeadLetterAction, DeadLetterArgs};
+use crate::output;
+
+/// Runs a dead-letter command on the broker it names.
+pub(crate) async fn run(
+    args: &BrokerArgs,
+    action: DeadLetterAction,
+    json: bool,
+) -> anyhow::Result<()> {
+    match args.broker {
+        BrokerKind::Rabbitmq => {
+            let broker = RabbitDeadLetters::connect_as(&args.amqp_url, &args.amqp_connection_name)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}; check --amqp-url (or AMQP_URL)"))?;
+            rabbitmq(&broker, action, json).await
+        }
+        BrokerKind::Sqs => sqs(args, action, json).await,
+    }
+}
+
+async fn rabbitmq(
+    broker: &RabbitDeadLetters,
+    action: DeadLetterAction,
+    json: bool,
+) -> anyhow::Result<()> {
+    match action {
+        DeadLetterAction::List(args) => {
+            let depth = broker.depth(&args.queue).await?;
+            let letters = broker.list(&args.queue, &filter(&args)).await?;
+            print_list(&depth.queue, depth.messages, &letters, json)
+        }
+        DeadLetterAction::Show { queue, id } => print_one(&broker.show(&queue, &id).await?, json),
+        DeadLetterAction::Replay {
+            filter: args,
+            rate,
+            dry_run,
+        } => {
+            let options = ReplayOptions::new()
+                .rate(rate.unwrap_or(0.0))
+                .dry_run(dry_run);
+            let done = broker.replay(&args.queue, &filter(&args), options).await?;
+            print_report(&done, "replayed", &args.queue, json)
+        }
+        DeadLetterAction::Purge {
+            filter: args,
+            all: _,
+            dry_run,
+        } => {
+            let options = ReplayOptions::new().dry_run(dry_run);
+            let done = broker.purge(&args.queue, &filter(&args), options).await?;
+            print_report(&done, "deleted", &args.queue, json)
+        }
+    }
+}
+
+#[cfg(not(feature = "sqs"))]
+async fn sqs(_: &BrokerArgs, _: DeadLetterAction, _: bool) -> anyhow::Result<()> {
+    anyhow::bail!("this build has no SQS support; build tidings-cli with --features sqs")
+}
+
+#[cfg(feature = "sqs")]
+async fn sqs(args: &BrokerArgs, action: DeadLetterAction, json: bool) -> anyhow::Result<()> {
+    use tidings_admin::dead_letters::SqsDeadLetters;
+    let broker = SqsDeadLetters::new(crate::connect::sqs_client(args.sqs_endpoint.as_deref()));
+    match action {
+        DeadLetterAction::List(args) => {
+            let depth = broker.depth(&args.queue).await?;
+            let letters = broker.list(&args.queue, &filter(&args)).await?;
+            print_list(&depth.queue, depth.messages, &letters, json)
+        }
+        DeadLetterAction::Show { queue, id } => print_one(&broker.show(&queue, &id).await?, json),
+        DeadLetterAction::Replay {
+            filter: args,
+            rate,
+            dry_run,
+        } => {
+            let options = ReplayOptions::new()
+                .rate(rate.unwrap_or(0.0))
+                .dry_run(dry_run);
+            let done = broker.replay(&args.queue, &filter(&args), options).await?;
+            print_report(&done, "replayed", &args.queue, json)
+        }
+        DeadLetterAction::Purge {
+            filter: args,
+            all: _,
+            dry_run,
+        } => {
+            let options = ReplayOptions::new().dry_run(dry_run);
+            let done = broker.purge(&args.queue, &filter(&args), options).await?;
+            print_report(&done, "deleted", &args.queue, json)
+        }
+    }
+}
+
+fn filter(args: &DeadLetterArgs) -> DeadLetterFilter {
+    DeadLetterFilter {
+        event_type: args.event_type.clone(),
+        older_than: args.older_than,
+        reason: args.reason.clone(),
+        ids: (!args.id.is_empty()).then(|| args.id.clone()),
+        limit: args.limit,
+    }
+}
+
+fn print_list(queue: &str, depth: u64, letters: &[DeadLetter], json: bool) -> anyhow::Result<()> {
+    if json {
+        return output::json(
+            &serde_json::json!({ "queue": queue, "depth": depth, "messages": letters }),
+        );
+    }
+    let mut table = output::table(&["MESSAGE ID", "TYPE", "AGE", "SIZE", "REASON"], 9);
+    for letter in letters {
+        table.add_row(vec![
+            letter.id.clone(),
+            letter.event_type.clone().unwrap_or_default(),
+            output::age(letter.age_secs),
+            letter.size.to_string(),
+            letter.reason.clone().unwrap_or_default(),
+        ]);
+    }
+    println!("{table}");
+    println!(
+        "{} of {depth} messages in {queue} shown; none consumed",
+        letters.len()
+    );
+    Ok(())
+}
+
+fn print_one(letter: &DeadLetter, json: bool) -> anyhow::Result<()> {
+    if json {
+        return output::json(letter);
+    }
+    output::field("message id", &letter.id);
+    output::field("event type", letter.event_type.as_deref().unwrap_or("-"));
+    output::field("age", output::age(letter.age_secs));
+    output::field("reason", letter.reason.as_deref().unwrap_or("-"));
+    output::field("payload", &letter.payload);
+    println!("headers");
+    for (name, value) in &letter.headers {
+        println!("  {name}: {value}");
+    }
+    Ok(())
+}
+
+fn print_report(
+    report: &DeadLetterReport,
+    verb: &str,
+    queue: &str,
+    json: bool,
+) -> anyhow::Result<()> {
+    if json {
+        return output::json(report);
+    }
+    if report.dry_run {
+        println!(
+            "would have {verb} {} messages of {} (dry run, nothing changed)",
+            report.matched, report.queue
+        );
+    } else {
+        println!(
+            "{verb} {} of {} matching messages of {} into {queue}",
+            report.done, report.matched, report.queue
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,249 @@
+//! The commands on an outbox store and its inbox.
+
+use anyhow::bail;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use tidings_admin::{Admin, AdminStore, FailedEntry, RouteStatus, Status};
+use tidings_core::{FailedFilter, PurgeRequest, PurgeStatus};
+
+use crate::args::{
+    BrokerArgs, Command, FailedArgs, FailedCommand, FinishedStatus, InboxCommand, PurgeArgs,
+    StoreArgs, StoreKind,
+};
+use crate::{connect, output, page};
+
+/// Runs `command` on the store `args` name.
+pub(crate) async fn run(
+    args: &StoreArgs,
+    broker: &BrokerArgs,
+    command: Command,
+    json: bool,
+) -> anyhow::Result<()> {
+    match (args.store, command) {
+        (StoreKind::Postgres, Command::Serve(serve)) => {
+            page::serve(connect::postgres(args).await?, broker, serve).await
+        }
+        (StoreKind::Mongo, Command::Serve(serve)) => {
+            page::serve(connect::mongo(args).await?, broker, serve).await
+        }
+        (StoreKind::Postgres, command) => {
+            run_on(connect::postgres(args).await?, command, json).await
+        }
+        (StoreKind::Mongo, command) => run_on(connect::mongo(args).await?, command, json).await,
+    }
+}
+
+async fn run_on<S: AdminStore>(
+    admin: Admin<S>,
+    command: Command,
+    json: bool,
+) -> anyhow::Result<()> {
+    match command {
+        Command::Migrate => {
+            let done = admin.migrate().await?;
+            report(json, &json!({ "migrate": done }), &done)
+        }
+        Command::Verify => {
+            admin.verify().await?;
+            report(json, &json!({ "verify": "ok" }), "schema is up to date")
+        }
+        Command::Status { route } => status(&admin, &route, json).await,
+        Command::Failed(command) => failed(&admin, command, json).await,
+        Command::Purge(args) => purge(&admin, args, json).await,
+        Command::Inbox(InboxCommand::Purge {
+            consumer,
+            older_than,
+            batch,
+        }) => {
+            let purged = admin.purge_inbox(&consumer, older_than, batch).await?;
+            let text = format!("deleted {purged} inbox rows of {consumer}");
+            report(
+                json,
+                &json!({ "consumer": consumer, "deleted": purged }),
+                &text,
+            )
+        }
+        Command::DeadLetters(_) | Command::Serve(_) => bail!("not a store command"),
+    }
+}
+
+async fn status<S: AdminStore>(
+    admin: &Admin<S>,
+    routes: &[String],
+    json: bool,
+) -> anyhow::Result<()> {
+    let mut status = admin.status().await?;
+    if !routes.is_empty() {
+        let mut chosen = Vec::new();
+        for route in routes {
+            chosen.push(admin.route_status(route).await?);
+        }
+        status.routes = chosen;
+    }
+    if json {
+        return output::json(&status);
+    }
+    print_status(&status);
+    Ok(())
+}
+
+fn print_status(status: &Status) {
+    let mut routes = output::table(
+        &[
+            "ROUTE",
+            "PENDING",
+            "IN FLIGHT",
+            "FAILED",
+            "RETAINED",
+            "OLDEST PENDING",
+        ],
+        1,
+    );
+    for r in &status.routes {
+        routes.add_row(route_row(r));
+    }
+    println!("{routes}");
+    if status.routes.is_empty() {
+        println!("(no routes: the outbox is empty)");
+    }
+    println!();
+    let mut consumers = output::table(&["CONSUMER", "MARKS", "OLDEST MARK"], 1);
+    for c in &status.consumers {
+        consumers.add_row(vec![
+            c.consumer.clone(),
+            c.marks.to_string(),
+            output::age(c.oldest_mark_secs),
+        ]);
+    }
+    println!("{consumers}");
+}
+
+fn route_row(r: &RouteStatus) -> Vec<String> {
+    vec![
+        r.route.clone(),
+        r.pending.to_string(),
+        r.in_flight.to_string(),
+        r.failed.to_string(),
+        r.retained.to_string(),
+        output::age(r.oldest_pending_secs),
+    ]
+}
+
+async fn failed<S: AdminStore>(
+    admin: &Admin<S>,
+    command: FailedCommand,
+    json: bool,
+) -> anyhow::Result<()> {
+    match command {
+        FailedCommand::List(args) => {
+            let rows = admin.failed(&args.route, &filter(&args)).await?;
+            let entries: Vec<FailedEntry> = rows.iter().map(FailedEntry::from).collect();
+            if json {
+                return output::json(&entries);
+            }
+            let mut table = output::table(&["EVENT ID", "TYPE", "FAILED", "ATTEMPTS", "REASON"], 9);
+            for e in &entries {
+                table.add_row(vec![
+                    e.event_id.to_string(),
+                    e.event_type.clone(),
+                    format!("{} ago", output::age(Some(e.failed_secs))),
+                    e.attempts.to_string(),
+                    e.last_error.clone().unwrap_or_default(),
+                ]);
+            }
+            println!("{table}");
+            println!("{} failed rows on {}", entries.len(), args.route);
+            Ok(())
+        }
+        FailedCommand::Show { route, id } => {
+            let entry = FailedEntry::from(&admin.show(&route, id).await?);
+            if json {
+                return output::json(&entry);
+            }
+            output::field("event id", entry.event_id);
+            output::field("event type", &entry.event_type);
+            output::field("destination", &entry.destination);
+            output::field("ordering key", entry.ordering_key.as_deref().unwrap_or("-"));
+            output::field("attempts", entry.attempts);
+            output::field(
+                "failed",
+                format!("{} ago", output::age(Some(entry.failed_secs))),
+            );
+            output::field("reason", entry.last_error.as_deref().unwrap_or("-"));
+            output::field("content type", &entry.content_type);
+            output::field("payload", &entry.payload);
+            Ok(())
+        }
+        FailedCommand::Requeue {
+            filter: args,
+            all: _,
+            dry_run,
+        } => {
+            let moved = admin.requeue(&args.route, &filter(&args), dry_run).await?;
+            let verb = if dry_run { "would requeue" } else { "requeued" };
+            let text = format!("{verb} {moved} failed rows of {}", args.route);
+            report(
+                json,
+                &json!({ "route": args.route, "requeued": moved, "dry_run": dry_run }),
+                &text,
+            )
+        }
+    }
+}
+
+fn filter(args: &FailedArgs) -> FailedFilter {
+    FailedFilter {
+        event_type: args.event_type.clone(),
+        older_than: args.older_than,
+        ids: (!args.id.is_empty()).then(|| args.id.clone()),
+        limit: args.limit,
+    }
+}
+
+async fn purge<S: AdminStore>(admin: &Admin<S>, args: PurgeArgs, json: bool) -> anyhow::Result<()> {
+    let request = PurgeRequest {
+        status: match args.status {
+            FinishedStatus::Published => PurgeStatus::Published,
+            FinishedStatus::Failed => PurgeStatus::Failed,
+        },
+        older_than: args.older_than,
+        limit: args.batch,
+    };
+    let bar = if json || args.dry_run {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(0).with_style(
+            ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} rows deleted ({per_sec}, {eta} left)",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        )
+    };
+    let report_ = admin
+        .purge(&args.route, request, args.dry_run, |done, total| {
+            bar.set_length(total);
+            bar.set_position(done);
+        })
+        .await;
+    bar.finish_and_clear();
+    let done = report_?;
+    let text = if done.dry_run {
+        format!(
+            "would delete {} rows of {} (dry run, nothing deleted)",
+            done.matched, args.route
+        )
+    } else {
+        format!("deleted {} rows of {}", done.deleted, args.route)
+    };
+    report(json, &done, &text)
+}
+
+/// Prints `value` as JSON or `text` for people.
+fn report(json: bool, value: &impl serde::Serialize, text: &str) -> anyhow::Result<()> {
+    if json {
+        output::json(value)
+    } else {
+        println!("{text}");
+        Ok(())
+    }
+}

@@ -1,0 +1,136 @@
+//! A consumer with the PostgreSQL inbox whose handler parks one order
+//! while broken and counts the effect of every other in a table.
+
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tidings_admin::tidings_postgres::sqlx::{self, AssertSqlSafe};
+use tidings_admin::tidings_postgres::{PgContext, PgOutboxStore};
+use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
+use tidings_core::{Backoff, Envelope, Message, QueueSpec, REPLAYED_REASON_HEADER, Source};
+use tokio_util::sync::CancellationToken;
+
+/// The order a broken handler parks.
+pub(crate) const POISON: i32 = 7;
+
+/// The payload.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Order {
+    pub(crate) id: i32,
+}
+
+/// What the handler saw of one delivery: order, replay reason, delivery
+/// count.
+pub(crate) type Seen = (i32, Option<String>, Option<u32>);
+
+/// An order event for `queue`.
+pub(crate) fn envelope(queue: &str, id: i32) -> Envelope {
+    let payload = Bytes::from(serde_json::to_vec(&Order { id }).unwrap());
+    Envelope::new(
+        "order-events",
+        queue,
+        "order.placed",
+        payload,
+        "application/json",
+    )
+}
+
+/// Creates the effects table in the store's schema.
+pub(crate) async fn create_effects(store: &PgOutboxStore) {
+    let sql = format!(
+        "create table \"{}\".effects (order_id int primary key, times int not null)",
+        store.options().get_schema()
+    );
+    sqlx::query(AssertSqlSafe(sql))
+        .execute(store.pool())
+        .await
+        .unwrap();
+}
+
+/// `(orders with an effect, the most effects one order had)`.
+pub(crate) async fn effects(store: &PgOutboxStore) -> (i64, i32) {
+    let sql = format!(
+        "select count(*), coalesce(max(times), 0) from \"{}\".effects",
+        store.options().get_schema()
+    );
+    sqlx::query_as(AssertSqlSafe(sql))
+        .fetch_one(store.pool())
+        .await
+        .unwrap()
+}
+
+/// Runs a consumer of `queue` on `source` with the PostgreSQL inbox of
+/// `store` until `done` holds of what its handler saw and the duplicates
+/// skipped, for at most 30 s. The handler parks [`POISON`] while
+/// `broken`.
+pub(crate) async fn consume<S: Source>(
+    store: &PgOutboxStore,
+    queue: &'static str,
+    source: S,
+    broken: bool,
+    done: impl Fn(&[Seen], u64) -> bool,
+) -> Vec<Seen> {
+    let spec: &'static QueueSpec<Order> = Box::leak(Box::new(QueueSpec::json(queue)));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let broken = Arc::new(AtomicBool::new(broken));
+    let sql = Arc::new(format!(
+        "insert into \"{}\".effects (order_id, times) values ($1, 1) \
+         on conflict (order_id) do update set times = effects.times + 1",
+        store.options().get_schema()
+    ));
+    let handler = handler_fn({
+        let seen = seen.clone();
+        move |msg: Message<Order>, tx: TxHandle<PgContext<'static>>| {
+            let (seen, broken, sql) = (seen.clone(), broken.clone(), sql.clone());
+            async move {
+                let reason = msg.headers().get(REPLAYED_REASON_HEADER).cloned();
+                seen.lock()
+                    .unwrap()
+                    .push((msg.payload.id, reason, msg.delivery_count));
+                if msg.payload.id == POISON && broken.load(SeqCst) {
+                    return Err(HandlerError::permanent(
+                        "poison: order 7 has a negative total",
+                    ));
+                }
+                let mut ctx = tx.lock().await;
+                sqlx::query(AssertSqlSafe(sql.to_string()))
+                    .bind(msg.payload.id)
+                    .execute(ctx.tx())
+                    .await?;
+                Ok(())
+            }
+        }
+    });
+    let quick = Backoff::new(Duration::from_millis(20), Duration::from_millis(200));
+    let inbox = tidings_inbox::Inbox::new(store.inbox(), "billing").unwrap();
+    let consumer = Arc::new(
+        Consumer::new(source, spec, handler)
+            .unwrap()
+            .inbox(inbox)
+            .options(
+                ConsumerOptions::default()
+                    .retry_backoff(quick)
+                    .restart_backoff(quick),
+            ),
+    );
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (consumer, cancel) = (consumer.clone(), cancel.clone());
+        async move { consumer.run(cancel).await }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let finished = done(&seen.lock().unwrap(), consumer.report().duplicates);
+        if finished || tokio::time::Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Time for a stray second delivery to show up.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    cancel.cancel();
+    task.await.unwrap();
+    seen.lock().unwrap().clone()
+}

@@ -1,0 +1,105 @@
+//! The operator's side: routes, failed documents, purge counts and the
+//! inbox per consumer.
+
+use std::time::Duration;
+
+use futures::TryStreamExt;
+use mongodb::bson::{Bson, Document};
+use tidings_core::{
+    ConsumerStats, FailedFilter, FailedRow, OutboxAdmin, PurgeRequest, PurgeStatus, StoreError,
+};
+use tracing::instrument;
+
+use crate::MongoOutboxStore;
+use crate::document::failed_row;
+use crate::error::store_error;
+use crate::filters;
+use crate::schema::{field, int64, micros, status};
+
+impl OutboxAdmin for MongoOutboxStore {
+    #[instrument(skip_all, fields(db.system = "mongodb"), err)]
+    async fn routes(&self) -> Result<Vec<String>, StoreError> {
+        let values = self
+            .outbox()
+            .distinct(field::ROUTE, Document::new())
+            .await
+            .map_err(store_error)?;
+        let mut routes: Vec<String> = values
+            .into_iter()
+            .filter_map(|value| match value {
+                Bson::String(route) => Some(route),
+                _ => None,
+            })
+            .collect();
+        routes.sort();
+        Ok(routes)
+    }
+
+    #[instrument(skip_all, fields(db.system = "mongodb", outbox.route = route), err)]
+    async fn failed(
+        &self,
+        route: &str,
+        filter: &FailedFilter,
+    ) -> Result<Vec<FailedRow>, StoreError> {
+        let now = micros(self.now());
+        let cutoff = now.saturating_sub(duration_micros(filter.older_than.unwrap_or_default()));
+        let documents: Vec<Document> = self
+            .outbox()
+            .find(filters::failed_matching(route, filter, cutoff))
+            .sort(filters::failure_order())
+            .limit(int64(filter.limit))
+            .await
+            .map_err(store_error)?
+            .try_collect()
+            .await
+            .map_err(store_error)?;
+        documents.iter().map(|d| failed_row(d, now)).collect()
+    }
+
+    #[instrument(skip_all, fields(db.system = "mongodb", outbox.route = route), err)]
+    async fn count_purgeable(&self, route: &str, request: PurgeRequest) -> Result<u64, StoreError> {
+        let status = match request.status {
+            PurgeStatus::Published => status::PUBLISHED,
+            PurgeStatus::Failed => status::FAILED,
+        };
+        let Some(cutoff) = self.now().checked_sub(request.older_than) else {
+            return Ok(0);
+        };
+        self.outbox()
+            .count_documents(filters::finished_before(route, status, micros(cutoff)))
+            .await
+            .map_err(store_error)
+    }
+
+    #[instrument(skip_all, fields(db.system = "mongodb"), err)]
+    async fn consumers(&self) -> Result<Vec<ConsumerStats>, StoreError> {
+        let groups: Vec<Document> = self
+            .inbox_collection()
+            .aggregate(filters::consumers_pipeline())
+            .await
+            .map_err(store_error)?
+            .try_collect()
+            .await
+            .map_err(store_error)?;
+        let now = micros(self.now());
+        Ok(groups
+            .into_iter()
+            .map(|group| ConsumerStats {
+                consumer: group.get_str("_id").unwrap_or_default().to_owned(),
+                marks: match group.get("marks") {
+                    Some(Bson::Int32(n)) => u64::try_from(*n).unwrap_or(0),
+                    Some(Bson::Int64(n)) => u64::try_from(*n).unwrap_or(0),
+                    _ => 0,
+                },
+                oldest_mark_age: group
+                    .get_i64("oldest")
+                    .ok()
+                    .map(|at| Duration::from_micros(u64::try_from(now - at).unwrap_or_default())),
+            })
+            .collect())
+    }
+}
+
+fn duration_micros(duration: Duration) -> i64 {
+    i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,2 @@
+-- Every route with at least one row, in name order.
+select distinct route from {outbox} order by route

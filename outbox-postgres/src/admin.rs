@@ -1,0 +1,116 @@
+//! The operator's side: routes, failed rows, purge counts and the inbox
+//! per consumer.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+use tidings_core::{
+    ConsumerStats, FailedFilter, FailedRow, OutboxAdmin, PurgeRequest, PurgeStatus, StoreError,
+};
+use tracing::instrument;
+use uuid::Uuid;
+
+use crate::PgOutboxStore;
+use crate::error::store_error;
+use crate::store::{limit, micros};
+
+impl OutboxAdmin for PgOutboxStore {
+    #[instrument(skip_all, fields(db.system = "postgresql"), err)]
+    async fn routes(&self) -> Result<Vec<String>, StoreError> {
+        let mut session = self.session().await.map_err(store_error)?;
+        let routes = sqlx::query_scalar(self.inner().sql.routes.clone())
+            .persistent(self.persistent())
+            .fetch_all(&mut *session)
+            .await
+            .map_err(store_error)?;
+        session.finish().await.map_err(store_error)?;
+        Ok(routes)
+    }
+
+    #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]
+    async fn failed(
+        &self,
+        route: &str,
+        filter: &FailedFilter,
+    ) -> Result<Vec<FailedRow>, StoreError> {
+        let mut session = self.session().await.map_err(store_error)?;
+        let rows = sqlx::query(self.inner().sql.failed_rows.clone())
+            .persistent(self.persistent())
+            .bind(route)
+            .bind(filter.event_type.as_deref())
+            .bind(micros(filter.older_than.unwrap_or_default()))
+            .bind(filter.ids.as_deref())
+            .bind(limit(filter.limit))
+            .fetch_all(&mut *session)
+            .await
+            .map_err(store_error)?;
+        session.finish().await.map_err(store_error)?;
+        rows.iter().map(failed_row).collect()
+    }
+
+    #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]
+    async fn count_purgeable(&self, route: &str, request: PurgeRequest) -> Result<u64, StoreError> {
+        let status = match request.status {
+            PurgeStatus::Published => "published",
+            PurgeStatus::Failed => "failed",
+        };
+        let mut session = self.session().await.map_err(store_error)?;
+        let count: i64 = sqlx::query_scalar(self.inner().sql.purge_count.clone())
+            .persistent(self.persistent())
+            .bind(route)
+            .bind(status)
+            .bind(micros(request.older_than))
+            .fetch_one(&mut *session)
+            .await
+            .map_err(store_error)?;
+        session.finish().await.map_err(store_error)?;
+        Ok(u64::try_from(count).unwrap_or_default())
+    }
+
+    #[instrument(skip_all, fields(db.system = "postgresql"), err)]
+    async fn consumers(&self) -> Result<Vec<ConsumerStats>, StoreError> {
+        let mut session = self.session().await.map_err(store_error)?;
+        let rows = sqlx::query(self.inner().sql.inbox_consumers.clone())
+            .persistent(self.persistent())
+            .fetch_all(&mut *session)
+            .await
+            .map_err(store_error)?;
+        session.finish().await.map_err(store_error)?;
+        rows.iter()
+            .map(|row| {
+                let marks: i64 = row.try_get("marks").map_err(store_error)?;
+                let oldest: Option<i64> = row.try_get("oldest_us").map_err(store_error)?;
+                Ok(ConsumerStats {
+                    consumer: row.try_get("consumer").map_err(store_error)?,
+                    marks: u64::try_from(marks).unwrap_or_default(),
+                    oldest_mark_age: oldest.map(age),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Reads a row of `failed_rows.sql`.
+fn failed_row(row: &PgRow) -> Result<FailedRow, StoreError> {
+    let attempts: i32 = row.try_get("attempts_started").map_err(store_error)?;
+    let failed_us: Option<i64> = row.try_get("failed_us").map_err(store_error)?;
+    let payload: Vec<u8> = row.try_get("payload").map_err(store_error)?;
+    let event_id: Uuid = row.try_get("event_id").map_err(store_error)?;
+    Ok(FailedRow {
+        event_id,
+        event_type: row.try_get("event_type").map_err(store_error)?,
+        destination: row.try_get("destination").map_err(store_error)?,
+        ordering_key: row.try_get("ordering_key").map_err(store_error)?,
+        attempts: u32::try_from(attempts).unwrap_or_default(),
+        last_error: row.try_get("last_error").map_err(store_error)?,
+        failed_for: failed_us.map(age).unwrap_or_default(),
+        content_type: row.try_get("content_type").map_err(store_error)?,
+        payload: Bytes::from(payload),
+    })
+}
+
+fn age(micros: i64) -> Duration {
+    Duration::from_micros(u64::try_from(micros).unwrap_or_default())
+}
