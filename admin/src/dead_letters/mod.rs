@@ -21,6 +21,8 @@ use serde::Serialize;
 mod amqp_message;
 #[cfg(feature = "rabbitmq")]
 mod rabbitmq;
+#[cfg(any(feature = "rabbitmq", feature = "sqs"))]
+mod scan;
 
 #[cfg(feature = "sqs")]
 mod sqs;

@@ -17,9 +17,10 @@ use tidings_rabbitmq::lapin::options::{
 };
 use tidings_rabbitmq::lapin::types::FieldTable;
 use tidings_rabbitmq::lapin::{self, Channel, Confirmation, Connection, ConnectionProperties};
-use tracing::{info, warn};
+use tracing::warn;
 
 use super::amqp_message::{read, replay_properties};
+use super::scan::{self, Action, Scan};
 use super::{DeadLetter, DeadLetterFilter, DeadLetterReport, QueueDepth, ReplayOptions};
 use crate::AdminError;
 
@@ -46,14 +47,6 @@ impl std::fmt::Debug for RabbitDeadLetters {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RabbitDeadLetters").finish_non_exhaustive()
     }
-}
-
-/// What a scan does with each matching message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Action {
-    Peek,
-    Replay,
-    Purge,
 }
 
 impl RabbitDeadLetters {
@@ -97,10 +90,7 @@ impl RabbitDeadLetters {
         queue: &str,
         filter: &DeadLetterFilter,
     ) -> Result<Vec<DeadLetter>, AdminError> {
-        let (letters, _) = self
-            .scan(queue, filter, Action::Peek, ReplayOptions::new())
-            .await?;
-        Ok(letters)
+        scan::list(self, queue, filter).await
     }
 
     /// The dead letter `id` of `queue`, left in place.
@@ -109,18 +99,7 @@ impl RabbitDeadLetters {
     ///
     /// [`AdminError::NoDeadLetter`] when the queue holds no message `id`.
     pub async fn show(&self, queue: &str, id: &str) -> Result<DeadLetter, AdminError> {
-        let filter = DeadLetterFilter {
-            ids: Some(vec![id.to_owned()]),
-            limit: 1,
-            ..DeadLetterFilter::default()
-        };
-        self.list(queue, &filter)
-            .await?
-            .pop()
-            .ok_or_else(|| AdminError::NoDeadLetter {
-                queue: dead_letter_queue(queue),
-                id: id.to_owned(),
-            })
+        scan::show(self, queue, id).await
     }
 
     /// Publishes each dead letter of `queue` matching `filter` back to
@@ -138,13 +117,7 @@ impl RabbitDeadLetters {
         filter: &DeadLetterFilter,
         options: ReplayOptions,
     ) -> Result<DeadLetterReport, AdminError> {
-        let (letters, done) = self.scan(queue, filter, Action::Replay, options).await?;
-        info!(
-            messaging.destination.name = queue,
-            replayed = done,
-            "dead letters replayed"
-        );
-        Ok(report(queue, letters.len(), done, options))
+        scan::act(self, queue, filter, Action::Replay, options).await
     }
 
     /// Removes each dead letter of `queue` matching `filter`.
@@ -154,18 +127,12 @@ impl RabbitDeadLetters {
         filter: &DeadLetterFilter,
         options: ReplayOptions,
     ) -> Result<DeadLetterReport, AdminError> {
-        let (letters, done) = self.scan(queue, filter, Action::Purge, options).await?;
-        info!(
-            messaging.destination.name = queue,
-            purged = done,
-            "dead letters purged"
-        );
-        Ok(report(queue, letters.len(), done, options))
+        scan::act(self, queue, filter, Action::Purge, options).await
     }
 
     /// Takes every message of the dead-letter queue once, acting on those
     /// matching (up to the filter's limit), and returns the rest.
-    async fn scan(
+    async fn scan_queue(
         &self,
         queue: &str,
         filter: &DeadLetterFilter,
@@ -306,15 +273,22 @@ fn is_not_found(error: &lapin::Error) -> bool {
     error.to_string().contains("NOT_FOUND")
 }
 
-fn report(queue: &str, matched: usize, done: usize, options: ReplayOptions) -> DeadLetterReport {
-    DeadLetterReport {
-        queue: dead_letter_queue(queue),
-        matched,
-        done,
-        dry_run: options.dry_run,
-    }
-}
-
 fn broker(error: lapin::Error) -> AdminError {
     AdminError::Broker(Box::new(error))
+}
+
+impl Scan for RabbitDeadLetters {
+    fn dead_letter_queue(&self, queue: &str) -> String {
+        dead_letter_queue(queue)
+    }
+
+    async fn scan(
+        &self,
+        queue: &str,
+        filter: &DeadLetterFilter,
+        action: Action,
+        options: ReplayOptions,
+    ) -> Result<(Vec<DeadLetter>, usize), AdminError> {
+        self.scan_queue(queue, filter, action, options).await
+    }
 }

@@ -13,8 +13,8 @@ use tidings_sqs::aws_sdk_sqs::Client;
 use tidings_sqs::aws_sdk_sqs::error::SdkError;
 use tidings_sqs::aws_sdk_sqs::types::{Message, MessageSystemAttributeName, QueueAttributeName};
 use tidings_sqs::{dead_letter_queue, is_fifo, message_headers, replay_attributes};
-use tracing::info;
 
+use super::scan::{self, Action, Scan};
 use super::{DeadLetter, DeadLetterFilter, DeadLetterReport, QueueDepth, ReplayOptions};
 use crate::AdminError;
 
@@ -35,13 +35,6 @@ const HOLD: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone)]
 pub struct SqsDeadLetters {
     client: Client,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Action {
-    Peek,
-    Replay,
-    Purge,
 }
 
 impl SqsDeadLetters {
@@ -83,10 +76,7 @@ impl SqsDeadLetters {
         queue: &str,
         filter: &DeadLetterFilter,
     ) -> Result<Vec<DeadLetter>, AdminError> {
-        let (letters, _) = self
-            .scan(queue, filter, Action::Peek, ReplayOptions::new())
-            .await?;
-        Ok(letters)
+        scan::list(self, queue, filter).await
     }
 
     /// The dead letter `id` (event id, else SQS message id) of `queue`.
@@ -95,18 +85,7 @@ impl SqsDeadLetters {
     ///
     /// [`AdminError::NoDeadLetter`] when the queue holds no such message.
     pub async fn show(&self, queue: &str, id: &str) -> Result<DeadLetter, AdminError> {
-        let filter = DeadLetterFilter {
-            ids: Some(vec![id.to_owned()]),
-            limit: 1,
-            ..DeadLetterFilter::default()
-        };
-        self.list(queue, &filter)
-            .await?
-            .pop()
-            .ok_or_else(|| AdminError::NoDeadLetter {
-                queue: dead_letter_queue(queue),
-                id: id.to_owned(),
-            })
+        scan::show(self, queue, id).await
     }
 
     /// Sends each dead letter of `queue` matching `filter` back to `queue`,
@@ -123,13 +102,7 @@ impl SqsDeadLetters {
         filter: &DeadLetterFilter,
         options: ReplayOptions,
     ) -> Result<DeadLetterReport, AdminError> {
-        let (letters, done) = self.scan(queue, filter, Action::Replay, options).await?;
-        info!(
-            messaging.destination.name = queue,
-            replayed = done,
-            "dead letters replayed"
-        );
-        Ok(report(queue, letters.len(), done, options))
+        scan::act(self, queue, filter, Action::Replay, options).await
     }
 
     /// Deletes each dead letter of `queue` matching `filter`.
@@ -139,16 +112,10 @@ impl SqsDeadLetters {
         filter: &DeadLetterFilter,
         options: ReplayOptions,
     ) -> Result<DeadLetterReport, AdminError> {
-        let (letters, done) = self.scan(queue, filter, Action::Purge, options).await?;
-        info!(
-            messaging.destination.name = queue,
-            purged = done,
-            "dead letters purged"
-        );
-        Ok(report(queue, letters.len(), done, options))
+        scan::act(self, queue, filter, Action::Purge, options).await
     }
 
-    async fn scan(
+    async fn scan_queue(
         &self,
         queue: &str,
         filter: &DeadLetterFilter,
@@ -306,15 +273,22 @@ fn read(message: &Message) -> DeadLetter {
     letter
 }
 
-fn report(queue: &str, matched: usize, done: usize, options: ReplayOptions) -> DeadLetterReport {
-    DeadLetterReport {
-        queue: dead_letter_queue(queue),
-        matched,
-        done,
-        dry_run: options.dry_run,
-    }
-}
-
 fn broker<E: std::error::Error + Send + Sync + 'static>(error: E) -> AdminError {
     AdminError::Broker(Box::new(error))
+}
+
+impl Scan for SqsDeadLetters {
+    fn dead_letter_queue(&self, queue: &str) -> String {
+        dead_letter_queue(queue)
+    }
+
+    async fn scan(
+        &self,
+        queue: &str,
+        filter: &DeadLetterFilter,
+        action: Action,
+        options: ReplayOptions,
+    ) -> Result<(Vec<DeadLetter>, usize), AdminError> {
+        self.scan_queue(queue, filter, action, options).await
+    }
 }
