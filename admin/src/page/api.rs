@@ -30,6 +30,22 @@ pub(crate) async fn status<S: AdminStore>(Extract(state): Extract<State<S>>) -> 
     respond(state.admin.status().await)
 }
 
+/// The Prometheus text of the renderer the page was given.
+pub(crate) async fn metrics<S: AdminStore>(Extract(state): Extract<State<S>>) -> Response {
+    match &state.metrics {
+        Some(render) => (
+            [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+            render(),
+        )
+            .into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            "no metrics: the admin page was started without a metrics renderer",
+        )
+            .into_response(),
+    }
+}
+
 pub(crate) async fn failed<S: AdminStore>(
     Extract(state): Extract<State<S>>,
     Query(query): Query<RouteQuery>,

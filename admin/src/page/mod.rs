@@ -9,6 +9,7 @@
 //! | `GET /api/dead-letters` | the depth of each dead-letter queue the page was given |
 //! | `POST /api/requeue` `{"route": R}` | requeues the route's failed rows (bearer token) |
 //! | `POST /api/replay` `{"queue": Q}` | replays the queue's dead letters (bearer token) |
+//! | `GET /metrics` | the Prometheus exposition a [`metrics`](AdminPage::metrics) renderer gives, or 404 without one |
 //!
 //! It binds to 127.0.0.1 by default. Writes need the bearer token given at
 //! start; reads do not, so [`AdminPage::serve`] refuses a non-loopback
@@ -47,9 +48,13 @@ pub struct AdminPage<S> {
     state: State<S>,
 }
 
+/// Renders the metrics in the Prometheus text format.
+type Render = Arc<dyn Fn() -> String + Send + Sync>;
+
 pub(crate) struct State<S> {
     pub(crate) admin: Admin<S>,
     pub(crate) token: Option<Arc<str>>,
+    pub(crate) metrics: Option<Render>,
     #[cfg(feature = "rabbitmq")]
     pub(crate) dead_letters: Option<(Arc<crate::dead_letters::RabbitDeadLetters>, Arc<[String]>)>,
 }
@@ -59,6 +64,7 @@ impl<S: Clone> Clone for State<S> {
         Self {
             admin: self.admin.clone(),
             token: self.token.clone(),
+            metrics: self.metrics.clone(),
             #[cfg(feature = "rabbitmq")]
             dead_letters: self.dead_letters.clone(),
         }
@@ -82,6 +88,7 @@ impl<S: AdminStore> AdminPage<S> {
             state: State {
                 admin,
                 token: None,
+                metrics: None,
                 #[cfg(feature = "rabbitmq")]
                 dead_letters: None,
             },
@@ -92,6 +99,16 @@ impl<S: AdminStore> AdminPage<S> {
     pub fn token(mut self, token: impl Into<String>) -> Self {
         let token = token.into();
         self.state.token = (!token.is_empty()).then(|| Arc::from(token));
+        self
+    }
+
+    /// Serves `/metrics` with what `render` returns: the Prometheus text
+    /// of the process's recorder, such as
+    /// `metrics_exporter_prometheus::PrometheusHandle::render`, so the
+    /// relay, monitor and consumer metrics of a service that runs the page
+    /// beside them are scraped from the page's address.
+    pub fn metrics(mut self, render: impl Fn() -> String + Send + Sync + 'static) -> Self {
+        self.state.metrics = Some(Arc::new(render));
         self
     }
 
@@ -115,6 +132,7 @@ impl<S: AdminStore> AdminPage<S> {
             .route("/api/dead-letters", get(api::dead_letters::<S>))
             .route("/api/requeue", post(api::requeue::<S>))
             .route("/api/replay", post(api::replay::<S>))
+            .route("/metrics", get(api::metrics::<S>))
             .with_state(self.state)
     }
 
