@@ -38,6 +38,12 @@ fn staging_in_a_span_carries_its_trace() {
         traceparent.starts_with(&format!("00-{trace_id}-")),
         "{traceparent}"
     );
+    assert_eq!(
+        staged.headers.len(),
+        1,
+        "a trace without trace state adds the traceparent alone: {:?}",
+        staged.headers
+    );
 }
 
 #[test]

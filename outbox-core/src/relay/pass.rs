@@ -215,7 +215,10 @@ fn decide(record: &OutboxRecord, result: Result<(), PublishError>, route: &Route
     let id = record.envelope.event_id;
     let error = match result {
         Ok(()) => {
-            tracing::debug!(messaging.message.id = %id, "published");
+            // `trace`, not `debug`: one event per message would pile up on
+            // the pass's span, which lasts a whole drain, in every trace
+            // exported at `debug`.
+            tracing::trace!(messaging.message.id = %id, "published");
             return Outcome::Published;
         }
         Err(error) => error,

@@ -9,11 +9,17 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use super::{TRACEPARENT, TRACESTATE};
 use crate::{Envelope, Headers};
 
+/// Writes the propagator's fields into headers, leaving out empty ones:
+/// the propagator writes a `tracestate` even when the trace has none, and
+/// the W3C recommendation is to send no header then rather than an empty
+/// one, which every stored row and every message would otherwise carry.
 struct Writer<'a>(&'a mut Headers);
 
 impl Injector for Writer<'_> {
     fn set(&mut self, key: &str, value: String) {
-        self.0.insert(key.to_owned(), value);
+        if !value.is_empty() {
+            self.0.insert(key.to_owned(), value);
+        }
     }
 }
 
