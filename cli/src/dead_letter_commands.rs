@@ -1,7 +1,8 @@
 //! The commands on dead-letter queues.
 
 use tidings_admin::dead_letters::{
-    DeadLetter, DeadLetterFilter, DeadLetterReport, RabbitDeadLetters, ReplayOptions,
+    DeadLetter, DeadLetterFilter, DeadLetterQueues, DeadLetterReport, RabbitDeadLetters,
+    ReplayOptions,
 };
 
 use crate::args::{BrokerArgs, BrokerKind, DeadLetterAction, DeadLetterArgs};
@@ -18,14 +19,16 @@ pub(crate) async fn run(
             let broker = RabbitDeadLetters::connect_as(&args.amqp_url, &args.amqp_connection_name)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}; check --amqp-url (or AMQP_URL)"))?;
-            rabbitmq(&broker, action, json).await
+            on(&broker, action, json).await
         }
         BrokerKind::Sqs => sqs(args, action, json).await,
     }
 }
 
-async fn rabbitmq(
-    broker: &RabbitDeadLetters,
+/// Runs `action` on the dead-letter queues of `broker`, whichever broker
+/// it reads.
+async fn on(
+    broker: &impl DeadLetterQueues,
     action: DeadLetterAction,
     json: bool,
 ) -> anyhow::Result<()> {
@@ -68,34 +71,7 @@ async fn sqs(_: &BrokerArgs, _: DeadLetterAction, _: bool) -> anyhow::Result<()>
 async fn sqs(args: &BrokerArgs, action: DeadLetterAction, json: bool) -> anyhow::Result<()> {
     use tidings_admin::dead_letters::SqsDeadLetters;
     let broker = SqsDeadLetters::new(crate::connect::sqs_client(args.sqs_endpoint.as_deref()));
-    match action {
-        DeadLetterAction::List(args) => {
-            let depth = broker.depth(&args.queue).await?;
-            let letters = broker.list(&args.queue, &filter(&args)).await?;
-            print_list(&depth.queue, depth.messages, &letters, json)
-        }
-        DeadLetterAction::Show { queue, id } => print_one(&broker.show(&queue, &id).await?, json),
-        DeadLetterAction::Replay {
-            filter: args,
-            rate,
-            dry_run,
-        } => {
-            let options = ReplayOptions::new()
-                .rate(rate.unwrap_or(0.0))
-                .dry_run(dry_run);
-            let done = broker.replay(&args.queue, &filter(&args), options).await?;
-            print_report(&done, "replayed", &args.queue, json)
-        }
-        DeadLetterAction::Purge {
-            filter: args,
-            all: _,
-            dry_run,
-        } => {
-            let options = ReplayOptions::new().dry_run(dry_run);
-            let done = broker.purge(&args.queue, &filter(&args), options).await?;
-            print_report(&done, "deleted", &args.queue, json)
-        }
-    }
+    on(&broker, action, json).await
 }
 
 fn filter(args: &DeadLetterArgs) -> DeadLetterFilter {

@@ -29,6 +29,8 @@ mod sqs;
 
 #[cfg(feature = "rabbitmq")]
 pub use rabbitmq::RabbitDeadLetters;
+#[cfg(any(feature = "rabbitmq", feature = "sqs"))]
+pub use scan::DeadLetterQueues;
 #[cfg(feature = "sqs")]
 pub use sqs::SqsDeadLetters;
 

@@ -20,8 +20,8 @@ use tidings_rabbitmq::lapin::{self, Channel, Confirmation, Connection, Connectio
 use tracing::warn;
 
 use super::amqp_message::{read, replay_properties};
-use super::scan::{self, Action, Scan};
-use super::{DeadLetter, DeadLetterFilter, DeadLetterReport, QueueDepth, ReplayOptions};
+use super::scan::{Action, DeadLetterQueues, Scan};
+use super::{DeadLetter, DeadLetterFilter, QueueDepth, ReplayOptions};
 use crate::AdminError;
 
 /// How long a replayed copy may wait for the broker's confirm.
@@ -31,7 +31,9 @@ const CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), tidings_admin::AdminError> {
-/// use tidings_admin::dead_letters::{DeadLetterFilter, RabbitDeadLetters, ReplayOptions};
+/// use tidings_admin::dead_letters::{
+///     DeadLetterFilter, DeadLetterQueues, RabbitDeadLetters, ReplayOptions,
+/// };
 ///
 /// let broker = RabbitDeadLetters::connect("amqp://guest:guest@127.0.0.1:5672/%2f").await?;
 /// let filter = DeadLetterFilter { reason: Some("timeout".into()), ..Default::default() };
@@ -66,68 +68,6 @@ impl RabbitDeadLetters {
             ConnectionProperties::default().with_connection_name(connection_name.into());
         let connection = Connection::connect(url, properties).await.map_err(broker)?;
         Ok(Self { connection })
-    }
-
-    /// The depth of the dead-letter queue of `queue`.
-    ///
-    /// # Errors
-    ///
-    /// [`AdminError::UnknownQueue`] when it does not exist.
-    pub async fn depth(&self, queue: &str) -> Result<QueueDepth, AdminError> {
-        let dlq = dead_letter_queue(queue);
-        let channel = self.connection.create_channel().await.map_err(broker)?;
-        let messages = count(&channel, &dlq, DLQ_HINT).await?;
-        let _ = channel.close(200, "OK".into()).await;
-        Ok(QueueDepth {
-            queue: dlq,
-            messages: u64::from(messages),
-        })
-    }
-
-    /// The dead letters of `queue` matching `filter`, left in place.
-    pub async fn list(
-        &self,
-        queue: &str,
-        filter: &DeadLetterFilter,
-    ) -> Result<Vec<DeadLetter>, AdminError> {
-        scan::list(self, queue, filter).await
-    }
-
-    /// The dead letter `id` of `queue`, left in place.
-    ///
-    /// # Errors
-    ///
-    /// [`AdminError::NoDeadLetter`] when the queue holds no message `id`.
-    pub async fn show(&self, queue: &str, id: &str) -> Result<DeadLetter, AdminError> {
-        scan::show(self, queue, id).await
-    }
-
-    /// Publishes each dead letter of `queue` matching `filter` back to
-    /// `queue` through the default exchange, waits for the broker's
-    /// confirm, then removes the dead letter.
-    ///
-    /// # Errors
-    ///
-    /// [`AdminError::UnknownQueue`] when `queue` or its dead-letter queue
-    /// is gone; [`AdminError::Broker`] when the broker goes away, leaving
-    /// the dead letters not yet replayed in place.
-    pub async fn replay(
-        &self,
-        queue: &str,
-        filter: &DeadLetterFilter,
-        options: ReplayOptions,
-    ) -> Result<DeadLetterReport, AdminError> {
-        scan::act(self, queue, filter, Action::Replay, options).await
-    }
-
-    /// Removes each dead letter of `queue` matching `filter`.
-    pub async fn purge(
-        &self,
-        queue: &str,
-        filter: &DeadLetterFilter,
-        options: ReplayOptions,
-    ) -> Result<DeadLetterReport, AdminError> {
-        scan::act(self, queue, filter, Action::Purge, options).await
     }
 
     /// Takes every message of the dead-letter queue once, acting on those
@@ -275,6 +215,19 @@ fn is_not_found(error: &lapin::Error) -> bool {
 
 fn broker(error: lapin::Error) -> AdminError {
     AdminError::Broker(Box::new(error))
+}
+
+impl DeadLetterQueues for RabbitDeadLetters {
+    async fn depth(&self, queue: &str) -> Result<QueueDepth, AdminError> {
+        let dlq = dead_letter_queue(queue);
+        let channel = self.connection.create_channel().await.map_err(broker)?;
+        let messages = count(&channel, &dlq, DLQ_HINT).await?;
+        let _ = channel.close(200, "OK".into()).await;
+        Ok(QueueDepth {
+            queue: dlq,
+            messages: u64::from(messages),
+        })
+    }
 }
 
 impl Scan for RabbitDeadLetters {

@@ -1,24 +1,29 @@
 //! What the RabbitMQ and SQS readers share: each scans a dead-letter queue
 //! once, acting on the messages that match; listing, showing, replaying
-//! and purging are that scan with another action.
+//! and purging are that scan with another action, provided by
+//! [`DeadLetterQueues`] to every reader.
 
 use std::future::Future;
 
 use tracing::info;
 
-use super::{DeadLetter, DeadLetterFilter, DeadLetterReport, ReplayOptions};
+use super::{DeadLetter, DeadLetterFilter, DeadLetterReport, QueueDepth, ReplayOptions};
 use crate::AdminError;
 
 /// What a scan does with each matching message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Action {
+pub enum Action {
+    /// Looks and leaves the message in place.
     Peek,
+    /// Publishes a copy to the original queue, then removes the message.
     Replay,
+    /// Removes the message.
     Purge,
 }
 
-/// A broker's dead-letter reader.
-pub(super) trait Scan: Sync {
+/// A broker's dead-letter reader: the one step each broker writes. Public
+/// in a private module, so no reader outside this crate can be written.
+pub trait Scan: Sync {
     /// The dead-letter queue of `queue`.
     fn dead_letter_queue(&self, queue: &str) -> String;
 
@@ -34,41 +39,103 @@ pub(super) trait Scan: Sync {
     ) -> impl Future<Output = Result<(Vec<DeadLetter>, usize), AdminError>> + Send;
 }
 
-/// The dead letters of `queue` matching `filter`, left in place.
-pub(super) async fn list(
-    reader: &impl Scan,
-    queue: &str,
-    filter: &DeadLetterFilter,
-) -> Result<Vec<DeadLetter>, AdminError> {
-    let (letters, _) = reader
-        .scan(queue, filter, Action::Peek, ReplayOptions::new())
-        .await?;
-    Ok(letters)
-}
+/// A broker's dead-letter queues, as an operator works on them: the
+/// CLI's and the admin page's one interface to every broker.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), tidings_admin::AdminError> {
+/// use tidings_admin::dead_letters::{DeadLetterFilter, DeadLetterQueues, RabbitDeadLetters};
+///
+/// async fn show_depth(broker: &impl DeadLetterQueues) -> Result<(), tidings_admin::AdminError> {
+///     let depth = broker.depth("orders").await?;
+///     let parked = broker.list("orders", &DeadLetterFilter::default()).await?;
+///     println!("{} messages in {}, first {:?}", depth.messages, depth.queue, parked.first());
+///     Ok(())
+/// }
+///
+/// show_depth(&RabbitDeadLetters::connect("amqp://127.0.0.1:5672/%2f").await?).await?;
+/// # Ok(()) }
+/// ```
+pub trait DeadLetterQueues: Scan {
+    /// The depth of the dead-letter queue of `queue`.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::UnknownQueue`] when it does not exist.
+    fn depth(&self, queue: &str) -> impl Future<Output = Result<QueueDepth, AdminError>> + Send;
 
-/// The dead letter `id` of `queue`, left in place.
-pub(super) async fn show(
-    reader: &impl Scan,
-    queue: &str,
-    id: &str,
-) -> Result<DeadLetter, AdminError> {
-    let filter = DeadLetterFilter {
-        ids: Some(vec![id.to_owned()]),
-        limit: 1,
-        ..DeadLetterFilter::default()
-    };
-    list(reader, queue, &filter)
-        .await?
-        .pop()
-        .ok_or_else(|| AdminError::NoDeadLetter {
-            queue: reader.dead_letter_queue(queue),
-            id: id.to_owned(),
-        })
+    /// The dead letters of `queue` matching `filter`, left in place.
+    fn list(
+        &self,
+        queue: &str,
+        filter: &DeadLetterFilter,
+    ) -> impl Future<Output = Result<Vec<DeadLetter>, AdminError>> + Send {
+        async move {
+            let (letters, _) = self
+                .scan(queue, filter, Action::Peek, ReplayOptions::new())
+                .await?;
+            Ok(letters)
+        }
+    }
+
+    /// The dead letter `id` of `queue`, left in place.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::NoDeadLetter`] when the queue holds no message `id`.
+    fn show(
+        &self,
+        queue: &str,
+        id: &str,
+    ) -> impl Future<Output = Result<DeadLetter, AdminError>> + Send {
+        async move {
+            let filter = DeadLetterFilter {
+                ids: Some(vec![id.to_owned()]),
+                limit: 1,
+                ..DeadLetterFilter::default()
+            };
+            self.list(queue, &filter)
+                .await?
+                .pop()
+                .ok_or_else(|| AdminError::NoDeadLetter {
+                    queue: self.dead_letter_queue(queue),
+                    id: id.to_owned(),
+                })
+        }
+    }
+
+    /// Publishes each dead letter of `queue` matching `filter` back to
+    /// `queue`, waits for the broker to take the copy, then removes the
+    /// dead letter.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::UnknownQueue`] when `queue` or its dead-letter queue
+    /// is gone; [`AdminError::Broker`] when the broker goes away, leaving
+    /// the dead letters not yet replayed in place.
+    fn replay(
+        &self,
+        queue: &str,
+        filter: &DeadLetterFilter,
+        options: ReplayOptions,
+    ) -> impl Future<Output = Result<DeadLetterReport, AdminError>> + Send {
+        act(self, queue, filter, Action::Replay, options)
+    }
+
+    /// Removes each dead letter of `queue` matching `filter`.
+    fn purge(
+        &self,
+        queue: &str,
+        filter: &DeadLetterFilter,
+        options: ReplayOptions,
+    ) -> impl Future<Output = Result<DeadLetterReport, AdminError>> + Send {
+        act(self, queue, filter, Action::Purge, options)
+    }
 }
 
 /// Replays or purges the dead letters of `queue` matching `filter`.
-pub(super) async fn act(
-    reader: &impl Scan,
+async fn act(
+    reader: &(impl Scan + ?Sized),
     queue: &str,
     filter: &DeadLetterFilter,
     action: Action,

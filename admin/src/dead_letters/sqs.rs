@@ -14,8 +14,8 @@ use tidings_sqs::aws_sdk_sqs::error::SdkError;
 use tidings_sqs::aws_sdk_sqs::types::{Message, MessageSystemAttributeName, QueueAttributeName};
 use tidings_sqs::{dead_letter_queue, is_fifo, message_headers, replay_attributes};
 
-use super::scan::{self, Action, Scan};
-use super::{DeadLetter, DeadLetterFilter, DeadLetterReport, QueueDepth, ReplayOptions};
+use super::scan::{Action, DeadLetterQueues, Scan};
+use super::{DeadLetter, DeadLetterFilter, QueueDepth, ReplayOptions};
 use crate::AdminError;
 
 /// How long a scan holds the messages it received.
@@ -25,7 +25,9 @@ const HOLD: Duration = Duration::from_secs(60);
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), tidings_admin::AdminError> {
-/// use tidings_admin::dead_letters::{DeadLetterFilter, ReplayOptions, SqsDeadLetters};
+/// use tidings_admin::dead_letters::{
+///     DeadLetterFilter, DeadLetterQueues, ReplayOptions, SqsDeadLetters,
+/// };
 ///
 /// let dead = SqsDeadLetters::new(tidings_sqs::local_client("http://127.0.0.1:4566"));
 /// let report = dead.replay("orders", &DeadLetterFilter::default(), ReplayOptions::new()).await?;
@@ -41,78 +43,6 @@ impl SqsDeadLetters {
     /// The dead-letter queues `client` reaches.
     pub fn new(client: Client) -> Self {
         Self { client }
-    }
-
-    /// The approximate depth of the dead-letter queue of `queue`.
-    ///
-    /// # Errors
-    ///
-    /// [`AdminError::UnknownQueue`] when it does not exist.
-    pub async fn depth(&self, queue: &str) -> Result<QueueDepth, AdminError> {
-        let dlq = dead_letter_queue(queue);
-        let url = self.url(&dlq, DLQ_HINT).await?;
-        let output = self
-            .client
-            .get_queue_attributes()
-            .queue_url(&url)
-            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
-            .send()
-            .await
-            .map_err(broker)?;
-        let messages = output
-            .attributes()
-            .and_then(|a| a.get(&QueueAttributeName::ApproximateNumberOfMessages))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        Ok(QueueDepth {
-            queue: dlq,
-            messages,
-        })
-    }
-
-    /// The dead letters of `queue` matching `filter`, left in place.
-    pub async fn list(
-        &self,
-        queue: &str,
-        filter: &DeadLetterFilter,
-    ) -> Result<Vec<DeadLetter>, AdminError> {
-        scan::list(self, queue, filter).await
-    }
-
-    /// The dead letter `id` (event id, else SQS message id) of `queue`.
-    ///
-    /// # Errors
-    ///
-    /// [`AdminError::NoDeadLetter`] when the queue holds no such message.
-    pub async fn show(&self, queue: &str, id: &str) -> Result<DeadLetter, AdminError> {
-        scan::show(self, queue, id).await
-    }
-
-    /// Sends each dead letter of `queue` matching `filter` back to `queue`,
-    /// then deletes it from the dead-letter queue.
-    ///
-    /// # Errors
-    ///
-    /// [`AdminError::UnknownQueue`] when `queue` or its dead-letter queue
-    /// is gone; [`AdminError::Broker`] when SQS fails, leaving the dead
-    /// letters not yet replayed in place.
-    pub async fn replay(
-        &self,
-        queue: &str,
-        filter: &DeadLetterFilter,
-        options: ReplayOptions,
-    ) -> Result<DeadLetterReport, AdminError> {
-        scan::act(self, queue, filter, Action::Replay, options).await
-    }
-
-    /// Deletes each dead letter of `queue` matching `filter`.
-    pub async fn purge(
-        &self,
-        queue: &str,
-        filter: &DeadLetterFilter,
-        options: ReplayOptions,
-    ) -> Result<DeadLetterReport, AdminError> {
-        scan::act(self, queue, filter, Action::Purge, options).await
     }
 
     async fn scan_queue(
@@ -275,6 +205,31 @@ fn read(message: &Message) -> DeadLetter {
 
 fn broker<E: std::error::Error + Send + Sync + 'static>(error: E) -> AdminError {
     AdminError::Broker(Box::new(error))
+}
+
+impl DeadLetterQueues for SqsDeadLetters {
+    /// SQS counts approximately.
+    async fn depth(&self, queue: &str) -> Result<QueueDepth, AdminError> {
+        let dlq = dead_letter_queue(queue);
+        let url = self.url(&dlq, DLQ_HINT).await?;
+        let output = self
+            .client
+            .get_queue_attributes()
+            .queue_url(&url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .send()
+            .await
+            .map_err(broker)?;
+        let messages = output
+            .attributes()
+            .and_then(|a| a.get(&QueueAttributeName::ApproximateNumberOfMessages))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        Ok(QueueDepth {
+            queue: dlq,
+            messages,
+        })
+    }
 }
 
 impl Scan for SqsDeadLetters {

@@ -75,6 +75,7 @@ pub(crate) async fn requeue<S: AdminStore>(
 
 #[cfg(feature = "rabbitmq")]
 pub(crate) async fn dead_letters<S: AdminStore>(Extract(state): Extract<State<S>>) -> Response {
+    use crate::dead_letters::DeadLetterQueues;
     let Some((broker, queues)) = &state.dead_letters else {
         return respond(Ok(json!([])));
     };
@@ -99,7 +100,7 @@ pub(crate) async fn replay<S: AdminStore>(
     headers: HeaderMap,
     Json(body): Json<QueueBody>,
 ) -> Response {
-    use crate::dead_letters::{DeadLetterFilter, ReplayOptions};
+    use crate::dead_letters::{DeadLetterFilter, DeadLetterQueues, ReplayOptions};
     if let Err(refused) = authorize(&state, &headers) {
         return refused;
     }
