@@ -10,12 +10,13 @@ use tidings_core::{
 use tracing::{debug, info, instrument};
 use uuid::Uuid;
 
-use crate::batch::Hold;
-use crate::claim_records;
+use crate::claim::batch::Hold;
+use crate::claim::locked;
+use crate::claim::records as claim_records;
+use crate::claim::row::{ClaimedRow, into_records};
 use crate::error::store_error;
-use crate::record::{ClaimedRow, into_records};
 use crate::store::{limit, micros};
-use crate::{ClaimMode, PgBatch, PgOutboxStore, locked};
+use crate::{ClaimMode, PgBatch, PgOutboxStore};
 
 impl OutboxStore for PgOutboxStore {
     type Batch = PgBatch;

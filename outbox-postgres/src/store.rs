@@ -10,8 +10,8 @@ use tracing::{debug, instrument};
 
 use crate::announce::{Announcer, HintConnection, LocalWakeups, SenderGuard};
 use crate::audience::{Audience, Listeners};
-use crate::claim_connections::ClaimConnections;
-use crate::claim_records::RecordConnection;
+use crate::claim::connections::ClaimConnections;
+use crate::claim::records::RecordConnection;
 use crate::error::store_error;
 use crate::listener::Source;
 use crate::names::TableNames;

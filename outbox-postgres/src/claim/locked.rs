@@ -3,7 +3,7 @@
 //!
 //! The claim rewrites nothing, so each row costs one write (its settle)
 //! instead of two (the claim's rewrite, which adds index entries, and the
-//! settle); a record per batch ([`claim_records`]) keeps count of claims
+//! settle); a record per batch ([`records`]) keeps count of claims
 //! that die. The open transaction fences the batch: no other claim
 //! can take a locked row, and if the relay dies, or sits idle in the
 //! transaction for longer than its lease, PostgreSQL rolls back and the
@@ -20,13 +20,14 @@ use tokio::task::JoinHandle;
 use tracing::warn;
 use uuid::Uuid;
 
-use crate::batch::Hold;
-use crate::claim_connections::ClaimConnection;
+use crate::claim::batch::Hold;
+use crate::claim::connections::ClaimConnection;
+use crate::claim::outcomes::OutcomeColumns;
+use crate::claim::pooled::PooledClaim;
+use crate::claim::row::{ClaimedRow, into_records};
+use crate::claim::{literal, pooled, records};
 use crate::error::{is_unavailable, store_error};
-use crate::outcomes::OutcomeColumns;
-use crate::pooled_claim::PooledClaim;
-use crate::record::{ClaimedRow, into_records};
-use crate::{PgBatch, PgOutboxStore, claim_records, literal, pooled_claim};
+use crate::{PgBatch, PgOutboxStore};
 
 /// The names the settle statements are prepared under on a claim
 /// connection.
@@ -101,7 +102,7 @@ pub(crate) async fn claim(
         let (connection, rows) = run_claim(store, (&name, sql.as_str()), script).await?;
         (Held::Own(connection), rows)
     } else {
-        let (claim, rows) = pooled_claim::claim(store, route, request.limit, request.lease).await?;
+        let (claim, rows) = pooled::claim(store, route, request.limit, request.lease).await?;
         (Held::Pooled(claim), rows)
     };
     let rows = ClaimedRow::decode_all(&rows)?;
@@ -113,7 +114,7 @@ pub(crate) async fn claim(
         let row_ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
         let (recorder, name, lease) = (store.clone(), route.name.clone(), request.lease);
         let record = tokio::spawn(async move {
-            claim_records::record(&recorder, token.0, &name, &row_ids, lease).await
+            records::record(&recorder, token.0, &name, &row_ids, lease).await
         });
         let ids = rows
             .iter()
@@ -223,7 +224,7 @@ async fn write(
 ) -> Result<Vec<PgRow>, StoreError> {
     let inner = store.inner();
     let rows = if columns.is_empty() {
-        claim_records::release(store, connection.conn(), token).await?;
+        records::release(store, connection.conn(), token).await?;
         Vec::new()
     } else if columns.all_published() {
         let (name, statement) = match store.delete_on_publish() {

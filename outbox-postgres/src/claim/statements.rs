@@ -57,14 +57,14 @@ impl Kind {
 impl ClaimStatements {
     pub(crate) fn new(names: &TableNames) -> Self {
         let selections = [
-            include_str!("../sql/claimable.sql"),
-            include_str!("../sql/claimable_hlc.sql"),
-            include_str!("../sql/claimable_per_key.sql"),
-            include_str!("../sql/claimable_per_key_hlc.sql"),
+            include_str!("../../sql/claim/claimable.sql"),
+            include_str!("../../sql/claim/claimable_hlc.sql"),
+            include_str!("../../sql/claim/claimable_per_key.sql"),
+            include_str!("../../sql/claim/claimable_per_key_hlc.sql"),
         ];
         let claims = [
-            include_str!("../sql/claim.sql"),
-            include_str!("../sql/claim_locked.sql"),
+            include_str!("../../sql/claim/claim.sql"),
+            include_str!("../../sql/claim/claim_locked.sql"),
         ];
         let templates = std::array::from_fn(|index| {
             let selection = selections[index % 4];

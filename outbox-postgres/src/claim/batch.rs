@@ -4,9 +4,9 @@ use tidings_core::{ClaimedBatch, LeaseToken, OutboxRecord, SettleReport, Settlem
 use tracing::instrument;
 
 use crate::PgOutboxStore;
+use crate::claim::locked::LockedRows;
+use crate::claim::outcomes::OutcomeColumns;
 use crate::error::store_error;
-use crate::locked::LockedRows;
-use crate::outcomes::OutcomeColumns;
 
 /// Rows claimed by one relay, leased or locked as the store's
 /// [`ClaimMode`](crate::ClaimMode) says.

@@ -125,7 +125,7 @@ impl ClaimConnection {
     /// then runs `script`, which may execute them, in one round trip of the
     /// simple protocol; returns the rows it produced, in text format.
     /// `script` must be built only of the store's own statements and of
-    /// literals written by [`crate::literal`].
+    /// literals written by [`crate::claim::literal`].
     pub(crate) async fn run(
         &mut self,
         statements: &[(&str, &str)],

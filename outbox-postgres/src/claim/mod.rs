@@ -1,0 +1,10 @@
+pub(crate) mod batch;
+pub(crate) mod connections;
+pub(crate) mod literal;
+pub(crate) mod locked;
+pub(crate) mod outcomes;
+pub(crate) mod pooled;
+pub(crate) mod records;
+pub(crate) mod row;
+pub(crate) mod statements;
+pub(crate) mod text_format;
