@@ -92,7 +92,11 @@ pub(crate) async fn claim(
     request: ClaimRequest<'_>,
 ) -> Result<PgBatch, StoreError> {
     let route = request.route;
-    let (held, rows) = if store.persistent() {
+    let (held, rows) = if store.persistent() && binary_claims() {
+        let (_, sql) = store.inner().sql.claim.locked(route, request.limit);
+        let (connection, rows) = run_claim_binary(store, sql, &route.name, request.lease).await?;
+        (Held::Own(connection), rows)
+    } else if store.persistent() {
         let (name, sql) = store.inner().sql.claim.locked(route, request.limit);
         let script = format!(
             "{};\nexecute {name}({})",
@@ -135,6 +139,51 @@ pub(crate) async fn claim(
         records,
         hold,
     ))
+}
+
+/// Whether locked claims on the store's own connections use the extended
+/// protocol (binary rows, statements prepared by sqlx) instead of the
+/// simple one: `TIDINGS_CLAIM_BINARY=1`. A temporary switch for measuring.
+fn binary_claims() -> bool {
+    static BINARY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *BINARY.get_or_init(|| std::env::var("TIDINGS_CLAIM_BINARY").is_ok_and(|v| v == "1"))
+}
+
+/// Opens the batch's transaction on a claim connection and runs the claim
+/// in the extended protocol: `BEGIN` and the claim in two round trips.
+async fn run_claim_binary(
+    store: &PgOutboxStore,
+    sql: sqlx::SqlStr,
+    route: &str,
+    lease: Duration,
+) -> Result<(ClaimConnection, Vec<PgRow>), StoreError> {
+    let inner = store.inner();
+    let mut connection = inner.claims.take(&inner.pool).await?;
+    match claim_binary_on(&mut connection, sql.clone(), route, lease).await {
+        Ok(rows) => Ok((connection, rows)),
+        Err(error) if connection.reused() && is_unavailable(&error) => {
+            drop(connection);
+            inner.claims.forget_idle();
+            let mut connection = inner.claims.take(&inner.pool).await?;
+            let rows = claim_binary_on(&mut connection, sql, route, lease).await;
+            Ok((connection, rows.map_err(store_error)?))
+        }
+        Err(error) => Err(store_error(error)),
+    }
+}
+
+async fn claim_binary_on(
+    connection: &mut ClaimConnection,
+    sql: sqlx::SqlStr,
+    route: &str,
+    lease: Duration,
+) -> Result<Vec<PgRow>, sqlx::Error> {
+    let begin = sqlx::AssertSqlSafe(begin_statement(lease));
+    sqlx::raw_sql(begin).execute(connection.conn()).await?;
+    sqlx::query(sql)
+        .bind(route)
+        .fetch_all(connection.conn())
+        .await
 }
 
 /// Runs a claim `script` on a claim connection, preparing `statement`
@@ -226,6 +275,17 @@ async fn write(
     let rows = if columns.is_empty() {
         records::release(store, connection.conn(), token).await?;
         Vec::new()
+    } else if columns.all_published() && binary_claims() {
+        let statement = match store.delete_on_publish() {
+            true => &inner.sql.settle_locked_published,
+            false => &inner.sql.settle_locked_published_kept,
+        };
+        sqlx::query(statement.clone())
+            .bind(ids)
+            .bind(token)
+            .fetch_all(connection.conn())
+            .await
+            .map_err(store_error)?
     } else if columns.all_published() {
         let (name, statement) = match store.delete_on_publish() {
             true => (SETTLE_PUBLISHED, &inner.sql.settle_locked_published),
