@@ -12,6 +12,7 @@ mod migrate;
 mod names;
 mod options;
 mod outbox;
+mod params;
 mod pooling;
 mod sql;
 mod store;

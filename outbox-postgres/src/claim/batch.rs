@@ -1,15 +1,17 @@
-//! A claimed batch and its settlement in one fenced statement.
+//! A claimed batch, leased or locked, and its settlement.
 
-use tidings_core::{ClaimedBatch, LeaseToken, OutboxRecord, SettleReport, Settlement, StoreError};
+use tidings_core::{
+    ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, SettleReport, Settlement, StoreError,
+};
 use tracing::instrument;
 
-use crate::PgOutboxStore;
 use crate::claim::locked::LockedRows;
 use crate::claim::outcomes::OutcomeColumns;
-use crate::error::store_error;
+use crate::claim::{leased, locked};
+use crate::{ClaimMode, PgOutboxStore};
 
 /// Rows claimed by one relay, leased or locked as the store's
-/// [`ClaimMode`](crate::ClaimMode) says.
+/// [`ClaimMode`] says.
 ///
 /// A leased batch's claim is committed: settling writes under the lease
 /// token, and a sweep may hand the rows to another relay once the lease
@@ -27,7 +29,7 @@ pub struct PgBatch {
 
 /// How a batch holds its rows.
 #[derive(Debug)]
-pub(crate) enum Hold {
+enum Hold {
     /// By the lease token stamped on them (also an empty locked claim,
     /// which holds nothing, and whose token no row carries).
     Lease,
@@ -36,20 +38,30 @@ pub(crate) enum Hold {
 }
 
 impl PgBatch {
-    pub(crate) fn new(
-        store: PgOutboxStore,
-        route: String,
-        lease: LeaseToken,
-        records: Vec<OutboxRecord>,
-        hold: Hold,
-    ) -> Self {
-        Self {
-            store,
+    /// Claims rows as the store's [`ClaimMode`] says.
+    pub(crate) async fn claim(
+        store: &PgOutboxStore,
+        request: ClaimRequest<'_>,
+    ) -> Result<Self, StoreError> {
+        let route = request.route.name.to_string();
+        let (lease, records, hold) = match store.options().get_claim_mode() {
+            ClaimMode::Locked => {
+                let claimed = locked::claim(store, request).await?;
+                let hold = claimed.locks.map_or(Hold::Lease, Hold::Locks);
+                (claimed.token, claimed.records, hold)
+            }
+            ClaimMode::Leased => {
+                let (lease, records) = leased::claim(store, request).await?;
+                (lease, records, Hold::Lease)
+            }
+        };
+        Ok(Self {
+            store: store.clone(),
             route,
             lease,
             records,
             hold,
-        }
+        })
     }
 
     /// The route the rows belong to.
@@ -87,48 +99,7 @@ impl ClaimedBatch for PgBatch {
         let columns = OutcomeColumns::new(settlements);
         match self.hold {
             Hold::Locks(locks) => locks.settle(&self.store, columns).await,
-            Hold::Lease => settle_leased(&self.store, &self.route, self.lease, columns).await,
+            Hold::Lease => leased::settle(&self.store, &self.route, self.lease, columns).await,
         }
     }
-}
-
-/// Settles under the lease token: a row swept (and perhaps claimed again)
-/// since no longer carries it and is reported lost.
-async fn settle_leased(
-    store: &PgOutboxStore,
-    route: &str,
-    lease: LeaseToken,
-    columns: OutcomeColumns,
-) -> Result<SettleReport, StoreError> {
-    if columns.is_empty() {
-        return Ok(SettleReport::default());
-    }
-    let inner = store.inner();
-    let delete = store.delete_on_publish();
-    let query = if columns.all_published() {
-        // The common case, without the outcome join of the general
-        // statement.
-        let statement = match delete {
-            true => inner.sql.settle_published.clone(),
-            false => inner.sql.settle_published_kept.clone(),
-        };
-        sqlx::query(statement)
-            .bind(route)
-            .bind(lease.0)
-            .bind(&columns.event_id)
-    } else {
-        sqlx::query(inner.sql.settle.clone())
-            .bind(route)
-            .bind(lease.0)
-            .bind(&columns.event_id)
-            .bind(&columns.outcome)
-            .bind(&columns.delay_us)
-            .bind(&columns.error)
-            .bind(delete)
-    };
-    let mut session = store.session().await.map_err(store_error)?;
-    let query = query.persistent(store.persistent());
-    let rows = query.fetch_all(&mut *session).await.map_err(store_error)?;
-    session.finish().await.map_err(store_error)?;
-    columns.report(rows)
 }

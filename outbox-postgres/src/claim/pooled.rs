@@ -29,9 +29,9 @@ use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 
 use crate::PgOutboxStore;
-use crate::claim::locked::{begin_statement, settle_mixed};
-use crate::claim::outcomes::OutcomeColumns;
+use crate::claim::outcomes::{OutcomeColumns, settle_locked};
 use crate::claim::records;
+use crate::claim::statements::begin_statement;
 use crate::error::store_error;
 
 /// A pooled connection in a locked batch's transaction, and its place
@@ -103,7 +103,7 @@ impl PooledClaim {
                 .await
                 .map_err(store_error)?
         } else {
-            settle_mixed(store, &mut self.tx, columns, ids, token).await?
+            settle_locked(store, &mut self.tx, columns, ids, token).await?
         };
         self.tx.commit().await.map_err(store_error)?;
         Ok(rows)
