@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::PgOutboxStore;
 use crate::error::store_error;
-use crate::store::{limit, micros};
+use crate::params::{limit, micros};
 
 impl OutboxAdmin for PgOutboxStore {
     #[instrument(skip_all, fields(db.system = "postgresql"), err)]

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::PgOutboxStore;
 use crate::error::{CommitError, store_error};
-use crate::store::micros;
+use crate::params::micros;
 
 /// A transaction with an outbox: the user's statements and the staged
 /// events commit together, or not at all.

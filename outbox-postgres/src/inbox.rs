@@ -7,7 +7,7 @@ use tracing::{debug, instrument};
 use uuid::Uuid;
 
 use crate::error::{CommitError, inbox_error};
-use crate::store::{limit, micros};
+use crate::params::{limit, micros};
 use crate::{PgContext, PgOutboxStore};
 
 /// The inbox on PostgreSQL: `(consumer, event_id)` rows written in the

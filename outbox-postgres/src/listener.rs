@@ -16,9 +16,9 @@ use crate::announce::Registration;
 use crate::audience::LOCK_SPACE;
 
 /// Marks a listening session, so stores know their hints are heard.
-const LISTENER_LOCK: &str = include_str!("../sql/listener_lock.sql");
+const LISTENER_LOCK: &str = include_str!("../sql/hints/listener_lock.sql");
 /// Unmarks it when the listener stops.
-const LISTENER_UNLOCK: &str = include_str!("../sql/listener_unlock.sql");
+const LISTENER_UNLOCK: &str = include_str!("../sql/hints/listener_unlock.sql");
 /// How long a stopping listener waits to give its lock back.
 const WITHDRAW_TIMEOUT: Duration = Duration::from_secs(1);
 

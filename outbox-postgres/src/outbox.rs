@@ -4,18 +4,15 @@ use std::time::Duration;
 
 use sqlx::Row;
 use tidings_core::{
-    ClaimRequest, LeaseToken, OrderingMode, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus,
-    Requeue, StoreError,
+    ClaimRequest, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus, Requeue, StoreError,
 };
 use tracing::{debug, info, instrument};
 use uuid::Uuid;
 
-use crate::batch::Hold;
-use crate::claim_records;
+use crate::claim::records;
 use crate::error::store_error;
-use crate::record::{ClaimedRow, into_records};
-use crate::store::{limit, micros};
-use crate::{ClaimMode, PgBatch, PgOutboxStore, locked};
+use crate::params::{limit, micros};
+use crate::{PgBatch, PgOutboxStore};
 
 impl OutboxStore for PgOutboxStore {
     type Batch = PgBatch;
@@ -31,32 +28,7 @@ impl OutboxStore for PgOutboxStore {
         err
     )]
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<PgBatch, StoreError> {
-        if self.options().get_claim_mode() == ClaimMode::Locked {
-            return locked::claim(self, request).await;
-        }
-        let route = request.route;
-        let lease = LeaseToken::new();
-        let inner = self.inner();
-        let mut session = self.session().await.map_err(store_error)?;
-        let rows = sqlx::query(inner.sql.claim.get(route, request.limit, ClaimMode::Leased))
-            .persistent(self.persistent())
-            .bind(&route.name)
-            .bind(lease.0)
-            .bind(micros(request.lease))
-            .bind(route.ordering == OrderingMode::PerKey)
-            .fetch_all(&mut *session)
-            .await
-            .map_err(store_error)?;
-        session.finish().await.map_err(store_error)?;
-        let rows = ClaimedRow::decode_all(&rows)?;
-        let records = into_records(rows, route.hlc_ordering);
-        Ok(PgBatch::new(
-            self.clone(),
-            route.name.to_string(),
-            lease,
-            records,
-            Hold::Lease,
-        ))
+        PgBatch::claim(self, request).await
     }
 
     #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]
@@ -76,7 +48,7 @@ impl OutboxStore for PgOutboxStore {
             debug!(swept, "expired leases returned to pending");
         }
         // Locked claims that died unsettled, from whichever store claimed.
-        let counted = claim_records::count_crashes(self, route, limit_rows).await?;
+        let counted = records::count_crashes(self, route, limit_rows).await?;
         Ok(swept + counted)
     }
 

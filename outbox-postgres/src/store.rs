@@ -10,8 +10,7 @@ use tracing::{debug, instrument};
 
 use crate::announce::{Announcer, HintConnection, LocalWakeups, SenderGuard};
 use crate::audience::{Audience, Listeners};
-use crate::claim_connections::ClaimConnections;
-use crate::claim_records::RecordConnection;
+use crate::claim::connections::{ClaimConnections, RecordConnection};
 use crate::error::store_error;
 use crate::listener::Source;
 use crate::names::TableNames;
@@ -278,32 +277,3 @@ impl PgOutboxStore {
 /// The least time between two wake-up hints of a store while commits keep
 /// coming: the relay is busy then, and each hint costs a transaction.
 const ANNOUNCE_SPACING: Duration = Duration::from_millis(1);
-
-/// The longest interval handed to PostgreSQL, so `now() + interval` never
-/// leaves the timestamp range: about 100 years.
-const MAX_INTERVAL_MICROS: i64 = 100 * 366 * 24 * 3600 * 1_000_000;
-
-/// A duration as whole microseconds for an interval parameter, capped at
-/// about 100 years.
-pub(crate) fn micros(duration: Duration) -> i64 {
-    i64::try_from(duration.as_micros())
-        .unwrap_or(i64::MAX)
-        .min(MAX_INTERVAL_MICROS)
-}
-
-/// A row count as a `LIMIT` parameter.
-pub(crate) fn limit(count: usize) -> i64 {
-    i64::try_from(count).unwrap_or(i64::MAX)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_become_capped_micros() {
-        assert_eq!(micros(Duration::from_millis(1500)), 1_500_000);
-        assert_eq!(micros(Duration::MAX), MAX_INTERVAL_MICROS);
-        assert_eq!(limit(usize::MAX), i64::MAX);
-    }
-}

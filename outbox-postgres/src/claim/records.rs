@@ -13,35 +13,19 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use sqlx::{ConnectOptions, PgConnection, Row};
+use sqlx::{PgConnection, Row};
 use tidings_core::StoreError;
-use tokio::sync::Mutex;
 use tracing::debug;
 use uuid::Uuid;
 
 use crate::PgOutboxStore;
 use crate::error::store_error;
-use crate::store::{limit, micros};
-
-/// The connection claim records are written on: opened from the pool's
-/// settings on first use, kept between records and dropped after a
-/// failure, so the next record connects afresh.
-///
-/// It is kept apart on purpose. A batch holds its claim connection until
-/// it settles, and its settle waits for its record; were records written
-/// on connections that batches hold, batches holding all of them would
-/// each wait for a connection none of them gives back. Nor does it take
-/// one from the pool, which the user's own transactions may fill. Behind a
-/// transaction pooler, where the store opens no connection of its own,
-/// records go through the pool, of which locked claims leave one free.
-#[derive(Debug, Default)]
-pub(crate) struct RecordConnection {
-    slot: Mutex<Option<PgConnection>>,
-}
+use crate::params::{limit, micros};
 
 /// Records the claim `token` of `ids`, expiring after `lease`, on the
-/// store's [`RecordConnection`]. Records are written one at a time: each is
-/// a single small insert that does not wait for the WAL flush.
+/// store's [`RecordConnection`](super::connections::RecordConnection).
+/// Records are written one at a time: each is a single small insert that
+/// does not wait for the WAL flush.
 pub(crate) async fn record(
     store: &PgOutboxStore,
     token: Uuid,
@@ -53,26 +37,12 @@ pub(crate) async fn record(
     if !store.persistent() {
         return record_pooled(store, token, route, ids, lease).await;
     }
-    let mut slot = inner.records.slot.lock().await;
-    let connection = match slot.as_mut() {
-        Some(connection) => connection,
-        None => {
-            let opened = inner.pool.connect_options().connect().await;
-            slot.insert(opened.map_err(store_error)?)
-        }
-    };
-    let written = sqlx::query(inner.sql.claim_record.clone())
+    let query = sqlx::query(inner.sql.claim_record.clone())
         .bind(token)
         .bind(route)
         .bind(ids)
-        .bind(micros(lease))
-        .execute(connection)
-        .await;
-    if let Err(error) = written {
-        *slot = None;
-        return Err(store_error(error));
-    }
-    Ok(())
+        .bind(micros(lease));
+    inner.records.execute(&inner.pool, query).await
 }
 
 /// Records a claim as [`record`] does, behind a transaction pooler: on

@@ -29,10 +29,10 @@ use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 
 use crate::PgOutboxStore;
-use crate::claim_records;
+use crate::claim::outcomes::{OutcomeColumns, settle_locked};
+use crate::claim::records;
+use crate::claim::statements::begin_statement;
 use crate::error::store_error;
-use crate::locked::{begin_statement, settle_mixed};
-use crate::outcomes::OutcomeColumns;
 
 /// A pooled connection in a locked batch's transaction, and its place
 /// among the claim connections.
@@ -88,7 +88,7 @@ impl PooledClaim {
     ) -> Result<Vec<PgRow>, StoreError> {
         let inner = store.inner();
         let rows = if columns.is_empty() {
-            claim_records::release(store, &mut self.tx, token).await?;
+            records::release(store, &mut self.tx, token).await?;
             Vec::new()
         } else if columns.all_published() {
             let statement = match store.delete_on_publish() {
@@ -103,7 +103,7 @@ impl PooledClaim {
                 .await
                 .map_err(store_error)?
         } else {
-            settle_mixed(store, &mut self.tx, columns, ids, token).await?
+            settle_locked(store, &mut self.tx, columns, ids, token).await?
         };
         self.tx.commit().await.map_err(store_error)?;
         Ok(rows)

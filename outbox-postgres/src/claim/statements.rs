@@ -1,4 +1,5 @@
-//! The claim statements, with their row limit written in.
+//! The claim statements, with their row limit written in, and the
+//! `BEGIN` of a locked batch's transaction.
 //!
 //! With `limit $n`, PostgreSQL's generic plan for a claim assumes a tenth of
 //! the table and always costs more than a plan made for the actual limit,
@@ -8,13 +9,14 @@
 //! size, so each store renders a handful of statements at most.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 use tidings_core::{OrderingMode, Route};
 
 use crate::ClaimMode;
 use crate::names::TableNames;
-use crate::store;
+use crate::params;
 
 /// Rendered statements kept per store; limits beyond these are rendered
 /// on every claim rather than kept.
@@ -57,14 +59,14 @@ impl Kind {
 impl ClaimStatements {
     pub(crate) fn new(names: &TableNames) -> Self {
         let selections = [
-            include_str!("../sql/claimable.sql"),
-            include_str!("../sql/claimable_hlc.sql"),
-            include_str!("../sql/claimable_per_key.sql"),
-            include_str!("../sql/claimable_per_key_hlc.sql"),
+            include_str!("../../sql/claim/claimable.sql"),
+            include_str!("../../sql/claim/claimable_hlc.sql"),
+            include_str!("../../sql/claim/claimable_per_key.sql"),
+            include_str!("../../sql/claim/claimable_per_key_hlc.sql"),
         ];
         let claims = [
-            include_str!("../sql/claim.sql"),
-            include_str!("../sql/claim_locked.sql"),
+            include_str!("../../sql/claim/claim.sql"),
+            include_str!("../../sql/claim/claim_locked.sql"),
         ];
         let templates = std::array::from_fn(|index| {
             let selection = selections[index % 4];
@@ -90,7 +92,7 @@ impl ClaimStatements {
     /// text of the store.
     pub(crate) fn locked(&self, route: &Route, limit: usize) -> (String, SqlStr) {
         let kind = Kind::of(route, ClaimMode::Locked);
-        let name = format!("tidings_claim_{}_{}", kind.index(), store::limit(limit));
+        let name = format!("tidings_claim_{}_{}", kind.index(), params::limit(limit));
         (name, self.render(kind, limit))
     }
 
@@ -99,7 +101,7 @@ impl ClaimStatements {
         if let Some((_, _, sql)) = rendered.iter().find(|(k, l, _)| (*k, *l) == (kind, limit)) {
             return sql.clone();
         }
-        let written = store::limit(limit).to_string();
+        let written = params::limit(limit).to_string();
         let text = self.templates[kind.index()].replace("{limit}", &written);
         // Safe: besides the store's validated, quoted names, the only text
         // written in is the decimal digits of an integer.
@@ -109,6 +111,15 @@ impl ClaimStatements {
         }
         sql
     }
+}
+
+/// Opens a locked batch's transaction and bounds how long it may sit idle
+/// (between statements, as while the batch is published) by the lease, so
+/// a hung relay gives its rows back. The only text written in is the
+/// decimal digits of an integer.
+pub(crate) fn begin_statement(lease: Duration) -> String {
+    let millis = i32::try_from(lease.as_millis()).unwrap_or(i32::MAX).max(1);
+    format!("begin; set local idle_in_transaction_session_timeout = {millis}")
 }
 
 /// A selection without the comment lines that head its file.
@@ -150,6 +161,17 @@ mod tests {
                     .contains(&format!("limit {limit}\n"))
             );
         }
+    }
+
+    #[test]
+    fn the_idle_bound_is_the_lease_in_whole_milliseconds() {
+        let sql = begin_statement;
+        assert_eq!(
+            sql(Duration::from_secs(30)),
+            "begin; set local idle_in_transaction_session_timeout = 30000"
+        );
+        assert!(sql(Duration::ZERO).ends_with("= 1"));
+        assert!(sql(Duration::MAX).ends_with(&format!("= {}", i32::MAX)));
     }
 
     #[test]

@@ -9,8 +9,8 @@ use sqlx::{Column, Decode, Postgres, Row, Type};
 use tidings_core::{Envelope, Headers, Hlc, OutboxRecord, StoreError};
 use uuid::Uuid;
 
+use crate::claim::text_format;
 use crate::error::store_error;
-use crate::text_format;
 
 /// A claimed row: its position in the table (for ordering the batch) and
 /// the record.

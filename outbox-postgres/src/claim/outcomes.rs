@@ -3,14 +3,15 @@
 
 use std::collections::HashSet;
 
-use sqlx::Row;
 use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
 use tidings_core::{Outcome, SettleReport, Settlement, StoreError};
 use tracing::warn;
 use uuid::Uuid;
 
+use crate::PgOutboxStore;
 use crate::error::store_error;
-use crate::store::micros;
+use crate::params::micros;
 
 const PUBLISHED: &str = "published";
 const RETRY: &str = "retry";
@@ -112,6 +113,29 @@ impl OutcomeColumns {
         }
         Ok(report)
     }
+}
+
+/// Writes outcomes that are not all published for rows `ids`, and deletes
+/// the claim record `token`, in a locked batch's open transaction on
+/// `conn`, on a connection of the store's or of the pool's alike.
+pub(crate) async fn settle_locked(
+    store: &PgOutboxStore,
+    conn: &mut PgConnection,
+    columns: &OutcomeColumns,
+    ids: Vec<i64>,
+    token: Uuid,
+) -> Result<Vec<PgRow>, StoreError> {
+    sqlx::query(store.inner().sql.settle_locked.clone())
+        .persistent(store.persistent())
+        .bind(ids)
+        .bind(&columns.outcome)
+        .bind(&columns.delay_us)
+        .bind(&columns.error)
+        .bind(store.delete_on_publish())
+        .bind(token)
+        .fetch_all(conn)
+        .await
+        .map_err(store_error)
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! The connections locked claims run on: the store's own, outside the pool.
+//! The connections of the store's own, outside the pool: those locked
+//! claims run on, and the one their claim records are written on.
 //!
 //! A locked batch keeps its connection from the claim to the settle. Taken
 //! from the pool, every batch would also pay the pool's check of the
@@ -13,8 +14,9 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use sqlx::postgres::PgRow;
-use sqlx::{AssertSqlSafe, ConnectOptions, PgConnection, PgPool};
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::query::Query;
+use sqlx::{AssertSqlSafe, ConnectOptions, PgConnection, PgPool, Postgres};
 use tidings_core::StoreError;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -29,6 +31,22 @@ const MAX_PREPARED: usize = 32;
 pub(crate) struct ClaimConnections {
     idle: Mutex<Vec<ClaimConnection>>,
     permits: Arc<Semaphore>,
+}
+
+/// The connection claim records are written on: opened from the pool's
+/// settings on first use, kept between records and dropped after a
+/// failure, so the next record connects afresh.
+///
+/// It is kept apart on purpose. A batch holds its claim connection until
+/// it settles, and its settle waits for its record; were records written
+/// on connections that batches hold, batches holding all of them would
+/// each wait for a connection none of them gives back. Nor does it take
+/// one from the pool, which the user's own transactions may fill. Behind a
+/// transaction pooler, where the store opens no connection of its own,
+/// records go through the pool, of which locked claims leave one free.
+#[derive(Debug, Default)]
+pub(crate) struct RecordConnection {
+    slot: tokio::sync::Mutex<Option<PgConnection>>,
 }
 
 /// A connection of [`ClaimConnections`], with the names of the statements
@@ -109,6 +127,31 @@ impl ClaimConnections {
     }
 }
 
+impl RecordConnection {
+    /// Runs `query`, opening the connection with `pool`'s settings first
+    /// if need be; after a failure the connection is dropped, so the next
+    /// query connects afresh.
+    pub(crate) async fn execute(
+        &self,
+        pool: &PgPool,
+        query: Query<'_, Postgres, PgArguments>,
+    ) -> Result<(), StoreError> {
+        let mut slot = self.slot.lock().await;
+        let connection = match slot.as_mut() {
+            Some(connection) => connection,
+            None => {
+                let opened = pool.connect_options().connect().await;
+                slot.insert(opened.map_err(store_error)?)
+            }
+        };
+        if let Err(error) = query.execute(connection).await {
+            *slot = None;
+            return Err(store_error(error));
+        }
+        Ok(())
+    }
+}
+
 impl ClaimConnection {
     /// Whether the connection served an earlier batch, so a failure to
     /// reach the server may only mean it went stale while idle.
@@ -125,7 +168,7 @@ impl ClaimConnection {
     /// then runs `script`, which may execute them, in one round trip of the
     /// simple protocol; returns the rows it produced, in text format.
     /// `script` must be built only of the store's own statements and of
-    /// literals written by [`crate::literal`].
+    /// literals written by [`crate::claim::literal`].
     pub(crate) async fn run(
         &mut self,
         statements: &[(&str, &str)],

@@ -1,0 +1,105 @@
+//! A claimed batch, leased or locked, and its settlement.
+
+use tidings_core::{
+    ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, SettleReport, Settlement, StoreError,
+};
+use tracing::instrument;
+
+use crate::claim::locked::LockedRows;
+use crate::claim::outcomes::OutcomeColumns;
+use crate::claim::{leased, locked};
+use crate::{ClaimMode, PgOutboxStore};
+
+/// Rows claimed by one relay, leased or locked as the store's
+/// [`ClaimMode`] says.
+///
+/// A leased batch's claim is committed: settling writes under the lease
+/// token, and a sweep may hand the rows to another relay once the lease
+/// expires. A locked batch holds its rows' locks in an open transaction,
+/// which settling commits; dropping it unsettled rolls back and releases
+/// them.
+#[derive(Debug)]
+pub struct PgBatch {
+    store: PgOutboxStore,
+    route: String,
+    lease: LeaseToken,
+    records: Vec<OutboxRecord>,
+    hold: Hold,
+}
+
+/// How a batch holds its rows.
+#[derive(Debug)]
+enum Hold {
+    /// By the lease token stamped on them (also an empty locked claim,
+    /// which holds nothing, and whose token no row carries).
+    Lease,
+    /// By row locks in an open transaction.
+    Locks(LockedRows),
+}
+
+impl PgBatch {
+    /// Claims rows as the store's [`ClaimMode`] says.
+    pub(crate) async fn claim(
+        store: &PgOutboxStore,
+        request: ClaimRequest<'_>,
+    ) -> Result<Self, StoreError> {
+        let route = request.route.name.to_string();
+        let (lease, records, hold) = match store.options().get_claim_mode() {
+            ClaimMode::Locked => {
+                let claimed = locked::claim(store, request).await?;
+                let hold = claimed.locks.map_or(Hold::Lease, Hold::Locks);
+                (claimed.token, claimed.records, hold)
+            }
+            ClaimMode::Leased => {
+                let (lease, records) = leased::claim(store, request).await?;
+                (lease, records, Hold::Lease)
+            }
+        };
+        Ok(Self {
+            store: store.clone(),
+            route,
+            lease,
+            records,
+            hold,
+        })
+    }
+
+    /// The route the rows belong to.
+    pub fn route(&self) -> &str {
+        &self.route
+    }
+
+    /// Whether the rows are held by locks in an open transaction rather
+    /// than by a committed lease.
+    pub fn is_locked(&self) -> bool {
+        matches!(self.hold, Hold::Locks(_))
+    }
+}
+
+impl ClaimedBatch for PgBatch {
+    fn lease(&self) -> LeaseToken {
+        self.lease
+    }
+
+    fn records(&self) -> &[OutboxRecord] {
+        &self.records
+    }
+
+    #[instrument(
+        skip_all,
+        fields(
+            db.system = "postgresql",
+            outbox.route = %self.route,
+            outbox.lease = %self.lease.0,
+            settlements = settlements.len(),
+        ),
+        err
+    )]
+    async fn settle(self, settlements: Vec<Settlement>) -> Result<SettleReport, StoreError> {
+        let columns = OutcomeColumns::new(settlements);
+        match self.hold {
+            Hold::Locks(locks) => locks.settle(&self.store, columns).await,
+            Hold::Lease => leased::settle(&self.store, &self.route, self.lease, columns).await,
+        }
+    }
+}

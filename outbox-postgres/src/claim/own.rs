@@ -1,0 +1,130 @@
+//! Locked batches on the store's own connections ([`connections`]), where
+//! the pool reaches PostgreSQL directly.
+//!
+//! The claim and settle statements are prepared by name (`PREPARE`) on
+//! each connection, so a claim goes out together with its `BEGIN`, and a
+//! settle of published rows with its `COMMIT`, each in one round trip of
+//! the simple protocol: two round trips a batch, neither statement planned
+//! again. The simple protocol takes no parameters and answers in text:
+//! values are written into the script by [`literal`], and claimed rows
+//! are read back from text ([`text_format`](super::text_format)).
+//!
+//! [`connections`]: super::connections
+//! [`literal`]: super::literal
+
+use std::time::Duration;
+
+use sqlx::postgres::PgRow;
+use tidings_core::{Route, StoreError};
+use uuid::Uuid;
+
+use crate::PgOutboxStore;
+use crate::claim::connections::ClaimConnection;
+use crate::claim::literal;
+use crate::claim::outcomes::{OutcomeColumns, settle_locked};
+use crate::claim::records;
+use crate::claim::statements::begin_statement;
+use crate::error::{is_unavailable, store_error};
+
+/// The names the settle statements are prepared under on a claim
+/// connection.
+const SETTLE_PUBLISHED: &str = "tidings_settle_published";
+const SETTLE_PUBLISHED_KEPT: &str = "tidings_settle_published_kept";
+
+/// Opens a batch's transaction on one of the store's connections and locks
+/// up to `limit` claimable rows of `route` in it, in one round trip.
+pub(crate) async fn claim(
+    store: &PgOutboxStore,
+    route: &Route,
+    limit: usize,
+    lease: Duration,
+) -> Result<(ClaimConnection, Vec<PgRow>), StoreError> {
+    let (name, sql) = store.inner().sql.claim.locked(route, limit);
+    let script = format!(
+        "{};\nexecute {name}({})",
+        begin_statement(lease),
+        literal::text(&route.name)?
+    );
+    run_claim(store, (&name, sql.as_str()), script).await
+}
+
+/// Runs a claim `script` on a claim connection, preparing `statement`
+/// there first if need be. A connection kept idle may have been closed
+/// meanwhile, say by a server restart; then the idle ones are let go and
+/// the claim runs once more on a new one.
+async fn run_claim(
+    store: &PgOutboxStore,
+    statement: (&str, &str),
+    script: String,
+) -> Result<(ClaimConnection, Vec<PgRow>), StoreError> {
+    let inner = store.inner();
+    let mut connection = inner.claims.take(&inner.pool).await?;
+    match connection.run(&[statement], script.clone()).await {
+        Ok(rows) => Ok((connection, rows)),
+        Err(error) if connection.reused() && is_unavailable(&error) => {
+            drop(connection);
+            inner.claims.forget_idle();
+            let mut connection = inner.claims.take(&inner.pool).await?;
+            let rows = connection.run(&[statement], script).await;
+            Ok((connection, rows.map_err(store_error)?))
+        }
+        Err(error) => Err(store_error(error)),
+    }
+}
+
+/// Ends a claim that took no rows, keeping the connection for the next.
+pub(crate) async fn release(
+    store: &PgOutboxStore,
+    mut connection: ClaimConnection,
+) -> Result<(), StoreError> {
+    sqlx::raw_sql("rollback")
+        .execute(connection.conn())
+        .await
+        .map_err(store_error)?;
+    store.inner().claims.put_back(connection);
+    Ok(())
+}
+
+/// Runs the settle statement for rows `ids`, which also deletes the claim
+/// record `token`, in the open transaction on `connection`, and commits;
+/// returns the rows settled. A batch whose every row was published, the
+/// common case, is settled and committed in one round trip. The
+/// connection is kept for the next batch once committed, and closed after
+/// a failure.
+pub(crate) async fn settle(
+    store: &PgOutboxStore,
+    mut connection: ClaimConnection,
+    columns: &OutcomeColumns,
+    ids: Vec<i64>,
+    token: Uuid,
+) -> Result<Vec<PgRow>, StoreError> {
+    let inner = store.inner();
+    let rows = if columns.is_empty() {
+        records::release(store, connection.conn(), token).await?;
+        Vec::new()
+    } else if columns.all_published() {
+        let (name, statement) = match store.delete_on_publish() {
+            true => (SETTLE_PUBLISHED, &inner.sql.settle_locked_published),
+            false => (
+                SETTLE_PUBLISHED_KEPT,
+                &inner.sql.settle_locked_published_kept,
+            ),
+        };
+        let script = format!(
+            "execute {name}({}, {});\ncommit",
+            literal::bigints(&ids),
+            literal::uuid(token)
+        );
+        let statements = [(name, statement.as_str())];
+        let rows = connection.run(&statements, script).await;
+        let rows = rows.map_err(store_error)?;
+        inner.claims.put_back(connection);
+        return Ok(rows);
+    } else {
+        settle_locked(store, connection.conn(), columns, ids, token).await?
+    };
+    let committed = sqlx::raw_sql("commit").execute(connection.conn()).await;
+    committed.map_err(store_error)?;
+    inner.claims.put_back(connection);
+    Ok(rows)
+}
