@@ -44,6 +44,10 @@ pub(crate) struct Sizes {
     pub(crate) pinned_duration: Duration,
     /// The steady rate of the pinned scenario, events per second.
     pub(crate) pinned_rate: u32,
+    /// Transactions of mongo-stage and pending events of mongo-drain-noop.
+    pub(crate) mongo_events: usize,
+    /// The steady rates of mongo-latency, events per second.
+    pub(crate) mongo_rates: Vec<u32>,
 }
 
 impl Default for Sizes {
@@ -65,6 +69,8 @@ impl Default for Sizes {
             scale_events: 50_000,
             pinned_duration: Duration::from_secs(180),
             pinned_rate: 500,
+            mongo_events: 2_000,
+            mongo_rates: vec![20, 100],
         }
     }
 }
@@ -80,6 +86,7 @@ impl Sizes {
         self.growth_retained = scale(self.growth_retained);
         self.chaos_events = scale(self.chaos_events);
         self.scale_events = scale(self.scale_events);
+        self.mongo_events = scale(self.mongo_events);
         let secs = (self.latency_duration.as_secs_f64() * factor).max(0.5);
         self.latency_duration = Duration::from_secs_f64(secs);
         let secs = (self.pinned_duration.as_secs_f64() * factor).max(1.0);
@@ -130,6 +137,8 @@ options:
   --scale-events <n>         (default 50000)
   --pinned-seconds <n>       (default 180)
   --pinned-rate <n>          (default 500)
+  --mongo-events <n>         (default 2000)
+  --mongo-rates <a,b,..>     (default 20,100)
 
 PostgreSQL, RabbitMQ and Kafka are read from DATABASE_URL, AMQP_URL and
 KAFKA_BROKERS; drain-rabbitmq-pooled also reaches PostgreSQL through the
@@ -198,6 +207,10 @@ fn apply(sizes: &mut Sizes, flag: &str, value: &str) -> anyhow::Result<()> {
         "--scale-events" => sizes.scale_events = value.parse::<usize>()?.max(1),
         "--pinned-seconds" => sizes.pinned_duration = Duration::from_secs_f64(value.parse()?),
         "--pinned-rate" => sizes.pinned_rate = value.parse::<u32>()?.max(1),
+        "--mongo-events" => sizes.mongo_events = value.parse::<usize>()?.max(1),
+        "--mongo-rates" => {
+            sizes.mongo_rates = value.split(',').map(str::parse).collect::<Result<_, _>>()?;
+        }
         other => bail!("unknown option {other}\n\n{USAGE}"),
     }
     Ok(())

@@ -36,7 +36,7 @@ pub(in crate::scenarios) async fn run(
     let result = async {
         let spec = spec("bench-mongo-drain");
         for store in [&raw, &relayed] {
-            stage_pending(store, spec, sizes.drain_events).await?;
+            stage_pending(store, spec, sizes.mongo_events).await?;
         }
         let (moved, took) = raw_drain(&raw, spec, sizes.batch_size).await?;
         let raw_rate = Figure::rate(NAME, "raw find + claim + delete loop", moved, took);
@@ -47,10 +47,10 @@ pub(in crate::scenarios) async fn run(
         let drained = relay.drain().await?;
         let took = started.elapsed();
         anyhow::ensure!(
-            drained.published == sizes.drain_events,
+            drained.published == sizes.mongo_events,
             "relayed {} of {} events",
             drained.published,
-            sizes.drain_events
+            sizes.mongo_events
         );
         report(
             Figure::rate(NAME, "relayed events", drained.published, took)

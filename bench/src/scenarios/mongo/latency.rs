@@ -1,5 +1,5 @@
-//! mongo-latency: producers commit staged events at steady rates (those of
-//! the latency scenario) while a relay woken by the store's watcher (a
+//! mongo-latency: producers commit staged events at steady rates
+//! (`--mongo-rates`, for the latency scenario's duration) while a relay woken by the store's watcher (a
 //! change stream on the outbox) publishes them; measures commit-to-publish
 //! p50 and p99 and counts staged against published. The publisher notes
 //! when each event reaches it, so the figure is the relay's own delay.
@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use futures::future::try_join_all;
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{OutboxSpec, Wakeup};
@@ -36,7 +37,7 @@ pub(in crate::scenarios) async fn run(
     report: &mut dyn FnMut(Figure),
 ) -> anyhow::Result<()> {
     let database = database().await?;
-    for &rate in &sizes.latency_rates {
+    for &rate in &sizes.mongo_rates {
         let store = store(&database, "latency").await?;
         let result = measure(&store, rate, sizes).await;
         drop_store(&store).await?;
@@ -160,14 +161,18 @@ async fn produce(
     let mut n = i64::from(producer) << 32;
     while Instant::now() < end {
         ticks.tick().await;
-        let mut ctx = store.begin().await?;
-        let mut ids = Vec::with_capacity(plan.events_per_tx as usize);
-        for _ in 0..plan.events_per_tx {
-            let staged = ctx.outbox().stage(spec, "order.placed", &Payload::new(n))?;
-            ids.push(staged.envelope().event_id);
-            n += 1;
-        }
-        ctx.commit().await?;
+        let ids = store
+            .transaction(|ctx| {
+                let mut ids = Vec::with_capacity(plan.events_per_tx as usize);
+                for k in 0..plan.events_per_tx {
+                    let payload = Payload::new(n + i64::from(k));
+                    let staged = ctx.outbox().stage(spec, "order.placed", &payload);
+                    ids.push(staged.map(|s| s.envelope().event_id));
+                }
+                async move { Ok(ids.into_iter().collect::<Result<Vec<_>, _>>()?) }.boxed()
+            })
+            .await?;
+        n += i64::from(plan.events_per_tx);
         let now = Instant::now();
         committed.extend(ids.into_iter().map(|id| (id, now)));
     }
