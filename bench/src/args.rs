@@ -38,6 +38,16 @@ pub(crate) struct Sizes {
     /// The mean run of a relay or consumer process between kills in the
     /// chaos scenario (each run lasts half to twice this).
     pub(crate) chaos_kill_every: Duration,
+    /// Events of each round of the scale-out scenario.
+    pub(crate) scale_events: usize,
+    /// How long each run of the pinned scenario stages at its rate.
+    pub(crate) pinned_duration: Duration,
+    /// The steady rate of the pinned scenario, events per second.
+    pub(crate) pinned_rate: u32,
+    /// Transactions of mongo-stage and pending events of mongo-drain-noop.
+    pub(crate) mongo_events: usize,
+    /// The steady rates of mongo-latency, events per second.
+    pub(crate) mongo_rates: Vec<u32>,
 }
 
 impl Default for Sizes {
@@ -56,6 +66,11 @@ impl Default for Sizes {
             growth_retained: 1_000_000,
             chaos_events: 20_000,
             chaos_kill_every: Duration::from_secs(1),
+            scale_events: 50_000,
+            pinned_duration: Duration::from_secs(180),
+            pinned_rate: 500,
+            mongo_events: 2_000,
+            mongo_rates: vec![20, 100],
         }
     }
 }
@@ -70,8 +85,12 @@ impl Sizes {
         self.memory_events = scale(self.memory_events);
         self.growth_retained = scale(self.growth_retained);
         self.chaos_events = scale(self.chaos_events);
+        self.scale_events = scale(self.scale_events);
+        self.mongo_events = scale(self.mongo_events);
         let secs = (self.latency_duration.as_secs_f64() * factor).max(0.5);
         self.latency_duration = Duration::from_secs_f64(secs);
+        let secs = (self.pinned_duration.as_secs_f64() * factor).max(1.0);
+        self.pinned_duration = Duration::from_secs_f64(secs);
         self
     }
 }
@@ -95,7 +114,9 @@ usage: tidings-bench <scenario>|all [options]
 
 scenarios: stage, drain-noop, drain-rabbitmq, drain-rabbitmq-pooled,
            drain-kafka (with --features kafka), latency, consume, memory, growth,
-           chaos, otel-overhead (with --features otel)
+           chaos, otel-overhead (with --features otel), scale-out,
+           pinned (only when named), mongo-stage, mongo-drain-noop and
+           mongo-latency (with --features mongo)
 
 options:
   --quick                 a tenth of every size (about a minute in all)
@@ -113,10 +134,16 @@ options:
   --growth-retained <n>      (default 1000000)
   --chaos-events <n>         (default 20000)
   --chaos-kill-every-ms <n>  (default 1000)
+  --scale-events <n>         (default 50000)
+  --pinned-seconds <n>       (default 180)
+  --pinned-rate <n>          (default 500)
+  --mongo-events <n>         (default 2000)
+  --mongo-rates <a,b,..>     (default 20,100)
 
 PostgreSQL, RabbitMQ and Kafka are read from DATABASE_URL, AMQP_URL and
 KAFKA_BROKERS; drain-rabbitmq-pooled also reaches PostgreSQL through the
-PgBouncer at PGBOUNCER_URL.";
+PgBouncer at PGBOUNCER_URL; the mongo scenarios reach MongoDB at
+MONGODB_URL.";
 
 /// Parses the arguments after the program name.
 pub(crate) fn parse(args: Vec<String>) -> anyhow::Result<Command> {
@@ -176,6 +203,13 @@ fn apply(sizes: &mut Sizes, flag: &str, value: &str) -> anyhow::Result<()> {
         "--chaos-events" => sizes.chaos_events = value.parse::<usize>()?.max(1),
         "--chaos-kill-every-ms" => {
             sizes.chaos_kill_every = Duration::from_millis(value.parse::<u64>()?.max(10));
+        }
+        "--scale-events" => sizes.scale_events = value.parse::<usize>()?.max(1),
+        "--pinned-seconds" => sizes.pinned_duration = Duration::from_secs_f64(value.parse()?),
+        "--pinned-rate" => sizes.pinned_rate = value.parse::<u32>()?.max(1),
+        "--mongo-events" => sizes.mongo_events = value.parse::<usize>()?.max(1),
+        "--mongo-rates" => {
+            sizes.mongo_rates = value.split(',').map(str::parse).collect::<Result<_, _>>()?;
         }
         other => bail!("unknown option {other}\n\n{USAGE}"),
     }

@@ -19,6 +19,7 @@ mod args;
 mod clients;
 mod consuming;
 mod cpu;
+mod delays;
 mod env;
 mod load;
 mod payload;

@@ -13,6 +13,9 @@ pub(crate) enum Goal {
     None,
     /// The value divided by the raw limit is at least this.
     RatioAtLeast(f64),
+    /// The value divided by the raw limit is at most this (times and
+    /// counts, where less is better).
+    RatioAtMost(f64),
     /// The value is at most this.
     AtMost(f64),
     /// The value is exactly this (counts that must match).
@@ -104,6 +107,7 @@ impl Figure {
         match self.goal {
             Goal::None => None,
             Goal::RatioAtLeast(min) => Some(self.ratio().is_some_and(|r| r >= min)),
+            Goal::RatioAtMost(max) => Some(self.ratio().is_some_and(|r| r <= max)),
             Goal::AtMost(max) => Some(self.value <= max),
             Goal::Equal(want) => Some(self.value == want),
         }
@@ -168,6 +172,7 @@ fn goal(goal: Goal, unit: &str) -> String {
     match goal {
         Goal::None => String::new(),
         Goal::RatioAtLeast(min) => format!("ratio ≥ {min}"),
+        Goal::RatioAtMost(max) => format!("ratio ≤ {max}"),
         Goal::AtMost(max) => format!("≤ {}", value(max, unit)),
         Goal::Equal(want) => format!("= {}", value(want, unit)),
     }
@@ -187,5 +192,10 @@ mod tests {
         let f = Figure::new("s", "p99", 12.0, "ms").goal(Goal::AtMost(10.0));
         assert_eq!(f.holds(), Some(false));
         assert!(table(&[f]).contains("**no**"));
+        let f = Figure::new("s", "p99", 3.0, "ms")
+            .limit(1.0)
+            .goal(Goal::RatioAtMost(2.0));
+        assert_eq!(f.holds(), Some(false));
+        assert!(f.line().contains("ratio ≤ 2"), "{}", f.line());
     }
 }

@@ -6,8 +6,16 @@ use std::process::Command;
 
 /// Runs `tidings-bench <scenario>` at a tiny size; returns its stdout.
 fn run(scenario: &str) -> String {
+    run_with(scenario, &[])
+}
+
+/// Runs `tidings-bench <scenario>` at a tiny size with `extra` options
+/// after it; returns its stdout.
+fn run_with(scenario: &str, extra: &[&str]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_tidings-bench"))
         .args([scenario, "--scale", "0.002", "--latency-rates", "50,100"])
+        .args(["--mongo-rates", "20,50"])
+        .args(extra)
         .output()
         .expect("the bench program starts");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -175,4 +183,92 @@ fn otel_overhead_measures_stage_and_drain_with_and_without_spans() {
             "drain-rabbitmq, spans to a no-op exporter",
         ],
     );
+}
+
+#[test]
+fn scale_out_measures_each_count_and_the_takeover_of_a_killed_relay() {
+    // Enough events that the killed relay is caught holding some.
+    let out = run_with("scale-out", &["--scale-events", "3000"]);
+    for ordering in ["unordered", "per-key"] {
+        assert_figures(
+            &out,
+            "scale-out",
+            &[
+                &format!("{ordering}, 1 relay process"),
+                &format!("{ordering}, 2 relay processes"),
+                &format!("{ordering}, 4 relay processes"),
+                &format!(
+                    "{ordering}, 2 relays, one killed: its rows published by the survivor after"
+                ),
+            ],
+        );
+        for line in [
+            format!("scale-out | {ordering}, every count: lost: 0 "),
+            format!("scale-out | {ordering}, every count: published twice: 0 "),
+            format!("scale-out | {ordering}, 2 relays, one killed: lost: 0 "),
+        ] {
+            assert!(out.contains(&line), "no `{line}` in:\n{out}");
+        }
+    }
+}
+
+#[test]
+fn pinned_compares_a_run_under_a_held_snapshot_with_a_healthy_one() {
+    let out = run("pinned");
+    assert_figures(
+        &out,
+        "pinned",
+        &[
+            "healthy: commit-to-publish p99",
+            "snapshot held: commit-to-publish p99",
+            "healthy: drain of",
+            "snapshot held: drain of",
+            "healthy: dead row versions in the outbox at the end",
+            "snapshot held: dead row versions in the outbox at the end",
+        ],
+    );
+    for side in ["healthy", "snapshot held"] {
+        let line = format!("pinned | {side}: committed but unpublished: 0 ");
+        assert!(out.contains(&line), "events went missing:\n{out}");
+    }
+}
+
+#[cfg(feature = "mongo")]
+#[test]
+fn mongo_stage_measures_staging_and_raw_driver_transactions() {
+    let out = run("mongo-stage");
+    assert_figures(
+        &out,
+        "mongo-stage",
+        &["raw two-document transactions", "staged transactions"],
+    );
+}
+
+#[cfg(feature = "mongo")]
+#[test]
+fn mongo_drain_noop_measures_the_relay_and_a_raw_driver_loop() {
+    let out = run("mongo-drain-noop");
+    assert_figures(
+        &out,
+        "mongo-drain-noop",
+        &["raw find + claim + delete loop", "relayed events"],
+    );
+}
+
+#[cfg(feature = "mongo")]
+#[test]
+fn mongo_latency_measures_percentiles_and_publishes_every_commit() {
+    let out = run("mongo-latency");
+    for rate in [20, 50] {
+        assert_figures(
+            &out,
+            "mongo-latency",
+            &[
+                &format!("commit-to-publish p50 at {rate}/s"),
+                &format!("commit-to-publish p99 at {rate}/s"),
+            ],
+        );
+        let unpublished = format!("mongo-latency | committed but unpublished at {rate}/s: 0 ");
+        assert!(out.contains(&unpublished), "events went missing:\n{out}");
+    }
 }

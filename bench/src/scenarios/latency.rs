@@ -130,7 +130,7 @@ async fn measure(
 /// Commits events until one is published within [`WARM_UP_WAIT`]: the
 /// listener is connected and the relay idle, waiting for wake-ups. Gives
 /// up after [`SETTLE`]. What was published so far is forgotten.
-async fn warm_up(
+pub(super) async fn warm_up(
     store: &PgOutboxStore,
     spec: &'static tidings_core::OutboxSpec<Payload>,
     publisher: &RecordingPublisher,
@@ -157,15 +157,15 @@ async fn warm_up(
 
 /// How a rate is produced.
 #[derive(Debug, Clone, Copy)]
-struct Plan {
+pub(super) struct Plan {
     rate: u32,
-    producers: u32,
-    events_per_tx: u32,
-    interval: Duration,
+    pub(super) producers: u32,
+    pub(super) events_per_tx: u32,
+    pub(super) interval: Duration,
 }
 
 impl Plan {
-    fn new(rate: u32) -> Self {
+    pub(super) fn new(rate: u32) -> Self {
         let rate = rate.max(1);
         let events_per_tx = rate.div_ceil(MAX_PRODUCERS * MAX_TX_PER_PRODUCER);
         let producers = rate.div_ceil(events_per_tx * MAX_TX_PER_PRODUCER);
@@ -181,7 +181,7 @@ impl Plan {
 
 /// Commits events at `rate` per second for `duration`; returns each event
 /// id with when its commit returned.
-async fn produce(
+pub(super) async fn produce(
     store: PgOutboxStore,
     spec: &'static tidings_core::OutboxSpec<Payload>,
     plan: Plan,

@@ -12,8 +12,12 @@ mod drain_rabbitmq;
 mod growth;
 mod latency;
 mod memory;
+#[cfg(feature = "mongo")]
+mod mongo;
 #[cfg(feature = "otel")]
 mod otel_overhead;
+mod pinned;
+mod scale_out;
 mod stage;
 
 use std::time::{Duration, Instant};
@@ -30,10 +34,11 @@ use crate::publishers::NoopPublisher;
 use crate::report::Figure;
 
 /// Runs one child process of a scenario: the chaos scenario's relay or
-/// consumer, or the memory scenario's.
+/// consumer, the scale-out scenario's relay, or the memory scenario's.
 pub(crate) async fn run_child(args: Vec<String>) -> anyhow::Result<String> {
     match args.first().map(String::as_str) {
         Some(name) if name.starts_with("chaos-") => chaos::run_child(args).await,
+        Some(name) if name.starts_with("scale-") => scale_out::run_child(args).await,
         _ => memory::run_child(args).await,
     }
 }
@@ -69,11 +74,26 @@ pub(crate) enum Scenario {
     /// no-op exporter, against the same runs without (built with the
     /// `otel` feature).
     OtelOverhead,
+    /// Draining one route with 1, 2 and 4 relay processes, against one;
+    /// then the takeover of a killed relay's claims.
+    ScaleOut,
+    /// A sustained run with a snapshot held open, against the same run
+    /// without (not part of `all`: it runs for minutes).
+    Pinned,
+    /// Staging on MongoDB, against the same transactions by the raw driver
+    /// (built with the `mongo` feature).
+    MongoStage,
+    /// Draining on MongoDB to a publisher that does nothing, against a
+    /// raw-driver claim-and-delete loop (built with the `mongo` feature).
+    MongoDrainNoop,
+    /// Commit-to-publish latency on MongoDB at steady rates (built with
+    /// the `mongo` feature).
+    MongoLatency,
 }
 
 impl Scenario {
     /// Every scenario, in the order `all` runs them.
-    pub(crate) const ALL: [Scenario; 11] = [
+    pub(crate) const ALL: [Scenario; 16] = [
         Scenario::Stage,
         Scenario::DrainNoop,
         Scenario::DrainRabbitmq,
@@ -85,13 +105,25 @@ impl Scenario {
         Scenario::Growth,
         Scenario::Chaos,
         Scenario::OtelOverhead,
+        Scenario::ScaleOut,
+        Scenario::Pinned,
+        Scenario::MongoStage,
+        Scenario::MongoDrainNoop,
+        Scenario::MongoLatency,
     ];
 
     /// Whether this build can run the scenario.
     fn built(self) -> bool {
         let unbuilt = (self == Scenario::DrainKafka && !cfg!(feature = "kafka"))
-            || (self == Scenario::OtelOverhead && !cfg!(feature = "otel"));
+            || (self == Scenario::OtelOverhead && !cfg!(feature = "otel"))
+            || (self.feature() == "mongo" && !cfg!(feature = "mongo"));
         !unbuilt
+    }
+
+    /// Whether `all` runs the scenario: pinned runs for minutes, so only
+    /// when named.
+    fn in_all(self) -> bool {
+        self != Scenario::Pinned
     }
 
     /// The scenario's name on the command line.
@@ -108,6 +140,11 @@ impl Scenario {
             Scenario::Growth => "growth",
             Scenario::Chaos => "chaos",
             Scenario::OtelOverhead => "otel-overhead",
+            Scenario::ScaleOut => "scale-out",
+            Scenario::Pinned => "pinned",
+            Scenario::MongoStage => "mongo-stage",
+            Scenario::MongoDrainNoop => "mongo-drain-noop",
+            Scenario::MongoLatency => "mongo-latency",
         }
     }
 
@@ -115,6 +152,7 @@ impl Scenario {
     fn feature(self) -> &'static str {
         match self {
             Scenario::OtelOverhead => "otel",
+            Scenario::MongoStage | Scenario::MongoDrainNoop | Scenario::MongoLatency => "mongo",
             _ => "kafka",
         }
     }
@@ -122,7 +160,8 @@ impl Scenario {
     /// `all`, or one scenario's name.
     pub(crate) fn parse(name: &str) -> anyhow::Result<Vec<Scenario>> {
         if name == "all" {
-            return Ok(Self::ALL.into_iter().filter(|s| s.built()).collect());
+            let all = Self::ALL.into_iter().filter(|s| s.built() && s.in_all());
+            return Ok(all.collect());
         }
         match Self::ALL.into_iter().find(|s| s.name() == name) {
             Some(s) if !s.built() => {
@@ -165,6 +204,18 @@ impl Scenario {
             Scenario::OtelOverhead => otel_overhead::run(env, sizes, report).await,
             #[cfg(not(feature = "otel"))]
             Scenario::OtelOverhead => bail!("otel-overhead needs `--features otel`"),
+            Scenario::ScaleOut => scale_out::run(env, sizes, report).await,
+            Scenario::Pinned => pinned::run(env, sizes, report).await,
+            #[cfg(feature = "mongo")]
+            Scenario::MongoStage => mongo::stage::run(sizes, report).await,
+            #[cfg(feature = "mongo")]
+            Scenario::MongoDrainNoop => mongo::drain_noop::run(sizes, report).await,
+            #[cfg(feature = "mongo")]
+            Scenario::MongoLatency => mongo::latency::run(sizes, report).await,
+            #[cfg(not(feature = "mongo"))]
+            Scenario::MongoStage | Scenario::MongoDrainNoop | Scenario::MongoLatency => {
+                bail!("{} needs `--features mongo`", self.name())
+            }
         }
     }
 }

@@ -189,7 +189,7 @@ async fn stage(
 }
 
 /// A factory of `tidings-bench child <args>` commands.
-fn child_command(args: &[&str]) -> impl FnMut() -> Command + use<> {
+pub(super) fn child_command(args: &[&str]) -> impl FnMut() -> Command + use<> {
     let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
     move || {
         let exe = std::env::current_exe().expect("the bench program's path");

@@ -1,0 +1,180 @@
+//! mongo-latency: producers commit staged events at steady rates
+//! (`--mongo-rates`, for the latency scenario's duration) while a relay woken by the store's watcher (a
+//! change stream on the outbox) publishes them; measures commit-to-publish
+//! p50 and p99 and counts staged against published. The publisher notes
+//! when each event reaches it, so the figure is the relay's own delay.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use futures::future::try_join_all;
+use tidings_core::relay::{Relay, RelayOptions};
+use tidings_core::{OutboxSpec, Wakeup};
+use tidings_mongo::MongoOutboxStore;
+use tokio::time::MissedTickBehavior;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::args::Sizes;
+use crate::delays::{commit_to_publish, quantile};
+use crate::env::spec;
+use crate::payload::Payload;
+use crate::publishers::RecordingPublisher;
+use crate::report::{Figure, Goal};
+use crate::scenarios::latency::Plan;
+
+use super::services::{database, drop_store, store};
+
+const NAME: &str = "mongo-latency";
+/// How soon a warm-up event must be published to count the relay as ready.
+const WARM_UP_WAIT: Duration = Duration::from_millis(100);
+/// How long the relay gets to publish the last events after producing stops.
+const SETTLE: Duration = Duration::from_secs(10);
+
+pub(in crate::scenarios) async fn run(
+    sizes: &Sizes,
+    report: &mut dyn FnMut(Figure),
+) -> anyhow::Result<()> {
+    let database = database().await?;
+    for &rate in &sizes.mongo_rates {
+        let store = store(&database, "latency").await?;
+        let result = measure(&store, rate, sizes).await;
+        drop_store(&store).await?;
+        for figure in result? {
+            report(figure);
+        }
+    }
+    Ok(())
+}
+
+async fn measure(
+    store: &MongoOutboxStore,
+    rate: u32,
+    sizes: &Sizes,
+) -> anyhow::Result<Vec<Figure>> {
+    let spec = spec("bench-mongo-latency");
+    let publisher = RecordingPublisher::default();
+    let wakeup = Wakeup::new();
+    let relay = Relay::new(store.clone(), publisher.clone(), spec)?
+        .options(RelayOptions::default().batch_size(sizes.batch_size))
+        .wakeup(wakeup.clone());
+    let cancel = CancellationToken::new();
+    let watcher = store.watcher(wakeup).spawn(cancel.clone());
+    let relay = tokio::spawn({
+        let cancel = cancel.clone();
+        async move { relay.run(cancel).await }
+    });
+    warm_up(store, spec, &publisher).await?;
+
+    let plan = Plan::new(rate);
+    let started = Instant::now();
+    let committed = try_join_all((0..plan.producers).map(|p| {
+        tokio::spawn(produce(
+            store.clone(),
+            spec,
+            plan,
+            sizes.latency_duration,
+            p,
+        ))
+    }))
+    .await?
+    .into_iter()
+    .collect::<anyhow::Result<Vec<_>>>()?;
+    let produced_for = started.elapsed();
+    let committed: HashMap<Uuid, Instant> = committed.into_iter().flatten().collect();
+    let deadline = Instant::now() + SETTLE;
+    while publisher.count() < committed.len() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cancel.cancel();
+    relay.await??;
+    watcher.await?;
+    let delays = commit_to_publish(&committed, &publisher.take());
+    let label = |what: &str| format!("{what} at {rate}/s");
+    let committed_rate = format!(
+        "committed rate at {rate}/s ({} producers, {} events per transaction)",
+        plan.producers, plan.events_per_tx
+    );
+    let unpublished = committed.len().saturating_sub(delays.len());
+    Ok(vec![
+        Figure::rate(NAME, &committed_rate, committed.len(), produced_for),
+        Figure::millis(
+            NAME,
+            &label("commit-to-publish p50"),
+            quantile(&delays, 0.5),
+        ),
+        Figure::millis(
+            NAME,
+            &label("commit-to-publish p99"),
+            quantile(&delays, 0.99),
+        ),
+        Figure::new(
+            NAME,
+            &label("committed but unpublished"),
+            unpublished as f64,
+            "",
+        )
+        .goal(Goal::Equal(0.0)),
+    ])
+}
+
+/// Commits events until one is published within [`WARM_UP_WAIT`]: the
+/// watcher is open and the relay idle. What was published is forgotten.
+async fn warm_up(
+    store: &MongoOutboxStore,
+    spec: &'static OutboxSpec<Payload>,
+    publisher: &RecordingPublisher,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + SETTLE;
+    while Instant::now() < deadline {
+        let mut ctx = store.begin().await?;
+        ctx.outbox().stage(spec, "warm.up", &Payload::new(-1))?;
+        ctx.commit().await?;
+        let committed = Instant::now();
+        let before = publisher.count();
+        while publisher.count() == before && committed.elapsed() < WARM_UP_WAIT {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        if committed.elapsed() < WARM_UP_WAIT {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            publisher.take();
+            return Ok(());
+        }
+    }
+    anyhow::bail!("the relay never published a warm-up event within {WARM_UP_WAIT:?}")
+}
+
+/// Commits events at the plan's rate for `duration`; returns each event
+/// id with when its commit returned.
+async fn produce(
+    store: MongoOutboxStore,
+    spec: &'static OutboxSpec<Payload>,
+    plan: Plan,
+    duration: Duration,
+    producer: u32,
+) -> anyhow::Result<Vec<(Uuid, Instant)>> {
+    let mut ticks = tokio::time::interval(plan.interval);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Burst);
+    let end = Instant::now() + duration;
+    let mut committed = Vec::new();
+    let mut n = i64::from(producer) << 32;
+    while Instant::now() < end {
+        ticks.tick().await;
+        let ids = store
+            .transaction(|ctx| {
+                let mut ids = Vec::with_capacity(plan.events_per_tx as usize);
+                for k in 0..plan.events_per_tx {
+                    let payload = Payload::new(n + i64::from(k));
+                    let staged = ctx.outbox().stage(spec, "order.placed", &payload);
+                    ids.push(staged.map(|s| s.envelope().event_id));
+                }
+                async move { Ok(ids.into_iter().collect::<Result<Vec<_>, _>>()?) }.boxed()
+            })
+            .await?;
+        n += i64::from(plan.events_per_tx);
+        let now = Instant::now();
+        committed.extend(ids.into_iter().map(|id| (id, now)));
+    }
+    Ok(committed)
+}

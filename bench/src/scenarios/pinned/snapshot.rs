@@ -1,0 +1,67 @@
+//! A snapshot held open, as a forgotten `REPEATABLE READ` transaction or a
+//! long report holds one: while it lives, PostgreSQL keeps every row
+//! version deleted after it began, so vacuum removes none of the rows the
+//! relay deletes, and their index entries stay for every claim to step
+//! over.
+
+use sqlx::{AssertSqlSafe, ConnectOptions, PgConnection};
+use tidings_postgres::PgOutboxStore;
+use tidings_testing::services::database_url;
+
+use crate::env::{connect_options, outbox_table};
+
+/// A `REPEATABLE READ` transaction on a connection of its own, with its
+/// snapshot taken and a transaction id assigned.
+pub(super) struct Snapshot {
+    connection: PgConnection,
+}
+
+impl Snapshot {
+    /// Opens the transaction and reads the outbox in it, which takes the
+    /// snapshot; `txid_current()` gives it a transaction id as well, as a
+    /// transaction that wrote something would have.
+    pub(super) async fn hold(store: &PgOutboxStore) -> anyhow::Result<Self> {
+        let mut connection = connect_options(&database_url())?
+            .application_name("tidings-bench-pinned")
+            .connect()
+            .await?;
+        sqlx::raw_sql("begin isolation level repeatable read")
+            .execute(&mut connection)
+            .await?;
+        let sql = format!(
+            "select txid_current(), (select count(*) from {})",
+            outbox_table(store)
+        );
+        sqlx::query(AssertSqlSafe(sql))
+            .execute(&mut connection)
+            .await?;
+        Ok(Self { connection })
+    }
+
+    /// Ends the transaction and closes its connection.
+    pub(super) async fn release(mut self) -> anyhow::Result<()> {
+        sqlx::raw_sql("rollback")
+            .execute(&mut self.connection)
+            .await?;
+        Ok(())
+    }
+}
+
+/// Dead row versions in the store's outbox, as a fresh `ANALYZE` counts
+/// them (it samples the table; vacuum cannot remove them yet if a
+/// snapshot still needs them).
+pub(super) async fn dead_tuples(store: &PgOutboxStore) -> anyhow::Result<i64> {
+    let sql = format!("analyze {}", outbox_table(store));
+    sqlx::query(AssertSqlSafe(sql))
+        .execute(store.pool())
+        .await?;
+    let options = store.options();
+    let dead: i64 = sqlx::query_scalar(
+        "select n_dead_tup from pg_stat_user_tables where schemaname = $1 and relname = $2",
+    )
+    .bind(options.get_schema())
+    .bind(options.get_table())
+    .fetch_one(store.pool())
+    .await?;
+    Ok(dead)
+}
