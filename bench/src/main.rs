@@ -27,6 +27,7 @@ mod publishers;
 mod raw_consume;
 mod raw_drain;
 mod raw_publish;
+mod raw_sweep;
 mod report;
 mod scenarios;
 mod telemetry;

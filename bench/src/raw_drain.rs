@@ -1,8 +1,22 @@
-//! The raw limit of a drain: a bare `SKIP LOCKED` claim and a delete of
-//! what was claimed, in plain SQL, on a table of the same shape.
+//! The raw limit of a drain: the best drain plain SQL can write, on a table
+//! of the same shape. Each batch is one prepared statement in a transaction
+//! of its own, deleting the oldest pending rows it can lock and returning
+//! what a relay publishes:
+//!
+//! ```sql
+//! delete from outbox where id in (
+//!     select id from outbox where route = $1 and status = 'pending' and available_at <= now()
+//!     order by id + 0 limit 500 for update skip locked)
+//! returning event_id, destination, event_type, payload, content_type, headers::text, ordering_key
+//! ```
+//!
+//! run on several connections at once. It keeps no record of the claim, so
+//! a drain that dies between the delete and the publish loses its batch:
+//! it is the floor of the store's work, not a relay.
 
 use std::time::{Duration, Instant};
 
+use futures::future::try_join_all;
 use sqlx::{AssertSqlSafe, Row};
 use tidings_core::OutboxSpec;
 use tidings_postgres::PgOutboxStore;
@@ -11,52 +25,67 @@ use uuid::Uuid;
 use crate::env::outbox_table;
 use crate::payload::Payload;
 
-/// Claims and deletes batches of `batch_size` until the route is empty,
-/// reading each claimed row as a hand-written relay would; returns the
-/// rows moved and the time taken.
+/// What a relay reads of each row: event id, destination, type, payload,
+/// content type, headers and ordering key.
+type Message = (
+    Uuid,
+    String,
+    String,
+    Vec<u8>,
+    String,
+    Option<String>,
+    Option<String>,
+);
+
+/// Deletes batches of `batch_size` on `connections` connections at once
+/// until the route is empty, reading each row as a hand-written relay
+/// would; returns the rows moved and the time taken.
 pub(crate) async fn drain(
     store: &PgOutboxStore,
     spec: &'static OutboxSpec<Payload>,
     batch_size: usize,
+    connections: usize,
 ) -> anyhow::Result<(usize, Duration)> {
     let table = outbox_table(store);
-    let claim = format!(
-        "with picked as (select id from {table} \
+    let delete = format!(
+        "delete from {table} where id in (select id from {table} \
          where route = $1 and status = 'pending' and available_at <= now() \
          order by id + 0 limit {batch_size} for update skip locked) \
-         update {table} as o set status = 'in_flight', lease_token = $2, \
-         lease_expires_at = now() + interval '30 seconds' \
-         from picked where o.id = picked.id \
-         returning o.id, o.event_id, o.event_type, o.payload"
+         returning event_id, destination, event_type, payload, content_type, \
+         headers::text as headers, ordering_key"
     );
-    let mark = format!("delete from {table} where id = any($1) and lease_token = $2");
-    let started = Instant::now();
-    let mut moved = 0;
-    loop {
-        let lease = Uuid::new_v4();
-        let rows = sqlx::query(AssertSqlSafe(claim.clone()))
-            .bind(spec.name())
-            .bind(lease)
-            .fetch_all(store.pool())
-            .await?;
-        let claimed = rows.len();
-        let mut ids = Vec::with_capacity(claimed);
-        for row in &rows {
-            let _message: (Uuid, String, Vec<u8>) = (
-                row.try_get("event_id")?,
-                row.try_get("event_type")?,
-                row.try_get("payload")?,
-            );
-            ids.push(row.try_get::<i64, _>("id")?);
-        }
-        sqlx::query(AssertSqlSafe(mark.clone()))
-            .bind(&ids)
-            .bind(lease)
-            .execute(store.pool())
-            .await?;
-        moved += ids.len();
-        if claimed < batch_size {
-            return Ok((moved, started.elapsed()));
-        }
+    let mut held = Vec::with_capacity(connections);
+    for _ in 0..connections.max(1) {
+        held.push(store.pool().acquire().await?);
     }
+    let started = Instant::now();
+    let drains = held.iter_mut().map(|conn| {
+        let delete = &delete;
+        async move {
+            let mut moved = 0;
+            loop {
+                let rows = sqlx::query(AssertSqlSafe(delete.clone()))
+                    .bind(spec.name())
+                    .fetch_all(&mut **conn)
+                    .await?;
+                for row in &rows {
+                    let _message: Message = (
+                        row.try_get("event_id")?,
+                        row.try_get("destination")?,
+                        row.try_get("event_type")?,
+                        row.try_get("payload")?,
+                        row.try_get("content_type")?,
+                        row.try_get("headers")?,
+                        row.try_get("ordering_key")?,
+                    );
+                }
+                moved += rows.len();
+                if rows.len() < batch_size {
+                    return anyhow::Ok(moved);
+                }
+            }
+        }
+    });
+    let moved = try_join_all(drains).await?.into_iter().sum();
+    Ok((moved, started.elapsed()))
 }

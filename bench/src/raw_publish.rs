@@ -1,11 +1,12 @@
 //! The raw limit of publishing: lapin alone, persistent messages with the
 //! same properties and headers the transport sends, a window of publisher
-//! confirms at a time.
+//! confirms at a time on each of one or more confirm channels of one
+//! connection.
 
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use futures::future::try_join_all;
+use futures::future::{join_all, try_join_all};
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions, QueuePurgeOptions};
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
@@ -16,29 +17,38 @@ use tidings_rabbitmq::exchange_name;
 /// Persistent delivery mode.
 const PERSISTENT: u8 = 2;
 
-/// A confirm channel on a connection of its own.
+/// Confirm channels on a connection of their own.
 pub(crate) struct RawPublisher {
     _connection: Connection,
-    channel: Channel,
+    channels: Vec<Channel>,
 }
 
 impl RawPublisher {
-    /// Connects to `url`.
+    /// Connects to `url` with one confirm channel.
     pub(crate) async fn connect(url: &str) -> anyhow::Result<Self> {
+        Self::connect_channels(url, 1).await
+    }
+
+    /// Connects to `url` with `channels` confirm channels (at least one).
+    pub(crate) async fn connect_channels(url: &str, channels: usize) -> anyhow::Result<Self> {
         let connection = Connection::connect(url, ConnectionProperties::default()).await?;
-        let channel = connection.create_channel().await?;
-        channel
-            .confirm_select(ConfirmSelectOptions::default())
-            .await?;
+        let mut opened = Vec::with_capacity(channels.max(1));
+        for _ in 0..channels.max(1) {
+            let channel = connection.create_channel().await?;
+            channel
+                .confirm_select(ConfirmSelectOptions::default())
+                .await?;
+            opened.push(channel);
+        }
         Ok(Self {
             _connection: connection,
-            channel,
+            channels: opened,
         })
     }
 
     /// Empties `queue`, so every round publishes into the same state.
     pub(crate) async fn purge(&self, queue: &str) -> anyhow::Result<()> {
-        self.channel
+        self.channels[0]
             .queue_purge(queue.into(), QueuePurgeOptions::default())
             .await?;
         Ok(())
@@ -51,38 +61,62 @@ impl RawPublisher {
         envelopes: &[Envelope],
         window: usize,
     ) -> anyhow::Result<Duration> {
+        self.publish_spread(envelopes, window, 1).await
+    }
+
+    /// Publishes `envelopes` split into `channels` runs of consecutive
+    /// messages, each run on a confirm channel of its own, `window` at a
+    /// time, the channels at once: up to `window` × `channels` messages
+    /// await their confirms together.
+    pub(crate) async fn publish_spread(
+        &self,
+        envelopes: &[Envelope],
+        window: usize,
+        channels: usize,
+    ) -> anyhow::Result<Duration> {
+        let channels = &self.channels[..channels.clamp(1, self.channels.len())];
+        let run = envelopes.len().div_ceil(channels.len()).max(1);
         let started = Instant::now();
-        for chunk in envelopes.chunks(window.max(1)) {
-            self.publish_window(chunk).await?;
+        let runs = channels
+            .iter()
+            .zip(envelopes.chunks(run))
+            .map(|(channel, run)| async move {
+                for chunk in run.chunks(window.max(1)) {
+                    publish_window(channel, chunk).await?;
+                }
+                anyhow::Ok(())
+            });
+        for result in join_all(runs).await {
+            result?;
         }
         Ok(started.elapsed())
     }
+}
 
-    /// Publishes one window and awaits its confirms. The window's sends
-    /// are queued together, as `RabbitPublisher` queues a batch, so the
-    /// connection writes them in a few large writes: lapin's fastest way
-    /// to publish.
-    pub(crate) async fn publish_window(&self, envelopes: &[Envelope]) -> anyhow::Result<()> {
-        let mut sends = Vec::with_capacity(envelopes.len());
-        for envelope in envelopes {
-            let exchange = exchange_name(&envelope.destination);
-            sends.push(self.channel.basic_publish(
-                exchange.as_str().into(),
-                envelope.destination.as_str().into(),
-                BasicPublishOptions {
-                    mandatory: true,
-                    immediate: false,
-                },
-                &envelope.payload,
-                properties(envelope)?,
-            ));
-        }
-        let confirms = try_join_all(sends).await?;
-        for confirmation in try_join_all(confirms).await? {
-            anyhow::ensure!(confirmation.is_ack(), "broker refused a message");
-        }
-        Ok(())
+/// Publishes one window on `channel` and awaits its confirms. The window's
+/// sends are queued together, as `RabbitPublisher` queues a batch, so the
+/// connection writes them in a few large writes: lapin's fastest way to
+/// publish.
+async fn publish_window(channel: &Channel, envelopes: &[Envelope]) -> anyhow::Result<()> {
+    let mut sends = Vec::with_capacity(envelopes.len());
+    for envelope in envelopes {
+        let exchange = exchange_name(&envelope.destination);
+        sends.push(channel.basic_publish(
+            exchange.as_str().into(),
+            envelope.destination.as_str().into(),
+            BasicPublishOptions {
+                mandatory: true,
+                immediate: false,
+            },
+            &envelope.payload,
+            properties(envelope)?,
+        ));
     }
+    let confirms = try_join_all(sends).await?;
+    for confirmation in try_join_all(confirms).await? {
+        anyhow::ensure!(confirmation.is_ack(), "broker refused a message");
+    }
+    Ok(())
 }
 
 fn properties(envelope: &Envelope) -> anyhow::Result<BasicProperties> {

@@ -60,7 +60,8 @@ fn drain_noop_measures_the_relay_and_the_raw_loop() {
         &out,
         "drain-noop",
         &[
-            "raw claim + delete loop",
+            "raw deletes of 500 rows on 2 connections",
+            "raw drain, best of the sweep",
             "relayed events, leased claims",
             "relayed events, locked claims",
         ],
@@ -74,10 +75,12 @@ fn drain_rabbitmq_measures_the_relay_and_raw_publishing() {
         &out,
         "drain-rabbitmq",
         &[
-            "raw confirmed publishing",
+            "raw publishing, window 100 × 1 channel",
+            "raw publishing, window 2000 × 4 channels",
+            "raw confirmed publishing, best of the sweep",
             "RabbitPublisher alone",
-            "relayed events, claims of 100",
-            "relayed events, claims of 500 in windows of 100 (default)",
+            "relayed events, claims of 1000 in windows of 1000 on 2 confirm channels (default)",
+            "relayed events, claims of 500 in windows of 100 on one channel",
         ],
     );
 }

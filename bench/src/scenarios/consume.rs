@@ -11,6 +11,7 @@ use uuid::Uuid;
 use crate::args::Sizes;
 use crate::clients::run_clients;
 use crate::consuming::{CONSUMER, PREFETCH, consume, create_invoices, insert_invoice_sql};
+use crate::cpu::CpuTime;
 use crate::env::{Env, table_in};
 use crate::payload::{Payload, envelopes};
 use crate::raw_consume::receive_and_ack;
@@ -35,7 +36,10 @@ pub(super) async fn run(
         create_invoices(&single).await?;
         create_invoices(&batched).await?;
         let count = sizes.consume_messages;
+        let mut cpu = Vec::new();
+        let before = CpuTime::now();
         let raw_took = two_row_transactions(&raw, sizes.clients, count).await?;
+        cpu.push(("raw two-row transactions", CpuTime::now() - before));
         let raw_rate = Figure::rate(NAME, "raw two-row transactions", count, raw_took);
         report(raw_rate.clone());
 
@@ -43,13 +47,17 @@ pub(super) async fn run(
         let messages = envelopes(queue, count)?;
         // The broker alone: receiving and acking, no database.
         publisher.publish_all(&messages, FILL_WINDOW).await?;
+        let before = CpuTime::now();
         let broker_took = receive_and_ack(&env.amqp_url, queue, count, PREFETCH).await?;
+        cpu.push(("raw receive + ack", CpuTime::now() - before));
         let broker_rate = Figure::rate(NAME, "raw receive + ack (broker only)", count, broker_took);
         report(broker_rate.clone());
         // One transaction per message, then batches of ready messages.
         let amqp = env.amqp("tidings-bench-consumer");
         publisher.publish_all(&messages, FILL_WINDOW).await?;
+        let before = CpuTime::now();
         let took = consume(&single, amqp.clone(), queue, count, sizes.clients, 1).await?;
+        cpu.push(("one transaction each", CpuTime::now() - before));
         let mut one_each =
             Figure::rate(NAME, "consumed messages, one transaction each", count, took)
                 .limit(raw_rate.value);
@@ -60,13 +68,18 @@ pub(super) async fn run(
         report(one_each.limit(shared));
         publisher.publish_all(&messages, FILL_WINDOW).await?;
         let batch = sizes.consume_batch;
+        let before = CpuTime::now();
         let took = consume(&batched, amqp, queue, count, sizes.clients, batch).await?;
+        cpu.push(("batches", CpuTime::now() - before));
         let measure = format!("consumed messages, batches of up to {batch}");
         report(
             Figure::rate(NAME, &measure, count, took)
                 .limit(raw_rate.value)
                 .goal(Goal::RatioAtLeast(0.9)),
         );
+        for (side, cpu) in cpu {
+            report(Figure::cpu_per_thousand(NAME, side, cpu, count));
+        }
         Ok(())
     }
     .await;

@@ -1,11 +1,11 @@
 //! drain-rabbitmq: a backlog relayed to RabbitMQ (persistent, confirmed)
-//! by a relay claiming several confirm windows at once and publishing them
-//! a window at a time (the default configuration, and the goal's figure),
-//! and by a relay claiming a single window at a time, against lapin
-//! publishing the same messages with the same confirm window. The
-//! backlogs are staged and drained in rounds, each alternating with the raw
-//! publishing of the same number of messages and with the transport
-//! publishing them alone.
+//! by the relay with its default options (the goal's figure) and by one
+//! publishing claims of several windows of `--batch-size` a window at a
+//! time on one confirm channel, against the broker's ceiling for the same
+//! messages: lapin publishing them over a sweep of confirm windows and
+//! confirm channels, the fastest setting of the sweep. The backlogs are
+//! staged and drained in rounds, each alternating with the raw sweep and
+//! with the transport publishing the same number of messages alone.
 //!
 //! Each side publishes into a queue of its own, emptied before every round,
 //! on a connection opened before the clock starts, and the rounds run the
@@ -26,6 +26,7 @@ use crate::env::{Env, spec};
 use crate::load::stage_pending;
 use crate::payload::{Payload, envelopes};
 use crate::raw_publish::RawPublisher;
+use crate::raw_sweep::{self, Setting, Sweep};
 use crate::report::{Figure, Goal};
 
 const NAME: &str = "drain-rabbitmq";
@@ -43,11 +44,11 @@ pub(super) async fn run(
         env.queue("bench-drain-raw").await?,
         env.queue("bench-drain-transport").await?,
         env.queue("bench-drain").await?,
-        env.queue("bench-drain-wide").await?,
+        env.queue("bench-drain-narrow").await?,
     ];
     let stores = [
         env.store("drain_rabbit", Retention::Delete).await?,
-        env.store("drain_wide", Retention::Delete).await?,
+        env.store("drain_narrow", Retention::Delete).await?,
     ];
     let result = measure(env, sizes, &stores, queues, report).await;
     for store in &stores {
@@ -62,20 +63,22 @@ pub(super) async fn run(
 /// The four sides, in the order of their queues.
 #[derive(Debug, Clone, Copy)]
 enum Side {
+    /// Raw lapin, swept over windows and channels.
     Raw,
+    /// The transport alone, publishing in the relay's batches.
     Transport,
-    /// A claim per confirm window.
+    /// The relay with its default options (the goal's figure).
     Relay,
-    /// Claims of several windows, published a window at a time (the
-    /// default configuration).
-    WideRelay,
+    /// Claims of several windows of `--batch-size` published one window at
+    /// a time on one confirm channel.
+    NarrowRelay,
 }
 
 /// The orders of the rounds: a balanced Latin square of the four sides and
 /// its rows reversed. Each side runs in each position twice and right
 /// after each other side twice.
 const ORDERS: [[Side; 4]; 8] = {
-    use Side::{Raw as R, Relay as E, Transport as T, WideRelay as L};
+    use Side::{NarrowRelay as L, Raw as R, Relay as E, Transport as T};
     [
         [R, T, L, E],
         [T, E, R, L],
@@ -100,13 +103,14 @@ async fn measure(
     }
     let per_round = sizes.drain_events.div_ceil(ROUNDS);
     let total = per_round * ROUNDS;
-    let raw = RawPublisher::connect(&env.amqp_url).await?;
+    let channels = raw_sweep::CHANNELS.iter().copied().max().unwrap_or(1);
+    let raw = RawPublisher::connect_channels(&env.amqp_url, channels).await?;
     let raw_envelopes = envelopes(queues[0], per_round)?;
+    let mut sweep = Sweep::default();
     // The transport alone, without the store: where the relay's time goes.
-    let transport = RabbitPublisher::new(
-        env.amqp("tidings-bench-transport"),
-        PublisherOptions::default(),
-    );
+    let relay_options = default_options();
+    let transport =
+        RabbitPublisher::new(env.amqp("tidings-bench-transport"), relay_options.1.clone());
     let transport_envelopes = envelopes(queues[1], per_round)?;
     // The transport opens its connection and finds its exchange untimed,
     // as each relay does in `relay`.
@@ -115,7 +119,7 @@ async fn measure(
     let relays = [
         relay(
             env,
-            (window, window),
+            relay_options.clone(),
             &stores[0],
             queues[2],
             "tidings-bench-relay",
@@ -123,17 +127,22 @@ async fn measure(
         .await?,
         relay(
             env,
-            (sizes.wide_claim, window),
+            (
+                RelayOptions::default()
+                    .batch_size(sizes.wide_claim)
+                    .publish_window(window),
+                PublisherOptions::default().confirm_channels(1),
+            ),
             &stores[1],
             queues[3],
-            "tidings-bench-relay-wide",
+            "tidings-bench-relay-narrow",
         )
         .await?,
     ];
     let mut took = [Duration::ZERO; 4];
     let mut cpu = [CpuTime::default(); 4];
     let mut relayed = [0; 2];
-    for order in ORDERS {
+    for (round, order) in ORDERS.into_iter().enumerate() {
         for (store, relay) in stores.iter().zip(&relays) {
             stage_pending(store, relay.0, per_round).await?;
             env.vacuum(store).await?;
@@ -144,11 +153,12 @@ async fn measure(
         for side in order {
             let before = CpuTime::now();
             took[side as usize] += match side {
-                Side::Raw => raw.publish_all(&raw_envelopes, sizes.batch_size).await?,
+                Side::Raw => sweep.round(&raw, queues[0], &raw_envelopes, round).await?,
                 Side::Transport => {
-                    publish_through(&transport, &transport_envelopes, sizes.batch_size).await?
+                    let window = relay_options.0.get_batch_size();
+                    publish_through(&transport, &transport_envelopes, window).await?
                 }
-                Side::Relay | Side::WideRelay => {
+                Side::Relay | Side::NarrowRelay => {
                     let n = side as usize - Side::Relay as usize;
                     let started = Instant::now();
                     relayed[n] += relays[n].1.drain().await?.published;
@@ -161,57 +171,74 @@ async fn measure(
     for relayed in relayed {
         anyhow::ensure!(relayed == total, "relayed {relayed} of {total} events");
     }
+    let ceiling = sweep.report(NAME, total, report).value;
     let took = |side: Side| took[side as usize];
-    let raw_rate = Figure::rate(NAME, "raw confirmed publishing", total, took(Side::Raw));
-    report(raw_rate.clone());
     let transport_rate = Figure::rate(NAME, "RabbitPublisher alone", total, took(Side::Transport));
-    report(transport_rate.limit(raw_rate.value));
-    report(
-        Figure::rate(
-            NAME,
-            &format!("relayed events, claims of {window}"),
-            total,
-            took(Side::Relay),
-        )
-        .limit(raw_rate.value),
-    );
+    report(transport_rate.limit(ceiling));
+    let (options, publisher) = &relay_options;
     report(
         Figure::rate(
             NAME,
             &format!(
-                "relayed events, claims of {} in windows of {window}{}",
-                sizes.wide_claim,
-                default_label(sizes.wide_claim, window)
+                "relayed events, claims of {} in windows of {} on {} confirm channels (default)",
+                options.get_batch_size(),
+                options.get_publish_window(),
+                publisher.get_confirm_channels(),
             ),
             total,
-            took(Side::WideRelay),
+            took(Side::Relay),
         )
-        .limit(raw_rate.value)
+        .limit(ceiling)
         .goal(Goal::RatioAtLeast(0.85)),
     );
+    let narrow = Figure::rate(
+        NAME,
+        &format!(
+            "relayed events, claims of {} in windows of {window} on one channel",
+            sizes.wide_claim
+        ),
+        total,
+        took(Side::NarrowRelay),
+    );
+    report(narrow.clone().limit(ceiling));
+    let same_window = Setting {
+        window,
+        channels: 1,
+    };
+    if let Some(raw_rate) = sweep.rate(same_window, total) {
+        let mut narrow = narrow.limit(raw_rate);
+        narrow.measure += &format!(" vs raw publishing in windows of {window}");
+        report(narrow);
+    }
+    // The raw side is the whole sweep: its CPU is per message of it.
+    let raw_events = total * raw_sweep::WINDOWS.len() * raw_sweep::CHANNELS.len();
     let sides = [
-        (Side::Raw, "raw"),
-        (Side::Transport, "transport alone"),
-        (Side::Relay, "relay, claims of one window"),
-        (Side::WideRelay, "relay, wide claims"),
+        (Side::Raw, "raw (the whole sweep)", raw_events),
+        (Side::Transport, "transport alone", total),
+        (Side::Relay, "relay (default)", total),
+        (Side::NarrowRelay, "relay, windows of one channel", total),
     ];
-    for (side, name) in sides {
+    for (side, name, events) in sides {
         report(Figure::cpu_per_thousand(
             NAME,
             name,
             cpu[side as usize],
-            total,
+            events,
         ));
     }
     Ok(())
 }
 
-/// A fresh route into `queue` and its relay on `store`, claiming `claim`
-/// rows at a time and publishing them in windows of `window`, the relay's
-/// connection open.
+/// The relay's default options, and the transport's.
+fn default_options() -> (RelayOptions, PublisherOptions) {
+    (RelayOptions::default(), PublisherOptions::default())
+}
+
+/// A fresh route into `queue` and its relay on `store`, with `options`,
+/// the relay's connection open.
 async fn relay(
     env: &Env,
-    (claim, window): (usize, usize),
+    (options, publisher): (RelayOptions, PublisherOptions),
     store: &PgOutboxStore,
     queue: &'static str,
     connection_name: &str,
@@ -219,26 +246,11 @@ async fn relay(
     &'static OutboxSpec<Payload>,
     Relay<PgOutboxStore, RabbitPublisher>,
 )> {
-    let publisher = RabbitPublisher::new(env.amqp(connection_name), PublisherOptions::default());
+    let publisher = RabbitPublisher::new(env.amqp(connection_name), publisher);
     publisher.publish(&envelopes(queue, 1)?[0]).await?;
     let spec = spec(queue);
-    let config = RelayOptions::default()
-        .batch_size(claim)
-        .publish_window(window);
-    let relay = Relay::new(store.clone(), publisher, spec)?.options(config);
+    let relay = Relay::new(store.clone(), publisher, spec)?.options(options);
     Ok((spec, relay))
-}
-
-/// " (default)" where `claim` and `window` are the relay's defaults.
-fn default_label(claim: usize, window: usize) -> &'static str {
-    let defaults = (
-        RelayOptions::DEFAULT_BATCH_SIZE,
-        RelayOptions::DEFAULT_PUBLISH_WINDOW,
-    );
-    match (claim, window) == defaults {
-        true => " (default)",
-        false => "",
-    }
 }
 
 /// Publishes `envelopes` through the transport, `batch` at a time.

@@ -18,7 +18,7 @@ use super::Scenario;
 const NAME: &str = "otel-overhead";
 
 /// The figures of each scenario the ratios are taken of: its goal's rate
-/// (for drain-rabbitmq the default relay's, claims of several windows) and
+/// (for drain-rabbitmq the default relay's) and
 /// the CPU time that side took per 1,000 events, which a machine busy with
 /// other work disturbs less than the rate.
 const MEASURED: [(Scenario, &str, &str); 2] = [
@@ -30,7 +30,7 @@ const MEASURED: [(Scenario, &str, &str); 2] = [
     (
         Scenario::DrainRabbitmq,
         " in windows of ",
-        "CPU per 1,000 events, relay, wide claims",
+        "CPU per 1,000 events, relay (default)",
     ),
 ];
 

@@ -30,9 +30,12 @@ pub struct RelayOptions {
 
 impl RelayOptions {
     /// Default [`batch_size`](Self::batch_size).
-    pub const DEFAULT_BATCH_SIZE: usize = 500;
-    /// Default [`publish_window`](Self::publish_window).
-    pub const DEFAULT_PUBLISH_WINDOW: usize = 100;
+    pub const DEFAULT_BATCH_SIZE: usize = 1000;
+    /// Default [`publish_window`](Self::publish_window): a whole default
+    /// claim, which a publisher with several confirm channels spreads over
+    /// them. Also the most rows a claim that crashed takes to the failed
+    /// state with a row that keeps killing the relay.
+    pub const DEFAULT_PUBLISH_WINDOW: usize = 1000;
     /// Default [`lease`](Self::lease).
     pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
     /// Default [`poll_interval`](Self::poll_interval).

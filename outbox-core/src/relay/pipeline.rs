@@ -3,9 +3,10 @@
 //! drains at the pace of the publish or of the store's two steps,
 //! whichever is slower, instead of their sum.
 //!
-//! The store's steps run one after the other rather than together: both
-//! start as a publish starts, when the broker is busiest, and two database
-//! statements at once would take every core of a small machine from it.
+//! The store's two steps run at the same time, each on a connection of its
+//! own: with publishing that leaves the cores idle (wide windows, or a
+//! broker on another machine) the store's round trips are what a drain
+//! waits for, and the database works on the settle and the claim at once.
 //!
 //! At most three batches are held at once (one of each), all under their
 //! own leases. A batch whose next claim is still waiting once it has been
@@ -18,7 +19,7 @@
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
 
-use futures::future::maybe_done;
+use futures::future::{join, maybe_done};
 use tracing::Instrument;
 
 use super::pass::{claim, pass_span, publish, settle};
@@ -101,8 +102,9 @@ type StoreSide<B> = (
     Option<Result<(B, usize), StoreError>>,
 );
 
-/// Settles the batch published on the last turn, then claims the next one
-/// where `claim_next` asks for it and the settle did not fail.
+/// Settles the batch published on the last turn and, where `claim_next`
+/// asks for it, claims the next one at the same time: the two statements
+/// run on connections of their own, so the store works on both at once.
 async fn settle_then_claim<S: OutboxStore>(
     previous: Option<(S::Batch, Vec<Settlement>)>,
     claim_next: bool,
@@ -111,15 +113,19 @@ async fn settle_then_claim<S: OutboxStore>(
     config: &RelayOptions,
     width: &ClaimWidth,
 ) -> StoreSide<S::Batch> {
-    let settled = match previous {
-        Some((batch, settlements)) => Some(settle(batch, settlements, route).await),
-        None => None,
+    let settle = async {
+        match previous {
+            Some((batch, settlements)) => Some(settle(batch, settlements, route).await),
+            None => None,
+        }
     };
-    let claimed = match claim_next && !matches!(settled, Some(Err(_))) {
-        true => Some(claim(store, route, config, width).await),
-        false => None,
+    let claim = async {
+        match claim_next {
+            true => Some(claim(store, route, config, width).await),
+            false => None,
+        }
     };
-    (settled, claimed)
+    join(settle, claim).await
 }
 
 /// Runs `main` to its end while also driving `side`, which may finish

@@ -7,6 +7,7 @@ mod count;
 mod error;
 mod exchanges;
 mod handshake;
+mod lanes;
 mod options;
 mod outgoing;
 mod pending_acks;

@@ -119,6 +119,7 @@ impl DestinationOptions {
 pub struct PublisherOptions {
     pub(crate) max_message_size: usize,
     pub(crate) confirm_timeout: Duration,
+    pub(crate) confirm_channels: usize,
     pub(crate) destinations: HashMap<String, DestinationOptions>,
 }
 
@@ -128,6 +129,8 @@ impl PublisherOptions {
     pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 128 * 1024 * 1024;
     /// Default [`confirm_timeout`](Self::confirm_timeout): 30 s.
     pub const DEFAULT_CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
+    /// Default [`confirm_channels`](Self::confirm_channels): 2.
+    pub const DEFAULT_CONFIRM_CHANNELS: usize = 2;
 
     /// Payloads larger than this fail with
     /// [`PublishError::TooLarge`](tidings_core::PublishError::TooLarge)
@@ -143,6 +146,31 @@ impl PublisherOptions {
     pub fn confirm_timeout(mut self, timeout: Duration) -> Self {
         self.confirm_timeout = timeout;
         self
+    }
+
+    /// Confirm channels a batch is spread over, on the publisher's one
+    /// connection. Each channel's messages are confirmed independently of
+    /// the others', so the broker works on several at once. Messages with
+    /// an ordering key go to the channel their key hashes to, in batch
+    /// order, so a key's messages are never reordered; messages without
+    /// one are cut into runs of consecutive messages, one per channel.
+    ///
+    /// At least 1.
+    ///
+    /// ```
+    /// use tidings_rabbitmq::PublisherOptions;
+    ///
+    /// let options = PublisherOptions::default().confirm_channels(2);
+    /// assert_eq!(options.get_confirm_channels(), 2);
+    /// ```
+    pub fn confirm_channels(mut self, channels: usize) -> Self {
+        self.confirm_channels = channels.max(1);
+        self
+    }
+
+    /// The [`confirm_channels`](Self::confirm_channels) setting.
+    pub fn get_confirm_channels(&self) -> usize {
+        self.confirm_channels
     }
 
     /// Settings for the messages whose destination is `destination`;
@@ -162,6 +190,7 @@ impl Default for PublisherOptions {
         Self {
             max_message_size: Self::DEFAULT_MAX_MESSAGE_SIZE,
             confirm_timeout: Self::DEFAULT_CONFIRM_TIMEOUT,
+            confirm_channels: Self::DEFAULT_CONFIRM_CHANNELS,
             destinations: HashMap::new(),
         }
     }

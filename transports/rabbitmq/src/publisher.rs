@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use futures::StreamExt;
-use futures::future::maybe_done;
+use futures::future::{join_all, maybe_done};
 use futures::stream::FuturesUnordered;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::{Channel, Confirmation};
@@ -17,6 +17,7 @@ use tokio::time::{Instant, sleep_until};
 use crate::connection::Connector;
 use crate::error::{Cause, cause, names_exchange, publish_error};
 use crate::exchanges::KnownExchanges;
+use crate::lanes::Lanes;
 use crate::options::{ConnectionOptions, PublisherOptions};
 use crate::outgoing::{Outgoing, Sent};
 use crate::properties::encode;
@@ -62,7 +63,8 @@ pub struct RabbitPublisher {
 struct Inner {
     connector: Connector,
     options: PublisherOptions,
-    channel: Mutex<Option<(Channel, usize)>>,
+    /// One slot per confirm channel, each opened on first use.
+    channels: Vec<Mutex<Option<(Channel, usize)>>>,
     exchanges: KnownExchanges,
 }
 
@@ -100,19 +102,20 @@ impl RabbitPublisher {
 
     /// A publisher on `connector`'s connection.
     pub(crate) fn on(connector: Connector, options: PublisherOptions) -> Self {
+        let channels = (0..options.confirm_channels).map(|_| Mutex::new(None));
         Self {
             inner: Arc::new(Inner {
                 connector,
+                channels: channels.collect(),
                 options,
-                channel: Mutex::new(None),
                 exchanges: KnownExchanges::default(),
             }),
         }
     }
 
-    /// The open confirm channel and the connection's frame size.
-    async fn channel(&self) -> Result<(Channel, usize), lapin::Error> {
-        let mut cached = self.inner.channel.lock().await;
+    /// Confirm channel `lane`, open, and the connection's frame size.
+    async fn channel(&self, lane: usize) -> Result<(Channel, usize), lapin::Error> {
+        let mut cached = self.inner.channels[lane].lock().await;
         if let Some((ch, frame_max)) = cached.as_ref() {
             if ch.status().connected() {
                 return Ok((ch.clone(), *frame_max));
@@ -126,14 +129,19 @@ impl RabbitPublisher {
         Ok((ch, frame_max))
     }
 
-    async fn publish_all(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
+    /// Publishes `envelopes` on confirm channel `lane`.
+    async fn publish_all(
+        &self,
+        lane: usize,
+        envelopes: &[&Envelope],
+    ) -> Vec<Result<(), PublishError>> {
         let mut slots: Vec<Slot> = envelopes.iter().map(|_| None).collect();
         let mut pending: Option<Vec<Outgoing<'_>>> = None;
         let mut channel_error = None;
         let mut alone = false;
         let mut fruitless = 0;
         while fruitless < MAX_ROUNDS {
-            let (ch, frame_max) = match self.channel().await {
+            let (ch, frame_max) = match self.channel(lane).await {
                 Ok(open) => open,
                 Err(error) => {
                     channel_error = Some(error);
@@ -155,7 +163,9 @@ impl RabbitPublisher {
                 false => Vec::new(),
             };
             let sent = batch.len();
-            let round = self.round(batch, &ch, frame_max, alone, &mut slots).await;
+            let round = self
+                .round(batch, (lane, &ch), frame_max, alone, &mut slots)
+                .await;
             fruitless = match round.again.len() < sent {
                 true => 0,
                 false => fruitless + 1,
@@ -175,7 +185,7 @@ impl RabbitPublisher {
         envelopes
             .iter()
             .zip(slots)
-            .map(|(envelope, slot)| {
+            .map(|(&envelope, slot)| {
                 let outcome = match (slot, &channel_error) {
                     (Some(outcome), _) => outcome,
                     (None, Some(error)) => Err(unsettled(error.clone(), envelope)),
@@ -190,12 +200,12 @@ impl RabbitPublisher {
     /// error in `slots`.
     async fn prepare<'a>(
         &self,
-        envelopes: &'a [Envelope],
+        envelopes: &[&'a Envelope],
         frame_max: usize,
         slots: &mut [Slot],
     ) -> Vec<Outgoing<'a>> {
         let mut batch = Vec::with_capacity(envelopes.len());
-        for (index, envelope) in envelopes.iter().enumerate() {
+        for (index, &envelope) in envelopes.iter().enumerate() {
             match Outgoing::prepare(index, envelope, &self.inner.options, frame_max) {
                 Ok(out) => batch.push(out),
                 Err(error) => slots[index] = Some(Err(error)),
@@ -229,7 +239,7 @@ impl RabbitPublisher {
     async fn round<'a>(
         &self,
         mut batch: Vec<Outgoing<'a>>,
-        ch: &Channel,
+        (lane, ch): (usize, &Channel),
         frame_max: usize,
         alone: bool,
         slots: &mut [Slot],
@@ -278,7 +288,7 @@ impl RabbitPublisher {
             }
         }
         if round.broken {
-            self.inner.channel.lock().await.take();
+            self.inner.channels[lane].lock().await.take();
         }
         round
     }
@@ -357,7 +367,11 @@ impl Publisher for RabbitPublisher {
     }
 
     async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
-        self.publish_all(envelopes).await
+        let lanes = Lanes::of(envelopes, self.inner.channels.len());
+        let published = lanes
+            .iter()
+            .map(|(lane, batch)| self.publish_all(lane, batch));
+        lanes.merge(join_all(published).await)
     }
 
     fn messaging_system(&self) -> &'static str {

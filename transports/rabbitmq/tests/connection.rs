@@ -15,7 +15,8 @@ async fn publisher_source_and_topology_share_one_connection() {
     let queue = unique_name("shared");
     let options = QueueOptions::classic().expires(support::EXPIRES);
     support::expect_broker(rabbit.topology().declare_queue(&queue, options).await);
-    let publisher = rabbit.publisher(PublisherOptions::default());
+    // One confirm channel, so the batch arrives in batch order.
+    let publisher = rabbit.publisher(PublisherOptions::default().confirm_channels(1));
     let source = rabbit.source(SourceOptions::default());
 
     let batch: Vec<_> = (0..10).map(|n| envelope(&queue, n)).collect();

@@ -3,7 +3,7 @@
 mod support;
 
 use bytes::Bytes;
-use support::{Setup, envelope, next};
+use support::{Setup, connection, envelope, next};
 use tidings_core::{PublishError, Publisher};
 use tidings_rabbitmq::{ConnectionOptions, PublisherOptions, QueueKind};
 
@@ -47,8 +47,15 @@ async fn missing_exchange_fails_only_its_message() {
 }
 
 #[tokio::test]
-async fn a_batch_arrives_in_batch_order() {
-    let setup = Setup::new("batch_order", QueueKind::Classic).await;
+async fn a_batch_on_one_confirm_channel_arrives_in_batch_order() {
+    let options = PublisherOptions::default().confirm_channels(1);
+    let setup = Setup::with(
+        "batch_order",
+        QueueKind::Classic,
+        options,
+        connection("source"),
+    )
+    .await;
     let batch: Vec<_> = (0..300).map(|n| setup.envelope(n)).collect();
 
     let results = setup.publisher.publish_batch(&batch).await;
@@ -63,6 +70,50 @@ async fn a_batch_arrives_in_batch_order() {
     }
     let sent: Vec<_> = batch.iter().map(|e| e.event_id).collect();
     assert_eq!(seen, sent);
+    drop(stream);
+    setup.delete().await;
+}
+
+#[tokio::test]
+async fn a_keys_messages_keep_their_order_over_several_confirm_channels() {
+    let options = PublisherOptions::default().confirm_channels(4);
+    let setup = Setup::with(
+        "key_order",
+        QueueKind::Classic,
+        options,
+        connection("source"),
+    )
+    .await;
+    let keys = ["a", "b", "c", "d", "e", "f", "g"];
+    let batch: Vec<_> = (0..350)
+        .map(|n| {
+            let mut envelope = setup.envelope(n);
+            envelope.ordering_key = Some(keys[n as usize % keys.len()].to_owned());
+            envelope
+        })
+        .collect();
+
+    for window in batch.chunks(70) {
+        let results = setup.publisher.publish_batch(window).await;
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+    }
+
+    let mut stream = setup.subscribe(&setup.queue).await;
+    let mut seen = Vec::with_capacity(batch.len());
+    for _ in 0..batch.len() {
+        let delivery = next(&mut stream).await;
+        seen.push(delivery.envelope().clone());
+        delivery.ack().await.unwrap();
+    }
+    for key in keys {
+        let of_key = |list: &[tidings_core::Envelope]| -> Vec<_> {
+            let list = list
+                .iter()
+                .filter(|e| e.ordering_key.as_deref() == Some(key));
+            list.map(|e| e.event_id).collect()
+        };
+        assert_eq!(of_key(&seen), of_key(&batch), "key {key}");
+    }
     drop(stream);
     setup.delete().await;
 }
