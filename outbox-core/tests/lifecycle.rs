@@ -10,6 +10,18 @@ use tokio_util::sync::CancellationToken;
 
 const QUICK: Backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(20));
 
+/// Resolves once `runs` reaches `count`, or after 10 s: a fixed sleep
+/// would be too short on a busy machine, where a panic's backtrace alone
+/// can take longer to print.
+async fn reached(runs: &AtomicU32, count: u32) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while runs.load(Ordering::SeqCst) < count && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // A restart beyond `count` would show up in this time.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
 #[tokio::test]
 async fn a_failing_step_is_restarted_with_backoff() {
     let runs = Arc::new(AtomicU32::new(0));
@@ -27,9 +39,7 @@ async fn a_failing_step_is_restarted_with_backoff() {
     let plan = LifecyclePlan::new()
         .restart_backoff(QUICK)
         .step("flaky", step);
-    plan.run_until(tokio::time::sleep(Duration::from_millis(300)))
-        .await
-        .unwrap();
+    plan.run_until(reached(&runs, 3)).await.unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 3);
 }
 
@@ -48,9 +58,7 @@ async fn a_panicking_step_is_restarted() {
     let plan = LifecyclePlan::new()
         .restart_backoff(QUICK)
         .step("panicky", step);
-    plan.run_until(tokio::time::sleep(Duration::from_millis(300)))
-        .await
-        .unwrap();
+    plan.run_until(reached(&runs, 2)).await.unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 

@@ -7,7 +7,7 @@
 
 use std::sync::OnceLock;
 
-use opentelemetry::trace::{SpanId, TracerProvider as _};
+use opentelemetry::trace::{SpanId, SpanKind, TracerProvider as _};
 use opentelemetry::{Key, Value};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use tracing_subscriber::layer::SubscriberExt;
@@ -85,4 +85,75 @@ pub fn links_to(span: &SpanData, target: &SpanData) -> bool {
 /// Whether `span` has no parent: the root of its trace.
 pub fn is_root(span: &SpanData) -> bool {
     span.parent_span_id == SpanId::INVALID
+}
+
+/// The spans of one message's trip from a business transaction to its
+/// handler, as the messaging conventions name them.
+#[derive(Debug)]
+pub struct Trip {
+    /// The caller's span around the business transaction.
+    pub root: SpanData,
+    /// `create {destination}`, opened at staging.
+    pub create: SpanData,
+    /// `send {destination}`, the relay's publish.
+    pub send: SpanData,
+    /// `process {destination}`, the consumer's handling.
+    pub process: SpanData,
+}
+
+impl Trip {
+    /// The finished spans of the trip through `destination` that started
+    /// in the span named `root`, waiting for each to end.
+    pub async fn of(root: &str, destination: &str) -> Self {
+        Self {
+            root: span_named(root).await,
+            create: span_named(&format!("create {destination}")).await,
+            send: span_named(&format!("send {destination}")).await,
+            process: span_named(&format!("process {destination}")).await,
+        }
+    }
+
+    /// Asserts what the conventions ask of a trip of the single message
+    /// `event_id` through the broker `system`: `create` is a child of the
+    /// root; `send` (a producer span) links to `create`; `process` (a
+    /// consumer span) is in the root's trace, a child of `create` and
+    /// linked to it; both name the broker and the message.
+    pub fn assert_one_trace(&self, system: &str, event_id: &str) {
+        let Self {
+            root,
+            create,
+            send,
+            process,
+        } = self;
+        assert_eq!(create.parent_span_id, root.span_context.span_id());
+        assert!(links_to(send, create), "send span does not link to create");
+        assert_eq!(send.span_kind, SpanKind::Producer);
+        assert_eq!(attribute(send, "messaging.system").as_deref(), Some(system));
+        assert_eq!(
+            attribute(send, "messaging.message.id").as_deref(),
+            Some(event_id)
+        );
+        assert_eq!(process.span_kind, SpanKind::Consumer);
+        assert_eq!(
+            process.span_context.trace_id(),
+            root.span_context.trace_id()
+        );
+        assert_eq!(process.parent_span_id, create.span_context.span_id());
+        assert!(
+            links_to(process, create),
+            "process span does not link to create"
+        );
+        assert_eq!(
+            attribute(process, "messaging.system").as_deref(),
+            Some(system)
+        );
+        assert_eq!(
+            attribute(process, "messaging.operation.type").as_deref(),
+            Some("process")
+        );
+        assert_eq!(
+            attribute(process, "messaging.message.id").as_deref(),
+            Some(event_id)
+        );
+    }
 }

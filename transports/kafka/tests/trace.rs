@@ -6,7 +6,6 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use opentelemetry::trace::SpanKind;
 use support::{client, create_topic, group};
 use tidings_consumer::{Consumer, ConsumerOptions, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryContext, MemoryStore};
@@ -14,7 +13,7 @@ use tidings_core::relay::Relay;
 use tidings_core::{Message, OutboxSpec, QueueSpec};
 use tidings_inbox::Inbox;
 use tidings_kafka::{KafkaPublisher, KafkaSource, PublisherOptions};
-use tidings_testing::otel::{attribute, exporter, links_to, span_named};
+use tidings_testing::otel::{Trip, exporter};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -72,41 +71,7 @@ async fn staging_relay_and_handler_share_the_business_transactions_trace() {
     task.await.unwrap();
     assert_eq!(consumer.report().processed, 1);
 
-    let root = span_named("place_order").await;
-    let create = span_named(&format!("create {topic}")).await;
-    let send = span_named(&format!("send {topic}")).await;
-    let process = span_named(&format!("process {topic}")).await;
-    let id = event_id.to_string();
-
-    assert_eq!(create.parent_span_id, root.span_context.span_id());
-    assert!(
-        links_to(&send, &create),
-        "send span does not link to create"
-    );
-    assert_eq!(send.span_kind, SpanKind::Producer);
-    assert_eq!(
-        attribute(&send, "messaging.system").as_deref(),
-        Some("kafka")
-    );
-    assert_eq!(attribute(&send, "messaging.message.id"), Some(id.clone()));
-
-    assert_eq!(process.span_kind, SpanKind::Consumer);
-    assert_eq!(
-        process.span_context.trace_id(),
-        root.span_context.trace_id()
-    );
-    assert_eq!(process.parent_span_id, create.span_context.span_id());
-    assert!(
-        links_to(&process, &create),
-        "process span does not link to create"
-    );
-    assert_eq!(
-        attribute(&process, "messaging.system").as_deref(),
-        Some("kafka")
-    );
-    assert_eq!(
-        attribute(&process, "messaging.operation.type").as_deref(),
-        Some("process")
-    );
-    assert_eq!(attribute(&process, "messaging.message.id"), Some(id));
+    Trip::of("place_order", topic)
+        .await
+        .assert_one_trace("kafka", &event_id.to_string());
 }
