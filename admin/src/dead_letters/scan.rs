@@ -39,8 +39,9 @@ pub trait Scan: Sync {
     ) -> impl Future<Output = Result<(Vec<DeadLetter>, usize), AdminError>> + Send;
 }
 
-/// A broker's dead-letter queues, as an operator works on them: the
-/// CLI's and the admin page's one interface to every broker.
+/// A broker's dead-letter queues, as an operator works on them: one
+/// interface to every broker, which the CLI's commands are written
+/// against.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), tidings_admin::AdminError> {
