@@ -11,6 +11,7 @@
 //! earlier than that counts as zero.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use futures::future::try_join_all;
@@ -135,24 +136,43 @@ pub(super) async fn warm_up(
     spec: &'static tidings_core::OutboxSpec<Payload>,
     publisher: &RecordingPublisher,
 ) -> anyhow::Result<()> {
-    let deadline = Instant::now() + SETTLE;
-    while Instant::now() < deadline {
+    let stage_one = || async move {
         let mut ctx = store.begin().await?;
         ctx.outbox().stage(spec, "warm.up", &Payload::new(-1))?;
         ctx.commit().await?;
+        Ok(())
+    };
+    warm_up_by(stage_one, publisher, WARM_UP_WAIT).await
+}
+
+/// Commits an event with `stage_one` until one is published within
+/// `wait`, whatever the store; gives up after [`SETTLE`]. What was
+/// published so far is forgotten.
+pub(super) async fn warm_up_by<F, Fut>(
+    mut stage_one: F,
+    publisher: &RecordingPublisher,
+    wait: Duration,
+) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let deadline = Instant::now() + SETTLE;
+    while Instant::now() < deadline {
+        stage_one().await?;
         let committed = Instant::now();
         let before = publisher.count();
-        while publisher.count() == before && committed.elapsed() < WARM_UP_WAIT {
+        while publisher.count() == before && committed.elapsed() < wait {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        if committed.elapsed() < WARM_UP_WAIT {
+        if committed.elapsed() < wait {
             // Let the relay settle that pass and go idle.
             tokio::time::sleep(Duration::from_millis(50)).await;
             publisher.take();
             return Ok(());
         }
     }
-    anyhow::bail!("the relay never published a warm-up event within {WARM_UP_WAIT:?}")
+    anyhow::bail!("the relay never published a warm-up event within {wait:?}")
 }
 
 /// How a rate is produced.

@@ -22,7 +22,7 @@ use crate::env::spec;
 use crate::payload::Payload;
 use crate::publishers::RecordingPublisher;
 use crate::report::{Figure, Goal};
-use crate::scenarios::latency::Plan;
+use crate::scenarios::latency::{Plan, warm_up_by};
 
 use super::services::{database, drop_store, store};
 
@@ -126,23 +126,13 @@ async fn warm_up(
     spec: &'static OutboxSpec<Payload>,
     publisher: &RecordingPublisher,
 ) -> anyhow::Result<()> {
-    let deadline = Instant::now() + SETTLE;
-    while Instant::now() < deadline {
+    let stage_one = || async move {
         let mut ctx = store.begin().await?;
         ctx.outbox().stage(spec, "warm.up", &Payload::new(-1))?;
         ctx.commit().await?;
-        let committed = Instant::now();
-        let before = publisher.count();
-        while publisher.count() == before && committed.elapsed() < WARM_UP_WAIT {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        if committed.elapsed() < WARM_UP_WAIT {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            publisher.take();
-            return Ok(());
-        }
-    }
-    anyhow::bail!("the relay never published a warm-up event within {WARM_UP_WAIT:?}")
+        Ok(())
+    };
+    warm_up_by(stage_one, publisher, WARM_UP_WAIT).await
 }
 
 /// Commits events at the plan's rate for `duration`; returns each event
