@@ -189,6 +189,21 @@ fn otel_overhead_measures_stage_and_drain_with_and_without_spans() {
 }
 
 #[test]
+fn routes_measures_the_shared_relay_against_one_route() {
+    let out = run("routes");
+    assert_figures(
+        &out,
+        "routes",
+        &[
+            "one route, one relay",
+            "50 routes, one shared relay (4 passes at once)",
+            "50 routes, a relay each",
+            "50 routes, one shared relay (4 passes at once): PostgreSQL connections opened",
+        ],
+    );
+}
+
+#[test]
 fn scale_out_measures_each_count_and_the_takeover_of_a_killed_relay() {
     // Enough events that the killed relay is caught holding some.
     let out = run_with("scale-out", &["--scale-events", "3000"]);

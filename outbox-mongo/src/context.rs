@@ -64,14 +64,20 @@ impl MongoContext {
     /// Inserts the events staged so far into the transaction with one
     /// `insert_many`, without committing. Returns how many were inserted:
     /// an event id already stored for its route is skipped, so staging with
-    /// an explicit id is idempotent.
+    /// an explicit id is idempotent. Only a chosen id can be stored
+    /// already, so the read that looks for them is made only when one was
+    /// chosen; freshly generated ids go straight to the insert.
     #[instrument(skip_all, fields(db.system = "mongodb", events = self.outbox.len()), err)]
     pub async fn flush(&mut self) -> Result<u64, CommitError> {
+        let ids_chosen = self.outbox.ids_chosen();
         let events = self.outbox.take()?;
         if events.is_empty() {
             return Ok(0);
         }
-        let stored = self.already_stored(&events).await?;
+        let stored = match ids_chosen {
+            true => self.already_stored(&events).await?,
+            false => HashSet::new(),
+        };
         let now = self.store.now();
         let documents: Vec<_> = events
             .iter()

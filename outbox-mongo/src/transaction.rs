@@ -4,20 +4,21 @@
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use tidings_core::StoreError;
+use tidings_core::{Backoff, StoreError};
 use tokio::time::Instant;
-use tracing::{info, instrument, warn};
+use tracing::{debug, info, instrument, warn};
 
 use crate::error::{
     CommitError, TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT, has_label,
 };
 use crate::{MongoContext, MongoOutboxStore};
 
-/// The first pause before running a conflicting transaction again; it
-/// doubles up to [`MAX_RETRY_PAUSE`].
-const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(10);
-/// The longest pause between two runs.
-const MAX_RETRY_PAUSE: Duration = Duration::from_millis(500);
+/// The pauses before the second and later reruns of a conflicting
+/// transaction: from 1–2 ms, doubling up to 100 ms, jittered so that
+/// transactions which conflicted with each other spread out. The first
+/// rerun follows at once, as MongoDB's drivers run theirs: most conflicts
+/// are a single race that a second run wins.
+const RERUN_PAUSES: Backoff = Backoff::new(Duration::from_millis(2), Duration::from_millis(100));
 
 impl MongoOutboxStore {
     /// Runs `work` in a fresh transaction and commits it with the events it
@@ -64,7 +65,7 @@ impl MongoOutboxStore {
         T: Send,
     {
         let deadline = Instant::now() + self.options().get_transaction_timeout();
-        let mut pause = FIRST_RETRY_PAUSE;
+        let mut reruns_so_far = 0;
         loop {
             let mut ctx = self.begin().await?;
             let ran = match work(&mut ctx).await {
@@ -82,9 +83,13 @@ impl MongoOutboxStore {
             };
             match outcome {
                 Err(e) if reruns(&e) && Instant::now() < deadline => {
-                    info!(error = %e, retry_in = ?pause, "transaction conflicted; running it again");
+                    let pause = match reruns_so_far {
+                        0 => Duration::ZERO,
+                        n => RERUN_PAUSES.delay(n),
+                    };
+                    reruns_so_far += 1;
+                    debug!(error = %e, retry_in = ?pause, "transaction conflicted; running it again");
                     tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(MAX_RETRY_PAUSE);
                 }
                 other => return other,
             }

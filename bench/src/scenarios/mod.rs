@@ -17,6 +17,7 @@ mod mongo;
 #[cfg(feature = "otel")]
 mod otel_overhead;
 mod pinned;
+mod routes;
 mod scale_out;
 mod stage;
 
@@ -77,6 +78,9 @@ pub(crate) enum Scenario {
     /// Draining one route with 1, 2 and 4 relay processes, against one;
     /// then the takeover of a killed relay's claims.
     ScaleOut,
+    /// Draining 50 routes with one shared relay, against one route with
+    /// one relay.
+    Routes,
     /// A sustained run with a snapshot held open, against the same run
     /// without (not part of `all`: it runs for minutes).
     Pinned,
@@ -93,7 +97,7 @@ pub(crate) enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order `all` runs them.
-    pub(crate) const ALL: [Scenario; 16] = [
+    pub(crate) const ALL: [Scenario; 17] = [
         Scenario::Stage,
         Scenario::DrainNoop,
         Scenario::DrainRabbitmq,
@@ -106,6 +110,7 @@ impl Scenario {
         Scenario::Chaos,
         Scenario::OtelOverhead,
         Scenario::ScaleOut,
+        Scenario::Routes,
         Scenario::Pinned,
         Scenario::MongoStage,
         Scenario::MongoDrainNoop,
@@ -141,6 +146,7 @@ impl Scenario {
             Scenario::Chaos => "chaos",
             Scenario::OtelOverhead => "otel-overhead",
             Scenario::ScaleOut => "scale-out",
+            Scenario::Routes => "routes",
             Scenario::Pinned => "pinned",
             Scenario::MongoStage => "mongo-stage",
             Scenario::MongoDrainNoop => "mongo-drain-noop",
@@ -205,6 +211,7 @@ impl Scenario {
             #[cfg(not(feature = "otel"))]
             Scenario::OtelOverhead => bail!("otel-overhead needs `--features otel`"),
             Scenario::ScaleOut => scale_out::run(env, sizes, report).await,
+            Scenario::Routes => routes::run(env, sizes, report).await,
             Scenario::Pinned => pinned::run(env, sizes, report).await,
             #[cfg(feature = "mongo")]
             Scenario::MongoStage => mongo::stage::run(sizes, report).await,

@@ -76,6 +76,7 @@ mod options;
 mod pass;
 mod pipeline;
 mod relays;
+mod shared;
 mod sweeper;
 mod width;
 
@@ -90,6 +91,7 @@ pub use monitor::Monitor;
 pub use options::RelayOptions;
 pub use pass::PassReport;
 pub use relays::Relays;
+pub use shared::SharedRelay;
 pub use sweeper::Sweeper;
 
 use width::ClaimWidth;

@@ -2,15 +2,17 @@
 
 use std::sync::Arc;
 
-use super::{Monitor, Relay, RelayOptions};
+use super::{Monitor, Relay, RelayOptions, SharedRelay};
 use crate::lifecycle::{IntoSteps, Step};
 use crate::{OutboxSpec, OutboxStore, Publisher, SpecError, Wakeup};
 
 /// The steps that relay a store's rows to a publisher: one [`Relay`] per
-/// route (each sweeping its route's dead claims), one backlog [`Monitor`]
-/// per route, and the store's wake-up source, so a commit wakes the relays
-/// at once. Stores make one with their `relays(publisher)`; add it to a
-/// plan with [`LifecyclePlan::steps`](crate::lifecycle::LifecyclePlan::steps).
+/// route (each sweeping its route's dead claims), or with
+/// [`shared`](Self::shared) one [`SharedRelay`] for all the routes, one
+/// backlog [`Monitor`] per route, and the store's wake-up source, so a
+/// commit wakes the relays at once. Stores make one with their
+/// `relays(publisher)`; add it to a plan with
+/// [`LifecyclePlan::steps`](crate::lifecycle::LifecyclePlan::steps).
 ///
 /// ```
 /// use tidings_core::OutboxSpec;
@@ -43,6 +45,7 @@ pub struct Relays<S, P> {
     source: Option<(String, Arc<dyn Step>)>,
     relays: Vec<Relay<S, P>>,
     monitors: bool,
+    shared: Option<usize>,
 }
 
 impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
@@ -57,6 +60,7 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
             source: None,
             relays: Vec::new(),
             monitors: true,
+            shared: None,
         }
     }
 
@@ -81,6 +85,36 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
         self
     }
 
+    /// Relays every route with one [`SharedRelay`] running at most
+    /// `passes` passes at once, rather than a [`Relay`] per route: for a
+    /// store with many routes, whose connections should not grow with
+    /// them. Its step is named `relay shared`.
+    ///
+    /// ```
+    /// # use tidings_core::OutboxSpec;
+    /// # use tidings_core::lifecycle::LifecyclePlan;
+    /// # use tidings_core::memory::{MemoryBroker, MemoryStore};
+    /// # static ORDER_EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
+    /// # static INVOICE_EVENTS: OutboxSpec<u64> = OutboxSpec::json("invoice-events").to_queue("invoices");
+    /// # fn main() -> Result<(), tidings_core::SpecError> {
+    /// let store = MemoryStore::new();
+    /// let relays = store
+    ///     .relays(MemoryBroker::new())
+    ///     .shared(4)
+    ///     .route(&ORDER_EVENTS)?
+    ///     .route(&INVOICE_EVENTS)?;
+    /// assert_eq!(
+    ///     LifecyclePlan::new().steps(relays).step_names(),
+    ///     ["relay shared", "monitor order-events", "monitor invoice-events"]
+    /// );
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn shared(mut self, passes: usize) -> Self {
+        self.shared = Some(passes);
+        self
+    }
+
     /// Relays `spec`'s route too.
     ///
     /// # Errors
@@ -101,14 +135,34 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
 impl<S: OutboxStore, P: Publisher + Clone> IntoSteps for Relays<S, P> {
     fn into_steps(self) -> Vec<(String, Arc<dyn Step>)> {
         let mut steps: Vec<(String, Arc<dyn Step>)> = self.source.into_iter().collect();
-        for relay in self.relays {
-            let route = relay.route().name.to_string();
-            steps.push((format!("relay {route}"), Arc::new(relay)));
-            if self.monitors {
-                let monitor = Monitor::new(self.store.clone(), route.clone());
-                steps.push((format!("monitor {route}"), Arc::new(monitor)));
+        let monitor = |route: &str| -> Option<(String, Arc<dyn Step>)> {
+            let monitor = Monitor::new(self.store.clone(), route.to_owned());
+            self.monitors.then(|| {
+                (
+                    format!("monitor {route}"),
+                    Arc::new(monitor) as Arc<dyn Step>,
+                )
+            })
+        };
+        let Some(passes) = self.shared else {
+            for relay in self.relays {
+                let route = relay.route().name.to_string();
+                let monitor = monitor(&route);
+                steps.push((format!("relay {route}"), Arc::new(relay)));
+                steps.extend(monitor);
             }
+            return steps;
+        };
+        let monitors: Vec<_> = (self.relays.iter())
+            .filter_map(|relay| monitor(&relay.route().name))
+            .collect();
+        let mut shared = SharedRelay::new().passes(passes);
+        if let Some(wakeup) = self.wakeup {
+            shared = shared.wakeup(wakeup);
         }
+        let shared = self.relays.into_iter().fold(shared, SharedRelay::relay);
+        steps.push(("relay shared".to_owned(), Arc::new(shared)));
+        steps.extend(monitors);
         steps
     }
 }

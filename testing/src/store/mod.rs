@@ -13,6 +13,7 @@ mod marks;
 mod ordering;
 mod recovery;
 mod relays;
+mod shared;
 
 pub use claims::*;
 pub use fixtures::{
@@ -25,6 +26,7 @@ pub use marks::*;
 pub use ordering::*;
 pub use recovery::*;
 pub use relays::*;
+pub use shared::*;
 
 /// Expands to one `#[tokio::test]` per case of the store conformance suite,
 /// each calling the case with the harness expression, then its
@@ -69,6 +71,7 @@ macro_rules! store_conformance {
             a_relay_killed_mid_batch_is_recovered_by_the_next_relay_alone,
             several_relays_drain_every_event_exactly_once,
             per_key_order_holds_with_several_relays_and_transient_failures,
+            a_shared_relay_drains_many_routes_once_keeping_key_order,
             $($leased),*
         );
     };

@@ -1,7 +1,7 @@
 //! The scale-out scenario's child process: `scale-relay <name> <schema>
 //! <route> <queue> unordered|per-key` relays one route to RabbitMQ as a
 //! service would (the store's listener waking it, default options: locked
-//! claims of 500 published in windows of 100), notes in the schema's
+//! claims of 1,000 published in windows of 1,000), notes in the schema's
 //! `ready` table that it runs, and runs until SIGTERM (or its SIGKILL).
 //! `<name>` is its PostgreSQL application name, by which the scenario
 //! finds its sessions.

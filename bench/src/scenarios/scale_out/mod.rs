@@ -2,11 +2,11 @@
 //! processes (children of this program, see `children`), once unordered
 //! and once in order per key over [`KEYS`] keys; each count's throughput
 //! against one process's, measured in the same run. Then the takeover:
-//! two relays draining, one killed (SIGKILL) at a moment it holds claimed
-//! rows, and the time until the other has published them (`takeover`).
+//! two relays, one killed (SIGKILL) at a moment it holds claimed rows, and
+//! the time until the other has published them (`takeover`).
 //!
 //! The relays run as a service would, with the default options: locked
-//! claims of 500 rows, published in windows of 100 with confirms. The
+//! claims of 1,000 rows, published in windows of 1,000 with confirms. The
 //! backlog is staged in one transaction once every relay is ready; the
 //! clock runs from its commit until the queue holds every event. Every
 //! round then reads the queue back: no staged event may be missing, and
@@ -159,12 +159,15 @@ async fn round(
         let depth = QueueDepth::open(&env.amqp_url, queue).await?;
         let drained = async {
             wait_for(|| children::ready(&store), |ready| ready >= relays).await?;
+            let (victim, survivors) = processes.split_at_mut(1);
+            if kill {
+                takeover::pause(survivors)?;
+            }
             let staged = stage(&store, &spec, events, ordering).await?;
             let started = Instant::now();
             let mut takeover = None;
             if kill {
-                wait_for(|| pending(&store), |left| left <= events * 3 / 4).await?;
-                let killed = takeover::kill_and_time(&store, &mut processes[0], &names[0]);
+                let killed = takeover::kill_and_time(&store, &mut victim[0], &names[0], survivors);
                 takeover = Some(killed.await?);
             }
             // Every event is published once the queue holds as many

@@ -1,11 +1,14 @@
-//! Taking over a killed relay's claims. With locked claims (the default)
-//! the rows a relay holds are locked by its open transaction and left
-//! untouched, so which rows it held is read from the rows themselves:
-//! those whose `xmax` is the transaction id of one of its sessions,
-//! found by their application name while the relay is paused (SIGSTOP),
-//! so it cannot settle them in between. Then it is killed (SIGKILL), and
-//! the time until the survivors have published every one of those rows
-//! (deleted them, with retention `Delete`) is the takeover.
+//! Taking over a killed relay's claims. The survivors are paused
+//! (SIGSTOP) before the backlog is staged, so the victim is alone to claim
+//! and is sure to be caught holding rows. With locked claims (the
+//! default) the rows a relay holds are locked by its open transaction and
+//! left untouched, so which rows it held is read from the rows
+//! themselves: those whose `xmax` is the transaction id of one of its
+//! sessions, found by their application name while the victim too is
+//! paused, so it cannot settle them in between. Then the survivors are
+//! resumed and the victim killed (SIGKILL), and the time until the
+//! survivors have published every one of those rows (deleted them, with
+//! retention `Delete`) is the takeover.
 
 use std::time::{Duration, Instant};
 
@@ -16,9 +19,8 @@ use tidings_testing::faults::ChildProcess;
 
 use crate::env::outbox_table;
 
-/// Pauses the victim this many times at most, waiting for a moment it
-/// holds rows.
-const PAUSES: usize = 200;
+/// How long the victim may take to claim its first rows.
+const CLAIMED_WITHIN: Duration = Duration::from_secs(30);
 /// How often the rows and sessions are looked at after the kill.
 const POLL: Duration = Duration::from_millis(5);
 /// How long the survivors get to publish the held rows.
@@ -36,25 +38,38 @@ pub(super) struct Takeover {
     pub(super) published: Duration,
 }
 
+/// Pauses the relays that are to survive, before the backlog is staged.
+pub(super) fn pause(survivors: &[ChildProcess]) -> anyhow::Result<()> {
+    for survivor in survivors {
+        survivor.pause()?;
+    }
+    Ok(())
+}
+
 /// Kills `victim`, whose sessions are named `name`, at a moment it holds
-/// claimed rows, and times their takeover by the relays still running.
+/// claimed rows, resumes the paused `survivors` and times their takeover
+/// of those rows.
 pub(super) async fn kill_and_time(
     store: &PgOutboxStore,
     victim: &mut ChildProcess,
     name: &str,
+    survivors: &[ChildProcess],
 ) -> anyhow::Result<Takeover> {
-    let mut held = Vec::new();
-    for _ in 0..PAUSES {
+    let looking = Instant::now();
+    let held = loop {
         victim.pause()?;
-        held = held_rows(store, name).await?;
+        let held = held_rows(store, name).await?;
         if !held.is_empty() {
-            break;
+            break held;
         }
         victim.resume()?;
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    if held.is_empty() {
-        bail!("{name} never held a claimed row when paused");
+        if looking.elapsed() > CLAIMED_WITHIN {
+            bail!("{name}, alone with the backlog, claimed no row within {CLAIMED_WITHIN:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    for survivor in survivors {
+        survivor.resume()?;
     }
     let killed = Instant::now();
     victim.kill().await?;
