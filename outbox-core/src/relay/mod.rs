@@ -71,6 +71,7 @@
 //! ```
 
 mod cleaner;
+mod lane;
 mod monitor;
 mod options;
 mod pass;
@@ -87,13 +88,15 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 pub use cleaner::Cleaner;
+pub use lane::Tenant;
 pub use monitor::Monitor;
 pub use options::RelayOptions;
 pub use pass::PassReport;
 pub use relays::Relays;
-pub use shared::SharedRelay;
+pub use shared::{SharedRelay, SharedRelayHandle};
 pub use sweeper::Sweeper;
 
+use lane::Lane;
 use width::ClaimWidth;
 
 use crate::lifecycle::{Step, StepError};
@@ -107,7 +110,7 @@ use crate::{
 pub struct Relay<S, P> {
     store: S,
     publisher: P,
-    route: Route,
+    lane: Arc<Lane>,
     config: RelayOptions,
     wakeup: Option<Wakeup>,
     width: Arc<ClaimWidth>,
@@ -126,7 +129,7 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
         Ok(Self {
             store,
             publisher,
-            route,
+            lane: Arc::new(Lane::new(route, None)),
             config: RelayOptions::default(),
             wakeup: None,
             width: Arc::default(),
@@ -145,9 +148,39 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
         self
     }
 
+    /// Serves `tenant`: its id labels the relay's metrics, a
+    /// [`SharedRelay`] gives each tenant its fair share of turns, and with
+    /// [`Tenant::stamped`] every envelope published carries it as its
+    /// `tenant_id`.
+    ///
+    /// ```
+    /// use tidings_core::OutboxSpec;
+    /// use tidings_core::memory::{MemoryBroker, MemoryStore};
+    /// use tidings_core::relay::{Relay, Tenant};
+    ///
+    /// static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
+    ///
+    /// # fn main() -> Result<(), tidings_core::SpecError> {
+    /// let acme = MemoryStore::new();
+    /// let relay = Relay::new(acme, MemoryBroker::new(), &EVENTS)?
+    ///     .tenant(Tenant::new("acme").stamped());
+    /// assert_eq!(relay.get_tenant().map(Tenant::id), Some("acme"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn tenant(mut self, tenant: Tenant) -> Self {
+        self.lane = Arc::new(Lane::new(self.lane.route.clone(), Some(tenant)));
+        self
+    }
+
+    /// The tenant served, if one was set.
+    pub fn get_tenant(&self) -> Option<&Tenant> {
+        self.lane.tenant.as_ref()
+    }
+
     /// The route relayed.
     pub fn route(&self) -> &Route {
-        &self.route
+        &self.lane.route
     }
 
     /// Claims, publishes and settles one batch.
@@ -161,8 +194,8 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     async fn pass(&self) -> Result<(PassReport, bool), StoreError> {
         let (store, publisher) = (&self.store, &self.publisher);
         let (report, limit) =
-            pass::run_pass(store, publisher, &self.route, &self.config, &self.width).await?;
-        let per_key = self.route.ordering == OrderingMode::PerKey;
+            pass::run_pass(store, publisher, &self.lane, &self.config, &self.width).await?;
+        let per_key = self.lane.route.ordering == OrderingMode::PerKey;
         let more = report.claimed >= limit || (per_key && report.claimed > 0);
         Ok((report, more))
     }
@@ -175,7 +208,7 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
             return pipeline::drain_pipelined(
                 &self.store,
                 &self.publisher,
-                &self.route,
+                &self.lane,
                 &self.config,
                 &self.width,
             )
@@ -215,7 +248,7 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
                 Err(e) if e.is_transient() => {
                     failures += 1;
                     let delay = self.config.error_backoff.delay(failures);
-                    tracing::error!(outbox.route = %self.route.name, error = %error_chain(&e), retry_in = ?delay, "relay pass failed");
+                    tracing::error!(outbox.route = %self.lane.route.name, error = %error_chain(&e), retry_in = ?delay, "relay pass failed");
                     sleep_or_cancel(delay, &cancel).await;
                     continue;
                 }
@@ -234,14 +267,14 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
             return;
         }
         let limit = Sweeper::<S>::DEFAULT_LIMIT;
-        if let Err(e) = sweeper::sweep(&self.store, &self.route.name, limit).await {
-            tracing::error!(outbox.route = %self.route.name, error = %error_chain(&e), "relay sweep failed");
+        if let Err(e) = sweeper::sweep(&self.store, &self.lane.route.name, limit).await {
+            tracing::error!(outbox.route = %self.lane.route.name, error = %error_chain(&e), "relay sweep failed");
         }
     }
 
     /// Whether backlogs drain pipelined: on unordered routes.
     fn pipelines(&self) -> bool {
-        self.route.ordering == OrderingMode::Unordered
+        self.lane.route.ordering == OrderingMode::Unordered
     }
 
     async fn idle(&self, cancel: &CancellationToken) {

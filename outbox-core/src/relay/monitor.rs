@@ -4,17 +4,21 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
+use metrics::Label;
+
+use super::Tenant;
 use crate::OutboxStore;
 use crate::lifecycle::{Step, StepError, repeat};
 
 /// Publishes a route's backlog as gauges through the `metrics` facade:
 /// `tidings_outbox_pending`, `tidings_outbox_in_flight`,
 /// `tidings_outbox_failed` and `tidings_outbox_oldest_pending_seconds`,
-/// each labelled with the route.
+/// each labelled with the route (and the tenant, when it has one).
 #[derive(Debug, Clone)]
 pub struct Monitor<S> {
     store: S,
     route: String,
+    labels: Vec<Label>,
     interval: Duration,
 }
 
@@ -24,11 +28,21 @@ impl<S: OutboxStore> Monitor<S> {
 
     /// A monitor of one route.
     pub fn new(store: S, route: impl Into<String>) -> Self {
+        let route = route.into();
         Self {
             store,
-            route: route.into(),
+            labels: vec![Label::new("route", route.clone())],
+            route,
             interval: Self::DEFAULT_INTERVAL,
         }
+    }
+
+    /// Labels the gauges with `tenant` too.
+    pub fn tenant(mut self, tenant: &Tenant) -> Self {
+        self.labels.truncate(1);
+        self.labels
+            .push(Label::new("tenant", tenant.id().to_owned()));
+        self
     }
 
     /// Sets the time between two readings.
@@ -40,14 +54,12 @@ impl<S: OutboxStore> Monitor<S> {
     /// Reads the route's stats once and sets the gauges.
     pub async fn observe(&self) -> Result<(), crate::StoreError> {
         let stats = self.store.stats(&self.route).await?;
-        let route = self.route.clone();
-        metrics::gauge!("tidings_outbox_pending", "route" => route.clone())
-            .set(stats.pending as f64);
-        metrics::gauge!("tidings_outbox_in_flight", "route" => route.clone())
-            .set(stats.in_flight as f64);
-        metrics::gauge!("tidings_outbox_failed", "route" => route.clone()).set(stats.failed as f64);
+        let labels = &self.labels;
+        metrics::gauge!("tidings_outbox_pending", labels.iter()).set(stats.pending as f64);
+        metrics::gauge!("tidings_outbox_in_flight", labels.iter()).set(stats.in_flight as f64);
+        metrics::gauge!("tidings_outbox_failed", labels.iter()).set(stats.failed as f64);
         let age = stats.oldest_pending_age.unwrap_or_default().as_secs_f64();
-        metrics::gauge!("tidings_outbox_oldest_pending_seconds", "route" => route).set(age);
+        metrics::gauge!("tidings_outbox_oldest_pending_seconds", labels.iter()).set(age);
         Ok(())
     }
 }

@@ -5,6 +5,7 @@ use std::time::Instant;
 use tracing::Instrument;
 
 use super::RelayOptions;
+use super::lane::Lane;
 use super::width::ClaimWidth;
 use crate::port::error_chain;
 use crate::telemetry;
@@ -44,22 +45,22 @@ impl PassReport {
 pub(super) async fn run_pass<S: OutboxStore, P: Publisher>(
     store: &S,
     publisher: &P,
-    route: &Route,
+    lane: &Lane,
     config: &RelayOptions,
     width: &ClaimWidth,
 ) -> Result<(PassReport, usize), StoreError> {
     async move {
-        let (batch, limit) = claim(store, route, config, width).await?;
+        let (batch, limit) = claim(store, lane, config, width).await?;
         let claimed = batch.records().len();
         if claimed == 0 {
             return Ok((PassReport::default(), limit));
         }
-        let settlements = publish(publisher, route, config, batch.records()).await;
-        let mut report = settle(batch, settlements, route).await?;
+        let settlements = publish(publisher, lane, config, batch.records()).await;
+        let mut report = settle(batch, settlements, lane).await?;
         report.claimed = claimed;
         Ok((report, limit))
     }
-    .instrument(pass_span(route))
+    .instrument(pass_span(&lane.route))
     .await
 }
 
@@ -76,19 +77,19 @@ pub(super) fn pass_span(route: &Route) -> tracing::Span {
 /// returns it with the row limit it was claimed with.
 pub(super) async fn claim<S: OutboxStore>(
     store: &S,
-    route: &Route,
+    lane: &Lane,
     config: &RelayOptions,
     width: &ClaimWidth,
 ) -> Result<(S::Batch, usize), StoreError> {
     let limit = width.limit(config);
     let request = ClaimRequest {
-        route,
+        route: &lane.route,
         limit,
         lease: config.lease,
     };
     let started = Instant::now();
     let batch = store.claim(request).await?;
-    metrics::histogram!("tidings_relay_claim_seconds", "route" => route.name.clone())
+    metrics::histogram!("tidings_relay_claim_seconds", lane.labels().iter())
         .record(started.elapsed());
     width.observe(batch.records());
     Ok((batch, limit))
@@ -98,10 +99,10 @@ pub(super) async fn claim<S: OutboxStore>(
 pub(super) async fn settle<B: ClaimedBatch>(
     batch: B,
     settlements: Vec<Settlement>,
-    route: &Route,
+    lane: &Lane,
 ) -> Result<PassReport, StoreError> {
     let settled = batch.settle(settlements).await?;
-    count(route, &settled);
+    count(lane, &settled);
     if !settled.lost.is_empty() {
         tracing::warn!(
             lost = settled.lost.len(),
@@ -117,7 +118,7 @@ pub(super) async fn settle<B: ClaimedBatch>(
     })
 }
 
-fn count(route: &Route, settled: &crate::SettleReport) {
+fn count(lane: &Lane, settled: &crate::SettleReport) {
     let counts = [
         ("tidings_relay_published_total", settled.published),
         ("tidings_relay_rescheduled_total", settled.rescheduled),
@@ -126,7 +127,7 @@ fn count(route: &Route, settled: &crate::SettleReport) {
     ];
     for (name, n) in counts {
         if n > 0 {
-            metrics::counter!(name, "route" => route.name.clone()).increment(n as u64);
+            metrics::counter!(name, lane.labels().iter()).increment(n as u64);
         }
     }
 }
@@ -134,7 +135,7 @@ fn count(route: &Route, settled: &crate::SettleReport) {
 /// Publishes what may be published and decides every row's outcome.
 pub(super) async fn publish<P: Publisher>(
     publisher: &P,
-    route: &Route,
+    lane: &Lane,
     config: &RelayOptions,
     records: &[OutboxRecord],
 ) -> Vec<Settlement> {
@@ -153,8 +154,8 @@ pub(super) async fn publish<P: Publisher>(
         }
     }
     for window in sendable.chunks(config.publish_window.max(1)) {
-        let envelopes: Vec<Envelope> = window.iter().map(|r| r.envelope.clone()).collect();
-        let results = send(publisher, route, &envelopes).await;
+        let envelopes: Vec<Envelope> = window.iter().map(|r| lane.envelope(r)).collect();
+        let results = send(publisher, lane, &envelopes).await;
         let mut results = results.into_iter();
         for record in window {
             let result = results.next().unwrap_or_else(|| {
@@ -164,7 +165,7 @@ pub(super) async fn publish<P: Publisher>(
             });
             settlements.push(Settlement {
                 event_id: record.envelope.event_id,
-                outcome: decide(record, result, route),
+                outcome: decide(record, result, &lane.route),
             });
         }
     }
@@ -175,11 +176,11 @@ pub(super) async fn publish<P: Publisher>(
 /// error's type when any message fails.
 async fn send<P: Publisher>(
     publisher: &P,
-    route: &Route,
+    lane: &Lane,
     envelopes: &[Envelope],
 ) -> Vec<Result<(), PublishError>> {
     let system = publisher.messaging_system();
-    let destination = route.destination.as_deref().unwrap_or_default();
+    let destination = lane.route.destination.as_deref().unwrap_or_default();
     let span = telemetry::send_span(system, destination, envelopes);
     let started = Instant::now();
     let results = publisher
@@ -187,8 +188,7 @@ async fn send<P: Publisher>(
         .instrument(span.clone())
         .await;
     let elapsed = started.elapsed();
-    metrics::histogram!("tidings_relay_publish_seconds", "route" => route.name.clone())
-        .record(elapsed);
+    metrics::histogram!("tidings_relay_publish_seconds", lane.labels().iter()).record(elapsed);
     if let Some(error) = results.iter().find_map(|r| r.as_ref().err()) {
         telemetry::record_error(&span, error.error_type());
     }

@@ -22,24 +22,25 @@ use std::pin::{Pin, pin};
 use futures::future::{join, maybe_done};
 use tracing::Instrument;
 
+use super::lane::Lane;
 use super::pass::{claim, pass_span, publish, settle};
 use super::width::ClaimWidth;
 use super::{PassReport, RelayOptions};
-use crate::{ClaimedBatch, OutboxStore, Publisher, Route, Settlement, StoreError};
+use crate::{ClaimedBatch, OutboxStore, Publisher, Settlement, StoreError};
 
 /// Claims, publishes and settles batches, overlapped, until a claim comes
 /// back short of a full batch; returns the sum.
 pub(super) async fn drain_pipelined<S: OutboxStore, P: Publisher>(
     store: &S,
     publisher: &P,
-    route: &Route,
+    lane: &Lane,
     config: &RelayOptions,
     width: &ClaimWidth,
 ) -> Result<PassReport, StoreError> {
     async move {
         let mut total = PassReport::default();
         let mut error = None;
-        let mut batch = Some(claim(store, route, config, width).await?);
+        let mut batch = Some(claim(store, lane, config, width).await?);
         let mut published: Option<(S::Batch, Vec<Settlement>)> = None;
         while let Some((current, limit)) = batch.take() {
             let claimed = current.records().len();
@@ -50,12 +51,12 @@ pub(super) async fn drain_pipelined<S: OutboxStore, P: Publisher>(
             let claim_next = claimed >= limit && error.is_none();
             let previous = published.take();
             let next = maybe_done(settle_then_claim(
-                previous, claim_next, store, route, config, width,
+                previous, claim_next, store, lane, config, width,
             ));
             let mut next = pin!(next);
             let records = current.records();
             let settlements =
-                beside(publish(publisher, route, config, records), next.as_mut()).await;
+                beside(publish(publisher, lane, config, records), next.as_mut()).await;
             let early = if next.as_mut().output_mut().is_some() {
                 published = Some((current, settlements));
                 None
@@ -65,7 +66,7 @@ pub(super) async fn drain_pipelined<S: OutboxStore, P: Publisher>(
                 // in open transactions, on fewer connections than there
                 // are batches in flight): settle it now rather than on the
                 // next turn.
-                Some(beside(settle(current, settlements, route), next.as_mut()).await)
+                Some(beside(settle(current, settlements, lane), next.as_mut()).await)
             };
             next.as_mut().await;
             let (settled, claimed) = next.as_mut().take_output().unwrap_or_default();
@@ -83,14 +84,14 @@ pub(super) async fn drain_pipelined<S: OutboxStore, P: Publisher>(
             };
         }
         if let Some((b, s)) = published {
-            record(&mut total, &mut error, Some(settle(b, s, route).await));
+            record(&mut total, &mut error, Some(settle(b, s, lane).await));
         }
         match error {
             Some(e) => Err(e),
             None => Ok(total),
         }
     }
-    .instrument(pass_span(route))
+    .instrument(pass_span(&lane.route))
     .await
 }
 
@@ -109,19 +110,19 @@ async fn settle_then_claim<S: OutboxStore>(
     previous: Option<(S::Batch, Vec<Settlement>)>,
     claim_next: bool,
     store: &S,
-    route: &Route,
+    lane: &Lane,
     config: &RelayOptions,
     width: &ClaimWidth,
 ) -> StoreSide<S::Batch> {
     let settle = async {
         match previous {
-            Some((batch, settlements)) => Some(settle(batch, settlements, route).await),
+            Some((batch, settlements)) => Some(settle(batch, settlements, lane).await),
             None => None,
         }
     };
     let claim = async {
         match claim_next {
-            true => Some(claim(store, route, config, width).await),
+            true => Some(claim(store, lane, config, width).await),
             false => None,
         }
     };

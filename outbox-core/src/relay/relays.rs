@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{Monitor, Relay, RelayOptions, SharedRelay};
+use super::{Monitor, Relay, RelayOptions, SharedRelay, Tenant};
 use crate::lifecycle::{IntoSteps, Step};
 use crate::{OutboxSpec, OutboxStore, Publisher, SpecError, Wakeup};
 
@@ -46,6 +46,7 @@ pub struct Relays<S, P> {
     relays: Vec<Relay<S, P>>,
     monitors: bool,
     shared: Option<usize>,
+    tenant: Option<Tenant>,
 }
 
 impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
@@ -61,6 +62,7 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
             relays: Vec::new(),
             monitors: true,
             shared: None,
+            tenant: None,
         }
     }
 
@@ -115,6 +117,13 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
         self
     }
 
+    /// The tenant the store serves, for the routes added after this: it
+    /// labels their relays' and monitors' metrics (see [`Relay::tenant`]).
+    pub fn tenant(mut self, tenant: Tenant) -> Self {
+        self.tenant = Some(tenant);
+        self
+    }
+
     /// Relays `spec`'s route too.
     ///
     /// # Errors
@@ -127,6 +136,9 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
         if let Some(wakeup) = &self.wakeup {
             relay = relay.wakeup(wakeup.clone());
         }
+        if let Some(tenant) = &self.tenant {
+            relay = relay.tenant(tenant.clone());
+        }
         self.relays.push(relay);
         Ok(self)
     }
@@ -135,27 +147,24 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
 impl<S: OutboxStore, P: Publisher + Clone> IntoSteps for Relays<S, P> {
     fn into_steps(self) -> Vec<(String, Arc<dyn Step>)> {
         let mut steps: Vec<(String, Arc<dyn Step>)> = self.source.into_iter().collect();
-        let monitor = |route: &str| -> Option<(String, Arc<dyn Step>)> {
-            let monitor = Monitor::new(self.store.clone(), route.to_owned());
-            self.monitors.then(|| {
-                (
-                    format!("monitor {route}"),
-                    Arc::new(monitor) as Arc<dyn Step>,
-                )
-            })
+        let monitor = |relay: &Relay<S, P>| -> Option<(String, Arc<dyn Step>)> {
+            let route = &relay.route().name;
+            let mut monitor = Monitor::new(relay.store.clone(), route.to_string());
+            if let Some(tenant) = relay.get_tenant() {
+                monitor = monitor.tenant(tenant);
+            }
+            let step: Arc<dyn Step> = Arc::new(monitor);
+            self.monitors.then(|| (format!("monitor {route}"), step))
         };
         let Some(passes) = self.shared else {
             for relay in self.relays {
-                let route = relay.route().name.to_string();
-                let monitor = monitor(&route);
-                steps.push((format!("relay {route}"), Arc::new(relay)));
+                let monitor = monitor(&relay);
+                steps.push((format!("relay {}", relay.route().name), Arc::new(relay)));
                 steps.extend(monitor);
             }
             return steps;
         };
-        let monitors: Vec<_> = (self.relays.iter())
-            .filter_map(|relay| monitor(&relay.route().name))
-            .collect();
+        let monitors: Vec<_> = self.relays.iter().filter_map(monitor).collect();
         let mut shared = SharedRelay::new().passes(passes);
         if let Some(wakeup) = self.wakeup {
             shared = shared.wakeup(wakeup);

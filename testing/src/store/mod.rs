@@ -72,6 +72,7 @@ macro_rules! store_conformance {
             several_relays_drain_every_event_exactly_once,
             per_key_order_holds_with_several_relays_and_transient_failures,
             a_shared_relay_drains_many_routes_once_keeping_key_order,
+            a_shared_relay_serves_tenants_added_and_removed_while_it_runs,
             $($leased),*
         );
     };
