@@ -115,7 +115,7 @@ usage: tidings-bench <scenario>|all [options]
 scenarios: stage, drain-noop, drain-rabbitmq, drain-rabbitmq-pooled,
            drain-kafka (with --features kafka), latency, consume, memory, growth,
            chaos, otel-overhead (with --features otel), scale-out,
-           routes, pinned (only when named), mongo-stage, mongo-drain-noop and
+           routes, tenants, pinned (only when named), mongo-stage, mongo-drain-noop and
            mongo-latency (with --features mongo)
 
 options:

@@ -109,18 +109,7 @@ impl Env {
     /// that it cannot start in the middle of one side's timing and not of
     /// another's.
     pub(crate) async fn stop_autovacuum(&self, store: &PgOutboxStore) -> anyhow::Result<()> {
-        let schema = store.options().get_schema();
-        let tables: Vec<String> =
-            sqlx::query_scalar("select tablename::text from pg_tables where schemaname = $1")
-                .bind(schema)
-                .fetch_all(&self.pool)
-                .await?;
-        for table in tables {
-            let sql =
-                format!("alter table \"{schema}\".\"{table}\" set (autovacuum_enabled = false)");
-            sqlx::query(AssertSqlSafe(sql)).execute(&self.pool).await?;
-        }
-        Ok(())
+        stop_autovacuum_on(&self.pool, store).await
     }
 
     /// Writes every dirty page out (`CHECKPOINT`), so that a checkpoint
@@ -144,9 +133,7 @@ impl Env {
     /// Runs `vacuum analyze` on the store's outbox, so every measurement
     /// starts from fresh statistics and a clean visibility map.
     pub(crate) async fn vacuum(&self, store: &PgOutboxStore) -> anyhow::Result<()> {
-        let sql = format!("vacuum analyze {}", outbox_table(store));
-        sqlx::query(AssertSqlSafe(sql)).execute(&self.pool).await?;
-        Ok(())
+        vacuum_on(&self.pool, store).await
     }
 
     /// Declares a fresh classic queue named after `prefix`; it expires
@@ -193,6 +180,29 @@ async fn open_pool(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok(pool)
+}
+
+/// [`Env::stop_autovacuum`] on `pool`, which reaches the store's
+/// database directly: a store in a database of its own passes its pool.
+pub(crate) async fn stop_autovacuum_on(pool: &PgPool, store: &PgOutboxStore) -> anyhow::Result<()> {
+    let schema = store.options().get_schema();
+    let tables: Vec<String> =
+        sqlx::query_scalar("select tablename::text from pg_tables where schemaname = $1")
+            .bind(schema)
+            .fetch_all(pool)
+            .await?;
+    for table in tables {
+        let sql = format!("alter table \"{schema}\".\"{table}\" set (autovacuum_enabled = false)");
+        sqlx::query(AssertSqlSafe(sql)).execute(pool).await?;
+    }
+    Ok(())
+}
+
+/// [`Env::vacuum`] on `pool`, which reaches the store's database directly.
+pub(crate) async fn vacuum_on(pool: &PgPool, store: &PgOutboxStore) -> anyhow::Result<()> {
+    let sql = format!("vacuum analyze {}", outbox_table(store));
+    sqlx::query(AssertSqlSafe(sql)).execute(pool).await?;
+    Ok(())
 }
 
 /// The quoted `schema.table` of a store's outbox.

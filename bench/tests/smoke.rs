@@ -3,6 +3,19 @@
 //! asserted here.
 
 use std::process::Command;
+use std::sync::Mutex;
+
+/// Held by the scenarios that open many PostgreSQL connections (relay
+/// processes, a database per tenant), so that no two of them run at once
+/// and together exceed the server's `max_connections`.
+static MANY_CONNECTIONS: Mutex<()> = Mutex::new(());
+
+/// Runs `tidings-bench <scenario>` like [`run_with`], alone among the
+/// scenarios that open many connections.
+fn run_crowded(scenario: &str, extra: &[&str]) -> String {
+    let _alone = MANY_CONNECTIONS.lock().unwrap_or_else(|p| p.into_inner());
+    run_with(scenario, extra)
+}
 
 /// Runs `tidings-bench <scenario>` at a tiny size; returns its stdout.
 fn run(scenario: &str) -> String {
@@ -190,7 +203,7 @@ fn otel_overhead_measures_stage_and_drain_with_and_without_spans() {
 
 #[test]
 fn routes_measures_the_shared_relay_against_one_route() {
-    let out = run("routes");
+    let out = run_crowded("routes", &[]);
     assert_figures(
         &out,
         "routes",
@@ -204,9 +217,23 @@ fn routes_measures_the_shared_relay_against_one_route() {
 }
 
 #[test]
+fn tenants_measures_the_shared_relay_over_databases_and_its_fairness() {
+    let out = run_crowded("tenants", &[]);
+    assert_figures(
+        &out,
+        "tenants",
+        &[
+            "one database alone, one relay",
+            "10 databases, one shared relay, all tenants together",
+            "slowest tenant's progress over the fastest's, lowest at any second",
+        ],
+    );
+}
+
+#[test]
 fn scale_out_measures_each_count_and_the_takeover_of_a_killed_relay() {
     // Enough events that the killed relay is caught holding some.
-    let out = run_with("scale-out", &["--scale-events", "3000"]);
+    let out = run_crowded("scale-out", &["--scale-events", "3000"]);
     for ordering in ["unordered", "per-key"] {
         assert_figures(
             &out,

@@ -20,6 +20,7 @@ mod pinned;
 mod routes;
 mod scale_out;
 mod stage;
+mod tenants;
 
 use std::time::{Duration, Instant};
 
@@ -81,6 +82,9 @@ pub(crate) enum Scenario {
     /// Draining 50 routes with one shared relay, against one route with
     /// one relay.
     Routes,
+    /// Draining 10 databases with one shared relay, against one database
+    /// with one relay; the slowest tenant's progress against the fastest's.
+    Tenants,
     /// A sustained run with a snapshot held open, against the same run
     /// without (not part of `all`: it runs for minutes).
     Pinned,
@@ -97,7 +101,7 @@ pub(crate) enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order `all` runs them.
-    pub(crate) const ALL: [Scenario; 17] = [
+    pub(crate) const ALL: [Scenario; 18] = [
         Scenario::Stage,
         Scenario::DrainNoop,
         Scenario::DrainRabbitmq,
@@ -111,6 +115,7 @@ impl Scenario {
         Scenario::OtelOverhead,
         Scenario::ScaleOut,
         Scenario::Routes,
+        Scenario::Tenants,
         Scenario::Pinned,
         Scenario::MongoStage,
         Scenario::MongoDrainNoop,
@@ -147,6 +152,7 @@ impl Scenario {
             Scenario::OtelOverhead => "otel-overhead",
             Scenario::ScaleOut => "scale-out",
             Scenario::Routes => "routes",
+            Scenario::Tenants => "tenants",
             Scenario::Pinned => "pinned",
             Scenario::MongoStage => "mongo-stage",
             Scenario::MongoDrainNoop => "mongo-drain-noop",
@@ -212,6 +218,7 @@ impl Scenario {
             Scenario::OtelOverhead => bail!("otel-overhead needs `--features otel`"),
             Scenario::ScaleOut => scale_out::run(env, sizes, report).await,
             Scenario::Routes => routes::run(env, sizes, report).await,
+            Scenario::Tenants => tenants::run(env, sizes, report).await,
             Scenario::Pinned => pinned::run(env, sizes, report).await,
             #[cfg(feature = "mongo")]
             Scenario::MongoStage => mongo::stage::run(sizes, report).await,
