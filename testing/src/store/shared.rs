@@ -132,26 +132,27 @@ async fn assert_relayed<S: OutboxStore>(
             OrderingMode::PerKey => (0..KEYS).map(|k| Some(format!("key-{k}"))).collect(),
             _ => vec![None],
         };
-        let received = broker.received();
-        for key in keys {
-            let mut got = received.published[&(destination.to_owned(), key.clone())].clone();
-            let staged: Vec<u32> = (0..PER_ROUTE)
-                .filter(|n| key.is_none() || key == Some(format!("key-{}", n % KEYS)))
-                .collect();
-            if key.is_none() {
-                got.sort_unstable();
+        {
+            let received = broker.received();
+            for key in keys {
+                let mut got = received.published[&(destination.to_owned(), key.clone())].clone();
+                let staged: Vec<u32> = (0..PER_ROUTE)
+                    .filter(|n| key.is_none() || key == Some(format!("key-{}", n % KEYS)))
+                    .collect();
+                if key.is_none() {
+                    got.sort_unstable();
+                }
+                assert_eq!(
+                    got, staged,
+                    "{destination} {key:?}: lost, doubled or out of order"
+                );
             }
-            assert_eq!(
-                got, staged,
-                "{destination} {key:?}: lost, doubled or out of order"
+            let stamped = &received.tenants[destination];
+            assert!(
+                stamped.iter().all(|t| t.as_deref() == tenant),
+                "{destination}: tenants {stamped:?}, not {tenant:?}"
             );
         }
-        let stamped = &received.tenants[destination];
-        assert!(
-            stamped.iter().all(|t| t.as_deref() == tenant),
-            "{destination}: tenants {stamped:?}, not {tenant:?}"
-        );
-        drop(received);
         // The last batch may still be settling while the relay runs.
         let deadline = tokio::time::Instant::now() + DEADLINE;
         loop {
