@@ -52,6 +52,14 @@ pub enum AdminError {
         /// What to do about it.
         hint: &'static str,
     },
+    /// No store of the tenants has this id.
+    #[error("unknown tenant {tenant:?}; the tenants are: {}", list(known))]
+    UnknownTenant {
+        /// The tenant asked for.
+        tenant: String,
+        /// The tenants' ids.
+        known: Vec<String>,
+    },
     /// A request the operations refuse.
     #[error("{0}")]
     Invalid(String),

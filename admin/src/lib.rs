@@ -6,11 +6,13 @@ mod outbox;
 #[cfg(feature = "page")]
 pub mod page;
 mod stores;
+mod tenants;
 mod views;
 
 pub use error::AdminError;
 pub use outbox::Admin;
 pub use stores::AdminStore;
+pub use tenants::{TenantStatus, Tenants};
 pub use views::{ConsumerStatus, FailedEntry, PurgeReport, RouteStatus, Status};
 
 #[cfg(feature = "mongo")]

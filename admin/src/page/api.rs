@@ -30,6 +30,28 @@ pub(crate) async fn status<S: AdminStore>(Extract(state): Extract<State<S>>) -> 
     respond(state.admin.status().await)
 }
 
+#[derive(Debug, Deserialize)]
+pub(crate) struct TenantQuery {
+    tenant: Option<String>,
+}
+
+/// Every tenant's status, or with `?tenant=T` that tenant's alone.
+pub(crate) async fn tenants<S: AdminStore>(
+    Extract(state): Extract<State<S>>,
+    Query(query): Query<TenantQuery>,
+) -> Response {
+    let Some(tenants) = &state.tenants else {
+        return not_found("this page serves no tenants");
+    };
+    match &query.tenant {
+        Some(id) => match tenants.get(id) {
+            Ok(admin) => respond(admin.status().await),
+            Err(unknown) => respond::<()>(Err(unknown)),
+        },
+        None => respond(tenants.status().await),
+    }
+}
+
 /// The Prometheus text of the renderer the page was given.
 pub(crate) async fn metrics<S: AdminStore>(Extract(state): Extract<State<S>>) -> Response {
     match &state.metrics {
@@ -177,7 +199,8 @@ fn respond<T: serde::Serialize>(result: Result<T, AdminError>) -> Response {
                 | AdminError::UnknownConsumer { .. }
                 | AdminError::NotFound { .. }
                 | AdminError::NoDeadLetter { .. }
-                | AdminError::UnknownQueue { .. } => StatusCode::NOT_FOUND,
+                | AdminError::UnknownQueue { .. }
+                | AdminError::UnknownTenant { .. } => StatusCode::NOT_FOUND,
                 AdminError::Invalid(_) => StatusCode::BAD_REQUEST,
                 _ => StatusCode::SERVICE_UNAVAILABLE,
             };

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `GET /` | the page: backlog per route, failed rows with their reasons, the inbox, dead-letter depths |
 //! | `GET /api/status` | [`Status`](crate::Status) as JSON |
+//! | `GET /api/tenants` | every tenant's [`TenantStatus`](crate::TenantStatus), or with `?tenant=T` one tenant's [`Status`](crate::Status); 404 without [`tenants`](AdminPage::tenants) |
 //! | `GET /api/failed?route=R` | the failed rows of a route |
 //! | `GET /api/dead-letters` | the depth of each dead-letter queue the page was given |
 //! | `POST /api/requeue` `{"route": R}` | requeues the route's failed rows (bearer token) |
@@ -37,7 +38,7 @@ use axum::response::Html;
 use axum::routing::{get, post};
 
 use crate::stores::AdminStore;
-use crate::{Admin, AdminError};
+use crate::{Admin, AdminError, Tenants};
 
 /// The page's HTML and script.
 const PAGE: &str = include_str!("page.html");
@@ -53,6 +54,7 @@ type Render = Arc<dyn Fn() -> String + Send + Sync>;
 
 pub(crate) struct State<S> {
     pub(crate) admin: Admin<S>,
+    pub(crate) tenants: Option<Arc<Tenants<S>>>,
     pub(crate) token: Option<Arc<str>>,
     pub(crate) metrics: Option<Render>,
     #[cfg(feature = "rabbitmq")]
@@ -63,6 +65,7 @@ impl<S: Clone> Clone for State<S> {
     fn clone(&self) -> Self {
         Self {
             admin: self.admin.clone(),
+            tenants: self.tenants.clone(),
             token: self.token.clone(),
             metrics: self.metrics.clone(),
             #[cfg(feature = "rabbitmq")]
@@ -87,6 +90,7 @@ impl<S: AdminStore> AdminPage<S> {
         Self {
             state: State {
                 admin,
+                tenants: None,
                 token: None,
                 metrics: None,
                 #[cfg(feature = "rabbitmq")]
@@ -112,6 +116,13 @@ impl<S: AdminStore> AdminPage<S> {
         self
     }
 
+    /// Serves the status of each of `tenants`' stores at `/api/tenants`,
+    /// for a service with a store per tenant.
+    pub fn tenants(mut self, tenants: Tenants<S>) -> Self {
+        self.state.tenants = Some(Arc::new(tenants));
+        self
+    }
+
     /// Shows and replays the dead-letter queues of `queues` on `broker`.
     #[cfg(feature = "rabbitmq")]
     pub fn dead_letters(
@@ -128,6 +139,7 @@ impl<S: AdminStore> AdminPage<S> {
         Router::new()
             .route("/", get(|| async { Html(PAGE) }))
             .route("/api/status", get(api::status::<S>))
+            .route("/api/tenants", get(api::tenants::<S>))
             .route("/api/failed", get(api::failed::<S>))
             .route("/api/dead-letters", get(api::dead_letters::<S>))
             .route("/api/requeue", post(api::requeue::<S>))
