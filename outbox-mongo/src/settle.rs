@@ -9,6 +9,10 @@
 //! claim may race the settlement; it then reads what the lease still holds
 //! and writes in one transaction, so the lost documents it reports are
 //! exactly those it did not touch.
+//!
+//! With the two-round-trip claim (see [`crate::claim`]) this took the
+//! backlog drain (`tidings-bench mongo-drain-noop`) from 0.27–0.30 of the
+//! raw driver's claim-and-delete loop to 0.65–0.85 on the test stand-in.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::SystemTime;
