@@ -1,8 +1,16 @@
 //! Claiming a batch: stamp a fresh lease on a whole batch in a few round
 //! trips, never on a document another relay holds.
+//!
+//! An unordered claim reads its candidates whole and stamps them; when the
+//! stamp took every candidate, the documents read are the batch (with the
+//! stamp applied to the copies), so the common claim is two round trips.
+//! Only a claim that raced another and took part of its candidates reads
+//! the batch back by lease. The stamp is fenced on each candidate's
+//! attempt counter as read, which every claim raises: a candidate claimed,
+//! settled and made due again in between is left out rather than handed
+//! over with stale counters.
 
 use std::collections::HashSet;
-use std::time::SystemTime;
 
 use futures::{FutureExt, TryStreamExt};
 use mongodb::ClientSession;
@@ -13,7 +21,7 @@ use tidings_core::{ClaimRequest, LeaseToken, OrderingMode, Route};
 use crate::MongoOutboxStore;
 use crate::error::TRANSIENT_TRANSACTION_ERROR;
 use crate::filters;
-use crate::schema::{field, int64, micros, micros_after, status};
+use crate::schema::{field, int64, micros, micros_after, status, uuid};
 use crate::txn::retrying;
 
 /// How often an unordered claim looks again when racing relays took every
@@ -37,11 +45,34 @@ pub(crate) async fn claim(
     }
     let claimed = match request.route.ordering {
         OrderingMode::Unordered => claim_unordered(store, request, lease).await?,
-        OrderingMode::PerKey => claim_per_key(store, request, lease).await?,
+        OrderingMode::PerKey => match claim_per_key(store, request, lease).await? {
+            true => Claimed::Partly,
+            false => Claimed::Nothing,
+        },
     };
-    if !claimed {
-        return Ok(Vec::new());
+    match claimed {
+        Claimed::Nothing => Ok(Vec::new()),
+        Claimed::All(documents) => Ok(documents),
+        Claimed::Partly => read_back(store, request, lease).await,
     }
+}
+
+/// What a stamp took.
+enum Claimed {
+    /// No document.
+    Nothing,
+    /// Every candidate: these, stamped.
+    All(Vec<Document>),
+    /// Some documents, to be read back by lease.
+    Partly,
+}
+
+/// The documents stamped with `lease`, in claim order.
+async fn read_back(
+    store: &MongoOutboxStore,
+    request: &ClaimRequest<'_>,
+    lease: LeaseToken,
+) -> MongoResult<Vec<Document>> {
     store
         .outbox()
         .find(filters::leased(lease))
@@ -51,42 +82,81 @@ pub(crate) async fn claim(
         .await
 }
 
-/// Finds the oldest due candidates, then stamps those still pending with
-/// one `update_many`: a document a concurrent claim took first no longer
-/// matches, so none is claimed twice. Returns whether any was stamped.
+/// Reads the oldest due candidates whole, then stamps those still pending
+/// and unclaimed since with one `update_many`: a document a concurrent
+/// claim took first no longer matches, so none is claimed twice.
 async fn claim_unordered(
     store: &MongoOutboxStore,
     request: &ClaimRequest<'_>,
     lease: LeaseToken,
-) -> MongoResult<bool> {
+) -> MongoResult<Claimed> {
     let route = request.route;
     for _ in 0..UNORDERED_ROUNDS {
         let now = store.now();
-        let candidates: Vec<Document> = store
+        let mut candidates: Vec<Document> = store
             .outbox()
             .find(filters::claimable(&route.name, micros(now)))
             .sort(filters::claim_order(route.hlc_ordering))
             .limit(int64(request.limit))
-            .projection(filters::id_only())
             .await?
             .try_collect()
             .await?;
-        let ids = ids_of(&candidates);
-        if ids.is_empty() {
-            return Ok(false);
+        if candidates.is_empty() {
+            return Ok(Claimed::Nothing);
         }
+        let expires_at = micros_after(now, request.lease);
         let stamped = store
             .outbox()
             .update_many(
-                filters::still_claimable(ids, micros(now)),
-                stamp(request, lease, now),
+                filters::unclaimed_since_read(by_attempts(&candidates), micros(now)),
+                filters::stamp_claim(lease, expires_at),
             )
             .await?;
+        if stamped.modified_count == candidates.len() as u64 {
+            for d in &mut candidates {
+                stamp_copy(d, lease, expires_at);
+            }
+            return Ok(Claimed::All(candidates));
+        }
         if stamped.modified_count > 0 {
-            return Ok(true);
+            return Ok(Claimed::Partly);
         }
     }
-    Ok(false)
+    Ok(Claimed::Nothing)
+}
+
+/// The candidates' ids grouped by their attempt counter as read; `None`
+/// for a counter that is not a number, which the stamp then does not
+/// fence on (its `$inc` refuses such a document, see [`crate::corrupt`]).
+fn by_attempts(candidates: &[Document]) -> Vec<(Option<Bson>, Vec<Bson>)> {
+    let mut groups: Vec<(Option<Bson>, Vec<Bson>)> = Vec::new();
+    for d in candidates {
+        let Some(id) = d.get("_id") else { continue };
+        let counter = d
+            .get(field::ATTEMPTS_STARTED)
+            .filter(|c| matches!(c, Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_)))
+            .cloned();
+        match groups.iter_mut().find(|(c, _)| *c == counter) {
+            Some((_, ids)) => ids.push(id.clone()),
+            None => groups.push((counter, vec![id.clone()])),
+        }
+    }
+    groups
+}
+
+/// Applies [`filters::stamp_claim`] to a copy read before the stamp, as
+/// the server applied it to the document.
+fn stamp_copy(d: &mut Document, lease: LeaseToken, expires_at: i64) {
+    d.insert(field::STATUS, status::IN_FLIGHT);
+    d.insert(field::LEASE, uuid(lease.0));
+    d.insert(field::LEASE_EXPIRES_AT, expires_at);
+    let started = match d.get(field::ATTEMPTS_STARTED) {
+        Some(Bson::Int64(n)) => Bson::Int64(n + 1),
+        Some(Bson::Double(n)) => Bson::Double(n + 1.0),
+        Some(Bson::Int32(n)) => Bson::Int32(n + 1),
+        _ => Bson::Int32(1),
+    };
+    d.insert(field::ATTEMPTS_STARTED, started);
 }
 
 /// Picks the oldest unfinished document of each key (and documents
@@ -162,13 +232,42 @@ async fn pick_per_key(
     Ok(picked)
 }
 
-fn stamp(request: &ClaimRequest<'_>, lease: LeaseToken, now: SystemTime) -> Document {
-    filters::stamp_claim(lease, micros_after(now, request.lease))
-}
+#[cfg(test)]
+mod tests {
+    use mongodb::bson::doc;
 
-fn ids_of(documents: &[Document]) -> Vec<Bson> {
-    documents
-        .iter()
-        .filter_map(|d| d.get("_id").cloned())
-        .collect()
+    use super::*;
+
+    #[test]
+    fn candidates_group_by_their_counter_as_read() {
+        let candidates = [
+            doc! { "_id": 1, field::ATTEMPTS_STARTED: 0 },
+            doc! { "_id": 2, field::ATTEMPTS_STARTED: 2 },
+            doc! { "_id": 3, field::ATTEMPTS_STARTED: 0 },
+            doc! { "_id": 4, field::ATTEMPTS_STARTED: "two" },
+        ];
+        let groups = by_attempts(&candidates);
+        assert_eq!(
+            groups,
+            vec![
+                (Some(Bson::Int32(0)), vec![Bson::Int32(1), Bson::Int32(3)]),
+                (Some(Bson::Int32(2)), vec![Bson::Int32(2)]),
+                (None, vec![Bson::Int32(4)]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stamped_copy_counts_the_attempt_as_the_server_does() {
+        let lease = LeaseToken::new();
+        let mut read = doc! { field::STATUS: status::PENDING, field::ATTEMPTS_STARTED: 1_i64 };
+        stamp_copy(&mut read, lease, 7);
+        assert_eq!(read.get_str(field::STATUS), Ok(status::IN_FLIGHT));
+        assert_eq!(read.get(field::LEASE), Some(&uuid(lease.0)));
+        assert_eq!(read.get_i64(field::LEASE_EXPIRES_AT), Ok(7));
+        assert_eq!(read.get_i64(field::ATTEMPTS_STARTED), Ok(2));
+        let mut fresh = doc! { field::ATTEMPTS_STARTED: 0 };
+        stamp_copy(&mut fresh, lease, 7);
+        assert_eq!(fresh.get_i32(field::ATTEMPTS_STARTED), Ok(1));
+    }
 }

@@ -14,6 +14,7 @@ mod names;
 mod options;
 mod outbox;
 mod schema;
+mod settle;
 mod store;
 mod transaction;
 mod txn;

@@ -33,6 +33,8 @@ impl OutboxStore for MongoOutboxStore {
     )]
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<MongoBatch, StoreError> {
         let lease = LeaseToken::new();
+        // The stamp's expiry counts from a later reading of the clock.
+        let lease_until = self.now() + request.lease;
         let documents = match claim(self, &request, lease).await {
             Ok(documents) => documents,
             Err(e) if is_type_mismatch(&e) => {
@@ -57,7 +59,7 @@ impl OutboxStore for MongoOutboxStore {
         Ok(MongoBatch::new(
             self.clone(),
             request.route.name.to_string(),
-            lease,
+            (lease, lease_until),
             records,
         ))
     }
