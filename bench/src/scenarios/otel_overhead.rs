@@ -4,9 +4,11 @@
 //! OpenTelemetry layer recording (the `otel` code compiled, no span
 //! enabled: no dearer than a build without the feature).
 //!
-//! Each scenario runs four times, without, with, with, without, so a
-//! drift over the run (a warming cache, a growing table) weighs on both
-//! sides alike; each side's rate is the mean of its two runs.
+//! Each scenario runs eight times, without, with, with, without, then
+//! with, without, without, with ([`ORDER`]), so a drift over the run (a
+//! warming cache, a growing table) weighs on both sides alike and each
+//! side runs first as often as second; each side's rate is the mean of
+//! its four runs.
 
 use crate::args::Sizes;
 use crate::env::Env;
@@ -16,6 +18,10 @@ use crate::telemetry::set_exporting;
 use super::Scenario;
 
 const NAME: &str = "otel-overhead";
+/// Whether each run records spans: ABBA, then BAAB.
+const ORDER: [bool; 8] = [false, true, true, false, true, false, false, true];
+/// Runs of each side.
+const RUNS: f64 = (ORDER.len() / 2) as f64;
 
 /// The figures of each scenario the ratios are taken of: its goal's rate
 /// (for drain-rabbitmq the default relay's) and
@@ -42,13 +48,13 @@ pub(super) async fn run(
     for (scenario, rate, cpu) in MEASURED {
         let mut rates = [0.0; 2];
         let mut cpus = [0.0; 2];
-        for exporting in [false, true, true, false] {
+        for exporting in ORDER {
             set_exporting(exporting);
             let result = figures_of(scenario, [rate, cpu], env, sizes).await;
             set_exporting(false);
             let [r, c] = result?;
-            rates[exporting as usize] += r / 2.0;
-            cpus[exporting as usize] += c / 2.0;
+            rates[exporting as usize] += r / RUNS;
+            cpus[exporting as usize] += c / RUNS;
         }
         let label = |side: &str| format!("{}, {side}", scenario.name());
         report(Figure::new(
