@@ -224,7 +224,7 @@ fn tenants_measures_the_shared_relay_over_databases_and_its_fairness() {
         "tenants",
         &[
             "one database alone, one relay",
-            "10 databases, one shared relay (claims of 250), all tenants together",
+            "10 databases, one shared relay (claims of 200), all tenants together",
             "slowest tenant's progress over the fastest's, lowest at any second",
         ],
     );

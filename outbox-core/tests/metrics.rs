@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use tidings_core::OutboxSpec;
 use tidings_core::memory::{MemoryBroker, MemoryStore};
-use tidings_core::relay::{Monitor, Relay};
+use tidings_core::relay::{Monitor, Relay, Tenant};
 
 static EVENTS: OutboxSpec<u32> = OutboxSpec::json("metered").to_queue("metered-q");
 /// Routed to a queue the broker does not have: every publish fails for good.
@@ -114,4 +114,46 @@ fn the_relay_counts_events_it_fails() {
     assert!(
         matches!(&metrics["tidings_outbox_failed"], DebugValue::Gauge(g) if g.into_inner() == 1.0)
     );
+}
+
+#[test]
+fn a_tenants_relay_and_monitor_label_their_metrics_with_it() {
+    static TENANT_EVENTS: OutboxSpec<u32> =
+        OutboxSpec::json("tenant-metered").to_queue("tenant-metered-q");
+    let recorder = DebuggingRecorder::new();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let tenant = Tenant::new("acme");
+    metrics::with_local_recorder(&recorder, || {
+        runtime.block_on(async {
+            let store = MemoryStore::new();
+            let broker = MemoryBroker::new();
+            broker.declare_queue("tenant-metered-q");
+            let mut ctx = store.begin();
+            ctx.outbox().stage(&TENANT_EVENTS, "t", &1).unwrap();
+            ctx.commit().unwrap();
+            let monitor = Monitor::new(store.clone(), "tenant-metered").tenant(&tenant);
+            monitor.observe().await.unwrap();
+            let relay = Relay::new(store.clone(), broker, &TENANT_EVENTS).unwrap();
+            relay.tenant(tenant.clone()).drain().await.unwrap();
+        })
+    });
+    let snapshot = recorder.snapshotter().snapshot().into_vec();
+    let labelled: Vec<(String, Vec<(String, String)>)> = (snapshot.into_iter())
+        .map(|(key, ..)| {
+            let labels = key.key().labels();
+            let labels = labels.map(|l| (l.key().to_owned(), l.value().to_owned()));
+            (key.key().name().to_owned(), labels.collect())
+        })
+        .collect();
+    let want = vec![
+        ("route".to_owned(), "tenant-metered".to_owned()),
+        ("tenant".to_owned(), "acme".to_owned()),
+    ];
+    for name in ["tidings_relay_published_total", "tidings_outbox_pending"] {
+        let found = labelled.iter().find(|(n, _)| n == name);
+        assert_eq!(found.map(|(_, l)| l), Some(&want), "{name}: {labelled:?}");
+    }
 }
