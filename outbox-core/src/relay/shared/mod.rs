@@ -174,9 +174,11 @@ impl<S: OutboxStore, P: Publisher> SharedRelay<S, P> {
 
     /// Relays until `cancel` fires. A route's transient store errors are
     /// retried with its backoff while the other routes go on; a permanent
-    /// one ends the run with it, once the passes running have finished.
-    /// Passes running when `cancel` fires are finished, never abandoned
-    /// with their claims.
+    /// one ends the run with it, once the passes running have finished,
+    /// except on a route serving a [tenant](super::Tenant), which backs
+    /// off and tries again so that one tenant's broken store does not
+    /// stop the others. Passes running when `cancel` fires are finished,
+    /// never abandoned with their claims.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), StoreError> {
         let mut slots = self.slots();
         let mut running = FuturesUnordered::new();

@@ -72,19 +72,25 @@ impl<S: OutboxStore, P: Publisher> Slots<S, P> {
     }
 
     /// Schedules `route`'s next turn after its pass; a permanent error is
-    /// handed back. A route removed meanwhile has no next turn.
+    /// handed back, unless the route serves a tenant: one tenant's broken
+    /// store (a dropped table, a revoked grant) must not stop the others,
+    /// so its route backs off and tries again like after a transient one.
+    /// A route removed meanwhile has no next turn, whatever its pass gave.
     pub(super) fn after(
         &mut self,
         route: usize,
         pass: Result<(PassReport, bool), StoreError>,
     ) -> Result<(), StoreError> {
         let Some(relay) = self.relays[route].clone() else {
-            return pass.map(|_| ());
+            if let Err(e) = pass {
+                tracing::debug!(error = %crate::port::error_chain(&e), "a removed route's last pass failed");
+            }
+            return Ok(());
         };
         match pass {
             Ok((_, true)) => self.turns.again(route),
             Ok((_, false)) => self.turns.idle(route, relay.config.poll_interval),
-            Err(e) if e.is_transient() => {
+            Err(e) if e.is_transient() || relay.get_tenant().is_some() => {
                 let delay = self.turns.failed(route, &relay.config.error_backoff);
                 log_failure(&relay, &e, delay);
             }
