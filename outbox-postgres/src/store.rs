@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Transaction};
+use tidings_core::port::error_chain;
 use tidings_core::{HybridClock, OutboxBuffer, StoreError, Wakeup};
 use tracing::{debug, instrument};
 
@@ -241,7 +242,7 @@ impl PgOutboxStore {
                 seen
             }
             Err(error) => {
-                debug!(%error, "listeners not looked up; hinting anyway");
+                debug!(error = %error_chain(&error), "listeners not looked up; hinting anyway");
                 Listeners::ASSUMED
             }
         }
@@ -251,7 +252,7 @@ impl PgOutboxStore {
         let inner = self.inner();
         let sent = inner.hints.send(self).await;
         if let Err(error) = sent {
-            debug!(%error, "wake-up hint not sent; relays poll");
+            debug!(error = %error_chain(&error), "wake-up hint not sent; relays poll");
         }
     }
 

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use tidings_core::port::error_chain;
 use tidings_core::{ClaimRequest, LeaseToken, OutboxRecord, SettleReport, StoreError};
 use tokio::task::JoinHandle;
 use tracing::warn;
@@ -152,7 +153,7 @@ impl LockedRows {
             Err(join) => Err(StoreError::Backend(join.into())),
         };
         if let Err(error) = written {
-            warn!(%error, "locked claim not recorded; its crash would not have been counted");
+            warn!(error = %error_chain(&error), "locked claim not recorded; its crash would not have been counted");
         }
     }
 }
