@@ -2,9 +2,8 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use tokio_util::sync::CancellationToken;
-
 use metrics::Label;
+use tokio_util::sync::CancellationToken;
 
 use super::Tenant;
 use crate::OutboxStore;
