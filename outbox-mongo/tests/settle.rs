@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use support::{ORDER_EVENTS, drop_collections, store};
-use tidings_core::{ClaimRequest, ClaimedBatch, ManualClock, OutboxStore, Outcome, Settlement};
+use tidings_core::{ClaimRequest, ClaimedBatch, ManualClock, OutboxStore, Outcome};
 use tidings_mongo::{MongoBatch, MongoOutboxStore, Retention};
+use tidings_testing::store::settle_all;
 
 /// Far beyond the claims' lease.
 const AHEAD: Duration = Duration::from_secs(600);
@@ -41,17 +42,6 @@ fn ahead(store: &MongoOutboxStore) -> MongoOutboxStore {
     MongoOutboxStore::new(store.database().clone(), options).expect("store")
 }
 
-fn all(batch: &MongoBatch, outcome: Outcome) -> Vec<Settlement> {
-    batch
-        .records()
-        .iter()
-        .map(|r| Settlement {
-            event_id: r.envelope.event_id,
-            outcome: outcome.clone(),
-        })
-        .collect()
-}
-
 fn route() -> &'static str {
     &ORDER_EVENTS.route().name
 }
@@ -67,12 +57,12 @@ async fn published_marks_skip_a_document_taken_early(retention: Retention) {
     assert_eq!(new.records().len(), 1);
     let taken = new.records()[0].envelope.event_id;
 
-    let settlements = all(&old, Outcome::Published);
+    let settlements = settle_all(&old, Outcome::Published);
     let report = old.settle(settlements).await.unwrap();
     assert_eq!((report.published, report.lost.clone()), (1, vec![taken]));
     assert_eq!(store.stats(route()).await.unwrap().in_flight, 1);
 
-    let settlements = all(&new, Outcome::Published);
+    let settlements = settle_all(&new, Outcome::Published);
     let report = new.settle(settlements).await.unwrap();
     assert_eq!((report.published, report.lost.len()), (1, 0));
     let stats = store.stats(route()).await.unwrap();
@@ -106,7 +96,7 @@ async fn rescheduling_reports_swept_documents_lost_whether_claimed_again_or_not(
         delay: Duration::from_secs(30),
         error: "late".into(),
     };
-    let settlements = all(&old, retry);
+    let settlements = settle_all(&old, retry);
     let report = old.settle(settlements).await.unwrap();
     assert_eq!((report.rescheduled, report.lost.len()), (0, 2));
     let stats = store.stats(route()).await.unwrap();
