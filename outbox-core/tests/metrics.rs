@@ -28,33 +28,38 @@ fn snapshot(recorder: &DebuggingRecorder, route: &str) -> HashMap<String, DebugV
         .collect()
 }
 
-#[test]
-fn the_relay_counts_what_it_publishes_and_the_monitor_reports_the_backlog() {
+/// What `work` recorded, run to its end on a runtime of its own with a
+/// recorder local to it.
+fn recorded(work: impl Future<Output = ()>) -> DebuggingRecorder {
     let recorder = DebuggingRecorder::new();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    metrics::with_local_recorder(&recorder, || {
-        runtime.block_on(async {
-            let store = MemoryStore::new();
-            let broker = MemoryBroker::new();
-            broker.declare_queue("metered-q");
-            let mut ctx = store.begin();
-            for n in 0..3 {
-                ctx.outbox().stage(&EVENTS, "t", &n).unwrap();
-            }
-            ctx.commit().unwrap();
-            Monitor::new(store.clone(), "metered")
-                .observe()
-                .await
-                .unwrap();
-            Relay::new(store.clone(), broker, &EVENTS)
-                .unwrap()
-                .drain()
-                .await
-                .unwrap();
-        })
+    metrics::with_local_recorder(&recorder, || runtime.block_on(work));
+    recorder
+}
+
+#[test]
+fn the_relay_counts_what_it_publishes_and_the_monitor_reports_the_backlog() {
+    let recorder = recorded(async {
+        let store = MemoryStore::new();
+        let broker = MemoryBroker::new();
+        broker.declare_queue("metered-q");
+        let mut ctx = store.begin();
+        for n in 0..3 {
+            ctx.outbox().stage(&EVENTS, "t", &n).unwrap();
+        }
+        ctx.commit().unwrap();
+        Monitor::new(store.clone(), "metered")
+            .observe()
+            .await
+            .unwrap();
+        Relay::new(store.clone(), broker, &EVENTS)
+            .unwrap()
+            .drain()
+            .await
+            .unwrap();
     });
     let metrics = snapshot(&recorder, "metered");
     assert_eq!(
@@ -87,24 +92,17 @@ fn the_relay_counts_what_it_publishes_and_the_monitor_reports_the_backlog() {
 
 #[test]
 fn the_relay_counts_events_it_fails() {
-    let recorder = DebuggingRecorder::new();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    metrics::with_local_recorder(&recorder, || {
-        runtime.block_on(async {
-            let store = MemoryStore::new();
-            let mut ctx = store.begin();
-            ctx.outbox().stage(&LOST, "t", &9).unwrap();
-            ctx.commit().unwrap();
-            Relay::new(store.clone(), MemoryBroker::new(), &LOST)
-                .unwrap()
-                .drain()
-                .await
-                .unwrap();
-            Monitor::new(store.clone(), "lost").observe().await.unwrap();
-        })
+    let recorder = recorded(async {
+        let store = MemoryStore::new();
+        let mut ctx = store.begin();
+        ctx.outbox().stage(&LOST, "t", &9).unwrap();
+        ctx.commit().unwrap();
+        Relay::new(store.clone(), MemoryBroker::new(), &LOST)
+            .unwrap()
+            .drain()
+            .await
+            .unwrap();
+        Monitor::new(store.clone(), "lost").observe().await.unwrap();
     });
     let metrics = snapshot(&recorder, "lost");
     assert_eq!(
@@ -120,25 +118,18 @@ fn the_relay_counts_events_it_fails() {
 fn a_tenants_relay_and_monitor_label_their_metrics_with_it() {
     static TENANT_EVENTS: OutboxSpec<u32> =
         OutboxSpec::json("tenant-metered").to_queue("tenant-metered-q");
-    let recorder = DebuggingRecorder::new();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let tenant = Tenant::new("acme");
-    metrics::with_local_recorder(&recorder, || {
-        runtime.block_on(async {
-            let store = MemoryStore::new();
-            let broker = MemoryBroker::new();
-            broker.declare_queue("tenant-metered-q");
-            let mut ctx = store.begin();
-            ctx.outbox().stage(&TENANT_EVENTS, "t", &1).unwrap();
-            ctx.commit().unwrap();
-            let monitor = Monitor::new(store.clone(), "tenant-metered").tenant(&tenant);
-            monitor.observe().await.unwrap();
-            let relay = Relay::new(store.clone(), broker, &TENANT_EVENTS).unwrap();
-            relay.tenant(tenant.clone()).drain().await.unwrap();
-        })
+    let recorder = recorded(async {
+        let store = MemoryStore::new();
+        let broker = MemoryBroker::new();
+        broker.declare_queue("tenant-metered-q");
+        let mut ctx = store.begin();
+        ctx.outbox().stage(&TENANT_EVENTS, "t", &1).unwrap();
+        ctx.commit().unwrap();
+        let monitor = Monitor::new(store.clone(), "tenant-metered").tenant(&tenant);
+        monitor.observe().await.unwrap();
+        let relay = Relay::new(store.clone(), broker, &TENANT_EVENTS).unwrap();
+        relay.tenant(tenant.clone()).drain().await.unwrap();
     });
     let snapshot = recorder.snapshotter().snapshot().into_vec();
     let labelled: Vec<(String, Vec<(String, String)>)> = (snapshot.into_iter())
