@@ -6,19 +6,13 @@ use std::net::SocketAddr;
 use metrics_exporter_prometheus::PrometheusBuilder;
 use tidings_admin::Admin;
 use tidings_admin::page::AdminPage;
-use tidings_postgres::sqlx::postgres::PgPoolOptions;
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{database_url, service_missing};
+use tidings_testing::services::postgres_pool;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 async fn store() -> PgOutboxStore {
-    let url = database_url();
-    let pool = PgPoolOptions::new()
-        .max_connections(2)
-        .connect(&url)
-        .await
-        .unwrap_or_else(|e| service_missing("PostgreSQL", &url, &e));
+    let pool = postgres_pool(2).await;
     let options = PgOutboxOptions::new().schema(unique_name("admin_metrics"));
     PgOutboxStore::new(pool, options).unwrap()
 }

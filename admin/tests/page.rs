@@ -15,7 +15,6 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 use tidings_admin::dead_letters::RabbitDeadLetters;
 use tidings_admin::page::AdminPage;
-use tidings_admin::tidings_postgres::sqlx::postgres::PgPoolOptions;
 use tidings_admin::tidings_postgres::sqlx::{self, AssertSqlSafe};
 use tidings_admin::tidings_postgres::{PgOutboxOptions, PgOutboxStore};
 use tidings_admin::tidings_rabbitmq::lapin::types::{AMQPValue, FieldTable, LongString};
@@ -26,7 +25,7 @@ use tidings_admin::tidings_rabbitmq::{
 use tidings_admin::{Admin, AdminError};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxSpec, OutboxStore, Outcome, Settlement};
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{amqp_url, database_url, service_missing};
+use tidings_testing::services::{amqp_url, postgres_pool, service_missing};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use uuid::Uuid;
 
@@ -35,12 +34,7 @@ const TOKEN: &str = "a-long-random-token";
 
 /// A migrated store in a fresh schema with 3 pending and 2 failed rows.
 async fn seeded_store() -> PgOutboxStore {
-    let url = database_url();
-    let pool = PgPoolOptions::new()
-        .max_connections(4)
-        .connect(&url)
-        .await
-        .unwrap_or_else(|e| service_missing("PostgreSQL", &url, &e));
+    let pool = postgres_pool(4).await;
     let options = PgOutboxOptions::new().schema(unique_name("tidings_page"));
     let store = PgOutboxStore::new(pool, options).unwrap();
     store.migrate().await.unwrap();

@@ -6,10 +6,9 @@ use std::net::SocketAddr;
 use tidings_admin::page::AdminPage;
 use tidings_admin::{Admin, AdminError, Tenants};
 use tidings_core::OutboxSpec;
-use tidings_postgres::sqlx::postgres::PgPoolOptions;
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{database_url, service_missing};
+use tidings_testing::services::postgres_pool;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 static ORDERS: OutboxSpec<u32> = OutboxSpec::json("order-events").to_queue("orders");
@@ -17,12 +16,7 @@ static ORDERS: OutboxSpec<u32> = OutboxSpec::json("order-events").to_queue("orde
 /// A migrated store in a fresh schema (a tenant's database, here) with
 /// `pending` rows staged.
 async fn store_with(pending: u32) -> PgOutboxStore {
-    let url = database_url();
-    let pool = PgPoolOptions::new()
-        .max_connections(2)
-        .connect(&url)
-        .await
-        .unwrap_or_else(|e| service_missing("PostgreSQL", &url, &e));
+    let pool = postgres_pool(2).await;
     let options = PgOutboxOptions::new().schema(unique_name("admin_tenant"));
     let store = PgOutboxStore::new(pool, options).unwrap();
     store.migrate().await.unwrap();

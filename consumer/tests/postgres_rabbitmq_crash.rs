@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use sqlx::AssertSqlSafe;
-use sqlx::postgres::PgPoolOptions;
 use support::postgres_rabbitmq::{Order, apply, options};
 use tidings_consumer::{Consumer, TxHandle, handler_fn};
 use tidings_core::relay::Relay;
@@ -35,7 +34,7 @@ use tidings_rabbitmq::{
     SourceOptions, Topology, dead_letter_queue,
 };
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{amqp_url, database_url, service_missing};
+use tidings_testing::services::{amqp_url, postgres_pool, service_missing};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
@@ -79,12 +78,7 @@ fn leak(text: String) -> &'static str {
 }
 
 async fn store_in(schema: &str) -> PgOutboxStore {
-    let url = database_url();
-    let pool = PgPoolOptions::new()
-        .max_connections(8)
-        .connect(&url)
-        .await
-        .unwrap_or_else(|e| service_missing("PostgreSQL", &url, &e));
+    let pool = postgres_pool(8).await;
     PgOutboxStore::new(pool, PgOutboxOptions::new().schema(schema.to_owned())).unwrap()
 }
 

@@ -14,9 +14,9 @@ use hyper::StatusCode;
 use support::Names;
 use support::client::{Answer, OrdersClient};
 use support::service::Service;
-use tidings::postgres::sqlx::{self, AssertSqlSafe, PgPool, postgres::PgPoolOptions};
+use tidings::postgres::sqlx::{self, AssertSqlSafe, PgPool};
 use tidings::rabbitmq::{ConnectionOptions, Topology};
-use tidings_testing::services::{amqp_url, database_url, expect_listening, service_missing};
+use tidings_testing::services::{amqp_url, database_url, expect_listening, postgres_pool};
 
 const REQUESTS: i64 = 200;
 /// How long every committed order gets to be invoiced.
@@ -41,11 +41,7 @@ async fn concurrent_orders_are_invoiced_once_and_sigterm_drains_requests() {
     expect_listening("RabbitMQ", &amqp_url());
     let names = Names::unique();
     let mut service = Service::start(&names).await;
-    let db = PgPoolOptions::new()
-        .max_connections(3)
-        .connect(&database_url())
-        .await
-        .unwrap_or_else(|e| service_missing("PostgreSQL", &database_url(), &e));
+    let db = postgres_pool(3).await;
     let client = OrdersClient::new(service.address);
 
     let started = Instant::now();

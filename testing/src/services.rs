@@ -134,6 +134,17 @@ pub fn expect_listening(service: &str, url: &str) {
     }
 }
 
+/// A pool of at most `max_connections` on [`database_url`]; fails the
+/// test with the setup command when PostgreSQL does not answer.
+pub async fn postgres_pool(max_connections: u32) -> sqlx::PgPool {
+    let url = database_url();
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(max_connections)
+        .connect(&url)
+        .await
+        .unwrap_or_else(|e| service_missing("PostgreSQL", &url, &e))
+}
+
 /// Fails the test with the service's name, address, the error, and the
 /// command that starts it.
 #[track_caller]

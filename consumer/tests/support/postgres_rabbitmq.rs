@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use sqlx::AssertSqlSafe;
-use sqlx::postgres::PgPoolOptions;
 use tidings_consumer::{Consumer, ConsumerOptions, ConsumerReport, HandlerError, TxHandle};
 use tidings_core::{Backoff, Envelope, Message, Publisher, QueueSpec};
 use tidings_postgres::{PgContext, PgInboxStore, PgOutboxOptions, PgOutboxStore};
@@ -16,7 +15,7 @@ use tidings_rabbitmq::{
     SourceOptions, Topology,
 };
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{amqp_url, database_url, service_missing};
+use tidings_testing::services::{amqp_url, postgres_pool, service_missing};
 use tokio_util::sync::CancellationToken;
 
 /// The payload.
@@ -39,12 +38,7 @@ const QUICK: Backoff = Backoff::new(Duration::from_millis(20), Duration::from_mi
 
 impl World {
     pub(crate) async fn new(kind: QueueKind) -> Self {
-        let url = database_url();
-        let pool = PgPoolOptions::new()
-            .max_connections(12)
-            .connect(&url)
-            .await
-            .unwrap_or_else(|e| service_missing("PostgreSQL", &url, &e));
+        let pool = postgres_pool(12).await;
         let schema = unique_name("tidings_consumer");
         let store =
             PgOutboxStore::new(pool, PgOutboxOptions::new().schema(schema.clone())).unwrap();

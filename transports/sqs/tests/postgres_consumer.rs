@@ -8,13 +8,12 @@ use support::{VISIBILITY, client, declare, queue_name, source_options};
 use tidings_consumer::{HandlerError, TxHandle};
 use tidings_core::{Envelope, Publisher, QueueSpec};
 use tidings_inbox::Inbox;
-use tidings_postgres::sqlx::postgres::PgPoolOptions;
 use tidings_postgres::sqlx::{self, AssertSqlSafe};
 use tidings_postgres::{PgContext, PgInboxStore, PgOutboxOptions, PgOutboxStore};
 use tidings_sqs::{PublisherOptions, QueueOptions, SqsPublisher, SqsSource};
 use tidings_testing::consumer::{ConsumerWorld, Effects, Order};
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{database_url, service_missing};
+use tidings_testing::services::postgres_pool;
 
 /// A PostgreSQL schema with an effects table, and an SQS queue of the
 /// case's own.
@@ -28,12 +27,7 @@ struct PgSqs {
 
 impl PgSqs {
     async fn new(fifo: bool) -> Self {
-        let url = database_url();
-        let pool = PgPoolOptions::new()
-            .max_connections(12)
-            .connect(&url)
-            .await
-            .unwrap_or_else(|e| service_missing("PostgreSQL", &url, &e));
+        let pool = postgres_pool(12).await;
         let schema = unique_name("tidings_sqs_consumer");
         let options = PgOutboxOptions::new().schema(schema.clone());
         let store = PgOutboxStore::new(pool, options).unwrap();

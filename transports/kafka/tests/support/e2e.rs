@@ -7,7 +7,6 @@
 use std::time::{Duration, Instant};
 
 use sqlx::AssertSqlSafe;
-use sqlx::postgres::PgPoolOptions;
 use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
 use tidings_core::relay::Relay;
 use tidings_core::{Backoff, Message, OutboxSpec, QueueSpec};
@@ -15,7 +14,7 @@ use tidings_inbox::Inbox;
 use tidings_kafka::{ClientOptions, KafkaPublisher, KafkaSource, PublisherOptions, SourceOptions};
 use tidings_postgres::{PgContext, PgOutboxOptions, PgOutboxStore};
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{database_url, service_missing};
+use tidings_testing::services::postgres_pool;
 use tokio_util::sync::CancellationToken;
 
 use super::{client, create_topic};
@@ -30,12 +29,7 @@ const QUICK: Backoff = Backoff::new(Duration::from_millis(20), Duration::from_mi
 
 /// The outbox store of `schema`.
 pub async fn store_in(schema: &str) -> PgOutboxStore {
-    let url = database_url();
-    let pool = PgPoolOptions::new()
-        .max_connections(8)
-        .connect(&url)
-        .await
-        .unwrap_or_else(|e| service_missing("PostgreSQL", &url, &e));
+    let pool = postgres_pool(8).await;
     PgOutboxStore::new(pool, PgOutboxOptions::new().schema(schema.to_owned())).unwrap()
 }
 
