@@ -7,6 +7,7 @@ mod claim;
 mod context;
 mod error;
 mod inbox;
+mod layout;
 mod listener;
 mod migrate;
 mod names;
@@ -14,6 +15,7 @@ mod options;
 mod outbox;
 mod params;
 mod pooling;
+mod rotation;
 mod sql;
 mod store;
 
@@ -21,10 +23,12 @@ pub use claim::batch::PgBatch;
 pub use context::PgContext;
 pub use error::CommitError;
 pub use inbox::PgInboxStore;
+pub use layout::{Layout, MAX_MOVED, SLOT_SECONDS, SLOTS};
 pub use listener::PgWakeupListener;
 pub use names::MAX_IDENTIFIER_LEN;
 pub use options::{ClaimMode, PgOutboxOptions, Retention};
 pub use pooling::Pooling;
+pub use rotation::Rotation;
 pub use store::PgOutboxStore;
 
 /// The sqlx this crate is built on, so a service uses the same version.

@@ -9,7 +9,8 @@ use tracing::{info, instrument};
 
 use crate::PgOutboxStore;
 use crate::error::{migration_error, store_error};
-use crate::sql::{SCHEMA_VERSION, Target};
+use crate::sql::{Target, schema_version};
+use crate::Layout;
 
 impl PgOutboxStore {
     /// Creates the schema, the outbox and inbox tables and their indexes, or
@@ -95,8 +96,32 @@ impl PgOutboxStore {
                 "migration applied"
             );
         }
+        self.check_layout(&mut tx).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(pending.len())
+    }
+
+    /// Fails with [`StoreError::Schema`] when the outbox is laid out
+    /// otherwise than this store's options say.
+    async fn check_layout(&self, conn: &mut PgConnection) -> Result<(), StoreError> {
+        let names = &self.inner().names;
+        let outbox = names.qualified(&names.outbox);
+        let rotated: bool = sqlx::query_scalar(self.inner().sql.outbox_rotated.clone())
+            .persistent(self.persistent())
+            .bind(&outbox)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(store_error)?;
+        match (self.options().get_layout(), rotated) {
+            (Layout::Plain, true) => Err(StoreError::Schema(format!(
+                "the outbox {outbox} is rotated; open it with PgOutboxOptions::layout(Layout::Rotated)"
+            ))),
+            (Layout::Rotated, false) => Err(StoreError::Schema(format!(
+                "the outbox {outbox} is a plain table; run PgOutboxStore::migrate() with \
+                 Layout::Rotated to convert it"
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Before the inbox's migrations run: what already stands under the
@@ -179,13 +204,15 @@ impl PgOutboxStore {
             .fetch_one(&mut *session)
             .await
             .map_err(store_error)?;
-        session.finish().await.map_err(store_error)?;
-        if version < SCHEMA_VERSION {
+        let needed = schema_version(self.options().get_layout());
+        if version < needed {
             return Err(StoreError::Schema(format!(
-                "schema {} is at version {version}, this build needs {SCHEMA_VERSION}; run PgOutboxStore::migrate()",
+                "schema {} is at version {version}, this build needs {needed}; run PgOutboxStore::migrate()",
                 names.schema
             )));
         }
+        self.check_layout(&mut session).await?;
+        session.finish().await.map_err(store_error)?;
         Ok(())
     }
 }

@@ -3,7 +3,7 @@
 use sqlx::postgres::PgConnectOptions;
 use tidings_core::{SharedClock, SystemClock};
 
-use crate::Pooling;
+use crate::{Layout, Pooling};
 
 /// What happens to a row once its event is published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -60,6 +60,7 @@ pub struct PgOutboxOptions {
     table: String,
     inbox_table: String,
     retention: Retention,
+    layout: Layout,
     remote_hints: bool,
     claim_mode: ClaimMode,
     claim_connections: usize,
@@ -80,7 +81,7 @@ impl PgOutboxOptions {
     pub const DEFAULT_CLAIM_CONNECTIONS: usize = 4;
 
     /// The defaults: `public.tidings_outbox` and `public.tidings_inbox`,
-    /// published rows deleted, hints to other processes' relays, locked
+    /// a plain table, published rows deleted, hints to other processes' relays, locked
     /// claims on up to four connections, a pool reaching the server
     /// directly, listeners on the pool, the system clock.
     ///
@@ -123,6 +124,15 @@ impl PgOutboxOptions {
     /// What happens to published rows.
     pub fn retention(mut self, retention: Retention) -> Self {
         self.retention = retention;
+        self
+    }
+
+    /// How the outbox table is laid out ([`Layout::Plain`] by default;
+    /// [`Layout::Rotated`] where long transactions or lagging replicas
+    /// may hold back vacuum). [`migrate`](crate::PgOutboxStore::migrate)
+    /// builds the table in this layout, or converts a plain one.
+    pub fn layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
         self
     }
 
@@ -215,6 +225,11 @@ impl PgOutboxOptions {
         self.retention
     }
 
+    /// How the outbox table is laid out.
+    pub fn get_layout(&self) -> Layout {
+        self.layout
+    }
+
     /// Whether commits hint relays in other processes.
     pub fn get_remote_hints(&self) -> bool {
         self.remote_hints
@@ -253,6 +268,7 @@ impl Default for PgOutboxOptions {
             table: Self::DEFAULT_TABLE.to_owned(),
             inbox_table: Self::DEFAULT_INBOX_TABLE.to_owned(),
             retention: Retention::default(),
+            layout: Layout::default(),
             remote_hints: true,
             claim_mode: ClaimMode::default(),
             claim_connections: Self::DEFAULT_CLAIM_CONNECTIONS,

@@ -28,6 +28,7 @@ impl OutboxStore for PgOutboxStore {
         err
     )]
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<PgBatch, StoreError> {
+        self.rotate_when_due();
         PgBatch::claim(self, request).await
     }
 

@@ -4,6 +4,7 @@
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
 use crate::claim::statements::ClaimStatements;
+use crate::layout::{self, Layout, MAX_MOVED, SLOT_SECONDS, SLOTS};
 use crate::names::TableNames;
 
 /// One versioned migration: applied once per outbox table, in version
@@ -16,6 +17,8 @@ pub(crate) struct Migration {
     pub(crate) name: &'static str,
     /// Which table it builds.
     pub(crate) target: Target,
+    /// The one layout it belongs to, or `None` for every layout.
+    pub(crate) layout: Option<Layout>,
     /// The statement template.
     template: &'static str,
 }
@@ -36,10 +39,14 @@ pub(crate) enum Target {
 
 macro_rules! migration {
     ($version:literal, $name:literal, $target:ident) => {
+        migration!($version, $name, $target, None)
+    };
+    ($version:literal, $name:literal, $target:ident, $layout:expr) => {
         Migration {
             version: $version,
             name: $name,
             target: Target::$target,
+            layout: $layout,
             template: include_str!(concat!("../sql/migrations/", $name, ".sql")),
         }
     };
@@ -60,10 +67,36 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(11, "0011_outbox_claims_table", Outbox),
     migration!(12, "0012_inbox_attempts_table", Inbox),
     migration!(13, "0013_inbox_attempts_age_index", Inbox),
+    migration!(14, "0014_outbox_rotated", Outbox, Some(Layout::Rotated)),
 ];
 
-/// The schema version this build needs.
-pub(crate) const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].version;
+impl Migration {
+    /// Whether a store of `layout` applies it.
+    fn belongs_to(&self, layout: Layout) -> bool {
+        self.layout.is_none_or(|only| only == layout)
+    }
+}
+
+/// The schema version a store of `layout` needs: its newest migration's.
+pub(crate) fn schema_version(layout: Layout) -> i32 {
+    MIGRATIONS
+        .iter()
+        .filter(|m| m.belongs_to(layout))
+        .map(|m| m.version)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The statements that truncate one slot of a rotated outbox.
+#[derive(Debug, Clone)]
+pub(crate) struct SlotStatements {
+    /// The slot's partition, quoted and qualified.
+    pub(crate) partition: String,
+    pub(crate) lock: SqlStr,
+    pub(crate) live: SqlStr,
+    pub(crate) moved: SqlStr,
+    pub(crate) truncate: SqlStr,
+}
 
 /// The rendered statements of one store.
 #[derive(Debug, Clone)]
@@ -78,6 +111,11 @@ pub(crate) struct Statements {
     pub(crate) find_relations: SqlStr,
     pub(crate) inbox_found: SqlStr,
     pub(crate) schema_version: SqlStr,
+    pub(crate) outbox_rotated: SqlStr,
+    pub(crate) rotate_slots: SqlStr,
+    pub(crate) rotate_size: SqlStr,
+    /// Per slot, for a rotated outbox; empty for a plain one.
+    pub(crate) slots: Vec<SlotStatements>,
     pub(crate) stage: SqlStr,
     pub(crate) stage_one: SqlStr,
     pub(crate) stage_one_fresh: SqlStr,
@@ -112,15 +150,59 @@ pub(crate) struct Statements {
 }
 
 impl Statements {
-    /// Renders every template with `names`.
-    pub(crate) fn new(names: &TableNames) -> Self {
+    /// Renders every template with `names`, for an outbox of `layout`.
+    pub(crate) fn new(names: &TableNames, layout: Layout) -> Self {
+        let (unstored_rows, unstored_one) = match layout {
+            Layout::Plain => ("true", "true"),
+            Layout::Rotated => (
+                "not exists (select 1 from {outbox} as d \
+                 where d.route = e.route and d.event_id = e.event_id)",
+                "not exists (select 1 from {outbox} as d \
+                 where d.route = $2::text and d.event_id = $1::uuid)",
+            ),
+        };
         let sql = |template: &str| -> SqlStr {
             // Safe: the only text spliced in is the validated, quoted
-            // identifiers of `names`; every value is a bind parameter.
-            AssertSqlSafe(names.render(template)).into_sql_str()
+            // identifiers of `names` and integers of this crate; every
+            // value is a bind parameter.
+            let template = template
+                .replace("{unstored_rows}", unstored_rows)
+                .replace("{unstored_one}", unstored_one)
+                .replace("{current_slot}", &layout::current_slot_sql())
+                .replace("{slot_seconds}", &SLOT_SECONDS.to_string())
+                .replace("{slots}", &SLOTS.to_string())
+                .replace("{max_moved}", &MAX_MOVED.to_string());
+            AssertSqlSafe(names.render(&template)).into_sql_str()
+        };
+        let slot = |slot: i16| {
+            let partition = names.qualified(&layout::partition(&names.outbox, slot));
+            let sql = |template: &str| {
+                sql(&template
+                    .replace("{partition}", &partition)
+                    .replace("{slot}", &slot.to_string()))
+            };
+            SlotStatements {
+                lock: sql(include_str!("../sql/rotate/rotate_lock.sql")),
+                live: sql(include_str!("../sql/rotate/rotate_live.sql")),
+                moved: sql(include_str!("../sql/rotate/rotate_move.sql")),
+                truncate: sql(include_str!("../sql/rotate/rotate_truncate.sql")),
+                partition,
+            }
+        };
+        let slots = match layout {
+            Layout::Plain => Vec::new(),
+            Layout::Rotated => (0..SLOTS).map(slot).collect(),
         };
         Self {
-            migrations: MIGRATIONS.iter().map(|m| (*m, sql(m.template))).collect(),
+            migrations: MIGRATIONS
+                .iter()
+                .filter(|m| m.belongs_to(layout))
+                .map(|m| (*m, sql(m.template)))
+                .collect(),
+            outbox_rotated: sql(include_str!("../sql/schema/outbox_rotated.sql")),
+            rotate_slots: sql(include_str!("../sql/rotate/rotate_slots.sql")),
+            rotate_size: sql(include_str!("../sql/rotate/rotate_size.sql")),
+            slots,
             migrate_lock: sql(include_str!("../sql/schema/migrate_lock.sql")),
             schema_exists: sql(include_str!("../sql/schema/schema_exists.sql")),
             create_schema: sql(include_str!("../sql/schema/create_schema.sql")),
@@ -194,7 +276,7 @@ mod tests {
     #[test]
     fn every_placeholder_is_filled() {
         let names = TableNames::new("s", "o", "i").unwrap();
-        let all = Statements::new(&names);
+        let all = Statements::new(&names, Layout::Rotated);
         let mut texts = vec![
             all.stage.as_str(),
             all.stage_one.as_str(),
@@ -218,8 +300,23 @@ mod tests {
             all.inbox_attempt_clear.as_str(),
         ];
         texts.extend(all.migrations.iter().map(|(_, s)| s.as_str()));
+        for slot in &all.slots {
+            texts.extend([&slot.lock, &slot.live, &slot.moved, &slot.truncate].map(|s| s.as_str()));
+        }
+        texts.push(all.rotate_slots.as_str());
         for text in texts {
-            for placeholder in ["{outbox", "{inbox", "{schema}", "{migrations}", "{claims}"] {
+            for placeholder in [
+                "{outbox",
+                "{inbox",
+                "{schema}",
+                "{migrations}",
+                "{claims}",
+                "{unstored",
+                "{current_slot}",
+                "{slot",
+                "{partition}",
+                "{max_moved}",
+            ] {
                 assert!(!text.contains(placeholder), "{text}");
             }
         }

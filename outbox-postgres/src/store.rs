@@ -15,9 +15,11 @@ use crate::claim::connections::{ClaimConnections, RecordConnection};
 use crate::error::store_error;
 use crate::listener::Source;
 use crate::names::TableNames;
+use crate::rotation::RotationClock;
 use crate::sql::Statements;
 use crate::{
-    PgContext, PgInboxStore, PgOutboxOptions, PgWakeupListener, Pooling, Retention, pooling,
+    Layout, PgContext, PgInboxStore, PgOutboxOptions, PgWakeupListener, Pooling, Retention,
+    pooling,
 };
 
 /// The outbox (and inbox) store on PostgreSQL.
@@ -51,13 +53,16 @@ pub(crate) struct Inner {
     local: Arc<LocalWakeups>,
     /// Signs this store's hints, so its own listeners skip them.
     pub(crate) token: String,
+    /// When this store next truncates a slot of a rotated outbox.
+    pub(crate) rotation: RotationClock,
 }
 
 impl PgOutboxStore {
     /// A store on `pool` with `options`. Fails with
     /// [`StoreError::Invalid`] when a schema or table name is not a plain
     /// lower-case identifier of at most
-    /// [`MAX_IDENTIFIER_LEN`](crate::MAX_IDENTIFIER_LEN) bytes.
+    /// [`MAX_IDENTIFIER_LEN`](crate::MAX_IDENTIFIER_LEN) bytes, or when a
+    /// [rotated](Layout::Rotated) outbox would keep published rows.
     pub fn new(pool: PgPool, options: PgOutboxOptions) -> Result<Self, StoreError> {
         pooling::check(&pool, &options)?;
         let names = TableNames::new(
@@ -65,7 +70,14 @@ impl PgOutboxStore {
             options.get_table(),
             options.get_inbox_table(),
         )?;
-        let sql = Statements::new(&names);
+        if options.get_layout() == Layout::Rotated && options.get_retention() == Retention::Keep {
+            return Err(StoreError::Invalid(
+                "a rotated outbox deletes published rows: Retention::Keep would move every \
+                 kept row at each rotation; keep published events elsewhere, or use Layout::Plain"
+                    .to_owned(),
+            ));
+        }
+        let sql = Statements::new(&names, options.get_layout());
         let hlc = HybridClock::new(options.get_clock().clone());
         let channel = names.channel();
         let claims = ClaimConnections::new(options.get_claim_connections());
@@ -84,6 +96,7 @@ impl PgOutboxStore {
                 audience: Audience::default(),
                 local: Arc::default(),
                 token: uuid::Uuid::new_v4().simple().to_string(),
+                rotation: RotationClock::default(),
             }),
         })
     }

@@ -1,24 +1,31 @@
 //! The store conformance suite on PostgreSQL, with each retention and each
-//! claim mode; where several relays race, half of them claim in the other
-//! mode. Every case runs in a schema of its own.
+//! claim mode, and on a rotated outbox; where several relays race, half of
+//! them claim in the other mode. Every case runs in a schema of its own.
 
 mod support;
 
 use std::sync::Mutex;
 
 use tidings_core::StagedEvent;
-use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
+use tidings_postgres::{ClaimMode, Layout, PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_testing::store::StoreHarness;
 
 /// Remembers the stores it made so their schemas go after the case.
-struct Pg(Retention, ClaimMode, Mutex<Vec<PgOutboxStore>>);
+struct Pg(PgOutboxOptions, Mutex<Vec<PgOutboxStore>>);
 
 fn pg(retention: Retention) -> Pg {
-    Pg(retention, ClaimMode::Leased, Mutex::default())
+    let options = PgOutboxOptions::new().retention(retention);
+    Pg(options.claim_mode(ClaimMode::Leased), Mutex::default())
 }
 
 fn pg_locked(retention: Retention) -> Pg {
-    Pg(retention, ClaimMode::Locked, Mutex::default())
+    let options = PgOutboxOptions::new().retention(retention);
+    Pg(options.claim_mode(ClaimMode::Locked), Mutex::default())
+}
+
+fn pg_rotated(mode: ClaimMode) -> Pg {
+    let options = PgOutboxOptions::new().layout(Layout::Rotated);
+    Pg(options.claim_mode(mode), Mutex::default())
 }
 
 impl StoreHarness for Pg {
@@ -27,8 +34,8 @@ impl StoreHarness for Pg {
     const DRAIN_EVENTS: u32 = 10_000;
 
     async fn store(&self) -> PgOutboxStore {
-        let store = support::store_with(self.0, self.1).await;
-        self.2.lock().unwrap().push(store.clone());
+        let store = support::store_on_options(support::pool(8).await, self.0.clone()).await;
+        self.1.lock().unwrap().push(store.clone());
         store
     }
 
@@ -39,7 +46,7 @@ impl StoreHarness for Pg {
     /// Relay `n` on a pool of its own; odd ones claim in the other mode,
     /// so both modes race on one table.
     async fn peer(&self, store: &PgOutboxStore, n: u64) -> PgOutboxStore {
-        let mode = match (self.1, n % 2) {
+        let mode = match (self.0.get_claim_mode(), n % 2) {
             (mode, 0) => mode,
             (ClaimMode::Leased, _) => ClaimMode::Locked,
             (_, _) => ClaimMode::Leased,
@@ -49,7 +56,7 @@ impl StoreHarness for Pg {
     }
 
     async fn teardown(&self) {
-        let stores = std::mem::take(&mut *self.2.lock().unwrap());
+        let stores = std::mem::take(&mut *self.1.lock().unwrap());
         for store in &stores {
             support::drop_schema(store).await;
         }
@@ -74,4 +81,14 @@ mod locked_delete_on_publish {
 mod locked_keep_published {
     use super::*;
     tidings_testing::store_conformance!(locked: pg_locked(Retention::Keep));
+}
+
+mod rotated {
+    use super::*;
+    tidings_testing::store_conformance!(pg_rotated(ClaimMode::Leased));
+}
+
+mod rotated_locked {
+    use super::*;
+    tidings_testing::store_conformance!(locked: pg_rotated(ClaimMode::Locked));
 }

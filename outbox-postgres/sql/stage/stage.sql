@@ -2,7 +2,9 @@
 -- channel in $15, sends the relay a wake-up hint, delivered when the
 -- transaction commits. Without one the caller announces the commit itself:
 -- a NOTIFY serialises the commits of every transaction sending one. An event
--- id already stored for the route is skipped, so staging is idempotent.
+-- id already stored for the route is skipped, so staging is idempotent:
+-- by the unique index of (route, event_id), and in a rotated outbox, whose
+-- index is per slot, by a look into the other slots as well.
 with inserted as (
     insert into {outbox} (
         event_id, route, destination, event_type, payload, content_type, headers,
@@ -22,8 +24,9 @@ with inserted as (
         ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc,
         delay_us, n
     )
+    where {unstored_rows}
     order by e.n
-    on conflict (route, event_id) do nothing
+    on conflict do nothing
     returning 1
 )
 select

@@ -1,0 +1,2 @@
+-- Empties slot {slot}, leaving no dead row versions behind.
+truncate {partition}

@@ -1,0 +1,192 @@
+//! Rotation of a [rotated](crate::Layout::Rotated) outbox: each slot is
+//! truncated while two others take the staging, its few live rows moved to
+//! the current slot first.
+//!
+//! Relays drive it: a claim on a rotated store whose rotation is due starts
+//! one in the background, at most one at a time per store and every
+//! [`TRY_EVERY`] at most, so any process relaying the table rotates it and
+//! nothing needs running apart. A rotation never waits for a lock: it locks
+//! its slot with `NOWAIT` or gives up until its next try, so claims, settles
+//! and staging never queue behind it.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sqlx::{Connection, PgConnection};
+use tidings_core::StoreError;
+use tidings_core::port::error_chain;
+use tracing::{debug, info, instrument, warn};
+
+use crate::error::store_error;
+use crate::sql::SlotStatements;
+use crate::{Layout, PgOutboxStore};
+
+/// How often a store tries to rotate, at most: four times a slot's length.
+pub(crate) const TRY_EVERY: Duration = Duration::from_millis(250);
+
+/// What one [`PgOutboxStore::rotate`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rotation {
+    /// The slot was truncated, after its `moved` live rows went to the
+    /// current slot.
+    Truncated {
+        /// The slot truncated.
+        slot: i16,
+        /// Rows moved to the current slot first.
+        moved: u64,
+    },
+    /// The slot was already empty.
+    Empty {
+        /// The slot.
+        slot: i16,
+    },
+    /// A transaction holds a lock on the slot (a claim, a settle, a
+    /// staging transaction, or one that read the outbox); tried again
+    /// later.
+    Busy {
+        /// The slot.
+        slot: i16,
+    },
+    /// The slot holds more than [`MAX_MOVED`](crate::MAX_MOVED) live rows
+    /// (a backlog): left as it is until its next turn.
+    Crowded {
+        /// The slot.
+        slot: i16,
+    },
+}
+
+/// When a store may try its next rotation, and whether one is running.
+#[derive(Debug, Default)]
+pub(crate) struct RotationClock {
+    state: Mutex<ClockState>,
+}
+
+#[derive(Debug, Default)]
+struct ClockState {
+    next: Option<Instant>,
+    running: bool,
+}
+
+impl RotationClock {
+    /// Takes the turn to rotate if one is due and none is running.
+    fn take(&self) -> bool {
+        let mut state = self.state.lock().expect("rotation clock");
+        let due = state.next.is_none_or(|next| Instant::now() >= next);
+        if state.running || !due {
+            return false;
+        }
+        state.running = true;
+        true
+    }
+
+    /// Ends a turn; the next is [`TRY_EVERY`] away.
+    fn done(&self) {
+        let mut state = self.state.lock().expect("rotation clock");
+        state.running = false;
+        state.next = Some(Instant::now() + TRY_EVERY);
+    }
+}
+
+impl PgOutboxStore {
+    /// Starts a rotation in the background when this store's outbox is
+    /// rotated and one is due. Called by every claim.
+    pub(crate) fn rotate_when_due(&self) {
+        if self.options().get_layout() != Layout::Rotated || !self.inner().rotation.take() {
+            return;
+        }
+        let store = self.clone();
+        tokio::spawn(async move {
+            match store.rotate().await {
+                Ok(rotation) => debug!(?rotation, "outbox rotation"),
+                Err(e) => warn!(error = %error_chain(&e), "outbox rotation failed"),
+            }
+            store.inner().rotation.done();
+        });
+    }
+
+    /// Truncates the slot of a [rotated](Layout::Rotated) outbox that is
+    /// due, moving its live rows to the current slot first, unless a
+    /// transaction holds a lock on it or it holds a backlog. Relays call it
+    /// on their own; it is public for operators and tests.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Invalid`] on a plain outbox; errors of the connection
+    /// as elsewhere.
+    #[instrument(skip_all, fields(db.system = "postgresql"), err)]
+    pub async fn rotate(&self) -> Result<Rotation, StoreError> {
+        let inner = self.inner();
+        if inner.options.get_layout() != Layout::Rotated {
+            return Err(StoreError::Invalid(
+                "rotate needs a store with Layout::Rotated".to_owned(),
+            ));
+        }
+        let mut session = self.session().await.map_err(store_error)?;
+        let (current, slot): (i16, i16) = sqlx::query_as(inner.sql.rotate_slots.clone())
+            .persistent(self.persistent())
+            .fetch_one(&mut *session)
+            .await
+            .map_err(store_error)?;
+        let statements = &inner.sql.slots[slot as usize];
+        let size: i64 = sqlx::query_scalar(inner.sql.rotate_size.clone())
+            .persistent(self.persistent())
+            .bind(&statements.partition)
+            .fetch_one(&mut *session)
+            .await
+            .map_err(store_error)?;
+        let rotation = match size {
+            0 => Rotation::Empty { slot },
+            _ => self.truncate(&mut *session, statements, current, slot).await?,
+        };
+        session.finish().await.map_err(store_error)?;
+        if let Rotation::Truncated { moved, .. } = rotation {
+            info!(slot, moved, "outbox slot truncated");
+        }
+        Ok(rotation)
+    }
+
+    /// Truncates `slot` in one transaction, its live rows moved to
+    /// `current` first.
+    async fn truncate(
+        &self,
+        conn: &mut PgConnection,
+        statements: &SlotStatements,
+        current: i16,
+        slot: i16,
+    ) -> Result<Rotation, StoreError> {
+        let persistent = self.persistent();
+        let mut tx = conn.begin().await.map_err(store_error)?;
+        let locked = sqlx::query(statements.lock.clone())
+            .persistent(persistent)
+            .execute(&mut *tx)
+            .await;
+        match locked {
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("55P03") => {
+                return Ok(Rotation::Busy { slot });
+            }
+            locked => locked.map_err(store_error)?,
+        };
+        let live: i64 = sqlx::query_scalar(statements.live.clone())
+            .persistent(persistent)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        if live > crate::MAX_MOVED {
+            return Ok(Rotation::Crowded { slot });
+        }
+        let moved = sqlx::query(statements.moved.clone())
+            .persistent(persistent)
+            .bind(current)
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?
+            .rows_affected();
+        sqlx::query(statements.truncate.clone())
+            .persistent(persistent)
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(Rotation::Truncated { slot, moved })
+    }
+}
