@@ -94,11 +94,20 @@ impl Env {
         retention: Retention,
         mode: ClaimMode,
     ) -> anyhow::Result<PgOutboxStore> {
-        let schema = unique_name(&format!("bench_{prefix}"));
         let options = PgOutboxOptions::new()
-            .schema(schema)
             .retention(retention)
             .claim_mode(mode);
+        self.store_with(prefix, options).await
+    }
+
+    /// A store with `options` in a fresh schema named after `prefix`,
+    /// migrated.
+    pub(crate) async fn store_with(
+        &self,
+        prefix: &str,
+        options: PgOutboxOptions,
+    ) -> anyhow::Result<PgOutboxStore> {
+        let options = options.schema(unique_name(&format!("bench_{prefix}")));
         let store = PgOutboxStore::new(self.pool.clone(), options)?;
         store.migrate().await?;
         Ok(store)

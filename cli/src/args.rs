@@ -54,6 +54,10 @@ pub(crate) struct StoreArgs {
     /// PostgreSQL inbox table [default: tidings_inbox].
     #[arg(long, global = true)]
     pub(crate) inbox_table: Option<String>,
+    /// The PostgreSQL outbox is rotated (Layout::Rotated): `migrate`
+    /// converts a plain one, `verify` expects it.
+    #[arg(long, global = true)]
+    pub(crate) rotated: bool,
     /// MongoDB server.
     #[arg(
         long,

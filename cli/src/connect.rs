@@ -9,7 +9,7 @@ use tidings_admin::tidings_mongo::mongodb::bson::doc;
 use tidings_admin::tidings_mongo::mongodb::options::ClientOptions;
 use tidings_admin::tidings_mongo::{MongoOutboxOptions, MongoOutboxStore};
 use tidings_admin::tidings_postgres::sqlx::postgres::PgPoolOptions;
-use tidings_admin::tidings_postgres::{PgOutboxOptions, PgOutboxStore};
+use tidings_admin::tidings_postgres::{Layout, PgOutboxOptions, PgOutboxStore};
 
 use crate::args::StoreArgs;
 
@@ -27,6 +27,9 @@ pub(crate) async fn postgres(args: &StoreArgs) -> anyhow::Result<Admin<PgOutboxS
     }
     if let Some(table) = &args.inbox_table {
         options = options.inbox_table(table);
+    }
+    if args.rotated {
+        options = options.layout(Layout::Rotated);
     }
     let pool = PgPoolOptions::new()
         .max_connections(2)

@@ -1,6 +1,7 @@
 //! `tidings` as a process on the real PostgreSQL server: status of three
 //! routes, failed rows listed, shown and requeued by filter, a purge run
-//! dry then for real, the inbox purged, and bad input refused clearly.
+//! dry then for real, the inbox purged, a plain outbox converted to the
+//! rotated layout, and bad input refused clearly.
 
 mod support;
 
@@ -265,6 +266,30 @@ async fn bad_input_fails_with_a_clear_message_and_the_right_code() {
         .assert()
         .code(1)
         .stderr(contains("unknown consumer \"nobody\""));
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn migrate_rotated_converts_a_plain_outbox_keeping_its_rows() {
+    let store = pg_store().await;
+    let schema = store.options().get_schema().to_owned();
+    pg_stage(&store, &ORDERS, &["order.placed"; 3]).await;
+
+    on_postgres(&schema)
+        .args(["migrate", "--rotated"])
+        .assert()
+        .success();
+    on_postgres(&schema)
+        .args(["verify", "--rotated"])
+        .assert()
+        .success();
+    on_postgres(&schema)
+        .arg("verify")
+        .assert()
+        .code(1)
+        .stderr(contains("Layout::Rotated"));
+    let status = json(on_postgres(&schema).args(["status", "--rotated"]));
+    assert_eq!(status["routes"][0]["pending"], 3, "{status}");
     drop_schema(&store).await;
 }
 

@@ -17,10 +17,14 @@ pub(super) struct Snapshot {
 }
 
 impl Snapshot {
-    /// Opens the transaction and reads the outbox in it, which takes the
-    /// snapshot; `txid_current()` gives it a transaction id as well, as a
-    /// transaction that wrote something would have.
-    pub(super) async fn hold(store: &PgOutboxStore) -> anyhow::Result<Self> {
+    /// Opens the transaction and takes its snapshot with a first
+    /// statement; `txid_current()` gives it a transaction id as well, as a
+    /// transaction that wrote something would have. It reads none of the
+    /// outbox's tables, as a report on the service's own tables would not:
+    /// a transaction that has read the outbox also holds a lock on it,
+    /// which keeps a rotated outbox from truncating its slots until it
+    /// ends.
+    pub(super) async fn hold() -> anyhow::Result<Self> {
         let mut connection = connect_options(&database_url())?
             .application_name("tidings-bench-pinned")
             .connect()
@@ -28,11 +32,7 @@ impl Snapshot {
         sqlx::raw_sql("begin isolation level repeatable read")
             .execute(&mut connection)
             .await?;
-        let sql = format!(
-            "select txid_current(), (select count(*) from {})",
-            outbox_table(store)
-        );
-        sqlx::query(AssertSqlSafe(sql))
+        sqlx::query("select txid_current()")
             .execute(&mut connection)
             .await?;
         Ok(Self { connection })
@@ -47,9 +47,9 @@ impl Snapshot {
     }
 }
 
-/// Dead row versions in the store's outbox, as a fresh `ANALYZE` counts
-/// them (it samples the table; vacuum cannot remove them yet if a
-/// snapshot still needs them).
+/// Dead row versions in the store's outbox, its slots' in a rotated one,
+/// as a fresh `ANALYZE` counts them (it samples the table; vacuum cannot
+/// remove them yet if a snapshot still needs them).
 pub(super) async fn dead_tuples(store: &PgOutboxStore) -> anyhow::Result<i64> {
     let sql = format!("analyze {}", outbox_table(store));
     sqlx::query(AssertSqlSafe(sql))
@@ -57,7 +57,8 @@ pub(super) async fn dead_tuples(store: &PgOutboxStore) -> anyhow::Result<i64> {
         .await?;
     let options = store.options();
     let dead: i64 = sqlx::query_scalar(
-        "select n_dead_tup from pg_stat_user_tables where schemaname = $1 and relname = $2",
+        "select coalesce(sum(n_dead_tup), 0)::bigint from pg_stat_user_tables \
+         where schemaname = $1 and (relname = $2 or relname like $2 || '\\_slot\\_%')",
     )
     .bind(options.get_schema())
     .bind(options.get_table())
