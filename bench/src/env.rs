@@ -94,9 +94,7 @@ impl Env {
         retention: Retention,
         mode: ClaimMode,
     ) -> anyhow::Result<PgOutboxStore> {
-        let options = PgOutboxOptions::new()
-            .retention(retention)
-            .claim_mode(mode);
+        let options = PgOutboxOptions::new().retention(retention).claim_mode(mode);
         self.store_with(prefix, options).await
     }
 

@@ -258,21 +258,28 @@ fn scale_out_measures_each_count_and_the_takeover_of_a_killed_relay() {
 }
 
 #[test]
-fn pinned_compares_a_run_under_a_held_snapshot_with_a_healthy_one() {
+fn pinned_compares_runs_under_a_held_snapshot_with_healthy_ones_in_both_layouts() {
     let out = run("pinned");
-    assert_figures(
-        &out,
-        "pinned",
-        &[
-            "healthy: commit-to-publish p99",
-            "snapshot held: commit-to-publish p99",
-            "healthy: drain of",
-            "snapshot held: drain of",
-            "healthy: dead row versions in the outbox at the end",
-            "snapshot held: dead row versions in the outbox at the end",
-        ],
-    );
-    for side in ["healthy", "snapshot held"] {
+    let sides = [
+        "plain, healthy",
+        "plain, snapshot held",
+        "rotated, healthy",
+        "rotated, snapshot held",
+    ];
+    let measures: Vec<String> = sides
+        .iter()
+        .flat_map(|side| {
+            [
+                "commit-to-publish p99",
+                "drain of",
+                "dead row versions in the outbox at the end",
+            ]
+            .map(|what| format!("{side}: {what}"))
+        })
+        .collect();
+    let measures: Vec<&str> = measures.iter().map(String::as_str).collect();
+    assert_figures(&out, "pinned", &measures);
+    for side in sides {
         let line = format!("pinned | {side}: committed but unpublished: 0 ");
         assert!(out.contains(&line), "events went missing:\n{out}");
     }

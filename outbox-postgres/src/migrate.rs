@@ -7,10 +7,10 @@ use sqlx::{Connection, PgConnection};
 use tidings_core::StoreError;
 use tracing::{info, instrument};
 
+use crate::Layout;
 use crate::PgOutboxStore;
 use crate::error::{migration_error, store_error};
 use crate::sql::{Target, schema_version};
-use crate::Layout;
 
 impl PgOutboxStore {
     /// Creates the schema, the outbox and inbox tables and their indexes, or

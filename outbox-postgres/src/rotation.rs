@@ -6,10 +6,22 @@
 //! one in the background, at most one at a time per store and every
 //! [`TRY_EVERY`] at most, so any process relaying the table rotates it and
 //! nothing needs running apart. A rotation never waits for a lock: it locks
-//! its slot with `NOWAIT` or gives up until its next try, so claims, settles
+//! its slot with `NOWAIT` or tries again a little later, so claims, settles
 //! and staging never queue behind it.
+//!
+//! A claim's transaction holds a lock on every slot its plan reads until
+//! it settles, and a relay woken by every commit claims nearly all the
+//! time, so the slot would seldom be free. While a rotation tries, for
+//! [`ARMED_FOR`] at most, the store's claims therefore leave its slot out
+//! of their plans (`and r.slot <> n`, a constant, so PostgreSQL neither
+//! reads nor locks it); the claims already holding it settle within a
+//! publish. Rows still in the slot wait those few milliseconds, then move
+//! to the current slot. Per-key claims look into every slot for a key's
+//! older rows, so on a per-key route that claims without pause a slot is
+//! truncated only between claims.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicI16, Ordering};
 use std::time::{Duration, Instant};
 
 use sqlx::{Connection, PgConnection};
@@ -23,6 +35,16 @@ use crate::{Layout, PgOutboxStore};
 
 /// How often a store tries to rotate, at most: four times a slot's length.
 pub(crate) const TRY_EVERY: Duration = Duration::from_millis(250);
+
+/// How long a rotation keeps trying to lock its slot, the store's claims
+/// leaving the slot out meanwhile.
+pub(crate) const ARMED_FOR: Duration = Duration::from_millis(100);
+
+/// The pause between two tries to lock the slot.
+const LOCK_PAUSE: Duration = Duration::from_millis(5);
+
+/// No slot is being truncated.
+const UNARMED: i16 = -1;
 
 /// What one [`PgOutboxStore::rotate`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,10 +77,21 @@ pub enum Rotation {
     },
 }
 
-/// When a store may try its next rotation, and whether one is running.
-#[derive(Debug, Default)]
+/// When a store may try its next rotation, whether one is running, and
+/// which slot it is truncating.
+#[derive(Debug)]
 pub(crate) struct RotationClock {
     state: Mutex<ClockState>,
+    armed: AtomicI16,
+}
+
+impl Default for RotationClock {
+    fn default() -> Self {
+        Self {
+            state: Mutex::default(),
+            armed: AtomicI16::new(UNARMED),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -88,6 +121,13 @@ impl RotationClock {
 }
 
 impl PgOutboxStore {
+    /// The slot a rotation of this store is trying to truncate, which
+    /// claims leave out of their plans; `None` mostly.
+    pub(crate) fn skipped_slot(&self) -> Option<i16> {
+        let armed = self.inner().rotation.armed.load(Ordering::Acquire);
+        (armed != UNARMED).then_some(armed)
+    }
+
     /// Starts a rotation in the background when this store's outbox is
     /// rotated and one is due. Called by every claim.
     pub(crate) fn rotate_when_due(&self) {
@@ -134,10 +174,35 @@ impl PgOutboxStore {
             .fetch_one(&mut *session)
             .await
             .map_err(store_error)?;
-        let rotation = match size {
-            0 => Rotation::Empty { slot },
-            _ => self.truncate(&mut *session, statements, current, slot).await?,
+        if size == 0 {
+            session.finish().await.map_err(store_error)?;
+            return Ok(Rotation::Empty { slot });
+        }
+        let live: i64 = sqlx::query_scalar(statements.live.clone())
+            .persistent(self.persistent())
+            .fetch_one(&mut *session)
+            .await
+            .map_err(store_error)?;
+        if live > crate::MAX_MOVED {
+            session.finish().await.map_err(store_error)?;
+            return Ok(Rotation::Crowded { slot });
+        }
+        let armed = &inner.rotation.armed;
+        armed.store(slot, Ordering::Release);
+        let deadline = Instant::now() + ARMED_FOR;
+        let rotation = loop {
+            let tried = self
+                .truncate(&mut *session, statements, current, slot)
+                .await;
+            match tried {
+                Ok(Rotation::Busy { .. }) if Instant::now() < deadline => {
+                    tokio::time::sleep(LOCK_PAUSE).await;
+                }
+                tried => break tried,
+            }
         };
+        armed.store(UNARMED, Ordering::Release);
+        let rotation = rotation?;
         session.finish().await.map_err(store_error)?;
         if let Rotation::Truncated { moved, .. } = rotation {
             info!(slot, moved, "outbox slot truncated");
@@ -166,14 +231,6 @@ impl PgOutboxStore {
             }
             locked => locked.map_err(store_error)?,
         };
-        let live: i64 = sqlx::query_scalar(statements.live.clone())
-            .persistent(persistent)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(store_error)?;
-        if live > crate::MAX_MOVED {
-            return Ok(Rotation::Crowded { slot });
-        }
         let moved = sqlx::query(statements.moved.clone())
             .persistent(persistent)
             .bind(current)

@@ -18,8 +18,7 @@ use crate::names::TableNames;
 use crate::rotation::RotationClock;
 use crate::sql::Statements;
 use crate::{
-    Layout, PgContext, PgInboxStore, PgOutboxOptions, PgWakeupListener, Pooling, Retention,
-    pooling,
+    Layout, PgContext, PgInboxStore, PgOutboxOptions, PgWakeupListener, Pooling, Retention, pooling,
 };
 
 /// The outbox (and inbox) store on PostgreSQL.

@@ -88,7 +88,11 @@ async fn converting_a_plain_outbox_keeps_pending_in_flight_and_failed_rows() {
     let rotated = PgOutboxStore::new(pool(4).await, options).unwrap();
     assert_eq!(rotated.migrate().await.unwrap(), 1, "the conversion only");
     rotated.verify().await.unwrap();
-    assert_eq!(rows(&rotated).await, before, "ids, states, leases, attempts");
+    assert_eq!(
+        rows(&rotated).await,
+        before,
+        "ids, states, leases, attempts"
+    );
 
     // The lease taken before the conversion still settles its row.
     let settlements = settle_all(&in_flight, Outcome::Published);
@@ -96,10 +100,16 @@ async fn converting_a_plain_outbox_keeps_pending_in_flight_and_failed_rows() {
     assert_eq!(report.published, 1);
     stage_to(&rotated, &ORDER_EVENTS, 1).await;
     let ids: Vec<i64> = rows(&rotated).await.iter().map(|r| r.0).collect();
-    assert!(ids.last() > before.iter().map(|r| r.0).max().as_ref(), "{ids:?}");
+    assert!(
+        ids.last() > before.iter().map(|r| r.0).max().as_ref(),
+        "{ids:?}"
+    );
     assert_eq!(drain(&rotated).await, 2);
     let route = &ORDER_EVENTS.route().name;
-    assert_eq!(rotated.requeue_failed(route, Requeue::All).await.unwrap(), 1);
+    assert_eq!(
+        rotated.requeue_failed(route, Requeue::All).await.unwrap(),
+        1
+    );
     assert_eq!(drain(&rotated).await, 1);
     assert!(rows(&rotated).await.is_empty());
 
@@ -152,7 +162,10 @@ async fn a_rotation_moves_live_rows_to_the_current_slot_and_truncates_its_slot()
         .fetch_one(store.pool())
         .await
         .unwrap();
-    assert_eq!(empty_slots, 0, "the truncated slot and the unused ones take no space");
+    assert_eq!(
+        empty_slots, 0,
+        "the truncated slot and the unused ones take no space"
+    );
 
     let settlements = settle_all(&in_flight, Outcome::Published);
     let report = in_flight.settle(settlements).await.unwrap();
@@ -211,8 +224,14 @@ async fn a_slot_another_transaction_holds_is_left_alone() {
         .await
         .unwrap();
     let started = std::time::Instant::now();
-    assert!(matches!(store.rotate().await.unwrap(), Rotation::Busy { .. }));
-    assert!(started.elapsed() < Duration::from_secs(1), "it does not wait");
+    assert!(matches!(
+        store.rotate().await.unwrap(),
+        Rotation::Busy { .. }
+    ));
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "it does not wait"
+    );
     report.rollback().await.unwrap();
     assert_eq!(rows(&store).await.len(), 9);
     drop_schema(&store).await;

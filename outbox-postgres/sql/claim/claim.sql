@@ -12,7 +12,7 @@ set status = 'in_flight',
     attempts_started = o.attempts_started + 1,
     key_lock = case when $4 then o.ordering_key end
 from picked
-where o.id = picked.id
+where o.id = picked.id {skip_target}
 returning
     o.id, o.event_id, o.route, o.destination, o.event_type, o.payload, o.content_type,
     o.headers::text as headers, o.ordering_key, o.correlation_id, o.causation_id,

@@ -7,6 +7,7 @@
 -- row of a key outright.
 from {outbox} as r
 where r.route = $1 and r.status = 'pending' and r.available_at <= now()
+  {skip}
   and (r.ordering_key is null or (
       -- fast filter: keys in flight under a leased per-key claim
       r.ordering_key not in (

@@ -26,15 +26,20 @@ pub(crate) async fn claim(
     let lease = LeaseToken::new();
     let inner = store.inner();
     let mut session = store.session().await.map_err(store_error)?;
-    let rows = sqlx::query(inner.sql.claim.get(route, request.limit, ClaimMode::Leased))
-        .persistent(store.persistent())
-        .bind(&route.name)
-        .bind(lease.0)
-        .bind(micros(request.lease))
-        .bind(route.ordering == OrderingMode::PerKey)
-        .fetch_all(&mut *session)
-        .await
-        .map_err(store_error)?;
+    let rows = sqlx::query(inner.sql.claim.get(
+        route,
+        request.limit,
+        ClaimMode::Leased,
+        store.skipped_slot(),
+    ))
+    .persistent(store.persistent())
+    .bind(&route.name)
+    .bind(lease.0)
+    .bind(micros(request.lease))
+    .bind(route.ordering == OrderingMode::PerKey)
+    .fetch_all(&mut *session)
+    .await
+    .map_err(store_error)?;
     session.finish().await.map_err(store_error)?;
     let rows = ClaimedRow::decode_all(&rows)?;
     Ok((lease, into_records(rows, route.hlc_ordering)))

@@ -39,7 +39,11 @@ pub(crate) async fn claim(
     limit: usize,
     lease: Duration,
 ) -> Result<(ClaimConnection, Vec<PgRow>), StoreError> {
-    let (name, sql) = store.inner().sql.claim.locked(route, limit);
+    let (name, sql) = store
+        .inner()
+        .sql
+        .claim
+        .locked(route, limit, store.skipped_slot());
     let script = format!(
         "{};\nexecute {name}({})",
         begin_statement(lease),

@@ -56,7 +56,7 @@ pub(crate) async fn claim(
     let permit = inner.claims.permit().await?;
     let begin = AssertSqlSafe(begin_statement(lease));
     let mut tx = inner.pool.begin_with(begin).await.map_err(store_error)?;
-    let (_, sql) = inner.sql.claim.locked(route, limit);
+    let (_, sql) = inner.sql.claim.locked(route, limit, store.skipped_slot());
     let rows = sqlx::query(sql)
         .persistent(false)
         .bind(&route.name)

@@ -20,7 +20,7 @@ use crate::params;
 
 /// Rendered statements kept per store; limits beyond these are rendered
 /// on every claim rather than kept.
-const KEPT: usize = 16;
+const KEPT: usize = 64;
 
 /// The eight claim templates of a store (each of the two claims around
 /// each of the four selections of claimable rows) and the statements
@@ -30,7 +30,7 @@ pub(crate) struct ClaimStatements {
     /// By [`Kind::index`], with the store's names filled in and `{limit}`
     /// open.
     templates: Arc<[String; 8]>,
-    rendered: Arc<Mutex<Vec<(Kind, usize, SqlStr)>>>,
+    rendered: Arc<Mutex<Vec<(Kind, usize, Option<i16>, SqlStr)>>>,
 }
 
 /// Which claim: by ordering mode, clock and how the rows are held.
@@ -79,35 +79,63 @@ impl ClaimStatements {
         }
     }
 
-    /// The claim of at most `limit` rows for `route`'s ordering mode. A
-    /// leased claim binds the route name, the lease token, the lease in
+    /// The claim of at most `limit` rows for `route`'s ordering mode,
+    /// leaving slot `skip` of a rotated outbox out of its plan. A leased
+    /// claim binds the route name, the lease token, the lease in
     /// microseconds and whether the route is per key; a locked one (`mode`
     /// [`ClaimMode::Locked`]) the route name only.
-    pub(crate) fn get(&self, route: &Route, limit: usize, mode: ClaimMode) -> SqlStr {
-        self.render(Kind::of(route, mode), limit)
+    pub(crate) fn get(
+        &self,
+        route: &Route,
+        limit: usize,
+        mode: ClaimMode,
+        skip: Option<i16>,
+    ) -> SqlStr {
+        self.render(Kind::of(route, mode), limit, skip)
     }
 
-    /// The locked claim of at most `limit` rows for `route`, and the name
-    /// it is prepared under on a claim connection: one name per statement
-    /// text of the store.
-    pub(crate) fn locked(&self, route: &Route, limit: usize) -> (String, SqlStr) {
+    /// The locked claim of at most `limit` rows for `route`, leaving slot
+    /// `skip` out, and the name it is prepared under on a claim
+    /// connection: one name per statement text of the store.
+    pub(crate) fn locked(
+        &self,
+        route: &Route,
+        limit: usize,
+        skip: Option<i16>,
+    ) -> (String, SqlStr) {
         let kind = Kind::of(route, ClaimMode::Locked);
-        let name = format!("tidings_claim_{}_{}", kind.index(), params::limit(limit));
-        (name, self.render(kind, limit))
+        let skipped = skip.map_or_else(String::new, |slot| format!("_{slot}"));
+        let name = format!(
+            "tidings_claim_{}_{}{skipped}",
+            kind.index(),
+            params::limit(limit)
+        );
+        (name, self.render(kind, limit, skip))
     }
 
-    fn render(&self, kind: Kind, limit: usize) -> SqlStr {
+    fn render(&self, kind: Kind, limit: usize, skip: Option<i16>) -> SqlStr {
         let mut rendered = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, _, sql)) = rendered.iter().find(|(k, l, _)| (*k, *l) == (kind, limit)) {
+        let key = (kind, limit, skip);
+        if let Some((.., sql)) = rendered.iter().find(|(k, l, s, _)| (*k, *l, *s) == key) {
             return sql.clone();
         }
         let written = params::limit(limit).to_string();
-        let text = self.templates[kind.index()].replace("{limit}", &written);
+        let (skip_rows, skip_target) = match skip {
+            Some(slot) => (
+                format!("and r.slot <> {slot}"),
+                format!("and o.slot <> {slot}"),
+            ),
+            None => (String::new(), String::new()),
+        };
+        let text = self.templates[kind.index()]
+            .replace("{limit}", &written)
+            .replace("{skip}", &skip_rows)
+            .replace("{skip_target}", &skip_target);
         // Safe: besides the store's validated, quoted names, the only text
-        // written in is the decimal digits of an integer.
+        // written in is the decimal digits of integers.
         let sql = AssertSqlSafe(text).into_sql_str();
         if rendered.len() < KEPT {
-            rendered.push((kind, limit, sql.clone()));
+            rendered.push((kind, limit, skip, sql.clone()));
         }
         sql
     }
@@ -144,19 +172,26 @@ mod tests {
         let names = TableNames::new("s", "o", "i").expect("valid names");
         let claims = ClaimStatements::new(&names);
         let route = EVENTS.route();
-        let sql = claims.get(route, 250, ClaimMode::Leased);
+        let sql = claims.get(route, 250, ClaimMode::Leased, None);
         assert!(sql.as_str().contains("limit 250"), "{}", sql.as_str());
         assert!(!sql.as_str().contains('{'), "{}", sql.as_str());
+        assert!(!sql.as_str().contains("slot"), "{}", sql.as_str());
         assert_eq!(
-            claims.get(route, 250, ClaimMode::Leased).as_str(),
+            claims.get(route, 250, ClaimMode::Leased, None).as_str(),
             sql.as_str()
         );
-        let largest = claims.get(route, usize::MAX, ClaimMode::Leased);
+        let skipping = claims.get(route, 250, ClaimMode::Leased, Some(2));
+        assert!(skipping.as_str().contains("and r.slot <> 2"));
+        assert!(skipping.as_str().contains("and o.slot <> 2"));
+        let (name, locked) = claims.locked(route, 250, Some(3));
+        assert!(name.ends_with("_250_3"), "{name}");
+        assert!(locked.as_str().contains("and r.slot <> 3"));
+        let largest = claims.get(route, usize::MAX, ClaimMode::Leased, None);
         assert!(largest.as_str().contains(&format!("limit {}\n", i64::MAX)));
         for limit in 0..2 * KEPT {
             assert!(
                 claims
-                    .get(route, limit, ClaimMode::Leased)
+                    .get(route, limit, ClaimMode::Leased, None)
                     .as_str()
                     .contains(&format!("limit {limit}\n"))
             );
@@ -179,7 +214,10 @@ mod tests {
         let names = TableNames::new("s", "o", "i").expect("valid names");
         let claims = ClaimStatements::new(&names);
         for (index, template) in claims.templates.iter().enumerate() {
-            let sql = template.replace("{limit}", "7");
+            let sql = template
+                .replace("{limit}", "7")
+                .replace("{skip}", "")
+                .replace("{skip_target}", "");
             assert!(!sql.contains('{'), "{sql}");
             assert!(
                 sql.contains("limit 7\nfor update of r skip locked"),
