@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use tidings_postgres::Layout;
 
 use crate::scenarios::Scenario;
 
@@ -48,6 +49,9 @@ pub(crate) struct Sizes {
     pub(crate) mongo_events: usize,
     /// The steady rates of mongo-latency, events per second.
     pub(crate) mongo_rates: Vec<u32>,
+    /// The layout of the PostgreSQL outboxes that delete published rows
+    /// (pinned runs both).
+    pub(crate) layout: Layout,
 }
 
 impl Default for Sizes {
@@ -71,6 +75,7 @@ impl Default for Sizes {
             pinned_rate: 500,
             mongo_events: 2_000,
             mongo_rates: vec![20, 100],
+            layout: Layout::Plain,
         }
     }
 }
@@ -139,6 +144,7 @@ options:
   --pinned-rate <n>          (default 500)
   --mongo-events <n>         (default 2000)
   --mongo-rates <a,b,..>     (default 20,100)
+  --layout plain|rotated     PostgreSQL outboxes deleting published rows (default plain)
 
 PostgreSQL, RabbitMQ and Kafka are read from DATABASE_URL, AMQP_URL and
 KAFKA_BROKERS; drain-rabbitmq-pooled also reaches PostgreSQL through the
@@ -210,6 +216,13 @@ fn apply(sizes: &mut Sizes, flag: &str, value: &str) -> anyhow::Result<()> {
         "--mongo-events" => sizes.mongo_events = value.parse::<usize>()?.max(1),
         "--mongo-rates" => {
             sizes.mongo_rates = value.split(',').map(str::parse).collect::<Result<_, _>>()?;
+        }
+        "--layout" => {
+            sizes.layout = match value {
+                "plain" => Layout::Plain,
+                "rotated" => Layout::Rotated,
+                other => bail!("unknown layout {other}: plain or rotated"),
+            }
         }
         other => bail!("unknown option {other}\n\n{USAGE}"),
     }

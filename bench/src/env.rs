@@ -7,7 +7,7 @@ use anyhow::Context;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgSslMode};
 use sqlx::{AssertSqlSafe, PgPool};
 use tidings_core::OutboxSpec;
-use tidings_postgres::{ClaimMode, PgOutboxOptions, PgOutboxStore, Pooling, Retention};
+use tidings_postgres::{ClaimMode, Layout, PgOutboxOptions, PgOutboxStore, Pooling, Retention};
 use tidings_rabbitmq::{ConnectionOptions, QueueOptions, Topology};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{SETUP_COMMAND, amqp_url, database_url, pgbouncer_url};
@@ -21,6 +21,8 @@ pub(crate) struct Env {
     pub(crate) amqp_url: String,
     /// The pool every store of the run shares.
     pub(crate) pool: PgPool,
+    /// The layout of stores that delete published rows.
+    pub(crate) layout: Layout,
 }
 
 /// How the bench reaches PostgreSQL: `url` as given, except that a URL
@@ -38,7 +40,7 @@ pub(crate) fn connect_options(url: &str) -> anyhow::Result<PgConnectOptions> {
 
 impl Env {
     /// Connects to the database and checks the broker answers.
-    pub(crate) async fn connect(max_connections: u32) -> anyhow::Result<Self> {
+    pub(crate) async fn connect(max_connections: u32, layout: Layout) -> anyhow::Result<Self> {
         let database_url = database_url();
         let pool = open_pool(&database_url, max_connections)
             .await
@@ -46,6 +48,7 @@ impl Env {
         Ok(Self {
             amqp_url: amqp_url(),
             pool,
+            layout,
         })
     }
 
@@ -193,11 +196,16 @@ async fn open_pool(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
 /// database directly: a store in a database of its own passes its pool.
 pub(crate) async fn stop_autovacuum_on(pool: &PgPool, store: &PgOutboxStore) -> anyhow::Result<()> {
     let schema = store.options().get_schema();
-    let tables: Vec<String> =
-        sqlx::query_scalar("select tablename::text from pg_tables where schemaname = $1")
-            .bind(schema)
-            .fetch_all(pool)
-            .await?;
+    // Plain tables only: a rotated outbox's slots are its tables, and a
+    // partitioned table takes no storage parameters.
+    let tables: Vec<String> = sqlx::query_scalar(
+        "select c.relname::text from pg_class as c \
+         join pg_namespace as n on n.oid = c.relnamespace \
+         where n.nspname = $1 and c.relkind = 'r'",
+    )
+    .bind(schema)
+    .fetch_all(pool)
+    .await?;
     for table in tables {
         let sql = format!("alter table \"{schema}\".\"{table}\" set (autovacuum_enabled = false)");
         sqlx::query(AssertSqlSafe(sql)).execute(pool).await?;

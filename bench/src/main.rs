@@ -59,7 +59,7 @@ fn main() -> anyhow::Result<()> {
             Command::Help => Ok(()),
             Command::Run { scenarios, sizes } => {
                 let connections = sizes.clients as u32 + EXTRA_CONNECTIONS;
-                let env = Env::connect(connections).await?;
+                let env = Env::connect(connections, sizes.layout).await?;
                 let mut figures: Vec<Figure> = Vec::new();
                 for scenario in scenarios {
                     let mut report = |figure: Figure| {
