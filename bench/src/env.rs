@@ -97,7 +97,14 @@ impl Env {
         retention: Retention,
         mode: ClaimMode,
     ) -> anyhow::Result<PgOutboxStore> {
-        let options = PgOutboxOptions::new().retention(retention).claim_mode(mode);
+        let layout = match retention {
+            Retention::Delete => self.layout,
+            Retention::Keep => Layout::Plain,
+        };
+        let options = PgOutboxOptions::new()
+            .retention(retention)
+            .claim_mode(mode)
+            .layout(layout);
         self.store_with(prefix, options).await
     }
 
