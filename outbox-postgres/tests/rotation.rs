@@ -1,16 +1,18 @@
 //! The rotated outbox: converting a plain one in place, truncating a slot
-//! with its live rows moved first, idempotent staging across slots, and a
-//! slot some transaction holds left alone.
+//! with its live rows moved first (directly and behind a transaction
+//! pooler), idempotent staging across slots, and a slot some transaction
+//! holds left alone.
 
 mod support;
 
 use std::time::Duration;
 
 use sqlx::{AssertSqlSafe, Connection, PgConnection};
+use support::pooler::{pooled_pool, pooled_store_on};
 use support::{ORDER_EVENTS, drop_schema, pool, stage_to, store_on_options};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Requeue, StoreError};
 use tidings_postgres::{
-    ClaimMode, Layout, PgBatch, PgOutboxOptions, PgOutboxStore, Retention, Rotation,
+    ClaimMode, Layout, PgBatch, PgOutboxOptions, PgOutboxStore, Pooling, Retention, Rotation,
 };
 use tidings_testing::services::database_url;
 use tidings_testing::store::settle_all;
@@ -45,9 +47,19 @@ async fn rows(store: &PgOutboxStore) -> Vec<(i64, String, Option<Uuid>, i32)> {
         outbox(store)
     );
     sqlx::query_as(AssertSqlSafe(sql))
-        .fetch_all(store.pool())
+        .fetch_all(&direct(store).await)
         .await
         .unwrap()
+}
+
+/// A pool reaching the server directly, for the test's own statements:
+/// the store's own, unless it goes through the pooler in transaction
+/// mode, which takes only the store's.
+async fn direct(store: &PgOutboxStore) -> sqlx::PgPool {
+    match store.options().get_pooling() {
+        Pooling::Direct => store.pool().clone(),
+        Pooling::Transaction => pool(1).await,
+    }
 }
 
 /// Stages three events, claims one under a lease and leaves it in flight,
@@ -122,17 +134,18 @@ async fn converting_a_plain_outbox_keeps_pending_in_flight_and_failed_rows() {
 /// Moves every row into the slot due for truncation and rotates, until a
 /// rotation truncates that slot; returns how many rows it moved.
 async fn rotate_with_rows_in_due_slot(store: &PgOutboxStore) -> u64 {
+    let direct = direct(store).await;
     for _ in 0..20 {
         let due: i16 = sqlx::query_scalar(
             "select ((floor(extract(epoch from statement_timestamp()))::bigint + 2) % 4)::smallint",
         )
-        .fetch_one(store.pool())
+        .fetch_one(&direct)
         .await
         .unwrap();
         let sql = format!("update {} set slot = $1 where slot <> $1", outbox(store));
         sqlx::query(AssertSqlSafe(sql))
             .bind(due)
-            .execute(store.pool())
+            .execute(&direct)
             .await
             .unwrap();
         match store.rotate().await.unwrap() {
@@ -174,6 +187,21 @@ async fn a_rotation_moves_live_rows_to_the_current_slot_and_truncates_its_slot()
     let route = &ORDER_EVENTS.route().name;
     assert_eq!(store.requeue_failed(route, Requeue::All).await.unwrap(), 1);
     assert_eq!(drain(&store).await, 1);
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn a_rotation_behind_a_transaction_pooler_truncates_its_slot_keeping_live_rows() {
+    let options = PgOutboxOptions::new()
+        .claim_mode(ClaimMode::Locked)
+        .layout(Layout::Rotated);
+    let store = pooled_store_on(pooled_pool(8).await, options).await;
+    stage_to(&store, &ORDER_EVENTS, 4).await;
+    let before = rows(&store).await;
+
+    assert_eq!(rotate_with_rows_in_due_slot(&store).await, 4);
+    assert_eq!(rows(&store).await, before);
+    assert_eq!(drain(&store).await, 4);
     drop_schema(&store).await;
 }
 

@@ -205,7 +205,7 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     /// passes overlap (see the module docs).
     pub async fn drain(&self) -> Result<PassReport, StoreError> {
         if self.pipelines() {
-            return pipeline::drain_pipelined(
+            return pipeline::drain_parallel(
                 &self.store,
                 &self.publisher,
                 &self.lane,

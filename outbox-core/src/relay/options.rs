@@ -26,6 +26,7 @@ pub struct RelayOptions {
     pub(crate) max_crashes: u32,
     pub(crate) error_backoff: Backoff,
     pub(crate) sweep_interval: Option<Duration>,
+    pub(crate) drains: usize,
 }
 
 impl RelayOptions {
@@ -49,6 +50,10 @@ impl RelayOptions {
     /// default lease, so a dead relay's rows wait at most a little longer
     /// than their lease.
     pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
+    /// Default [`drains`](Self::drains): two, whose claims and settles
+    /// take the four claim connections a PostgreSQL store keeps by
+    /// default.
+    pub const DEFAULT_DRAINS: usize = 2;
 
     /// The most rows claimed per pass. A relay claims only a
     /// [`publish_window`](Self::publish_window)'s worth when it starts and
@@ -109,6 +114,26 @@ impl RelayOptions {
         self
     }
 
+    /// How many pipelined drains work an unordered route's backlog at
+    /// once, each claiming, publishing and settling its own batches; the
+    /// store hands each its own rows, and their publishes overlap, so one
+    /// batch's confirms are awaited while the next is sent. The others
+    /// start only once a claim comes back full, so a relay woken for a few
+    /// rows claims once, and only while claims are wide: after a claim
+    /// holding a row that crashed, a single drain claims a window at a
+    /// time. Per-key routes always claim one batch at a time.
+    ///
+    /// At least 1.
+    pub fn drains(mut self, drains: usize) -> Self {
+        self.drains = drains.max(1);
+        self
+    }
+
+    /// The [`drains`](Self::drains) setting.
+    pub fn get_drains(&self) -> usize {
+        self.drains
+    }
+
     /// The [`batch_size`](Self::batch_size) setting.
     pub fn get_batch_size(&self) -> usize {
         self.batch_size
@@ -155,6 +180,7 @@ impl Default for RelayOptions {
             max_crashes: Self::DEFAULT_MAX_CRASHES,
             error_backoff: Self::DEFAULT_ERROR_BACKOFF,
             sweep_interval: Some(Self::DEFAULT_SWEEP_INTERVAL),
+            drains: Self::DEFAULT_DRAINS,
         }
     }
 }

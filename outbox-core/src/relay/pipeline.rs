@@ -28,19 +28,57 @@ use super::width::ClaimWidth;
 use super::{PassReport, RelayOptions};
 use crate::{ClaimedBatch, OutboxStore, Publisher, Settlement, StoreError};
 
-/// Claims, publishes and settles batches, overlapped, until a claim comes
-/// back short of a full batch; returns the sum.
-pub(super) async fn drain_pipelined<S: OutboxStore, P: Publisher>(
+/// Drains an unordered route's backlog: one pipelined drain, joined by
+/// [`drains`](RelayOptions::drains) − 1 more once its first claim comes
+/// back full while claims are wide; returns the sum, or the first error
+/// once every drain has settled what it claimed.
+pub(super) async fn drain_parallel<S: OutboxStore, P: Publisher>(
     store: &S,
     publisher: &P,
     lane: &Lane,
     config: &RelayOptions,
     width: &ClaimWidth,
 ) -> Result<PassReport, StoreError> {
+    let first = claim(store, lane, config, width)
+        .instrument(pass_span(&lane.route))
+        .await?;
+    let full = first.0.records().len() >= first.1;
+    let more = match full && width.is_wide() {
+        true => config.drains - 1,
+        false => 0,
+    };
+    let others = (0..more).map(|_| drain_pipelined(store, publisher, lane, config, width, None));
+    let (first, others) = join(
+        drain_pipelined(store, publisher, lane, config, width, Some(first)),
+        futures::future::join_all(others),
+    )
+    .await;
+    let mut total = first?;
+    for other in others {
+        total.add(other?);
+    }
+    Ok(total)
+}
+
+/// Claims (unless handed its `first` batch), publishes and settles
+/// batches, overlapped, until a claim comes back short of a full batch;
+/// returns the sum.
+async fn drain_pipelined<S: OutboxStore, P: Publisher>(
+    store: &S,
+    publisher: &P,
+    lane: &Lane,
+    config: &RelayOptions,
+    width: &ClaimWidth,
+    first: Option<(S::Batch, usize)>,
+) -> Result<PassReport, StoreError> {
     async move {
         let mut total = PassReport::default();
         let mut error = None;
-        let mut batch = Some(claim(store, lane, config, width).await?);
+        let first = match first {
+            Some(first) => first,
+            None => claim(store, lane, config, width).await?,
+        };
+        let mut batch = Some(first);
         let mut published: Option<(S::Batch, Vec<Settlement>)> = None;
         while let Some((current, limit)) = batch.take() {
             let claimed = current.records().len();
@@ -226,7 +264,7 @@ mod tests {
         let publisher = Keep::default();
         let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
             .unwrap()
-            .options(RelayOptions::default().batch_size(100));
+            .options(RelayOptions::default().batch_size(100).drains(1));
 
         let report = relay.drain().await.unwrap();
 
@@ -234,5 +272,27 @@ mod tests {
         assert_eq!(store.pending_count("events"), 0);
         let published = publisher.0.lock().unwrap().clone();
         assert_eq!(published, (0..250).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn parallel_drains_publish_every_event_once() {
+        let store = MemoryStore::new();
+        let mut ctx = store.begin();
+        for n in 0..2_050_u32 {
+            ctx.outbox().stage(&EVENTS, "test.event", &n).unwrap();
+        }
+        ctx.commit().unwrap();
+        let publisher = Keep::default();
+        let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
+            .unwrap()
+            .options(RelayOptions::default().batch_size(100).drains(3));
+
+        let report = relay.drain().await.unwrap();
+
+        assert_eq!((report.claimed, report.published), (2_050, 2_050));
+        assert_eq!(store.pending_count("events"), 0);
+        let mut published = publisher.0.lock().unwrap().clone();
+        published.sort_unstable();
+        assert_eq!(published, (0..2_050).collect::<Vec<_>>());
     }
 }

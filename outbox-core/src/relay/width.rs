@@ -30,6 +30,11 @@ impl ClaimWidth {
         }
     }
 
+    /// Whether the next claim is a whole batch.
+    pub(super) fn is_wide(&self) -> bool {
+        self.wide.load(Ordering::Relaxed)
+    }
+
     /// Widens the next claim after one whose rows never crashed, narrows
     /// it after one with a row that did.
     pub(super) fn observe(&self, records: &[OutboxRecord]) {
