@@ -192,7 +192,7 @@ impl PgOutboxStore {
         let deadline = Instant::now() + ARMED_FOR;
         let rotation = loop {
             let tried = self
-                .truncate(&mut *session, statements, current, slot)
+                .truncate(&mut session, statements, current, slot)
                 .await;
             match tried {
                 Ok(Rotation::Busy { .. }) if Instant::now() < deadline => {

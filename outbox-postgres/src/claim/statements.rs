@@ -30,8 +30,12 @@ pub(crate) struct ClaimStatements {
     /// By [`Kind::index`], with the store's names filled in and `{limit}`
     /// open.
     templates: Arc<[String; 8]>,
-    rendered: Arc<Mutex<Vec<(Kind, usize, Option<i16>, SqlStr)>>>,
+    rendered: Arc<Mutex<Vec<Rendered>>>,
 }
+
+/// A rendered claim: its kind, row limit, the slot it leaves out, and its
+/// text.
+type Rendered = (Kind, usize, Option<i16>, SqlStr);
 
 /// Which claim: by ordering mode, clock and how the rows are held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
