@@ -191,9 +191,7 @@ impl PgOutboxStore {
         armed.store(slot, Ordering::Release);
         let deadline = Instant::now() + ARMED_FOR;
         let rotation = loop {
-            let tried = self
-                .truncate(&mut session, statements, current, slot)
-                .await;
+            let tried = self.truncate(&mut session, statements, current, slot).await;
             match tried {
                 Ok(Rotation::Busy { .. }) if Instant::now() < deadline => {
                     tokio::time::sleep(LOCK_PAUSE).await;
