@@ -36,6 +36,14 @@ impl TableNames {
                 "the outbox table {outbox:?} would share its name with the inbox's _attempts table; give it another name"
             )));
         }
+        if inbox
+            .strip_prefix(outbox)
+            .is_some_and(|rest| rest.starts_with("_slot_"))
+        {
+            return Err(StoreError::Invalid(format!(
+                "the inbox table {inbox:?} would share its name with a slot of a rotated outbox {outbox:?}; give it another name"
+            )));
+        }
         for suffix in ["_migrations", "_claims"] {
             if inbox.strip_suffix(suffix) == Some(outbox) {
                 return Err(StoreError::Invalid(format!(
@@ -223,6 +231,7 @@ mod tests {
         assert!(TableNames::new("public", "t", "t_claims").is_err());
         assert!(TableNames::new("public", "t", "t_migrations").is_err());
         assert!(TableNames::new("public", "t_attempts", "t").is_err());
+        assert!(TableNames::new("public", "t", "t_slot_0").is_err());
         assert!(TableNames::new("public", "t", "t_inbox").is_ok());
     }
 }

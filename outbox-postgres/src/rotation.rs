@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use sqlx::{Connection, PgConnection};
 use tidings_core::StoreError;
 use tidings_core::port::error_chain;
-use tracing::{debug, info, instrument, warn};
+use tracing::{debug, instrument, warn};
 
 use crate::error::store_error;
 use crate::sql::SlotStatements;
@@ -120,6 +120,23 @@ impl RotationClock {
     }
 }
 
+/// The slot a rotation is truncating, which the store's claims leave out
+/// until this is dropped, however the rotation ends.
+struct Armed<'a>(&'a AtomicI16);
+
+impl<'a> Armed<'a> {
+    fn new(armed: &'a AtomicI16, slot: i16) -> Self {
+        armed.store(slot, Ordering::Release);
+        Self(armed)
+    }
+}
+
+impl Drop for Armed<'_> {
+    fn drop(&mut self) {
+        self.0.store(UNARMED, Ordering::Release);
+    }
+}
+
 impl PgOutboxStore {
     /// The slot a rotation of this store is trying to truncate, which
     /// claims leave out of their plans; `None` mostly.
@@ -187,8 +204,7 @@ impl PgOutboxStore {
             session.finish().await.map_err(store_error)?;
             return Ok(Rotation::Crowded { slot });
         }
-        let armed = &inner.rotation.armed;
-        armed.store(slot, Ordering::Release);
+        let armed = Armed::new(&inner.rotation.armed, slot);
         let deadline = Instant::now() + ARMED_FOR;
         let rotation = loop {
             let tried = self.truncate(&mut session, statements, current, slot).await;
@@ -199,11 +215,11 @@ impl PgOutboxStore {
                 tried => break tried,
             }
         };
-        armed.store(UNARMED, Ordering::Release);
+        drop(armed);
         let rotation = rotation?;
         session.finish().await.map_err(store_error)?;
         if let Rotation::Truncated { moved, .. } = rotation {
-            info!(slot, moved, "outbox slot truncated");
+            debug!(slot, moved, "outbox slot truncated");
         }
         Ok(rotation)
     }

@@ -12,8 +12,10 @@
 //! On an unordered route a backlog drains pipelined: while one batch is
 //! published, the next is claimed and the previous one settled, both at
 //! once, so the relay moves at the pace of the slowest step rather than of
-//! all three in turn. Per-key routes claim only after settling, since a settle is what
-//! releases their keys.
+//! all three in turn. Two such drains work a backlog at once
+//! ([`drains`](RelayOptions::drains)), so one batch's confirms are awaited
+//! while the next is published. Per-key routes claim only after settling,
+//! since a settle is what releases their keys.
 //!
 //! A batch reaches the publisher a [`publish_window`] at a time, each
 //! window after the one before has been answered, so the window bounds the

@@ -8,8 +8,9 @@
 //! broker on another machine) the store's round trips are what a drain
 //! waits for, and the database works on the settle and the claim at once.
 //!
-//! At most three batches are held at once (one of each), all under their
-//! own leases. A batch whose next claim is still waiting once it has been
+//! At most three batches are held at once by a drain (one of each), all
+//! under their own leases; with [`drains`](RelayOptions::drains) above one,
+//! each drain holds its own. A batch whose next claim is still waiting once it has been
 //! published is settled at once instead of on the next turn, so a claim
 //! never waits on a batch that waits for it. A batch once claimed is
 //! always published and settled: after a failed settle or claim, the

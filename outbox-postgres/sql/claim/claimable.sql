@@ -4,9 +4,9 @@
 -- that index serves the claim whatever the statistics say. The row limit is
 -- written in: with a parameter there, PostgreSQL's generic plan assumes a
 -- tenth of the table and loses to a fresh plan every time, so every claim
--- was planned anew. The line after the filter is empty, or, in a rotated outbox whose slot
--- is about to be truncated, leaves that slot out of the plan (see
--- rotation.rs).
+-- was planned anew. The line after the filter is empty or, in a rotated
+-- outbox whose slot is about to be truncated, leaves that slot out of the
+-- plan (see rotation.rs).
 from {outbox} as r
 where r.route = $1 and r.status = 'pending' and r.available_at <= now()
   {skip}
