@@ -4,7 +4,7 @@
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
 use crate::claim::statements::ClaimStatements;
-use crate::layout::{self, Layout, MAX_MOVED, SLOT_SECONDS, SLOTS};
+use crate::layout::{self, Layout, MAX_MOVED, SLOTS};
 use crate::names::TableNames;
 
 /// One versioned migration: applied once per outbox table, in version
@@ -169,7 +169,6 @@ impl Statements {
                 .replace("{unstored_rows}", unstored_rows)
                 .replace("{unstored_one}", unstored_one)
                 .replace("{current_slot}", &layout::current_slot_sql())
-                .replace("{slot_seconds}", &SLOT_SECONDS.to_string())
                 .replace("{slots}", &SLOTS.to_string())
                 .replace("{max_moved}", &MAX_MOVED.to_string());
             AssertSqlSafe(names.render(&template)).into_sql_str()
