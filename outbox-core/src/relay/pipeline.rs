@@ -231,14 +231,21 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn claims_wider_than_the_publish_window_are_published_a_window_at_a_time() {
+    /// A store holding `events` pending events numbered from 0, staged in
+    /// one transaction.
+    fn staged(events: u32) -> MemoryStore {
         let store = MemoryStore::new();
         let mut ctx = store.begin();
-        for n in 0..620_u32 {
+        for n in 0..events {
             ctx.outbox().stage(&EVENTS, "test.event", &n).unwrap();
         }
         ctx.commit().unwrap();
+        store
+    }
+
+    #[tokio::test]
+    async fn claims_wider_than_the_publish_window_are_published_a_window_at_a_time() {
+        let store = staged(620);
         let publisher = Windows::default();
         let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
             .unwrap()
@@ -256,12 +263,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_pipelined_drain_publishes_every_event_once_in_staging_order() {
-        let store = MemoryStore::new();
-        let mut ctx = store.begin();
-        for n in 0..250_u32 {
-            ctx.outbox().stage(&EVENTS, "test.event", &n).unwrap();
-        }
-        ctx.commit().unwrap();
+        let store = staged(250);
         let publisher = Keep::default();
         let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
             .unwrap()
@@ -277,12 +279,7 @@ mod tests {
 
     #[tokio::test]
     async fn parallel_drains_publish_every_event_once() {
-        let store = MemoryStore::new();
-        let mut ctx = store.begin();
-        for n in 0..2_050_u32 {
-            ctx.outbox().stage(&EVENTS, "test.event", &n).unwrap();
-        }
-        ctx.commit().unwrap();
+        let store = staged(2_050);
         let publisher = Keep::default();
         let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
             .unwrap()
