@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use sqlx::{AssertSqlSafe, Connection, PgConnection};
 use support::pooler::{pooled_pool, pooled_store_on};
-use support::{ORDER_EVENTS, drop_schema, pool, stage_to, store_on_options};
+use support::{ORDER_EVENTS, drop_schema, pool, stage_to, stage_with_id, store_on_options};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Requeue, StoreError};
 use tidings_postgres::{
     ClaimMode, Layout, PgBatch, PgOutboxOptions, PgOutboxStore, Pooling, Retention, Rotation,
@@ -209,21 +209,13 @@ async fn a_rotation_behind_a_transaction_pooler_truncates_its_slot_keeping_live_
 async fn an_event_id_staged_again_after_its_slot_turned_is_skipped() {
     let store = store_on_options(pool(4).await, leased(Layout::Rotated)).await;
     let id = Uuid::now_v7();
-    let stage = async || {
-        let mut ctx = store.begin().await.unwrap();
-        ctx.outbox()
-            .stage(&ORDER_EVENTS, "order.placed", &1)
-            .unwrap()
-            .event_id(id);
-        ctx.commit().await.unwrap();
-    };
-    stage().await;
+    stage_with_id(&store, id).await;
     let sql = format!("update {} set slot = (slot + 1) % 4", outbox(&store));
     sqlx::query(AssertSqlSafe(sql))
         .execute(store.pool())
         .await
         .unwrap();
-    stage().await;
+    stage_with_id(&store, id).await;
     assert_eq!(rows(&store).await.len(), 1);
     drop_schema(&store).await;
 }

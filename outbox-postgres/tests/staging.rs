@@ -4,7 +4,7 @@
 mod support;
 
 use sqlx::{AssertSqlSafe, Connection};
-use support::{ORDER_EVENTS, drop_schema, row_count, store};
+use support::{ORDER_EVENTS, drop_schema, row_count, stage_with_id, store};
 use tidings_postgres::{CommitError, PgOutboxStore, Retention};
 use uuid::Uuid;
 
@@ -145,12 +145,7 @@ async fn staging_an_event_id_twice_is_idempotent() {
     let store = store(Retention::Delete).await;
     let id = Uuid::now_v7();
     for _ in 0..2 {
-        let mut ctx = store.begin().await.unwrap();
-        ctx.outbox()
-            .stage(&ORDER_EVENTS, "order.placed", &1)
-            .unwrap()
-            .event_id(id);
-        ctx.commit().await.unwrap();
+        stage_with_id(&store, id).await;
     }
     assert_eq!(row_count(&store).await, 1);
     drop_schema(&store).await;

@@ -106,6 +106,17 @@ pub(crate) async fn stage_to(store: &PgOutboxStore, spec: &OutboxSpec<u64>, even
     ctx.commit().await.unwrap();
 }
 
+/// Stages one event of [`ORDER_EVENTS`] under the chosen `id`, in a
+/// transaction of its own.
+pub(crate) async fn stage_with_id(store: &PgOutboxStore, id: uuid::Uuid) {
+    let mut ctx = store.begin().await.unwrap();
+    ctx.outbox()
+        .stage(&ORDER_EVENTS, "order.placed", &1)
+        .unwrap()
+        .event_id(id);
+    ctx.commit().await.unwrap();
+}
+
 /// Rows in the store's outbox table, whatever their route or status.
 pub(crate) async fn row_count(store: &PgOutboxStore) -> i64 {
     let sql = format!(
