@@ -12,9 +12,9 @@
 //! On an unordered route a backlog drains pipelined: while one batch is
 //! published, the next is claimed and the previous one settled, both at
 //! once, so the relay moves at the pace of the slowest step rather than of
-//! all three in turn. Two such drains work a backlog at once
-//! ([`drains`](RelayOptions::drains)), so one batch's confirms are awaited
-//! while the next is published. Per-key routes claim only after settling,
+//! all three in turn. Several such drains may work a backlog at once
+//! ([`drains`](RelayOptions::drains), one by default, so keyed messages
+//! keep their order across batches). Per-key routes claim only after settling,
 //! since a settle is what releases their keys.
 //!
 //! A batch reaches the publisher a [`publish_window`] at a time, each
