@@ -70,6 +70,10 @@ impl ClaimedBatch for MongoBatch {
         &self.records
     }
 
+    fn take_records(&mut self) -> Vec<OutboxRecord> {
+        std::mem::take(&mut self.records)
+    }
+
     #[instrument(
         skip_all,
         fields(

@@ -42,6 +42,10 @@ impl ClaimedBatch for MemoryBatch {
         &self.records
     }
 
+    fn take_records(&mut self) -> Vec<OutboxRecord> {
+        std::mem::take(&mut self.records)
+    }
+
     async fn settle(self, settlements: Vec<Settlement>) -> Result<SettleReport, StoreError> {
         let now = self.store.now();
         let retention = self.store.inner.retention;

@@ -115,6 +115,14 @@ pub trait ClaimedBatch: Send + 'static {
     /// The claimed rows, oldest first.
     fn records(&self) -> &[OutboxRecord];
 
+    /// Takes the claimed rows out of the batch, oldest first, so they can
+    /// be published without a copy; [`records`](Self::records) is empty
+    /// afterwards, and the batch still settles them. The default copies
+    /// them; stores override it to move them out.
+    fn take_records(&mut self) -> Vec<OutboxRecord> {
+        self.records().to_vec()
+    }
+
     /// Applies the outcomes in as few round trips as the store can, each
     /// fenced on the lease. Rows without an outcome stay claimed until the
     /// lease expires (a leased batch) or are released untouched (a locked

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use metrics::Label;
 
-use crate::{Envelope, OutboxRecord, Route};
+use crate::{Envelope, Route};
 
 /// The tenant a relay serves: every store of a database-per-tenant (or
 /// schema-per-tenant) service is one. Set with
@@ -68,10 +68,9 @@ impl Lane {
         &self.labels
     }
 
-    /// The envelope to publish for `record`, stamped with the tenant when
-    /// the relay was asked to.
-    pub(super) fn envelope(&self, record: &OutboxRecord) -> Envelope {
-        let mut envelope = record.envelope.clone();
+    /// The envelope to publish, stamped with the tenant when the relay
+    /// was asked to.
+    pub(super) fn stamp(&self, mut envelope: Envelope) -> Envelope {
         if let Some(tenant) = self.tenant.as_ref().filter(|t| t.stamp) {
             envelope.tenant_id = Some(tenant.id.to_string());
         }

@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use tracing::Instrument;
+use uuid::Uuid;
 
 use super::RelayOptions;
 use super::lane::Lane;
@@ -50,12 +51,13 @@ pub(super) async fn run_pass<S: OutboxStore, P: Publisher>(
     width: &ClaimWidth,
 ) -> Result<(PassReport, usize), StoreError> {
     async move {
-        let (batch, limit) = claim(store, lane, config, width).await?;
-        let claimed = batch.records().len();
+        let (mut batch, limit) = claim(store, lane, config, width).await?;
+        let records = batch.take_records();
+        let claimed = records.len();
         if claimed == 0 {
             return Ok((PassReport::default(), limit));
         }
-        let settlements = publish(publisher, lane, config, batch.records()).await;
+        let settlements = publish(publisher, lane, config, records).await;
         let mut report = settle(batch, settlements, lane).await?;
         report.claimed = claimed;
         Ok((report, limit))
@@ -132,17 +134,20 @@ fn count(lane: &Lane, settled: &crate::SettleReport) {
     }
 }
 
-/// Publishes what may be published and decides every row's outcome.
+/// Publishes what may be published and decides every row's outcome. The
+/// records are taken, not borrowed, so each envelope goes to the publisher
+/// as it was claimed, without a copy.
 pub(super) async fn publish<P: Publisher>(
     publisher: &P,
     lane: &Lane,
     config: &RelayOptions,
-    records: &[OutboxRecord],
+    records: Vec<OutboxRecord>,
 ) -> Vec<Settlement> {
     let mut settlements = Vec::with_capacity(records.len());
-    let mut sendable: Vec<&OutboxRecord> = Vec::with_capacity(records.len());
+    let mut envelopes: Vec<Envelope> = Vec::with_capacity(records.len());
+    let mut attempts: Vec<u32> = Vec::with_capacity(records.len());
     for record in records {
-        match refuse(record, config) {
+        match refuse(&record, config) {
             Some(reason) => {
                 tracing::warn!(messaging.message.id = %record.envelope.event_id, %reason, "failing row without publishing");
                 settlements.push(Settlement {
@@ -150,22 +155,24 @@ pub(super) async fn publish<P: Publisher>(
                     outcome: Outcome::Failed { reason },
                 });
             }
-            None => sendable.push(record),
+            None => {
+                attempts.push(record.attempts_started);
+                envelopes.push(lane.stamp(record.envelope));
+            }
         }
     }
-    for window in sendable.chunks(config.publish_window.max(1)) {
-        let envelopes: Vec<Envelope> = window.iter().map(|r| lane.envelope(r)).collect();
-        let results = send(publisher, lane, &envelopes).await;
-        let mut results = results.into_iter();
-        for record in window {
+    let width = config.publish_window.max(1);
+    for (window, attempts) in envelopes.chunks(width).zip(attempts.chunks(width)) {
+        let mut results = send(publisher, lane, window).await.into_iter();
+        for (envelope, &attempts) in window.iter().zip(attempts) {
             let result = results.next().unwrap_or_else(|| {
                 Err(PublishError::Refused {
                     reason: "publisher returned no result".into(),
                 })
             });
             settlements.push(Settlement {
-                event_id: record.envelope.event_id,
-                outcome: decide(record, result, &lane.route),
+                event_id: envelope.event_id,
+                outcome: decide(envelope.event_id, attempts, result, &lane.route),
             });
         }
     }
@@ -210,9 +217,8 @@ fn refuse(record: &OutboxRecord, config: &RelayOptions) -> Option<String> {
     None
 }
 
-/// The outcome of one publish.
-fn decide(record: &OutboxRecord, result: Result<(), PublishError>, route: &Route) -> Outcome {
-    let id = record.envelope.event_id;
+/// The outcome of one publish of event `id`, on its `attempts`th claim.
+fn decide(id: Uuid, attempts: u32, result: Result<(), PublishError>, route: &Route) -> Outcome {
     let error = match result {
         Ok(()) => {
             // `trace`, not `debug`: one event per message would pile up on
@@ -230,7 +236,6 @@ fn decide(record: &OutboxRecord, result: Result<(), PublishError>, route: &Route
             reason: format!("poison: {chain}"),
         };
     }
-    let attempts = record.attempts_started;
     if attempts >= route.retry.max_attempts {
         tracing::warn!(messaging.message.id = %id, attempts, error = %chain, "giving up");
         return Outcome::Failed {

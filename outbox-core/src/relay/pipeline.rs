@@ -81,8 +81,9 @@ async fn drain_pipelined<S: OutboxStore, P: Publisher>(
         };
         let mut batch = Some(first);
         let mut published: Option<(S::Batch, Vec<Settlement>)> = None;
-        while let Some((current, limit)) = batch.take() {
-            let claimed = current.records().len();
+        while let Some((mut current, limit)) = batch.take() {
+            let records = current.take_records();
+            let claimed = records.len();
             if claimed == 0 {
                 break;
             }
@@ -93,7 +94,6 @@ async fn drain_pipelined<S: OutboxStore, P: Publisher>(
                 previous, claim_next, store, lane, config, width,
             ));
             let mut next = pin!(next);
-            let records = current.records();
             let settlements =
                 beside(publish(publisher, lane, config, records), next.as_mut()).await;
             let early = if next.as_mut().output_mut().is_some() {

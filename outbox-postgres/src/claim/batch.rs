@@ -85,6 +85,10 @@ impl ClaimedBatch for PgBatch {
         &self.records
     }
 
+    fn take_records(&mut self) -> Vec<OutboxRecord> {
+        std::mem::take(&mut self.records)
+    }
+
     #[instrument(
         skip_all,
         fields(

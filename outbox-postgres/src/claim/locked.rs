@@ -12,6 +12,8 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use sqlx::Row;
+use sqlx::postgres::PgRow;
 use tidings_core::port::error_chain;
 use tidings_core::{ClaimRequest, LeaseToken, OutboxRecord, SettleReport, StoreError};
 use tokio::task::JoinHandle;
@@ -20,10 +22,11 @@ use uuid::Uuid;
 
 use crate::PgOutboxStore;
 use crate::claim::connections::ClaimConnection;
-use crate::claim::outcomes::OutcomeColumns;
+use crate::claim::outcomes::{OutcomeColumns, Settled};
 use crate::claim::pooled::PooledClaim;
 use crate::claim::row::{ClaimedRow, into_records};
 use crate::claim::{own, pooled, records};
+use crate::error::store_error;
 
 /// The open transaction of a locked batch, on a claim connection, its
 /// rows' ids and its claim record.
@@ -133,13 +136,19 @@ impl LockedRows {
         let foreign = columns.retain(|id| self.ids.contains_key(id));
         self.recorded().await;
         let ids: Vec<i64> = columns.event_id.iter().map(|id| self.ids[id]).collect();
-        let rows = match self.connection {
+        let settled = match self.connection {
             Held::Own(connection) => {
                 own::settle(store, connection, &columns, ids, self.token).await?
             }
             Held::Pooled(claim) => claim.settle(store, &columns, ids, self.token).await?,
         };
-        let mut report = columns.report(rows)?;
+        let mut report = match settled {
+            Settled::Rows(rows) => columns.report(rows)?,
+            Settled::PublishedBut(missed) => {
+                let missed = missed_events(&self.ids, &missed)?;
+                columns.report_published_but(missed)
+            }
+        };
         report.lost.extend(foreign);
         Ok(report)
     }
@@ -156,4 +165,22 @@ impl LockedRows {
             warn!(error = %error_chain(&error), "locked claim not recorded; its crash would not have been counted");
         }
     }
+}
+
+/// The event ids of the rows (`id`) an all-published settle missed, read
+/// back through `ids`, this batch's row id by event id.
+fn missed_events(ids: &HashMap<Uuid, i64>, missed: &[PgRow]) -> Result<Vec<Uuid>, StoreError> {
+    if missed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let events: HashMap<i64, Uuid> = ids.iter().map(|(event, id)| (*id, *event)).collect();
+    missed
+        .iter()
+        .map(|row| {
+            let id: i64 = row.try_get("id").map_err(store_error)?;
+            events.get(&id).copied().ok_or_else(|| {
+                StoreError::Backend(format!("a settle missed row {id}, not in its batch").into())
+            })
+        })
+        .collect()
 }

@@ -88,6 +88,19 @@ impl OutcomeColumns {
         refused
     }
 
+    /// The report of a batch whose every row was published but for the
+    /// `missed` ones, which were lost.
+    pub(crate) fn report_published_but(self, missed: Vec<Uuid>) -> SettleReport {
+        if !missed.is_empty() {
+            warn!(lost = missed.len(), "lease lost; marks refused");
+        }
+        SettleReport {
+            published: self.event_id.len() - missed.len(),
+            lost: missed,
+            ..SettleReport::default()
+        }
+    }
+
     /// Counts the rows a settle statement returned (`event_id`, `outcome`);
     /// every row asked for and not returned was lost.
     pub(crate) fn report(self, rows: Vec<PgRow>) -> Result<SettleReport, StoreError> {
@@ -113,6 +126,16 @@ impl OutcomeColumns {
         }
         Ok(report)
     }
+}
+
+/// What a locked batch's settle statement sent back.
+#[derive(Debug)]
+pub(crate) enum Settled {
+    /// A row (`event_id`, `outcome`) for each row settled.
+    Rows(Vec<PgRow>),
+    /// Every row was published, but for the row ids (`id`) listed: the
+    /// all-published statements send back only the rows they missed.
+    PublishedBut(Vec<PgRow>),
 }
 
 /// Writes outcomes that are not all published for rows `ids`, and deletes

@@ -21,7 +21,7 @@ use uuid::Uuid;
 use crate::PgOutboxStore;
 use crate::claim::connections::ClaimConnection;
 use crate::claim::literal;
-use crate::claim::outcomes::{OutcomeColumns, settle_locked};
+use crate::claim::outcomes::{OutcomeColumns, Settled, settle_locked};
 use crate::claim::records;
 use crate::claim::statements::begin_statement;
 use crate::error::{is_unavailable, store_error};
@@ -91,7 +91,7 @@ pub(crate) async fn release(
 
 /// Runs the settle statement for rows `ids`, which also deletes the claim
 /// record `token`, in the open transaction on `connection`, and commits;
-/// returns the rows settled. A batch whose every row was published, the
+/// returns what the statement sent back. A batch whose every row was published, the
 /// common case, is settled and committed in one round trip. The
 /// connection is kept for the next batch once committed, and closed after
 /// a failure.
@@ -101,11 +101,11 @@ pub(crate) async fn settle(
     columns: &OutcomeColumns,
     ids: Vec<i64>,
     token: Uuid,
-) -> Result<Vec<PgRow>, StoreError> {
+) -> Result<Settled, StoreError> {
     let inner = store.inner();
-    let rows = if columns.is_empty() {
+    let settled = if columns.is_empty() {
         records::release(store, connection.conn(), token).await?;
-        Vec::new()
+        Settled::Rows(Vec::new())
     } else if columns.all_published() {
         let (name, statement) = match store.delete_on_publish() {
             true => (SETTLE_PUBLISHED, &inner.sql.settle_locked_published),
@@ -121,14 +121,14 @@ pub(crate) async fn settle(
         );
         let statements = [(name, statement.as_str())];
         let rows = connection.run(&statements, script).await;
-        let rows = rows.map_err(store_error)?;
+        let missed = rows.map_err(store_error)?;
         inner.claims.put_back(connection);
-        return Ok(rows);
+        return Ok(Settled::PublishedBut(missed));
     } else {
-        settle_locked(store, connection.conn(), columns, ids, token).await?
+        Settled::Rows(settle_locked(store, connection.conn(), columns, ids, token).await?)
     };
     let committed = sqlx::raw_sql("commit").execute(connection.conn()).await;
     committed.map_err(store_error)?;
     inner.claims.put_back(connection);
-    Ok(rows)
+    Ok(settled)
 }

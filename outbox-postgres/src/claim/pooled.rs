@@ -29,7 +29,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 
 use crate::PgOutboxStore;
-use crate::claim::outcomes::{OutcomeColumns, settle_locked};
+use crate::claim::outcomes::{OutcomeColumns, Settled, settle_locked};
 use crate::claim::records;
 use crate::claim::statements::begin_statement;
 use crate::error::store_error;
@@ -77,35 +77,36 @@ impl PooledClaim {
     }
 
     /// Writes the outcomes for rows `ids` (by their order in `columns`),
-    /// deletes the claim record `token` and commits; returns the rows
-    /// settled.
+    /// deletes the claim record `token` and commits; returns what the
+    /// settle statement sent back.
     pub(crate) async fn settle(
         mut self,
         store: &PgOutboxStore,
         columns: &OutcomeColumns,
         ids: Vec<i64>,
         token: Uuid,
-    ) -> Result<Vec<PgRow>, StoreError> {
+    ) -> Result<Settled, StoreError> {
         let inner = store.inner();
-        let rows = if columns.is_empty() {
+        let settled = if columns.is_empty() {
             records::release(store, &mut self.tx, token).await?;
-            Vec::new()
+            Settled::Rows(Vec::new())
         } else if columns.all_published() {
             let statement = match store.delete_on_publish() {
                 true => &inner.sql.settle_locked_published,
                 false => &inner.sql.settle_locked_published_kept,
             };
-            sqlx::query(statement.clone())
+            let missed = sqlx::query(statement.clone())
                 .persistent(false)
                 .bind(ids)
                 .bind(token)
                 .fetch_all(&mut *self.tx)
                 .await
-                .map_err(store_error)?
+                .map_err(store_error)?;
+            Settled::PublishedBut(missed)
         } else {
-            settle_locked(store, &mut self.tx, columns, ids, token).await?
+            Settled::Rows(settle_locked(store, &mut self.tx, columns, ids, token).await?)
         };
         self.tx.commit().await.map_err(store_error)?;
-        Ok(rows)
+        Ok(settled)
     }
 }

@@ -59,9 +59,19 @@ impl ClaimedRow {
                 return Err(StoreError::Backend(error.into()));
             }
         }
+        // Every row of a statement has the first row's column types, so
+        // only the first is decoded with its types checked.
         let rows = rows
             .iter()
-            .map(|row| Self::decode(&mut Fields { row, next: 0 }))
+            .enumerate()
+            .map(|(n, row)| {
+                let checked = n == 0;
+                Self::decode(&mut Fields {
+                    row,
+                    next: 0,
+                    checked,
+                })
+            })
             .collect::<Result<Vec<_>, _>>()?;
         tracing::Span::current().record("claimed", rows.len());
         Ok(rows)
@@ -117,10 +127,13 @@ impl ClaimedRow {
     }
 }
 
-/// The fields of a row, read one after the other.
+/// The fields of a row, read one after the other, their types checked
+/// against the column's or, where an earlier row of the same statement
+/// was checked, not.
 struct Fields<'r> {
     row: &'r PgRow,
     next: usize,
+    checked: bool,
 }
 
 impl Fields<'_> {
@@ -129,7 +142,12 @@ impl Fields<'_> {
         T: Decode<'r, Postgres> + Type<Postgres>,
     {
         self.next += 1;
-        self.row.try_get(self.next - 1).map_err(store_error)
+        let index = self.next - 1;
+        match self.checked {
+            true => self.row.try_get(index),
+            false => self.row.try_get_unchecked(index),
+        }
+        .map_err(store_error)
     }
 
     /// An attempt count, which may not be negative.
