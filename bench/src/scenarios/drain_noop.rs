@@ -4,7 +4,9 @@
 //! [`raw_drain`]): one prepared delete per batch on several connections,
 //! swept over batch sizes and connections, the fastest setting being the
 //! limit. The goal is the default's; the leased figure shows what the
-//! other mode costs.
+//! other mode costs, and the one with four drains what the default's
+//! order across batches costs: its claims run side by side, as the raw
+//! drain's deletes do.
 
 use std::time::Duration;
 
@@ -21,6 +23,10 @@ use crate::report::{Figure, Goal};
 
 const NAME: &str = "drain-noop";
 
+/// Drains of the figure that gives up order across batches, as the raw
+/// drain's connections do.
+const PARALLEL_DRAINS: usize = 4;
+
 /// The raw drain's settings swept: rows per statement, connections.
 const SWEEP: [(usize, usize); 6] = [(100, 1), (500, 1), (500, 2), (500, 4), (1000, 2), (1000, 4)];
 
@@ -34,8 +40,9 @@ pub(super) async fn run(
     let leased = env
         .store_claiming("drain_leased", Retention::Delete, ClaimMode::Leased)
         .await?;
+    let parallel = env.store("drain_parallel", Retention::Delete).await?;
     let result = async {
-        for store in [&raw, &leased, &locked] {
+        for store in [&raw, &leased, &locked, &parallel] {
             env.stop_autovacuum(store).await?;
         }
         let spec = spec("bench-drain");
@@ -68,29 +75,42 @@ pub(super) async fn run(
         );
         report(Figure::new(NAME, &measure, limit, best.unit));
         let mut sides = vec![("raw (the whole sweep)", raw_cpu.0, raw_cpu.1)];
+        let defaults = RelayOptions::default();
         let relays = [
-            (&leased, "relayed events, leased claims", Goal::None),
+            (
+                &leased,
+                "leased claims",
+                "leased relay",
+                defaults,
+                Goal::None,
+            ),
             (
                 &locked,
-                "relayed events, locked claims (default)",
+                "locked claims (default)",
+                "locked relay",
+                defaults,
                 Goal::RatioAtLeast(0.8),
             ),
+            (
+                &parallel,
+                "locked claims, 4 drains (no order across batches)",
+                "locked relay, 4 drains",
+                defaults.drains(PARALLEL_DRAINS),
+                Goal::None,
+            ),
         ];
-        for (store, measure, goal) in relays {
+        for (store, claims, side, options, goal) in relays {
             stage_pending(store, spec, events).await?;
             env.vacuum(store).await?;
             let before = CpuTime::now();
-            let took = relay_to_nothing(store, spec, events).await?;
+            let took = relay_to_nothing(store, spec, events, options).await?;
             let cpu = CpuTime::now() - before;
+            let measure = format!("relayed events, {claims}");
             report(
-                Figure::rate(NAME, measure, events, took)
+                Figure::rate(NAME, &measure, events, took)
                     .limit(limit)
                     .goal(goal),
             );
-            let side = match goal {
-                Goal::None => "leased relay",
-                _ => "locked relay",
-            };
             sides.push((side, cpu, events));
         }
         for (side, cpu, events) in sides {
@@ -99,20 +119,21 @@ pub(super) async fn run(
         Ok(())
     }
     .await;
-    for store in [&raw, &leased, &locked] {
+    for store in [&raw, &leased, &locked, &parallel] {
         env.drop_store(store).await?;
     }
     result
 }
 
-/// Relays the `count` pending events of `store` with the relay's default
-/// options to a publisher that does nothing; returns how long it took.
+/// Relays the `count` pending events of `store` with `options` to a
+/// publisher that does nothing; returns how long it took.
 async fn relay_to_nothing(
     store: &PgOutboxStore,
     spec: &'static tidings_core::OutboxSpec<crate::payload::Payload>,
     count: usize,
+    options: RelayOptions,
 ) -> anyhow::Result<Duration> {
-    let relay = Relay::new(store.clone(), NoopPublisher, spec)?.options(RelayOptions::default());
+    let relay = Relay::new(store.clone(), NoopPublisher, spec)?.options(options);
     let started = std::time::Instant::now();
     let drained = relay.drain().await?;
     let took = started.elapsed();
