@@ -68,6 +68,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(12, "0012_inbox_attempts_table", Inbox),
     migration!(13, "0013_inbox_attempts_age_index", Inbox),
     migration!(14, "0014_outbox_rotated", Outbox, Some(Layout::Rotated)),
+    migration!(15, "0015_outbox_claims_ranges", Outbox),
 ];
 
 impl Migration {

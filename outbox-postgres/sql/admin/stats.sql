@@ -7,8 +7,13 @@ with held as (
     from {outbox}
     where route = $1
         and status = 'pending'
-        and id in (
-            select unnest(ids) from {claims} where route = $1 and expires_at > now()
+        and (
+            id in (
+                select unnest(ids) from {claims} where route = $1 and expires_at > now()
+            )
+            or id <@ any (
+                select id_ranges from {claims} where route = $1 and expires_at > now()
+            )
         )
 )
 select

@@ -37,10 +37,12 @@ pub(crate) async fn record(
     if !store.persistent() {
         return record_pooled(store, token, route, ids, lease).await;
     }
+    let (first, last) = id_ranges(ids);
     let query = sqlx::query(inner.sql.claim_record.clone())
         .bind(token)
         .bind(route)
-        .bind(ids)
+        .bind(first)
+        .bind(last)
         .bind(micros(lease));
     inner.records.execute(&inner.pool, query).await
 }
@@ -57,11 +59,13 @@ async fn record_pooled(
     lease: Duration,
 ) -> Result<(), StoreError> {
     let mut session = store.session().await.map_err(store_error)?;
+    let (first, last) = id_ranges(ids);
     sqlx::query(store.inner().sql.claim_record.clone())
         .persistent(false)
         .bind(token)
         .bind(route)
-        .bind(ids)
+        .bind(first)
+        .bind(last)
         .bind(micros(lease))
         .execute(&mut *session)
         .await
@@ -149,6 +153,26 @@ pub(crate) async fn count_crashes(
     Ok(counted.len() as u64)
 }
 
+/// Row ids as the runs of consecutive ids they make: the first and the
+/// last id of each run, in order. A claim's rows are mostly one run, so
+/// its record names a few ranges rather than every row.
+fn id_ranges(ids: &[i64]) -> (Vec<i64>, Vec<i64>) {
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let (mut first, mut last) = (Vec::new(), Vec::<i64>::new());
+    for id in sorted {
+        match last.last_mut() {
+            Some(end) if *end + 1 == id => *end = id,
+            _ => {
+                first.push(id);
+                last.push(id);
+            }
+        }
+    }
+    (first, last)
+}
+
 /// The `id` column of the rows a statement returned.
 fn ids_of(
     rows: Result<Vec<sqlx::postgres::PgRow>, sqlx::Error>,
@@ -157,4 +181,19 @@ fn ids_of(
         .iter()
         .map(|row| row.try_get("id").map_err(store_error))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::id_ranges;
+
+    #[test]
+    fn ids_make_runs_of_consecutive_ids() {
+        assert_eq!(id_ranges(&[]), (vec![], vec![]));
+        assert_eq!(id_ranges(&[7]), (vec![7], vec![7]));
+        assert_eq!(
+            id_ranges(&[5, 3, 4, 9, 10, 12, 4]),
+            (vec![3, 9, 12], vec![5, 10, 12])
+        );
+    }
 }
