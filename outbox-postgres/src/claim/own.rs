@@ -91,10 +91,10 @@ pub(crate) async fn release(
 
 /// Runs the settle statement for rows `ids`, which also deletes the claim
 /// record `token`, in the open transaction on `connection`, and commits;
-/// returns what the statement sent back. A batch whose every row was published, the
-/// common case, is settled and committed in one round trip. The
-/// connection is kept for the next batch once committed, and closed after
-/// a failure.
+/// returns what the statement sent back. A batch whose every row was
+/// published, the common case, is settled and committed in one round
+/// trip. The connection is kept for the next batch once committed, and
+/// closed after a failure.
 pub(crate) async fn settle(
     store: &PgOutboxStore,
     mut connection: ClaimConnection,
