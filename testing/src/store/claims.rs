@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use tidings_core::{ClaimedBatch, Hlc, OrderingMode, Outcome};
+use tidings_core::{ClaimedBatch, Hlc, OrderingMode, Outcome, Settlement};
 
 use super::StoreHarness;
 use super::fixtures::{claim, claim_within, event, full_event, numbers, route, settle_all};
@@ -26,6 +26,30 @@ pub async fn claim_returns_rows_oldest_first_with_every_field<H: StoreHarness>(h
     assert_eq!(record.envelope, expected);
     assert_eq!((record.attempts_started, record.attempts_finished), (1, 0));
     assert_eq!(record.last_error, None);
+}
+
+/// The rows taken out of a batch are the rows it claimed, in order; the
+/// batch is left without them and still settles them.
+pub async fn taken_rows_are_the_claimed_ones_and_still_settle<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    h.commit(&store, (1..=3).map(|n| event(&route, n)).collect())
+        .await;
+
+    let mut batch = claim(&store, &route, 10).await;
+    let claimed = batch.records().to_vec();
+    let taken = batch.take_records();
+    assert_eq!(taken, claimed);
+    assert!(batch.records().is_empty(), "the rows were moved out");
+    let settlements = taken
+        .iter()
+        .map(|r| Settlement {
+            event_id: r.envelope.event_id,
+            outcome: Outcome::Published,
+        })
+        .collect();
+    assert_eq!(batch.settle(settlements).await.unwrap().published, 3);
+    assert!(claim(&store, &route, 10).await.records().is_empty());
 }
 
 /// A claim takes at most `limit` rows, and a claimed row is not claimed

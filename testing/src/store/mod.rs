@@ -53,6 +53,7 @@ macro_rules! store_conformance {
         $crate::store_conformance!(@cases $harness;
             claim_returns_rows_oldest_first_with_every_field,
             claim_respects_limit_and_skips_claimed_rows,
+            taken_rows_are_the_claimed_ones_and_still_settle,
             routes_are_isolated,
             delayed_rows_wait,
             hlc_ordering_claims_in_clock_order,
