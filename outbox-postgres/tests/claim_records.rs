@@ -7,21 +7,12 @@ mod support;
 
 use std::time::Duration;
 
-use support::{ORDER_EVENTS, drop_schema, stage_to, store_with};
-use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore};
-use tidings_postgres::{ClaimMode, PgBatch, PgOutboxStore, Retention};
+use support::{ORDER_EVENTS, claim_orders, drop_schema, stage_to, store_with};
+use tidings_core::{ClaimedBatch, OutboxStore};
+use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
 
 const LONG_LEASE: Duration = Duration::from_secs(300);
 const SHORT_LEASE: Duration = Duration::from_millis(150);
-
-async fn claim(store: &PgOutboxStore, limit: usize, lease: Duration) -> PgBatch {
-    let request = ClaimRequest {
-        route: ORDER_EVENTS.route(),
-        limit,
-        lease,
-    };
-    store.claim(request).await.expect("claim")
-}
 
 async fn sweep(store: &PgOutboxStore) -> u64 {
     store.sweep_expired(ORDER_EVENTS.name(), 100).await.unwrap()
@@ -36,11 +27,11 @@ fn claims_table(store: &PgOutboxStore) -> String {
 async fn a_claim_of_rows_apart_names_each_of_them_and_no_other() {
     let store = store_with(Retention::Delete, ClaimMode::Locked).await;
     stage_to(&store, &ORDER_EVENTS, 3).await;
-    let first = claim(&store, 1, LONG_LEASE).await;
-    let second = claim(&store, 1, LONG_LEASE).await;
+    let first = claim_orders(&store, 1, LONG_LEASE).await;
+    let second = claim_orders(&store, 1, LONG_LEASE).await;
     drop(first);
     // The first and the third row: the second is held by a live claim.
-    let apart = claim(&store, 10, SHORT_LEASE).await;
+    let apart = claim_orders(&store, 10, SHORT_LEASE).await;
     assert_eq!(apart.records().len(), 2);
     let stats = store.stats(ORDER_EVENTS.name()).await.unwrap();
     assert_eq!((stats.pending, stats.in_flight), (0, 3), "{stats:?}");
@@ -50,7 +41,7 @@ async fn a_claim_of_rows_apart_names_each_of_them_and_no_other() {
     assert_eq!(sweep(&store).await, 2, "both rows of the dead claim");
 
     let crashes: Vec<u32> = {
-        let again = claim(&store, 10, LONG_LEASE).await;
+        let again = claim_orders(&store, 10, LONG_LEASE).await;
         again.records().iter().map(|r| r.crashes()).collect()
     };
     assert_eq!(crashes, [1, 1], "the row of the live claim counts none");
@@ -75,7 +66,7 @@ async fn a_record_naming_its_rows_one_by_one_is_still_swept() {
         .unwrap();
 
     assert_eq!(sweep(&store).await, 2);
-    let batch = claim(&store, 10, LONG_LEASE).await;
+    let batch = claim_orders(&store, 10, LONG_LEASE).await;
     let crashes: Vec<u32> = batch.records().iter().map(|r| r.crashes()).collect();
     assert_eq!(crashes, [1, 1]);
     drop(batch);

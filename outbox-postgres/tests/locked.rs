@@ -7,31 +7,22 @@ mod support;
 use std::time::Duration;
 
 use sqlx::Row;
-use support::{ORDER_EVENTS, drop_schema, pool, stage_to, store_on_with, store_with};
+use support::{ORDER_EVENTS, claim_orders, drop_schema, pool, stage_to, store_on_with, store_with};
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement};
+use tidings_core::{ClaimedBatch, OutboxStore, Outcome, Settlement};
 use tidings_postgres::{ClaimMode, PgBatch, PgOutboxStore, Retention};
 use tidings_testing::store::settle_all;
 use uuid::Uuid;
 
 const LONG_LEASE: Duration = Duration::from_secs(300);
 
-async fn claim(store: &PgOutboxStore, limit: usize, lease: Duration) -> PgBatch {
-    let request = ClaimRequest {
-        route: ORDER_EVENTS.route(),
-        limit,
-        lease,
-    };
-    store.claim(request).await.expect("claim")
-}
-
 /// Claims `n` rows as soon as all of them are free again; fails after five
 /// seconds.
 async fn claim_all_soon(store: &PgOutboxStore, n: usize) -> PgBatch {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
-        let batch = claim(store, n, LONG_LEASE).await;
+        let batch = claim_orders(store, n, LONG_LEASE).await;
         if batch.records().len() == n || tokio::time::Instant::now() > deadline {
             assert_eq!(batch.records().len(), n, "rows given back");
             return batch;
@@ -69,13 +60,18 @@ async fn a_locked_claim_writes_nothing_until_it_settles() {
     let store = store_with(Retention::Keep, ClaimMode::Locked).await;
     stage(&store, 3).await;
 
-    let batch = claim(&store, 10, LONG_LEASE).await;
+    let batch = claim_orders(&store, 10, LONG_LEASE).await;
     assert!(batch.is_locked());
     assert_eq!(batch.records().len(), 3);
     assert_eq!(batch.records()[0].attempts_started, 1);
     assert_eq!(batch.records()[0].envelope.attempts, 1);
     assert_eq!(stored(&store).await, pending(3, 0, 0));
-    assert!(claim(&store, 10, LONG_LEASE).await.records().is_empty());
+    assert!(
+        claim_orders(&store, 10, LONG_LEASE)
+            .await
+            .records()
+            .is_empty()
+    );
 
     let settlements = outcomes_of_first_published(&batch);
     let report = batch.settle(settlements).await.unwrap();
@@ -107,7 +103,7 @@ async fn a_dropped_locked_batch_gives_its_rows_back_untouched() {
     let store = store_with(Retention::Delete, ClaimMode::Locked).await;
     stage(&store, 2).await;
 
-    let batch = claim(&store, 10, LONG_LEASE).await;
+    let batch = claim_orders(&store, 10, LONG_LEASE).await;
     assert_eq!(batch.records().len(), 2);
     drop(batch); // its connection closed, so the server rolls back
 
@@ -124,10 +120,10 @@ async fn a_locked_batch_idle_past_its_lease_is_ended_and_its_settle_fails() {
     let store = store_with(Retention::Delete, ClaimMode::Locked).await;
     stage(&store, 2).await;
 
-    let stuck = claim(&store, 10, Duration::from_millis(200)).await;
+    let stuck = claim_orders(&store, 10, Duration::from_millis(200)).await;
     assert_eq!(stuck.records().len(), 2);
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let new = claim(&store, 10, LONG_LEASE).await;
+    let new = claim_orders(&store, 10, LONG_LEASE).await;
     assert_eq!(new.records().len(), 2, "the server released the rows");
 
     let settlements = settle_all(&stuck, Outcome::Published);
@@ -149,8 +145,8 @@ async fn a_locked_settle_touches_only_its_own_rows() {
     let store = store_with(Retention::Delete, ClaimMode::Locked).await;
     stage(&store, 2).await;
 
-    let first = claim(&store, 1, LONG_LEASE).await;
-    let second = claim(&store, 1, LONG_LEASE).await;
+    let first = claim_orders(&store, 1, LONG_LEASE).await;
+    let second = claim_orders(&store, 1, LONG_LEASE).await;
     let foreign = second.records()[0].envelope.event_id;
     let mut settlements = settle_all(&first, Outcome::Published);
     settlements.push(Settlement {
@@ -178,13 +174,13 @@ async fn an_empty_locked_claim_holds_no_connection() {
     // More than the store's 4 claim connections, all kept.
     let mut empty = Vec::new();
     for _ in 0..20 {
-        let batch = claim(&store, 10, LONG_LEASE).await;
+        let batch = claim_orders(&store, 10, LONG_LEASE).await;
         assert!(batch.records().is_empty());
         assert!(!batch.is_locked());
         empty.push(batch);
     }
     stage(&store, 1).await;
-    let batch = claim(&store, 10, LONG_LEASE).await;
+    let batch = claim_orders(&store, 10, LONG_LEASE).await;
     assert_eq!(batch.records().len(), 1);
     drop((batch, empty));
     drop_schema(&store).await;
@@ -196,7 +192,7 @@ async fn locked_claims_that_die_unsettled_count_until_the_relay_fails_the_row() 
     stage(&store, 1).await;
     let lease = Duration::from_millis(150);
     for crashes in 0..3 {
-        let batch = claim(&store, 10, lease).await;
+        let batch = claim_orders(&store, 10, lease).await;
         assert_eq!(batch.records()[0].crashes(), crashes);
         drop(batch); // the relay dies mid-publish
         assert_eq!(
@@ -229,8 +225,8 @@ async fn a_sweep_leaves_rows_a_live_claim_holds_for_later() {
     let store = store_with(Retention::Delete, ClaimMode::Locked).await;
     stage(&store, 1).await;
     let lease = Duration::from_millis(150);
-    drop(claim(&store, 10, lease).await); // dies
-    let live = claim(&store, 10, LONG_LEASE).await;
+    drop(claim_orders(&store, 10, lease).await); // dies
+    let live = claim_orders(&store, 10, LONG_LEASE).await;
     tokio::time::sleep(lease + Duration::from_millis(150)).await;
     assert_eq!(
         store.sweep_expired(ORDER_EVENTS.name(), 100).await.unwrap(),
@@ -249,7 +245,7 @@ async fn a_sweep_leaves_rows_a_live_claim_holds_for_later() {
         store.sweep_expired(ORDER_EVENTS.name(), 100).await.unwrap(),
         1
     );
-    let again = claim(&store, 10, LONG_LEASE).await;
+    let again = claim_orders(&store, 10, LONG_LEASE).await;
     let record = &again.records()[0];
     assert_eq!((record.attempts_started, record.attempts_finished), (3, 1));
     assert_eq!(record.crashes(), 1);

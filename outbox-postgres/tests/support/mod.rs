@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
-use tidings_core::{OutboxSpec, StagedEvent};
-use tidings_postgres::{ClaimMode, PgOutboxOptions, PgOutboxStore, Retention};
+use tidings_core::{ClaimRequest, OutboxSpec, OutboxStore, StagedEvent};
+use tidings_postgres::{ClaimMode, PgBatch, PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{database_url, service_missing};
 
@@ -115,6 +115,16 @@ pub(crate) async fn stage_with_id(store: &PgOutboxStore, id: uuid::Uuid) {
         .unwrap()
         .event_id(id);
     ctx.commit().await.unwrap();
+}
+
+/// Claims up to `limit` rows of [`ORDER_EVENTS`] under `lease`.
+pub(crate) async fn claim_orders(store: &PgOutboxStore, limit: usize, lease: Duration) -> PgBatch {
+    let request = ClaimRequest {
+        route: ORDER_EVENTS.route(),
+        limit,
+        lease,
+    };
+    store.claim(request).await.expect("claim")
 }
 
 /// Rows in the store's outbox table, whatever their route or status.
