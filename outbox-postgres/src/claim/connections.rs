@@ -14,6 +14,8 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+use futures::TryStreamExt;
+
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, ConnectOptions, PgConnection, PgPool, Postgres};
@@ -174,6 +176,20 @@ impl ClaimConnection {
         statements: &[(&str, &str)],
         script: String,
     ) -> Result<Vec<PgRow>, sqlx::Error> {
+        let mut rows = Vec::new();
+        self.run_each(statements, script, |row| rows.push(row))
+            .await?;
+        Ok(rows)
+    }
+
+    /// Runs `script` as [`run`](Self::run) does, handing each row to
+    /// `each` as it arrives rather than once all have.
+    pub(crate) async fn run_each(
+        &mut self,
+        statements: &[(&str, &str)],
+        script: String,
+        mut each: impl FnMut(PgRow),
+    ) -> Result<(), sqlx::Error> {
         let mut prepare = String::new();
         let missing = statements
             .iter()
@@ -194,8 +210,10 @@ impl ClaimConnection {
             self.prepared
                 .extend(statements.iter().map(|(name, _)| (*name).to_owned()));
         }
-        sqlx::raw_sql(AssertSqlSafe(script))
-            .fetch_all(&mut self.conn)
-            .await
+        let mut rows = sqlx::raw_sql(AssertSqlSafe(script)).fetch(&mut self.conn);
+        while let Some(row) = rows.try_next().await? {
+            each(row);
+        }
+        Ok(())
     }
 }

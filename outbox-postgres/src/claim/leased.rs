@@ -6,12 +6,13 @@
 //! its rows. Each row is written twice: by the claim, which rewrites it
 //! and adds index entries, and by the settle.
 
+use futures::TryStreamExt;
 use tidings_core::{
     ClaimRequest, LeaseToken, OrderingMode, OutboxRecord, SettleReport, StoreError,
 };
 
 use crate::claim::outcomes::OutcomeColumns;
-use crate::claim::row::{ClaimedRow, into_records};
+use crate::claim::row::{RowDecoder, into_records};
 use crate::error::store_error;
 use crate::params::micros;
 use crate::{ClaimMode, PgOutboxStore};
@@ -26,7 +27,8 @@ pub(crate) async fn claim(
     let lease = LeaseToken::new();
     let inner = store.inner();
     let mut session = store.session().await.map_err(store_error)?;
-    let rows = sqlx::query(inner.sql.claim.get(
+    let mut rows = RowDecoder::new(request.limit);
+    let mut fetched = sqlx::query(inner.sql.claim.get(
         route,
         request.limit,
         ClaimMode::Leased,
@@ -37,11 +39,13 @@ pub(crate) async fn claim(
     .bind(lease.0)
     .bind(micros(request.lease))
     .bind(route.ordering == OrderingMode::PerKey)
-    .fetch_all(&mut *session)
-    .await
-    .map_err(store_error)?;
+    .fetch(&mut *session);
+    while let Some(row) = fetched.try_next().await.map_err(store_error)? {
+        rows.push(&row);
+    }
+    drop(fetched);
     session.finish().await.map_err(store_error)?;
-    let rows = ClaimedRow::decode_all(&rows)?;
+    let rows = rows.finish()?;
     Ok((lease, into_records(rows, route.hlc_ordering)))
 }
 

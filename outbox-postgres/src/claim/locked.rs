@@ -24,7 +24,7 @@ use crate::PgOutboxStore;
 use crate::claim::connections::ClaimConnection;
 use crate::claim::outcomes::{OutcomeColumns, Settled};
 use crate::claim::pooled::PooledClaim;
-use crate::claim::row::{ClaimedRow, into_records};
+use crate::claim::row::into_records;
 use crate::claim::{own, pooled, records};
 use crate::error::store_error;
 
@@ -94,7 +94,6 @@ pub(crate) async fn claim(
         let (claim, rows) = pooled::claim(store, route, request.limit, request.lease).await?;
         (Held::Pooled(claim), rows)
     };
-    let rows = ClaimedRow::decode_all(&rows)?;
     let token = LeaseToken::new();
     let locks = if rows.is_empty() {
         held.release(store).await?;

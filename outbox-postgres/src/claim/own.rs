@@ -14,7 +14,6 @@
 
 use std::time::Duration;
 
-use sqlx::postgres::PgRow;
 use tidings_core::{Route, StoreError};
 use uuid::Uuid;
 
@@ -23,6 +22,7 @@ use crate::claim::connections::ClaimConnection;
 use crate::claim::literal;
 use crate::claim::outcomes::{OutcomeColumns, Settled, settle_locked};
 use crate::claim::records;
+use crate::claim::row::{ClaimedRow, RowDecoder};
 use crate::claim::statements::begin_statement;
 use crate::error::{is_unavailable, store_error};
 
@@ -32,13 +32,14 @@ const SETTLE_PUBLISHED: &str = "tidings_settle_published";
 const SETTLE_PUBLISHED_KEPT: &str = "tidings_settle_published_kept";
 
 /// Opens a batch's transaction on one of the store's connections and locks
-/// up to `limit` claimable rows of `route` in it, in one round trip.
+/// up to `limit` claimable rows of `route` in it, in one round trip;
+/// returns the rows decoded as they arrived.
 pub(crate) async fn claim(
     store: &PgOutboxStore,
     route: &Route,
     limit: usize,
     lease: Duration,
-) -> Result<(ClaimConnection, Vec<PgRow>), StoreError> {
+) -> Result<(ClaimConnection, Vec<ClaimedRow>), StoreError> {
     let (name, sql) = store
         .inner()
         .sql
@@ -49,31 +50,39 @@ pub(crate) async fn claim(
         begin_statement(lease),
         literal::text(&route.name)?
     );
-    run_claim(store, (&name, sql.as_str()), script).await
-}
-
-/// Runs a claim `script` on a claim connection, preparing `statement`
-/// there first if need be. A connection kept idle may have been closed
-/// meanwhile, say by a server restart; then the idle ones are let go and
-/// the claim runs once more on a new one.
-async fn run_claim(
-    store: &PgOutboxStore,
-    statement: (&str, &str),
-    script: String,
-) -> Result<(ClaimConnection, Vec<PgRow>), StoreError> {
+    let statement = (name.as_str(), sql.as_str());
     let inner = store.inner();
     let mut connection = inner.claims.take(&inner.pool).await?;
-    match connection.run(&[statement], script.clone()).await {
-        Ok(rows) => Ok((connection, rows)),
+    match run_claim(&mut connection, statement, script.clone(), limit).await {
+        Ok(rows) => Ok((connection, rows.finish()?)),
+        // A connection kept idle may have been closed meanwhile, say by a
+        // server restart; then the idle ones are let go and the claim runs
+        // once more on a new one.
         Err(error) if connection.reused() && is_unavailable(&error) => {
             drop(connection);
             inner.claims.forget_idle();
             let mut connection = inner.claims.take(&inner.pool).await?;
-            let rows = connection.run(&[statement], script).await;
-            Ok((connection, rows.map_err(store_error)?))
+            let rows = run_claim(&mut connection, statement, script, limit).await;
+            Ok((connection, rows.map_err(store_error)?.finish()?))
         }
         Err(error) => Err(store_error(error)),
     }
+}
+
+/// Runs a claim `script` on `connection`, preparing `statement` there
+/// first if need be, and decodes the rows of a claim of up to `limit` as
+/// they arrive.
+async fn run_claim(
+    connection: &mut ClaimConnection,
+    statement: (&str, &str),
+    script: String,
+    limit: usize,
+) -> Result<RowDecoder, sqlx::Error> {
+    let mut rows = RowDecoder::new(limit);
+    connection
+        .run_each(&[statement], script, |row| rows.push(&row))
+        .await?;
+    Ok(rows)
 }
 
 /// Ends a claim that took no rows, keeping the connection for the next.

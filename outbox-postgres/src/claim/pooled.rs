@@ -22,7 +22,8 @@
 
 use std::time::Duration;
 
-use sqlx::postgres::PgRow;
+use futures::TryStreamExt;
+
 use sqlx::{AssertSqlSafe, Postgres, Transaction};
 use tidings_core::{Route, StoreError};
 use tokio::sync::OwnedSemaphorePermit;
@@ -31,6 +32,7 @@ use uuid::Uuid;
 use crate::PgOutboxStore;
 use crate::claim::outcomes::{OutcomeColumns, Settled, settle_locked};
 use crate::claim::records;
+use crate::claim::row::{ClaimedRow, RowDecoder};
 use crate::claim::statements::begin_statement;
 use crate::error::store_error;
 
@@ -45,24 +47,29 @@ pub(crate) struct PooledClaim {
 }
 
 /// Opens a batch's transaction on a pooled connection and locks up to
-/// `limit` claimable rows of `route` in it.
+/// `limit` claimable rows of `route` in it; returns the rows decoded as
+/// they arrived.
 pub(crate) async fn claim(
     store: &PgOutboxStore,
     route: &Route,
     limit: usize,
     lease: Duration,
-) -> Result<(PooledClaim, Vec<PgRow>), StoreError> {
+) -> Result<(PooledClaim, Vec<ClaimedRow>), StoreError> {
     let inner = store.inner();
     let permit = inner.claims.permit().await?;
     let begin = AssertSqlSafe(begin_statement(lease));
     let mut tx = inner.pool.begin_with(begin).await.map_err(store_error)?;
     let (_, sql) = inner.sql.claim.locked(route, limit, store.skipped_slot());
-    let rows = sqlx::query(sql)
+    let mut rows = RowDecoder::new(limit);
+    let mut fetched = sqlx::query(sql)
         .persistent(false)
         .bind(&route.name)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(store_error)?;
+        .fetch(&mut *tx);
+    while let Some(row) = fetched.try_next().await.map_err(store_error)? {
+        rows.push(&row);
+    }
+    drop(fetched);
+    let rows = rows.finish()?;
     let claim = PooledClaim {
         tx,
         _permit: permit,

@@ -46,39 +46,78 @@ const COLUMNS: [&str; 17] = [
     "last_error",
 ];
 
-impl ClaimedRow {
-    /// Decodes every row a claim statement returned, in the binary format
-    /// of prepared statements or the text format of the simple protocol,
-    /// and records their number as the current span's `claimed`.
-    pub(crate) fn decode_all(rows: &[PgRow]) -> Result<Vec<Self>, StoreError> {
-        if let Some(first) = rows.first() {
-            let names = first.columns().iter().map(|c| c.name());
-            if !names.eq(COLUMNS) {
-                let found: Vec<_> = first.columns().iter().map(|c| c.name()).collect();
-                let error = format!("a claim returned the columns {found:?}, not {COLUMNS:?}");
-                return Err(StoreError::Backend(error.into()));
-            }
+/// Decodes a claim statement's rows one at a time, as they arrive: the
+/// server sends a claim's rows as it locks them, so the rows come in over
+/// the statement's whole run, and a claim read this way is decoded when
+/// its last row is in instead of a decode's length after.
+///
+/// The first row's columns are checked to be [`COLUMNS`] and its fields'
+/// types checked; every row of a statement has the same column types, so
+/// the later rows are decoded without the check. After the first row that
+/// cannot be read, the rest are taken in and not decoded, so the
+/// connection ends the statement as usual; [`finish`](Self::finish)
+/// reports that row.
+pub(crate) struct RowDecoder {
+    rows: Vec<ClaimedRow>,
+    error: Option<StoreError>,
+}
+
+impl RowDecoder {
+    /// A decoder with room for a claim of `limit` rows.
+    pub(crate) fn new(limit: usize) -> Self {
+        Self {
+            rows: Vec::with_capacity(limit),
+            error: None,
         }
-        // Every row of a statement has the first row's column types, so
-        // only the first is decoded with its types checked.
-        let rows = rows
-            .iter()
-            .enumerate()
-            .map(|(n, row)| {
-                let checked = n == 0;
-                Self::decode(&mut Fields {
-                    row,
-                    next: 0,
-                    checked,
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        tracing::Span::current().record("claimed", rows.len());
-        Ok(rows)
     }
 
-    /// Decodes a claimed row, its fields in the order of [`COLUMNS`].
-    fn decode(fields: &mut Fields<'_>) -> Result<Self, StoreError> {
+    /// Decodes the next row.
+    pub(crate) fn push(&mut self, row: &PgRow) {
+        if self.error.is_some() {
+            return;
+        }
+        let checked = self.rows.is_empty();
+        let decoded = match checked {
+            true => check_columns(row).and_then(|()| ClaimedRow::decode(row, true)),
+            false => ClaimedRow::decode(row, false),
+        };
+        match decoded {
+            Ok(row) => self.rows.push(row),
+            Err(error) => self.error = Some(error),
+        }
+    }
+
+    /// The rows decoded, in the order they came, or the first that could
+    /// not be; records their number as the current span's `claimed`.
+    pub(crate) fn finish(self) -> Result<Vec<ClaimedRow>, StoreError> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        tracing::Span::current().record("claimed", self.rows.len());
+        Ok(self.rows)
+    }
+}
+
+/// Checks that a claim statement returned [`COLUMNS`], in that order.
+fn check_columns(row: &PgRow) -> Result<(), StoreError> {
+    let names = row.columns().iter().map(|c| c.name());
+    if names.eq(COLUMNS) {
+        return Ok(());
+    }
+    let found: Vec<_> = row.columns().iter().map(|c| c.name()).collect();
+    let error = format!("a claim returned the columns {found:?}, not {COLUMNS:?}");
+    Err(StoreError::Backend(error.into()))
+}
+
+impl ClaimedRow {
+    /// Decodes a claimed row, its fields in the order of [`COLUMNS`],
+    /// their types `checked` against the columns' or not.
+    fn decode(row: &PgRow, checked: bool) -> Result<Self, StoreError> {
+        let fields = &mut Fields {
+            row,
+            next: 0,
+            checked,
+        };
         let id = fields.next()?;
         let event_id: Uuid = fields.next()?;
         let corrupt = |reason: String| StoreError::Corrupt { event_id, reason };
