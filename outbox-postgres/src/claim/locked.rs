@@ -9,11 +9,9 @@
 //! transaction for longer than its lease, PostgreSQL rolls back and the
 //! rows are claimable again, untouched.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
-use sqlx::Row;
-use sqlx::postgres::PgRow;
 use tidings_core::port::error_chain;
 use tidings_core::{ClaimRequest, LeaseToken, OutboxRecord, SettleReport, StoreError};
 use tokio::task::JoinHandle;
@@ -26,7 +24,6 @@ use crate::claim::outcomes::{OutcomeColumns, Settled};
 use crate::claim::pooled::PooledClaim;
 use crate::claim::row::into_records;
 use crate::claim::{own, pooled, records};
-use crate::error::store_error;
 
 /// The open transaction of a locked batch, on a claim connection, its
 /// rows' ids and its claim record.
@@ -137,14 +134,14 @@ impl LockedRows {
         let ids: Vec<i64> = columns.event_id.iter().map(|id| self.ids[id]).collect();
         let settled = match self.connection {
             Held::Own(connection) => {
-                own::settle(store, connection, &columns, ids, self.token).await?
+                own::settle(store, connection, &columns, &ids, self.token).await?
             }
-            Held::Pooled(claim) => claim.settle(store, &columns, ids, self.token).await?,
+            Held::Pooled(claim) => claim.settle(store, &columns, &ids, self.token).await?,
         };
         let mut report = match settled {
             Settled::Rows(rows) => columns.report(rows)?,
-            Settled::PublishedBut(missed) => {
-                let missed = missed_events(&self.ids, &missed)?;
+            Settled::Published(settled) => {
+                let missed = missed_events(&columns.event_id, &ids, settled);
                 columns.report_published_but(missed)
             }
         };
@@ -166,20 +163,30 @@ impl LockedRows {
     }
 }
 
-/// The event ids of the rows (`id`) an all-published settle missed, read
-/// back through `ids`, this batch's row id by event id.
-fn missed_events(ids: &HashMap<Uuid, i64>, missed: &[PgRow]) -> Result<Vec<Uuid>, StoreError> {
-    if missed.is_empty() {
-        return Ok(Vec::new());
-    }
-    let events: HashMap<i64, Uuid> = ids.iter().map(|(event, id)| (*id, *event)).collect();
-    missed
-        .iter()
-        .map(|row| {
-            let id: i64 = row.try_get("id").map_err(store_error)?;
-            events.get(&id).copied().ok_or_else(|| {
-                StoreError::Backend(format!("a settle missed row {id}, not in its batch").into())
-            })
-        })
+/// The events an all-published settle missed: none where it settled
+/// every row, otherwise those of `events` (row ids `ids`, in the same
+/// order) whose row id is not among the `settled` ones.
+fn missed_events(events: &[Uuid], ids: &[i64], settled: Option<Vec<i64>>) -> Vec<Uuid> {
+    let Some(settled) = settled else {
+        return Vec::new();
+    };
+    let settled: HashSet<i64> = settled.into_iter().collect();
+    let rows = events.iter().zip(ids);
+    rows.filter(|(_, id)| !settled.contains(id))
+        .map(|(event, _)| *event)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_settle_that_sent_back_its_rows_missed_the_others() {
+        let events = [Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4()];
+        let ids = [7, 8, 12];
+        assert!(missed_events(&events, &ids, None).is_empty());
+        assert_eq!(missed_events(&events, &ids, Some(vec![7, 12])), [events[1]]);
+        assert_eq!(missed_events(&events, &ids, Some(Vec::new())), events);
+    }
 }

@@ -133,9 +133,19 @@ impl OutcomeColumns {
 pub(crate) enum Settled {
     /// A row (`event_id`, `outcome`) for each row settled.
     Rows(Vec<PgRow>),
-    /// Every row was published, but for the row ids (`id`) listed: the
-    /// all-published statements send back only the rows they missed.
-    PublishedBut(Vec<PgRow>),
+    /// Every row was published: `None` when the statement settled every
+    /// row asked for, otherwise the row ids of those it did settle.
+    Published(Option<Vec<i64>>),
+}
+
+/// Reads what an all-published settle statement sent back: one row, its
+/// `settled` column null when every row asked for was settled.
+pub(crate) fn published(rows: &[PgRow]) -> Result<Settled, StoreError> {
+    let row = rows
+        .first()
+        .ok_or_else(|| StoreError::Backend("an all-published settle sent back no row".into()))?;
+    let settled = row.try_get("settled").map_err(store_error)?;
+    Ok(Settled::Published(settled))
 }
 
 /// Writes outcomes that are not all published for rows `ids`, and deletes
@@ -145,7 +155,7 @@ pub(crate) async fn settle_locked(
     store: &PgOutboxStore,
     conn: &mut PgConnection,
     columns: &OutcomeColumns,
-    ids: Vec<i64>,
+    ids: &[i64],
     token: Uuid,
 ) -> Result<Vec<PgRow>, StoreError> {
     sqlx::query(store.inner().sql.settle_locked.clone())

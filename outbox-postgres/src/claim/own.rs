@@ -20,7 +20,7 @@ use uuid::Uuid;
 use crate::PgOutboxStore;
 use crate::claim::connections::ClaimConnection;
 use crate::claim::literal;
-use crate::claim::outcomes::{OutcomeColumns, Settled, settle_locked};
+use crate::claim::outcomes::{self, OutcomeColumns, Settled, settle_locked};
 use crate::claim::records;
 use crate::claim::row::{ClaimedRow, RowDecoder};
 use crate::claim::statements::begin_statement;
@@ -108,7 +108,7 @@ pub(crate) async fn settle(
     store: &PgOutboxStore,
     mut connection: ClaimConnection,
     columns: &OutcomeColumns,
-    ids: Vec<i64>,
+    ids: &[i64],
     token: Uuid,
 ) -> Result<Settled, StoreError> {
     let inner = store.inner();
@@ -123,16 +123,19 @@ pub(crate) async fn settle(
                 &inner.sql.settle_locked_published_kept,
             ),
         };
+        let (first, last) = records::id_ranges(ids);
         let script = format!(
-            "execute {name}({}, {});\ncommit",
-            literal::bigints(&ids),
-            literal::uuid(token)
+            "execute {name}({}, {}, {}, {});\ncommit",
+            literal::bigints(&first),
+            literal::bigints(&last),
+            literal::uuid(token),
+            ids.len()
         );
         let statements = [(name, statement.as_str())];
         let rows = connection.run(&statements, script).await;
-        let missed = rows.map_err(store_error)?;
+        let settled = outcomes::published(&rows.map_err(store_error)?)?;
         inner.claims.put_back(connection);
-        return Ok(Settled::PublishedBut(missed));
+        return Ok(settled);
     } else {
         Settled::Rows(settle_locked(store, connection.conn(), columns, ids, token).await?)
     };

@@ -30,7 +30,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 
 use crate::PgOutboxStore;
-use crate::claim::outcomes::{OutcomeColumns, Settled, settle_locked};
+use crate::claim::outcomes::{self, OutcomeColumns, Settled, settle_locked};
 use crate::claim::records;
 use crate::claim::row::{ClaimedRow, RowDecoder};
 use crate::claim::statements::begin_statement;
@@ -90,7 +90,7 @@ impl PooledClaim {
         mut self,
         store: &PgOutboxStore,
         columns: &OutcomeColumns,
-        ids: Vec<i64>,
+        ids: &[i64],
         token: Uuid,
     ) -> Result<Settled, StoreError> {
         let inner = store.inner();
@@ -102,14 +102,17 @@ impl PooledClaim {
                 true => &inner.sql.settle_locked_published,
                 false => &inner.sql.settle_locked_published_kept,
             };
-            let missed = sqlx::query(statement.clone())
+            let (first, last) = records::id_ranges(ids);
+            let settled = sqlx::query(statement.clone())
                 .persistent(false)
-                .bind(ids)
+                .bind(first)
+                .bind(last)
                 .bind(token)
+                .bind(ids.len() as i64)
                 .fetch_all(&mut *self.tx)
                 .await
                 .map_err(store_error)?;
-            Settled::PublishedBut(missed)
+            outcomes::published(&settled)?
         } else {
             Settled::Rows(settle_locked(store, &mut self.tx, columns, ids, token).await?)
         };

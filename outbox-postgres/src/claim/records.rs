@@ -156,7 +156,7 @@ pub(crate) async fn count_crashes(
 /// Row ids as the runs of consecutive ids they make: the first and the
 /// last id of each run, in order. A claim's rows are mostly one run, so
 /// its record names a few ranges rather than every row.
-fn id_ranges(ids: &[i64]) -> (Vec<i64>, Vec<i64>) {
+pub(crate) fn id_ranges(ids: &[i64]) -> (Vec<i64>, Vec<i64>) {
     let mut sorted = ids.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
