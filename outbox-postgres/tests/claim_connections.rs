@@ -206,6 +206,11 @@ async fn every_byte_of_a_payload_comes_back_as_staged() {
     let mut ctx = store.begin().await.unwrap();
     ctx.outbox().stage(&RAW, "raw.bytes", &payload).unwrap();
     ctx.outbox().stage(&RAW, "raw.empty", &Vec::new()).unwrap();
+    // Read as hex, this would be the byte 0x41 and a stray backslash.
+    let backslashes = br"\x41\".to_vec();
+    ctx.outbox()
+        .stage(&RAW, "raw.backslashes", &backslashes)
+        .unwrap();
     ctx.commit().await.unwrap();
 
     let request = ClaimRequest {
@@ -219,8 +224,8 @@ async fn every_byte_of_a_payload_comes_back_as_staged() {
         .iter()
         .map(|r| r.envelope.payload.as_ref())
         .collect();
-    assert_eq!(payloads, [&payload[..], &[]]);
-    assert_eq!(publish_all(batch).await, 2);
+    assert_eq!(payloads, [&payload[..], &[], &backslashes[..]]);
+    assert_eq!(publish_all(batch).await, 3);
     drop_schema(&store).await;
 }
 

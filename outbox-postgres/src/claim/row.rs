@@ -208,8 +208,8 @@ impl Fields<'_> {
     }
 
     /// A `bytea` field: as it is in the binary format; in the text format,
-    /// hex digits after `\x`, which the server writes unless told otherwise
-    /// (claim connections never are).
+    /// escaped as claim connections ask, or hex as the server writes
+    /// unless told otherwise.
     fn bytes(&mut self) -> Result<Bytes, String> {
         let value = self.raw()?;
         let raw = value.as_bytes().map_err(|e| e.to_string())?;

@@ -2,29 +2,65 @@
 //! that way, where sqlx's own decoding is slow (`bytea`) or wrong
 //! (`timestamptz` on a whole second, whose fraction it appends after the
 //! offset). Claim connections set the formats read here: `bytea_output`
-//! hex, `DateStyle` ISO and the time zone UTC.
+//! escape, `DateStyle` ISO and the time zone UTC.
 
 use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time, UtcOffset};
 
-/// Decodes `bytea` in the hex format: `\x`, then two hex digits a byte.
+/// Decodes `bytea` in either text format: hex (`\x`, then two hex digits
+/// a byte) or escape (claim connections ask for it: see [`escaped`]). A
+/// value in the escape format never starts with `\x`, since it doubles
+/// every backslash.
 pub(crate) fn bytea(text: &[u8]) -> Result<Vec<u8>, String> {
-    let bad = || {
-        let start = String::from_utf8_lossy(&text[..text.len().min(16)]);
-        format!("not hex bytea text: {start:?}")
-    };
-    let digits = text.strip_prefix(b"\\x").ok_or_else(bad)?;
+    match text.strip_prefix(b"\\x") {
+        Some(digits) => hex(digits, text),
+        None => escaped(text),
+    }
+}
+
+/// Hex digits, two a byte, of the value `text`.
+fn hex(digits: &[u8], text: &[u8]) -> Result<Vec<u8>, String> {
     if digits.len() % 2 != 0 {
-        return Err(bad());
+        return Err(not_bytea(text));
     }
     let mut bytes = Vec::with_capacity(digits.len() / 2);
     for pair in digits.chunks_exact(2) {
         let (high, low) = (NIBBLES[usize::from(pair[0])], NIBBLES[usize::from(pair[1])]);
         if (high | low) > 0xf {
-            return Err(bad());
+            return Err(not_bytea(text));
         }
         bytes.push(high << 4 | low);
     }
     Ok(bytes)
+}
+
+/// The escape format: printable ASCII bytes as they are, a backslash as
+/// `\\`, and every other byte as `\` and three octal digits. A JSON
+/// payload comes back at its own size, where hex doubles it, which costs
+/// the server more to write and the relay more to read.
+fn escaped(text: &[u8]) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.iter().position(|&b| b == b'\\') {
+        bytes.extend_from_slice(&rest[..at]);
+        rest = match &rest[at + 1..] {
+            [b'\\', tail @ ..] => {
+                bytes.push(b'\\');
+                tail
+            }
+            [a @ b'0'..=b'3', b @ b'0'..=b'7', c @ b'0'..=b'7', tail @ ..] => {
+                bytes.push((a - b'0') << 6 | (b - b'0') << 3 | (c - b'0'));
+                tail
+            }
+            _ => return Err(not_bytea(text)),
+        };
+    }
+    bytes.extend_from_slice(rest);
+    Ok(bytes)
+}
+
+fn not_bytea(text: &[u8]) -> String {
+    let start = String::from_utf8_lossy(&text[..text.len().min(16)]);
+    format!("not bytea text: {start:?}")
 }
 
 /// The value of each hex digit, by its byte; `0xff` for every other byte.
@@ -107,9 +143,24 @@ mod tests {
     fn hex_bytea_text_is_decoded() {
         assert_eq!(bytea(b"\\x").unwrap(), Vec::<u8>::new());
         assert_eq!(bytea(b"\\x00ff7Ba0").unwrap(), vec![0, 255, 0x7b, 0xa0]);
-        assert!(bytea(b"00ff").is_err(), "no prefix");
         assert!(bytea(b"\\x0").is_err(), "half a byte");
         assert!(bytea(b"\\x0g").is_err(), "not a hex digit");
+    }
+
+    #[test]
+    fn escaped_bytea_text_is_decoded() {
+        assert_eq!(bytea(b"").unwrap(), Vec::<u8>::new());
+        assert_eq!(bytea(b"{\"n\":1}").unwrap(), b"{\"n\":1}");
+        assert_eq!(bytea(b"a\\\\x41").unwrap(), b"a\\x41");
+        assert_eq!(
+            bytea(b"\\\\x00").unwrap(),
+            b"\\x00",
+            "a backslash, then x00"
+        );
+        assert_eq!(bytea(b"\\000\\377\\012z").unwrap(), [0, 255, 10, b'z']);
+        for bad in [&b"\\"[..], b"a\\0", b"\\400", b"\\08x", b"\\q"] {
+            assert!(bytea(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
