@@ -6,6 +6,7 @@
 //! attributes ([`tidings_core::cloudevents`]) and application headers, so
 //! every transport and every language reads the same names.
 
+use std::borrow::Cow;
 use std::time::UNIX_EPOCH;
 
 use bytes::Bytes;
@@ -95,23 +96,22 @@ pub(crate) fn decode(
     properties: &BasicProperties,
     payload: Bytes,
 ) -> Result<Envelope, AttributeError> {
-    let mut attributes: Vec<(String, String)> = properties
+    // Borrowed where the header already is text, so a delivery's headers
+    // are copied once, into the envelope.
+    let mut attributes: Vec<(&str, Cow<'_, str>)> = properties
         .headers()
         .iter()
         .flat_map(|table| table.inner())
         .filter(|(name, _)| !is_broker_header(name.as_str()))
-        .filter_map(|(name, value)| Some((name.to_string(), text(value)?)))
+        .filter_map(|(name, value)| Some((name.as_str(), text(value)?)))
         .collect();
     let has_content_type = attributes
         .iter()
         .any(|(name, _)| name.eq_ignore_ascii_case(CONTENT_TYPE));
     if let (false, Some(content_type)) = (has_content_type, properties.content_type()) {
-        attributes.push((CONTENT_TYPE.to_owned(), content_type.to_string()));
+        attributes.push((CONTENT_TYPE, Cow::Borrowed(content_type.as_str())));
     }
-    from_message(
-        attributes.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        payload,
-    )
+    from_message(attributes.iter().map(|(k, v)| (*k, v.as_ref())), payload)
 }
 
 /// Headers the broker or this transport adds, which are not the
@@ -125,10 +125,12 @@ fn is_broker_header(name: &str) -> bool {
 }
 
 /// A header value as text; tables, arrays and byte arrays have none.
-pub(crate) fn text(value: &AMQPValue) -> Option<String> {
-    Some(match value {
-        AMQPValue::LongString(s) => String::from_utf8(s.as_bytes().to_vec()).ok()?,
-        AMQPValue::ShortString(s) => s.to_string(),
+pub(crate) fn text(value: &AMQPValue) -> Option<Cow<'_, str>> {
+    Some(Cow::Owned(match value {
+        AMQPValue::LongString(s) => {
+            return std::str::from_utf8(s.as_bytes()).ok().map(Cow::Borrowed);
+        }
+        AMQPValue::ShortString(s) => return Some(Cow::Borrowed(s.as_str())),
         AMQPValue::Boolean(b) => b.to_string(),
         AMQPValue::ShortShortInt(n) => n.to_string(),
         AMQPValue::ShortShortUInt(n) => n.to_string(),
@@ -141,7 +143,7 @@ pub(crate) fn text(value: &AMQPValue) -> Option<String> {
         AMQPValue::Float(n) => n.to_string(),
         AMQPValue::Double(n) => n.to_string(),
         _ => return None,
-    })
+    }))
 }
 
 /// A header value as a number.
