@@ -15,7 +15,6 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use futures::TryStreamExt;
-
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, ConnectOptions, PgConnection, PgPool, Postgres};

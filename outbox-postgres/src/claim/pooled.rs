@@ -23,7 +23,6 @@
 use std::time::Duration;
 
 use futures::TryStreamExt;
-
 use sqlx::{AssertSqlSafe, Postgres, Transaction};
 use tidings_core::{Route, StoreError};
 use tokio::sync::OwnedSemaphorePermit;

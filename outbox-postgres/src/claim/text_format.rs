@@ -58,6 +58,7 @@ fn escaped(text: &[u8]) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
+/// The error for `text`, which is not `bytea` in either format.
 fn not_bytea(text: &[u8]) -> String {
     let start = String::from_utf8_lossy(&text[..text.len().min(16)]);
     format!("not bytea text: {start:?}")
