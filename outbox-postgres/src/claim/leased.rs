@@ -6,7 +6,6 @@
 //! its rows. Each row is written twice: by the claim, which rewrites it
 //! and adds index entries, and by the settle.
 
-use futures::TryStreamExt;
 use tidings_core::{
     ClaimRequest, LeaseToken, OrderingMode, OutboxRecord, SettleReport, StoreError,
 };
@@ -27,8 +26,7 @@ pub(crate) async fn claim(
     let lease = LeaseToken::new();
     let inner = store.inner();
     let mut session = store.session().await.map_err(store_error)?;
-    let mut rows = RowDecoder::new(request.limit);
-    let mut fetched = sqlx::query(inner.sql.claim.get(
+    let query = sqlx::query(inner.sql.claim.get(
         route,
         request.limit,
         ClaimMode::Leased,
@@ -38,12 +36,9 @@ pub(crate) async fn claim(
     .bind(&route.name)
     .bind(lease.0)
     .bind(micros(request.lease))
-    .bind(route.ordering == OrderingMode::PerKey)
-    .fetch(&mut *session);
-    while let Some(row) = fetched.try_next().await.map_err(store_error)? {
-        rows.push(&row);
-    }
-    drop(fetched);
+    .bind(route.ordering == OrderingMode::PerKey);
+    let rows = RowDecoder::read(request.limit, query.fetch(&mut *session));
+    let rows = rows.await.map_err(store_error)?;
     session.finish().await.map_err(store_error)?;
     let rows = rows.finish()?;
     Ok((lease, into_records(rows, route.hlc_ordering)))

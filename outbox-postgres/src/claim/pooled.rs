@@ -22,7 +22,6 @@
 
 use std::time::Duration;
 
-use futures::TryStreamExt;
 use sqlx::{AssertSqlSafe, Postgres, Transaction};
 use tidings_core::{Route, StoreError};
 use tokio::sync::OwnedSemaphorePermit;
@@ -59,16 +58,9 @@ pub(crate) async fn claim(
     let begin = AssertSqlSafe(begin_statement(lease));
     let mut tx = inner.pool.begin_with(begin).await.map_err(store_error)?;
     let (_, sql) = inner.sql.claim.locked(route, limit, store.skipped_slot());
-    let mut rows = RowDecoder::new(limit);
-    let mut fetched = sqlx::query(sql)
-        .persistent(false)
-        .bind(&route.name)
-        .fetch(&mut *tx);
-    while let Some(row) = fetched.try_next().await.map_err(store_error)? {
-        rows.push(&row);
-    }
-    drop(fetched);
-    let rows = rows.finish()?;
+    let query = sqlx::query(sql).persistent(false).bind(&route.name);
+    let rows = RowDecoder::read(limit, query.fetch(&mut *tx));
+    let rows = rows.await.map_err(store_error)?.finish()?;
     let claim = PooledClaim {
         tx,
         _permit: permit,

@@ -13,7 +13,9 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use sqlx::{PgConnection, Row};
+use sqlx::postgres::PgArguments;
+use sqlx::query::Query;
+use sqlx::{PgConnection, Postgres, Row};
 use tidings_core::StoreError;
 use tracing::debug;
 use uuid::Uuid;
@@ -34,42 +36,30 @@ pub(crate) async fn record(
     lease: Duration,
 ) -> Result<(), StoreError> {
     let inner = store.inner();
-    if !store.persistent() {
-        return record_pooled(store, token, route, ids, lease).await;
-    }
     let (first, last) = id_ranges(ids);
     let query = sqlx::query(inner.sql.claim_record.clone())
+        .persistent(store.persistent())
         .bind(token)
         .bind(route)
         .bind(first)
         .bind(last)
         .bind(micros(lease));
-    inner.records.execute(&inner.pool, query).await
+    match store.persistent() {
+        true => inner.records.execute(&inner.pool, query).await,
+        false => record_pooled(store, query).await,
+    }
 }
 
-/// Records a claim as [`record`] does, behind a transaction pooler: on
-/// one of the pool's connections, in a transaction of its own. The pool
+/// Writes a claim record as [`record`] does, behind a transaction pooler:
+/// on one of the pool's connections, in a transaction of its own. The pool
 /// always has one left for it, as locked claims may hold fewer connections
 /// than it has (checked when the store is built).
 async fn record_pooled(
     store: &PgOutboxStore,
-    token: Uuid,
-    route: &str,
-    ids: &[i64],
-    lease: Duration,
+    query: Query<'_, Postgres, PgArguments>,
 ) -> Result<(), StoreError> {
     let mut session = store.session().await.map_err(store_error)?;
-    let (first, last) = id_ranges(ids);
-    sqlx::query(store.inner().sql.claim_record.clone())
-        .persistent(false)
-        .bind(token)
-        .bind(route)
-        .bind(first)
-        .bind(last)
-        .bind(micros(lease))
-        .execute(&mut *session)
-        .await
-        .map_err(store_error)?;
+    query.execute(&mut *session).await.map_err(store_error)?;
     session.finish().await.map_err(store_error)
 }
 

@@ -1,8 +1,10 @@
 //! Reading claimed rows back into records.
 
+use std::pin::pin;
 use std::time::SystemTime;
 
 use bytes::Bytes;
+use futures::{Stream, TryStreamExt};
 use sqlx::postgres::{PgRow, PgValueFormat, PgValueRef};
 use sqlx::types::time::OffsetDateTime;
 use sqlx::{Column, Decode, Postgres, Row, Type};
@@ -69,6 +71,20 @@ impl RowDecoder {
             rows: Vec::with_capacity(limit),
             error: None,
         }
+    }
+
+    /// Reads a claim of up to `limit` rows from `rows`, decoding each as
+    /// it arrives; the decoder's [`finish`](Self::finish) gives them.
+    pub(crate) async fn read(
+        limit: usize,
+        rows: impl Stream<Item = Result<PgRow, sqlx::Error>>,
+    ) -> Result<Self, sqlx::Error> {
+        let mut decoder = Self::new(limit);
+        let mut rows = pin!(rows);
+        while let Some(row) = rows.try_next().await? {
+            decoder.push(&row);
+        }
+        Ok(decoder)
     }
 
     /// Decodes the next row.
