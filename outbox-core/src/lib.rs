@@ -27,8 +27,8 @@ pub use port::{
     AckError, Acker, Attempts, BoxError, ClaimRequest, ClaimedBatch, ConsumerStats,
     DEAD_LETTER_REASON_HEADER, Delivery, FailedFilter, FailedRow, InboxError, InboxMark,
     InboxStore, LeaseToken, OutboxAdmin, OutboxRecord, OutboxStats, OutboxStore, Outcome,
-    PublishError, Publisher, PurgeRequest, PurgeStatus, REPLAYED_REASON_HEADER, Redelivery,
-    Requeue, SettleReport, Settlement, Source, SourceError, StoreError, Transient,
+    PublishError, Publisher, PurgeRequest, PurgeStatus, Queued, QueuedWait, REPLAYED_REASON_HEADER,
+    Redelivery, Requeue, SettleReport, Settlement, Source, SourceError, StoreError, Transient,
 };
 pub use spec::{OrderingMode, OutboxSpec, QueueSpec, RetryPolicy, Route, SpecError};
 pub use staging::{OutboxBuffer, StageError, Staged, StagedEvent};

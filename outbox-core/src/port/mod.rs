@@ -10,6 +10,7 @@ mod inbox_store;
 mod outbox_admin;
 mod outbox_store;
 mod publisher;
+mod queued;
 mod source;
 
 pub use inbox_store::{Attempts, InboxError, InboxMark, InboxStore};
@@ -19,6 +20,7 @@ pub use outbox_store::{
     PurgeRequest, PurgeStatus, Requeue, SettleReport, Settlement, StoreError,
 };
 pub use publisher::{PublishError, Publisher, trace_outcome};
+pub use queued::{Queued, QueuedWait};
 pub use source::{
     AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, REPLAYED_REASON_HEADER, Redelivery,
     Source, SourceError,

@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use super::BoxError;
+use super::{BoxError, Queued};
 use crate::Envelope;
 
 /// Sends envelopes to their destination.
@@ -22,6 +22,24 @@ pub trait Publisher: Clone + Send + Sync + 'static {
         envelopes: &[Envelope],
     ) -> impl Future<Output = Vec<Result<(), PublishError>>> + Send {
         futures::future::join_all(envelopes.iter().map(|e| self.publish(e)))
+    }
+
+    /// Publishes a batch as [`publish_batch`](Self::publish_batch) does,
+    /// and drops `queued` once every message of it is queued on its way to
+    /// the broker in batch order, ahead of anything published later: from
+    /// then on the relay may publish its next batch while this one awaits
+    /// its answers. The default drops it once the batch is answered, which
+    /// is always right; a transport overrides it where it can say sooner.
+    fn publish_batch_queued(
+        &self,
+        envelopes: &[Envelope],
+        queued: Queued,
+    ) -> impl Future<Output = Vec<Result<(), PublishError>>> + Send {
+        async move {
+            let results = self.publish_batch(envelopes).await;
+            drop(queued);
+            results
+        }
     }
 
     /// The broker, as the OpenTelemetry conventions' `messaging.system`

@@ -12,7 +12,7 @@ use crate::port::error_chain;
 use crate::telemetry;
 use crate::{
     ClaimRequest, ClaimedBatch, Envelope, OutboxRecord, OutboxStore, Outcome, PublishError,
-    Publisher, Route, Settlement, StoreError,
+    Publisher, Queued, Route, Settlement, StoreError,
 };
 
 /// What one pass did.
@@ -57,7 +57,7 @@ pub(super) async fn run_pass<S: OutboxStore, P: Publisher>(
         if claimed == 0 {
             return Ok((PassReport::default(), limit));
         }
-        let settlements = publish(publisher, lane, config, records).await;
+        let settlements = publish(publisher, lane, config, records, None).await;
         let mut report = settle(batch, settlements, lane).await?;
         report.claimed = claimed;
         Ok((report, limit))
@@ -136,12 +136,15 @@ fn count(lane: &Lane, settled: &crate::SettleReport) {
 
 /// Publishes what may be published and decides every row's outcome. The
 /// records are taken, not borrowed, so each envelope goes to the publisher
-/// as it was claimed, without a copy.
+/// as it was claimed, without a copy. `queued`, where given, is dropped
+/// once the last window's messages are queued on their way to the broker
+/// (see [`Publisher::publish_batch_queued`]).
 pub(super) async fn publish<P: Publisher>(
     publisher: &P,
     lane: &Lane,
     config: &RelayOptions,
     records: Vec<OutboxRecord>,
+    queued: Option<Queued>,
 ) -> Vec<Settlement> {
     let mut settlements = Vec::with_capacity(records.len());
     let mut envelopes: Vec<Envelope> = Vec::with_capacity(records.len());
@@ -162,8 +165,18 @@ pub(super) async fn publish<P: Publisher>(
         }
     }
     let width = config.publish_window.max(1);
-    for (window, attempts) in envelopes.chunks(width).zip(attempts.chunks(width)) {
-        let mut results = send(publisher, lane, window).await.into_iter();
+    let windows = envelopes.chunks(width).len();
+    let mut queued = queued;
+    let pairs = envelopes.chunks(width).zip(attempts.chunks(width));
+    for (n, (window, attempts)) in pairs.enumerate() {
+        // Windows go one after another, so the batch is queued once its
+        // last window is: only that one holds the caller's token.
+        let token = match n + 1 == windows {
+            true => queued.take(),
+            false => None,
+        };
+        let token = token.unwrap_or_else(|| Queued::new().0);
+        let mut results = send(publisher, lane, window, token).await.into_iter();
         for (envelope, &attempts) in window.iter().zip(attempts) {
             let result = results.next().unwrap_or_else(|| {
                 Err(PublishError::Refused {
@@ -185,13 +198,14 @@ async fn send<P: Publisher>(
     publisher: &P,
     lane: &Lane,
     envelopes: &[Envelope],
+    queued: Queued,
 ) -> Vec<Result<(), PublishError>> {
     let system = publisher.messaging_system();
     let destination = lane.route.destination.as_deref().unwrap_or_default();
     let span = telemetry::send_span(system, destination, envelopes);
     let started = Instant::now();
     let results = publisher
-        .publish_batch(envelopes)
+        .publish_batch_queued(envelopes, queued)
         .instrument(span.clone())
         .await;
     let elapsed = started.elapsed();

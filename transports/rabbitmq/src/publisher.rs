@@ -10,7 +10,7 @@ use futures::stream::FuturesUnordered;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::{Channel, Confirmation};
 use tidings_core::port::trace_outcome;
-use tidings_core::{Envelope, PublishError, Publisher};
+use tidings_core::{Envelope, PublishError, Publisher, Queued};
 use tokio::sync::Mutex;
 use tokio::time::{Instant, sleep_until};
 
@@ -129,11 +129,13 @@ impl RabbitPublisher {
         Ok((ch, frame_max))
     }
 
-    /// Publishes `envelopes` on confirm channel `lane`.
+    /// Publishes `envelopes` on confirm channel `lane`; drops `queued` once
+    /// the first round's messages are queued on the channel.
     async fn publish_all(
         &self,
         lane: usize,
         envelopes: &[&Envelope],
+        mut queued: Option<Queued>,
     ) -> Vec<Result<(), PublishError>> {
         let mut slots: Vec<Slot> = envelopes.iter().map(|_| None).collect();
         let mut pending: Option<Vec<Outgoing<'_>>> = None;
@@ -164,7 +166,14 @@ impl RabbitPublisher {
             };
             let sent = batch.len();
             let round = self
-                .round(batch, (lane, &ch), frame_max, alone, &mut slots)
+                .round(
+                    batch,
+                    (lane, &ch),
+                    frame_max,
+                    alone,
+                    &mut slots,
+                    queued.take(),
+                )
                 .await;
             fruitless = match round.again.len() < sent {
                 true => 0,
@@ -235,7 +244,9 @@ impl RabbitPublisher {
         kept
     }
 
-    /// Sends `batch` pipelined on one channel and awaits every confirm.
+    /// Sends `batch` pipelined on one channel and awaits every confirm;
+    /// drops `queued` once every message is queued on the channel, ahead of
+    /// anything sent on it later.
     async fn round<'a>(
         &self,
         mut batch: Vec<Outgoing<'a>>,
@@ -243,6 +254,7 @@ impl RabbitPublisher {
         frame_max: usize,
         alone: bool,
         slots: &mut [Slot],
+        queued: Option<Queued>,
     ) -> Round<'a> {
         let sends = batch.iter_mut().map(|out| {
             let options = BasicPublishOptions {
@@ -261,6 +273,7 @@ impl RabbitPublisher {
             )
         });
         let confirms = sent_in_order(sends.collect()).await;
+        drop(queued);
         let deadline = Instant::now() + self.inner.options.confirm_timeout;
         let answers = confirmed_by(deadline, confirms).await;
         let mut round = Round::default();
@@ -367,11 +380,25 @@ impl Publisher for RabbitPublisher {
     }
 
     async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
+        let (queued, _) = Queued::new();
+        self.publish_batch_queued(envelopes, queued).await
+    }
+
+    /// Drops `queued` once each confirm channel has queued its share of the
+    /// batch: a key always takes the same channel, and a channel's
+    /// messages reach the broker in the order they were queued.
+    async fn publish_batch_queued(
+        &self,
+        envelopes: &[Envelope],
+        queued: Queued,
+    ) -> Vec<Result<(), PublishError>> {
         let lanes = Lanes::of(envelopes, self.inner.channels.len());
         let published = lanes
             .iter()
-            .map(|(lane, batch)| self.publish_all(lane, batch));
-        lanes.merge(join_all(published).await)
+            .map(|(lane, batch)| self.publish_all(lane, batch, Some(queued.clone())));
+        let published = join_all(published);
+        drop(queued);
+        lanes.merge(published.await)
     }
 
     fn messaging_system(&self) -> &'static str {

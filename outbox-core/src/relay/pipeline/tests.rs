@@ -1,0 +1,153 @@
+//! The pipelined drain against the in-memory store.
+
+use std::sync::{Arc, Mutex};
+
+use crate::memory::MemoryStore;
+use crate::relay::{Relay, RelayOptions};
+use crate::{Envelope, OutboxSpec, PublishError, Publisher, Queued};
+
+static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events").to_queue("events-q");
+
+/// Accepts everything and keeps the payloads in arrival order.
+#[derive(Clone, Default)]
+struct Keep(Arc<Mutex<Vec<u32>>>);
+
+impl Publisher for Keep {
+    async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
+        let n = serde_json::from_slice(&envelope.payload).expect("a u32 payload");
+        self.0.lock().expect("not poisoned").push(n);
+        Ok(())
+    }
+}
+
+/// Accepts everything and keeps the size of each batch handed to it.
+#[derive(Clone, Default)]
+struct Windows(Arc<Mutex<Vec<usize>>>);
+
+impl Publisher for Windows {
+    async fn publish(&self, _: &Envelope) -> Result<(), PublishError> {
+        Ok(())
+    }
+
+    async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
+        self.0.lock().expect("not poisoned").push(envelopes.len());
+        envelopes.iter().map(|_| Ok(())).collect()
+    }
+}
+
+/// Says a batch is queued as soon as it has its messages in order, then
+/// takes a while to answer; keeps the payloads in the order they were
+/// queued and the most batches it was answering at once.
+#[derive(Clone, Default)]
+struct Overlapping {
+    queued: Arc<Mutex<Vec<u32>>>,
+    answering: Arc<Mutex<(usize, usize)>>,
+}
+
+impl Publisher for Overlapping {
+    async fn publish(&self, _: &Envelope) -> Result<(), PublishError> {
+        unreachable!("the relay publishes batches")
+    }
+
+    async fn publish_batch_queued(
+        &self,
+        envelopes: &[Envelope],
+        queued: Queued,
+    ) -> Vec<Result<(), PublishError>> {
+        let payloads = envelopes.iter().map(|e| {
+            let n: u32 = serde_json::from_slice(&e.payload).expect("a u32 payload");
+            n
+        });
+        self.queued.lock().unwrap().extend(payloads);
+        drop(queued);
+        {
+            let mut answering = self.answering.lock().unwrap();
+            answering.0 += 1;
+            answering.1 = answering.1.max(answering.0);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        self.answering.lock().unwrap().0 -= 1;
+        envelopes.iter().map(|_| Ok(())).collect()
+    }
+}
+
+/// A store holding `events` pending events numbered from 0, staged in
+/// one transaction.
+fn staged(events: u32) -> MemoryStore {
+    let store = MemoryStore::new();
+    let mut ctx = store.begin();
+    for n in 0..events {
+        ctx.outbox().stage(&EVENTS, "test.event", &n).unwrap();
+    }
+    ctx.commit().unwrap();
+    store
+}
+
+#[tokio::test]
+async fn claims_wider_than_the_publish_window_are_published_a_window_at_a_time() {
+    let store = staged(620);
+    let publisher = Windows::default();
+    let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
+        .unwrap()
+        .options(RelayOptions::default().batch_size(250).publish_window(100));
+
+    let report = relay.drain().await.unwrap();
+
+    assert_eq!((report.claimed, report.published), (620, 620));
+    assert_eq!(store.pending_count("events"), 0);
+    let windows = publisher.0.lock().unwrap().clone();
+    // A first claim of one window, as at every start, then claims of
+    // 250, 250 and 20, each cut into windows of 100.
+    assert_eq!(windows, [100, 100, 100, 50, 100, 100, 50, 20]);
+}
+
+#[tokio::test]
+async fn a_pipelined_drain_publishes_every_event_once_in_staging_order() {
+    let store = staged(250);
+    let publisher = Keep::default();
+    let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
+        .unwrap()
+        .options(RelayOptions::default().batch_size(100).drains(1));
+
+    let report = relay.drain().await.unwrap();
+
+    assert_eq!((report.claimed, report.published), (250, 250));
+    assert_eq!(store.pending_count("events"), 0);
+    let published = publisher.0.lock().unwrap().clone();
+    assert_eq!(published, (0..250).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn parallel_drains_publish_every_event_once() {
+    let store = staged(2_050);
+    let publisher = Keep::default();
+    let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
+        .unwrap()
+        .options(RelayOptions::default().batch_size(100).drains(3));
+
+    let report = relay.drain().await.unwrap();
+
+    assert_eq!((report.claimed, report.published), (2_050, 2_050));
+    assert_eq!(store.pending_count("events"), 0);
+    let mut published = publisher.0.lock().unwrap().clone();
+    published.sort_unstable();
+    assert_eq!(published, (0..2_050).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn the_next_batch_is_published_while_the_last_awaits_its_answers_in_order() {
+    let store = staged(1_000);
+    let publisher = Overlapping::default();
+    let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
+        .unwrap()
+        .options(RelayOptions::default().batch_size(100).drains(1));
+
+    let report = relay.drain().await.unwrap();
+
+    assert_eq!((report.claimed, report.published), (1_000, 1_000));
+    assert_eq!(store.pending_count("events"), 0);
+    let queued = publisher.queued.lock().unwrap().clone();
+    assert_eq!(queued, (0..1_000).collect::<Vec<_>>(), "queued in order");
+    let (answering, most) = *publisher.answering.lock().unwrap();
+    assert_eq!((answering, most), (0, 2), "two batches awaited at once");
+}
