@@ -30,7 +30,7 @@ pub enum ClaimMode {
     /// publishes that take less than the lease: PostgreSQL ends a
     /// transaction left idle for longer and releases its rows. Each batch
     /// in flight holds a connection of the store's own, outside the pool
-    /// (a pipelined drain holds two), or one of the pool's behind a
+    /// (a pipelined drain at full speed holds up to four), or one of the pool's behind a
     /// transaction pooler, up to
     /// [`claim_connections`](PgOutboxOptions::claim_connections) at once.
     #[default]
@@ -77,7 +77,8 @@ impl PgOutboxOptions {
     /// Default inbox table.
     pub const DEFAULT_INBOX_TABLE: &'static str = "tidings_inbox";
     /// Default [`claim_connections`](Self::claim_connections): room for
-    /// two relays draining pipelined at once.
+    /// one relay draining pipelined at full speed; relays beyond it share
+    /// them, each claim waiting for a connection a settle frees.
     pub const DEFAULT_CLAIM_CONNECTIONS: usize = 4;
 
     /// The defaults: `public.tidings_outbox` and `public.tidings_inbox`,

@@ -10,9 +10,14 @@
 //! otherwise the relay sleeps until a [`Wakeup`] or the poll interval.
 //!
 //! On an unordered route a backlog drains pipelined: while one batch is
-//! published, the next is claimed and the previous one settled, both at
-//! once, so the relay moves at the pace of the slowest step rather than of
-//! all three in turn. Several such drains may work a backlog at once
+//! published, the next is claimed, and each batch is settled as soon as
+//! the broker has answered for it, so the relay moves at the pace of the
+//! slowest step rather than of all three in turn. While claims are wide the
+//! next batch is published while the last awaits its answers, once the
+//! publisher says the last one's messages are queued ahead of it
+//! ([`Publisher::publish_batch_queued`]; RabbitMQ says so once they are
+//! written to their channels, other transports once they are answered),
+//! so keyed messages keep their order across batches. Several such drains may work a backlog at once
 //! ([`drains`](RelayOptions::drains), one by default, so keyed messages
 //! keep their order across batches). Per-key routes claim only after settling,
 //! since a settle is what releases their keys.

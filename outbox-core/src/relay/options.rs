@@ -117,8 +117,9 @@ impl RelayOptions {
 
     /// How many pipelined drains work an unordered route's backlog at
     /// once, each claiming, publishing and settling its own batches; the
-    /// store hands each its own rows, and their publishes overlap, so one
-    /// batch's confirms are awaited while the next is sent. The others
+    /// store hands each its own rows, and their publishes overlap whatever
+    /// the publisher says of a batch being queued
+    /// ([`Publisher::publish_batch_queued`](crate::Publisher::publish_batch_queued)). The others
     /// start only once a claim comes back full, so a relay woken for a few
     /// rows claims once, and only while claims are wide: after a claim
     /// holding a row that crashed, a single drain claims a window at a

@@ -138,19 +138,20 @@ impl World {
             .unwrap()
     }
 
-    /// Each key's order ids in the order their effects committed.
-    pub async fn logs(&self) -> std::collections::HashMap<String, Vec<i32>> {
+    /// Each key's order ids, with the member that handled each, in the
+    /// order their effects committed.
+    pub async fn logs(&self) -> std::collections::HashMap<String, Vec<(i32, String)>> {
         let sql = format!(
-            "select key, order_id from \"{}\".commit_log order by seq",
+            "select key, order_id, member from \"{}\".commit_log order by seq",
             self.schema
         );
-        let rows: Vec<(String, i32)> = sqlx::query_as(AssertSqlSafe(sql))
+        let rows: Vec<(String, i32, String)> = sqlx::query_as(AssertSqlSafe(sql))
             .fetch_all(self.store.pool())
             .await
             .unwrap();
-        let mut logs: std::collections::HashMap<String, Vec<i32>> = Default::default();
-        for (key, id) in rows {
-            logs.entry(key).or_default().push(id);
+        let mut logs: std::collections::HashMap<String, Vec<(i32, String)>> = Default::default();
+        for (key, id, member) in rows {
+            logs.entry(key).or_default().push((id, member));
         }
         logs
     }
