@@ -36,8 +36,10 @@ use crate::{ClaimedBatch, OutboxStore, Publisher, StoreError};
 const PUBLISHING: usize = 2;
 
 /// How many batches a drain holds at once, claimed, publishing or
-/// settling, before it claims another.
-const HELD: usize = 3;
+/// settling, before it claims another: with the claim under way, three
+/// batches' rows are locked at most. More measured no faster and made
+/// parallel drains' claims skip more locked rows.
+const HELD: usize = 2;
 
 /// Drains an unordered route's backlog: one pipelined drain, joined by
 /// [`drains`](RelayOptions::drains) − 1 more once its first claim comes
