@@ -129,7 +129,8 @@ impl RelayOptions {
     /// messages of one ordering key from different batches may reach the
     /// broker out of order: raise it only where nothing relies on the
     /// order of keyed messages of an unordered route. Two measured about
-    /// 5 % more into RabbitMQ (the bench's drain-rabbitmq).
+    /// 5 % more into RabbitMQ (the bench's drain-rabbitmq) before a single
+    /// drain overlapped its own publishes, which now takes most of that.
     ///
     /// At least 1.
     pub fn drains(mut self, drains: usize) -> Self {
