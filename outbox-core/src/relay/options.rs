@@ -130,7 +130,7 @@ impl RelayOptions {
     /// broker out of order: raise it only where nothing relies on the
     /// order of keyed messages of an unordered route. Two measured about
     /// 5 % more into RabbitMQ (the bench's drain-rabbitmq) before a single
-    /// drain overlapped its own publishes, which now takes most of that.
+    /// drain overlapped its own publishes; not measured since.
     ///
     /// At least 1.
     pub fn drains(mut self, drains: usize) -> Self {
