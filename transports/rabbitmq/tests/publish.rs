@@ -4,7 +4,7 @@ mod support;
 
 use bytes::Bytes;
 use support::{Setup, connection, envelope, next};
-use tidings_core::{PublishError, Publisher};
+use tidings_core::{Envelope, PublishError, Publisher, Queued};
 use tidings_rabbitmq::{ConnectionOptions, PublisherOptions, QueueKind};
 
 #[tokio::test]
@@ -74,48 +74,79 @@ async fn a_batch_on_one_confirm_channel_arrives_in_batch_order() {
     setup.delete().await;
 }
 
-#[tokio::test]
-async fn a_keys_messages_keep_their_order_over_several_confirm_channels() {
+const KEYS: [&str; 7] = ["a", "b", "c", "d", "e", "f", "g"];
+
+/// 350 messages over seven ordering keys, on a publisher with four confirm
+/// channels.
+async fn keyed(name: &str) -> (Setup, Vec<Envelope>) {
     let options = PublisherOptions::default().confirm_channels(4);
-    let setup = Setup::with(
-        "key_order",
-        QueueKind::Classic,
-        options,
-        connection("source"),
-    )
-    .await;
-    let keys = ["a", "b", "c", "d", "e", "f", "g"];
-    let batch: Vec<_> = (0..350)
+    let setup = Setup::with(name, QueueKind::Classic, options, connection("source")).await;
+    let batch = (0..350)
         .map(|n| {
             let mut envelope = setup.envelope(n);
-            envelope.ordering_key = Some(keys[n as usize % keys.len()].to_owned());
+            envelope.ordering_key = Some(KEYS[n as usize % KEYS.len()].to_owned());
             envelope
         })
         .collect();
+    (setup, batch)
+}
+
+/// Receives `sent`'s messages and checks each key's are in `sent`'s order.
+async fn assert_each_key_in_order(setup: Setup, sent: &[Envelope]) {
+    let mut stream = setup.subscribe(&setup.queue).await;
+    let mut seen = Vec::with_capacity(sent.len());
+    for _ in 0..sent.len() {
+        let delivery = next(&mut stream).await;
+        seen.push(delivery.envelope().clone());
+        delivery.ack().await.unwrap();
+    }
+    for key in KEYS {
+        let of_key = |list: &[Envelope]| -> Vec<_> {
+            let list = list
+                .iter()
+                .filter(|e| e.ordering_key.as_deref() == Some(key));
+            list.map(|e| e.event_id).collect()
+        };
+        assert_eq!(of_key(&seen), of_key(sent), "key {key}");
+    }
+    drop(stream);
+    setup.delete().await;
+}
+
+#[tokio::test]
+async fn a_keys_messages_keep_their_order_over_several_confirm_channels() {
+    let (setup, batch) = keyed("key_order").await;
 
     for window in batch.chunks(70) {
         let results = setup.publisher.publish_batch(window).await;
         assert!(results.iter().all(Result::is_ok), "{results:?}");
     }
 
-    let mut stream = setup.subscribe(&setup.queue).await;
-    let mut seen = Vec::with_capacity(batch.len());
-    for _ in 0..batch.len() {
-        let delivery = next(&mut stream).await;
-        seen.push(delivery.envelope().clone());
-        delivery.ack().await.unwrap();
+    assert_each_key_in_order(setup, &batch).await;
+}
+
+#[tokio::test]
+async fn batches_handed_over_once_the_last_is_queued_keep_each_keys_order() {
+    let (setup, batch) = keyed("queued_order").await;
+
+    let mut answers = Vec::new();
+    for window in batch.chunks(70) {
+        let (queued, wait) = Queued::new();
+        let publisher = setup.publisher.clone();
+        let window = window.to_vec();
+        answers.push(tokio::spawn(async move {
+            publisher.publish_batch_queued(&window, queued).await
+        }));
+        // The next batch goes as soon as this one is queued, while its
+        // confirms are still on their way.
+        wait.await;
     }
-    for key in keys {
-        let of_key = |list: &[tidings_core::Envelope]| -> Vec<_> {
-            let list = list
-                .iter()
-                .filter(|e| e.ordering_key.as_deref() == Some(key));
-            list.map(|e| e.event_id).collect()
-        };
-        assert_eq!(of_key(&seen), of_key(&batch), "key {key}");
+    for answer in answers {
+        let results = answer.await.unwrap();
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
     }
-    drop(stream);
-    setup.delete().await;
+
+    assert_each_key_in_order(setup, &batch).await;
 }
 
 #[tokio::test]
