@@ -16,11 +16,11 @@
 //! next batch is published while the last awaits its answers, once the
 //! publisher says the last one's messages are queued ahead of it
 //! ([`Publisher::publish_batch_queued`]; RabbitMQ says so once they are
-//! written to their channels, other transports once they are answered),
-//! so keyed messages keep their order across batches. Several such drains may work a backlog at once
+//! written to their channels, other transports once they are answered).
+//! Several such drains may work a backlog at once
 //! ([`drains`](RelayOptions::drains), one by default, so keyed messages
-//! keep their order across batches). Per-key routes claim only after settling,
-//! since a settle is what releases their keys.
+//! keep their order across batches). Per-key routes claim only after
+//! settling, since a settle is what releases their keys.
 //!
 //! A batch reaches the publisher a [`publish_window`] at a time, each
 //! window after the one before has been answered, so the window bounds the

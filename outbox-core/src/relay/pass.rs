@@ -144,7 +144,7 @@ pub(super) async fn publish<P: Publisher>(
     lane: &Lane,
     config: &RelayOptions,
     records: Vec<OutboxRecord>,
-    queued: Option<Queued>,
+    mut queued: Option<Queued>,
 ) -> Vec<Settlement> {
     let mut settlements = Vec::with_capacity(records.len());
     let mut envelopes: Vec<Envelope> = Vec::with_capacity(records.len());
@@ -166,7 +166,6 @@ pub(super) async fn publish<P: Publisher>(
     }
     let width = config.publish_window.max(1);
     let windows = envelopes.chunks(width).len();
-    let mut queued = queued;
     let pairs = envelopes.chunks(width).zip(attempts.chunks(width));
     for (n, (window, attempts)) in pairs.enumerate() {
         // Windows go one after another, so the batch is queued once its

@@ -386,7 +386,9 @@ impl Publisher for RabbitPublisher {
 
     /// Drops `queued` once each confirm channel has queued its share of the
     /// batch: a key always takes the same channel, and a channel's
-    /// messages reach the broker in the order they were queued.
+    /// messages reach the broker in the order they were queued. A message
+    /// sent again after the broker closed its channel over another goes
+    /// behind whatever was queued meanwhile.
     async fn publish_batch_queued(
         &self,
         envelopes: &[Envelope],
