@@ -5,6 +5,7 @@
 use std::future::poll_fn;
 use std::task::{Context, Poll};
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 
@@ -96,7 +97,7 @@ impl<'a, S: OutboxStore, P: Publisher> Flight<'a, S, P> {
                 }
             }
             if let Some(queued) = self.queued.as_mut() {
-                if std::pin::Pin::new(queued).poll(cx).is_ready() {
+                if queued.poll_unpin(cx).is_ready() {
                     self.queued = None;
                 }
             }
