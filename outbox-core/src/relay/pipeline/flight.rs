@@ -9,11 +9,11 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 
-use super::super::lane::Lane;
-use super::super::pass::{claim, publish, settle};
-use super::super::width::ClaimWidth;
-use super::super::{PassReport, RelayOptions};
 use super::{HELD, PUBLISHING};
+use crate::relay::lane::Lane;
+use crate::relay::pass::{claim, publish, settle};
+use crate::relay::width::ClaimWidth;
+use crate::relay::{PassReport, RelayOptions};
 use crate::{
     ClaimedBatch, OutboxRecord, OutboxStore, Publisher, Queued, QueuedWait, Settlement, StoreError,
 };
