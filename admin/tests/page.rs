@@ -47,6 +47,7 @@ async fn seeded_store() -> PgOutboxStore {
         route: ORDERS.route(),
         limit: 2,
         lease: Duration::from_secs(60),
+        after: None,
     };
     let batch = store.claim(request).await.unwrap();
     let failed = batch

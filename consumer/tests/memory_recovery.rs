@@ -186,6 +186,7 @@ async fn reactions_sort_after_their_cause_with_a_shared_hybrid_clock() {
         route: REACTIONS.route(),
         limit: 1,
         lease: Duration::from_secs(60),
+        after: None,
     };
     let batch = tidings_core::OutboxStore::claim(&store, request)
         .await

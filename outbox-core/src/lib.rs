@@ -24,7 +24,7 @@ pub use envelope::{Envelope, Headers, truncate_to_micros};
 pub use hlc::{DriftError, Hlc, HybridClock};
 pub use message::Message;
 pub use port::{
-    AckError, Acker, Attempts, BoxError, ClaimRequest, ClaimedBatch, ConsumerStats,
+    AckError, Acker, Attempts, BoxError, ClaimCursor, ClaimRequest, ClaimedBatch, ConsumerStats,
     DEAD_LETTER_REASON_HEADER, Delivery, FailedFilter, FailedRow, InboxError, InboxMark,
     InboxStore, LeaseToken, OutboxAdmin, OutboxRecord, OutboxStats, OutboxStore, Outcome,
     PublishError, Publisher, PurgeRequest, PurgeStatus, Queued, QueuedWait, REPLAYED_REASON_HEADER,

@@ -39,6 +39,7 @@ async fn last_error(store: &MemoryStore) -> String {
         route: EVENTS.route(),
         limit: 1,
         lease: Duration::from_secs(60),
+        after: None,
     };
     let batch = store.claim(request).await.unwrap();
     batch.records()[0].last_error.clone().unwrap()
@@ -150,6 +151,7 @@ async fn a_crash_loop_fails_the_row_without_publishing() {
             route: EVENTS.route(),
             limit: 10,
             lease,
+            after: None,
         };
         let batch = store.claim(request).await.unwrap();
         assert_eq!(batch.records().len(), 1);
@@ -283,6 +285,7 @@ async fn claims_are_one_window_wide_at_start_and_after_a_crash() {
         route: EVENTS.route(),
         limit: 1,
         lease,
+        after: None,
     };
     drop(store.claim(request).await.unwrap());
     clock.advance(lease + Duration::from_secs(1));

@@ -68,6 +68,7 @@ async fn claim(store: &MongoOutboxStore) -> Result<tidings_mongo::MongoBatch, St
         route: ORDER_EVENTS.route(),
         limit: 10,
         lease: Duration::from_secs(60),
+        after: None,
     };
     store.claim(request).await
 }

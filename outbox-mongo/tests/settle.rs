@@ -31,6 +31,7 @@ async fn claim(store: &MongoOutboxStore, limit: usize) -> MongoBatch {
         route: ORDER_EVENTS.route(),
         limit,
         lease: Duration::from_secs(60),
+        after: None,
     };
     store.claim(request).await.expect("claim")
 }

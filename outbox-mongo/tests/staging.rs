@@ -24,6 +24,7 @@ async fn claim_all(store: &MongoOutboxStore) -> tidings_mongo::MongoBatch {
         route: ORDER_EVENTS.route(),
         limit: 100,
         lease: Duration::from_secs(60),
+        after: None,
     };
     store.claim(request).await.expect("claim")
 }

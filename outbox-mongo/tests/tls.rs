@@ -51,6 +51,7 @@ async fn a_store_stages_and_claims_over_tls() {
             route: ORDER_EVENTS.route(),
             limit: 10,
             lease: Duration::from_secs(60),
+            after: None,
         })
         .await
         .expect("claim over TLS");

@@ -34,6 +34,7 @@ async fn claim(store: &PgOutboxStore, limit: usize) -> Result<PgBatch, StoreErro
         route: ORDER_EVENTS.route(),
         limit,
         lease: LEASE,
+        after: None,
     };
     store.claim(request).await
 }
@@ -190,6 +191,7 @@ async fn a_route_name_is_sent_as_a_value_whatever_it_holds() {
         route: HOSTILE.route(),
         limit: 10,
         lease: LEASE,
+        after: None,
     };
     let batch = store.claim(request).await.expect("an ordinary claim");
     assert!(batch.records().is_empty(), "no row has that route");
@@ -217,6 +219,7 @@ async fn every_byte_of_a_payload_comes_back_as_staged() {
         route: RAW.route(),
         limit: 10,
         lease: LEASE,
+        after: None,
     };
     let batch = store.claim(request).await.unwrap();
     let payloads: Vec<&[u8]> = batch

@@ -43,6 +43,7 @@ async fn claim(store: &PgOutboxStore, route: &Route) -> PgBatch {
         route,
         limit: 10,
         lease: Duration::from_secs(60),
+        after: None,
     };
     store.claim(request).await.unwrap()
 }

@@ -33,6 +33,7 @@ fn relay(
                 route: ORDER_EVENTS.route(),
                 limit: 10,
                 lease: Duration::from_secs(60),
+                after: None,
             };
             let Ok(batch) = store.claim(request).await else {
                 continue;

@@ -31,6 +31,7 @@ async fn claim(store: &PgOutboxStore, limit: usize) -> PgBatch {
         route: ORDER_EVENTS.route(),
         limit,
         lease: LEASE,
+        after: None,
     };
     store.claim(request).await.expect("claim")
 }

@@ -94,6 +94,7 @@ async fn a_store_on_a_verify_full_pool_stages_relays_and_listens_over_tls() {
             route: ORDER_EVENTS.route(),
             limit: 10,
             lease: Duration::from_secs(60),
+            after: None,
         })
         .await
         .unwrap();

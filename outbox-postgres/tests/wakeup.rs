@@ -35,6 +35,7 @@ fn relay(
                 route: ORDER_EVENTS.route(),
                 limit: 10,
                 lease: Duration::from_secs(60),
+                after: None,
             };
             let batch = store.claim(request).await.expect("claim");
             if batch.records().is_empty() {

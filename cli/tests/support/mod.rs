@@ -181,6 +181,7 @@ pub(crate) async fn settle<S: OutboxStore>(
         route: spec.route(),
         limit: 100,
         lease: Duration::from_secs(60),
+        after: None,
     };
     let batch = store.claim(request).await.expect("claim");
     let settlements = batch

@@ -5,7 +5,8 @@ use uuid::Uuid;
 use super::rows::{Row, Status};
 use super::store::{MemoryStore, Retention};
 use crate::{
-    ClaimedBatch, LeaseToken, OutboxRecord, Outcome, SettleReport, Settlement, StoreError,
+    ClaimCursor, ClaimedBatch, LeaseToken, OutboxRecord, Outcome, SettleReport, Settlement,
+    StoreError,
 };
 
 /// Rows claimed from a [`MemoryStore`] under one lease.
@@ -15,6 +16,7 @@ pub struct MemoryBatch {
     route: String,
     lease: LeaseToken,
     records: Vec<OutboxRecord>,
+    cursor: Option<ClaimCursor>,
 }
 
 impl MemoryBatch {
@@ -29,7 +31,13 @@ impl MemoryBatch {
             route: route.to_owned(),
             lease,
             records,
+            cursor: None,
         }
+    }
+
+    /// The batch, saying a claim may go on past `cursor`.
+    pub(super) fn going_on_past(self, cursor: Option<ClaimCursor>) -> Self {
+        Self { cursor, ..self }
     }
 }
 
@@ -44,6 +52,10 @@ impl ClaimedBatch for MemoryBatch {
 
     fn take_records(&mut self) -> Vec<OutboxRecord> {
         std::mem::take(&mut self.records)
+    }
+
+    fn cursor(&self) -> Option<ClaimCursor> {
+        self.cursor
     }
 
     async fn settle(self, settlements: Vec<Settlement>) -> Result<SettleReport, StoreError> {

@@ -6,9 +6,24 @@ use std::time::SystemTime;
 use super::rows::{RouteRows, Row, Status};
 use crate::{OrderingMode, Route};
 
-/// Sequence numbers of the rows a claim takes, in claim order.
-pub(super) fn select(rows: &RouteRows, route: &Route, limit: usize, now: SystemTime) -> Vec<u64> {
-    let mut order: Vec<(u64, &Row)> = rows.rows.iter().map(|(s, r)| (*s, r)).collect();
+/// Whether claims of `route` go on past a cursor: in staging order, on
+/// an unordered route. Claims in clock order or per key start from the
+/// route's oldest row.
+pub(super) fn takes_cursor(route: &Route) -> bool {
+    route.ordering == OrderingMode::Unordered && !route.hlc_ordering
+}
+
+/// Sequence numbers of the rows a claim takes, in claim order, starting
+/// past sequence number `after` where given.
+pub(super) fn select(
+    rows: &RouteRows,
+    route: &Route,
+    limit: usize,
+    now: SystemTime,
+    after: Option<u64>,
+) -> Vec<u64> {
+    let start = after.map_or(0, |after| after.saturating_add(1));
+    let mut order: Vec<(u64, &Row)> = rows.rows.range(start..).map(|(s, r)| (*s, r)).collect();
     if route.hlc_ordering {
         order.sort_by_key(|(seq, row)| (row.envelope.hlc.map_or(u64::MAX, |h| h.as_u64()), *seq));
     }

@@ -15,8 +15,8 @@ use super::inbox::AttemptCount;
 use super::rows::{RouteRows, Status};
 use crate::relay::Relays;
 use crate::{
-    ClaimRequest, HybridClock, LeaseToken, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus,
-    Requeue, SharedClock, StoreError, SystemClock, Wakeup,
+    ClaimCursor, ClaimRequest, HybridClock, LeaseToken, OutboxStats, OutboxStore, PurgeRequest,
+    PurgeStatus, Requeue, SharedClock, StoreError, SystemClock, Wakeup,
 };
 
 /// What happens to a row once it is published.
@@ -169,7 +169,12 @@ impl OutboxStore for MemoryStore {
                 Vec::new(),
             ));
         };
-        let chosen = claim::select(rows, request.route, request.limit, now);
+        let cursors = claim::takes_cursor(request.route);
+        let after = request.after.filter(|_| cursors);
+        let after = after.and_then(|cursor| u64::try_from(cursor.0).ok());
+        let chosen = claim::select(rows, request.route, request.limit, now, after);
+        let cursor = chosen.last().filter(|_| cursors);
+        let cursor = cursor.and_then(|seq| i64::try_from(*seq).ok().map(ClaimCursor));
         let mut records = Vec::with_capacity(chosen.len());
         for seq in chosen {
             if let Some(row) = rows.rows.get_mut(&seq) {
@@ -178,12 +183,8 @@ impl OutboxStore for MemoryStore {
                 records.push(row.record());
             }
         }
-        Ok(MemoryBatch::new(
-            self.clone(),
-            &request.route.name,
-            lease,
-            records,
-        ))
+        let batch = MemoryBatch::new(self.clone(), &request.route.name, lease, records);
+        Ok(batch.going_on_past(cursor))
     }
 
     async fn sweep_expired(&self, route: &str, limit: usize) -> Result<u64, StoreError> {

@@ -6,6 +6,7 @@
 //! enum with `is_transient()`, and each backend maps its driver errors into
 //! it in one place.
 
+mod cursor;
 mod inbox_store;
 mod outbox_admin;
 mod outbox_store;
@@ -13,6 +14,7 @@ mod publisher;
 mod queued;
 mod source;
 
+pub use cursor::ClaimCursor;
 pub use inbox_store::{Attempts, InboxError, InboxMark, InboxStore};
 pub use outbox_admin::{ConsumerStats, FailedFilter, FailedRow, OutboxAdmin};
 pub use outbox_store::{

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::BoxError;
+use super::{BoxError, ClaimCursor};
 use crate::{Envelope, Route};
 
 /// Identifies one claim. Every mark made under a claim is conditional on the
@@ -58,6 +58,11 @@ pub struct ClaimRequest<'a> {
     pub limit: usize,
     /// How long the claim holds before a sweep may take the rows back.
     pub lease: Duration,
+    /// Where the claim may start: past this position, the
+    /// [`cursor`](ClaimedBatch::cursor) of the same drain's last batch. A
+    /// store takes only rows past it, or ignores it; `None` claims from
+    /// the oldest row.
+    pub after: Option<ClaimCursor>,
 }
 
 /// How one claimed row ended.
@@ -121,6 +126,14 @@ pub trait ClaimedBatch: Send + 'static {
     /// them; stores override it to move them out.
     fn take_records(&mut self) -> Vec<OutboxRecord> {
         self.records().to_vec()
+    }
+
+    /// Where a claim going on from this one may start
+    /// ([`ClaimRequest::after`]): past this batch's last row, where the
+    /// store can start a claim there. `None`, the default, where it
+    /// cannot, or where the batch is empty.
+    fn cursor(&self) -> Option<ClaimCursor> {
+        None
     }
 
     /// Applies the outcomes in as few round trips as the store can, each

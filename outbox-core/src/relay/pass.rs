@@ -11,8 +11,8 @@ use super::width::ClaimWidth;
 use crate::port::error_chain;
 use crate::telemetry;
 use crate::{
-    ClaimRequest, ClaimedBatch, Envelope, OutboxRecord, OutboxStore, Outcome, PublishError,
-    Publisher, Queued, Route, Settlement, StoreError,
+    ClaimCursor, ClaimRequest, ClaimedBatch, Envelope, OutboxRecord, OutboxStore, Outcome,
+    PublishError, Publisher, Queued, Route, Settlement, StoreError,
 };
 
 /// What one pass did.
@@ -51,7 +51,7 @@ pub(super) async fn run_pass<S: OutboxStore, P: Publisher>(
     width: &ClaimWidth,
 ) -> Result<(PassReport, usize), StoreError> {
     async move {
-        let (mut batch, limit) = claim(store, lane, config, width).await?;
+        let (mut batch, limit) = claim(store, lane, config, width, None).await?;
         let records = batch.take_records();
         let claimed = records.len();
         if claimed == 0 {
@@ -75,19 +75,22 @@ pub(super) fn pass_span(route: &Route) -> tracing::Span {
     )
 }
 
-/// Claims a batch under a fresh lease, as wide as `width` says, and
-/// returns it with the row limit it was claimed with.
+/// Claims a batch under a fresh lease, as wide as `width` says, past
+/// `after` where given, and returns it with the row limit it was claimed
+/// with.
 pub(super) async fn claim<S: OutboxStore>(
     store: &S,
     lane: &Lane,
     config: &RelayOptions,
     width: &ClaimWidth,
+    after: Option<ClaimCursor>,
 ) -> Result<(S::Batch, usize), StoreError> {
     let limit = width.limit(config);
     let request = ClaimRequest {
         route: &lane.route,
         limit,
         lease: config.lease,
+        after,
     };
     let started = Instant::now();
     let batch = store.claim(request).await?;

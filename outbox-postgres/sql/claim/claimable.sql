@@ -6,10 +6,15 @@
 -- tenth of the table and loses to a fresh plan every time, so every claim
 -- was planned anew. The line after the filter is empty or, in a rotated
 -- outbox whose slot is about to be truncated, leaves that slot out of the
--- plan (see rotation.rs).
+-- plan (see rotation.rs). The line after that is empty in a leased claim;
+-- in a locked one it starts the scan past $2, the claim's cursor: the last
+-- row id of the drain's batch before, so the scan does not walk again past
+-- the rows the drain holds locked or has just deleted, or the lowest
+-- bigint, for a claim from the oldest row.
 from {outbox} as r
 where r.route = $1 and r.status = 'pending' and r.available_at <= now()
   {skip}
+  {after}
 order by r.id + 0
 limit {limit}
 for update of r skip locked

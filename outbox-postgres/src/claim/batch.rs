@@ -1,7 +1,8 @@
 //! A claimed batch, leased or locked, and its settlement.
 
 use tidings_core::{
-    ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, SettleReport, Settlement, StoreError,
+    ClaimCursor, ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, SettleReport, Settlement,
+    StoreError,
 };
 use tracing::instrument;
 
@@ -25,6 +26,7 @@ pub struct PgBatch {
     lease: LeaseToken,
     records: Vec<OutboxRecord>,
     hold: Hold,
+    cursor: Option<ClaimCursor>,
 }
 
 /// How a batch holds its rows.
@@ -44,15 +46,15 @@ impl PgBatch {
         request: ClaimRequest<'_>,
     ) -> Result<Self, StoreError> {
         let route = request.route.name.to_string();
-        let (lease, records, hold) = match store.options().get_claim_mode() {
+        let (lease, records, hold, cursor) = match store.options().get_claim_mode() {
             ClaimMode::Locked => {
                 let claimed = locked::claim(store, request).await?;
                 let hold = claimed.locks.map_or(Hold::Lease, Hold::Locks);
-                (claimed.token, claimed.records, hold)
+                (claimed.token, claimed.records, hold, claimed.cursor)
             }
             ClaimMode::Leased => {
                 let (lease, records) = leased::claim(store, request).await?;
-                (lease, records, Hold::Lease)
+                (lease, records, Hold::Lease, None)
             }
         };
         Ok(Self {
@@ -61,6 +63,7 @@ impl PgBatch {
             lease,
             records,
             hold,
+            cursor,
         })
     }
 
@@ -87,6 +90,10 @@ impl ClaimedBatch for PgBatch {
 
     fn take_records(&mut self) -> Vec<OutboxRecord> {
         std::mem::take(&mut self.records)
+    }
+
+    fn cursor(&self) -> Option<ClaimCursor> {
+        self.cursor
     }
 
     #[instrument(

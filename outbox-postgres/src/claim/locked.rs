@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use tidings_core::port::error_chain;
-use tidings_core::{ClaimRequest, LeaseToken, OutboxRecord, SettleReport, StoreError};
+use tidings_core::{ClaimCursor, ClaimRequest, LeaseToken, OutboxRecord, SettleReport, StoreError};
 use tokio::task::JoinHandle;
 use tracing::warn;
 use uuid::Uuid;
@@ -23,6 +23,7 @@ use crate::claim::connections::ClaimConnection;
 use crate::claim::outcomes::{OutcomeColumns, Settled};
 use crate::claim::pooled::PooledClaim;
 use crate::claim::row::into_records;
+use crate::claim::statements::ClaimStatements;
 use crate::claim::{own, pooled, records};
 
 /// The open transaction of a locked batch, on a claim connection, its
@@ -69,11 +70,13 @@ impl Held {
 }
 
 /// A locked claim: the lease token naming it, the records claimed, in the
-/// route's order, and the rows' locks, or none where no row was claimed.
+/// route's order, the rows' locks, or none where no row was claimed, and
+/// where a claim going on from it may start.
 pub(crate) struct Claimed {
     pub(crate) token: LeaseToken,
     pub(crate) records: Vec<OutboxRecord>,
     pub(crate) locks: Option<LockedRows>,
+    pub(crate) cursor: Option<ClaimCursor>,
 }
 
 /// Claims by locking rows in a transaction of their own, which may sit idle
@@ -84,13 +87,18 @@ pub(crate) async fn claim(
     request: ClaimRequest<'_>,
 ) -> Result<Claimed, StoreError> {
     let route = request.route;
+    let cursors = ClaimStatements::takes_cursor(route);
+    let after = cursors.then(|| request.after.map_or(i64::MIN, |cursor| cursor.0));
+    let (limit, lease) = (request.limit, request.lease);
     let (held, rows) = if store.persistent() {
-        let (connection, rows) = own::claim(store, route, request.limit, request.lease).await?;
+        let (connection, rows) = own::claim(store, route, limit, lease, after).await?;
         (Held::Own(connection), rows)
     } else {
-        let (claim, rows) = pooled::claim(store, route, request.limit, request.lease).await?;
+        let (claim, rows) = pooled::claim(store, route, limit, lease, after).await?;
         (Held::Pooled(claim), rows)
     };
+    // The rows come in id order, so the last is the furthest on.
+    let cursor = rows.last().filter(|_| cursors).map(|r| ClaimCursor(r.id));
     let token = LeaseToken::new();
     let locks = if rows.is_empty() {
         held.release(store).await?;
@@ -116,6 +124,7 @@ pub(crate) async fn claim(
         token,
         records: into_records(rows, route.hlc_ordering),
         locks,
+        cursor,
     })
 }
 

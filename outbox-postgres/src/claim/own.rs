@@ -32,21 +32,24 @@ const SETTLE_PUBLISHED: &str = "tidings_settle_published";
 const SETTLE_PUBLISHED_KEPT: &str = "tidings_settle_published_kept";
 
 /// Opens a batch's transaction on one of the store's connections and locks
-/// up to `limit` claimable rows of `route` in it, in one round trip;
-/// returns the rows decoded as they arrived.
+/// up to `limit` claimable rows of `route` in it, past row id `after` for
+/// a claim that takes a cursor, in one round trip; returns the rows
+/// decoded as they arrived.
 pub(crate) async fn claim(
     store: &PgOutboxStore,
     route: &Route,
     limit: usize,
     lease: Duration,
+    after: Option<i64>,
 ) -> Result<(ClaimConnection, Vec<ClaimedRow>), StoreError> {
     let (name, sql) = store
         .inner()
         .sql
         .claim
         .locked(route, limit, store.skipped_slot());
+    let after = after.map_or_else(String::new, |id| format!(", {id}"));
     let script = format!(
-        "{};\nexecute {name}({})",
+        "{};\nexecute {name}({}{after})",
         begin_statement(lease),
         literal::text(&route.name)?
     );

@@ -45,20 +45,24 @@ pub(crate) struct PooledClaim {
 }
 
 /// Opens a batch's transaction on a pooled connection and locks up to
-/// `limit` claimable rows of `route` in it; returns the rows decoded as
-/// they arrived.
+/// `limit` claimable rows of `route` in it, past row id `after` for a
+/// claim that takes a cursor; returns the rows decoded as they arrived.
 pub(crate) async fn claim(
     store: &PgOutboxStore,
     route: &Route,
     limit: usize,
     lease: Duration,
+    after: Option<i64>,
 ) -> Result<(PooledClaim, Vec<ClaimedRow>), StoreError> {
     let inner = store.inner();
     let permit = inner.claims.permit().await?;
     let begin = AssertSqlSafe(begin_statement(lease));
     let mut tx = inner.pool.begin_with(begin).await.map_err(store_error)?;
     let (_, sql) = inner.sql.claim.locked(route, limit, store.skipped_slot());
-    let query = sqlx::query(sql).persistent(false).bind(&route.name);
+    let mut query = sqlx::query(sql).persistent(false).bind(&route.name);
+    if let Some(after) = after {
+        query = query.bind(after);
+    }
     let rows = RowDecoder::read(limit, query.fetch(&mut *tx));
     let rows = rows.await.map_err(store_error)?.finish()?;
     let claim = PooledClaim {

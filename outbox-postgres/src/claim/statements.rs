@@ -46,6 +46,15 @@ struct Kind {
 }
 
 impl Kind {
+    /// Whether the claim starts past a cursor, binding it as `$2`: a
+    /// locked claim in staging order on an unordered route. Leased claims
+    /// take their rows out of the claim index, so nothing is left for a
+    /// cursor to skip; claims in clock order or per key start from the
+    /// oldest row.
+    fn takes_cursor(self) -> bool {
+        self.locked && !self.per_key && !self.by_clock
+    }
+
     fn of(route: &Route, mode: ClaimMode) -> Self {
         Self {
             per_key: route.ordering == OrderingMode::PerKey,
@@ -98,6 +107,12 @@ impl ClaimStatements {
         self.render(Kind::of(route, mode), limit, skip)
     }
 
+    /// Whether the locked claim of `route` starts past a cursor, which it
+    /// binds as `$2`, a `bigint`.
+    pub(crate) fn takes_cursor(route: &Route) -> bool {
+        Kind::of(route, ClaimMode::Locked).takes_cursor()
+    }
+
     /// The locked claim of at most `limit` rows for `route`, leaving slot
     /// `skip` out, and the name it is prepared under on a claim
     /// connection: one name per statement text of the store.
@@ -131,8 +146,13 @@ impl ClaimStatements {
             ),
             None => (String::new(), String::new()),
         };
+        let after = match kind.takes_cursor() {
+            true => "and r.id + 0 > $2",
+            false => "",
+        };
         let text = self.templates[kind.index()]
             .replace("{limit}", &written)
+            .replace("{after}", after)
             .replace("{skip}", &skip_rows)
             .replace("{skip_target}", &skip_target);
         // Safe: besides the store's validated, quoted names, the only text
@@ -190,6 +210,9 @@ mod tests {
         let (name, locked) = claims.locked(route, 250, Some(3));
         assert!(name.ends_with("_250_3"), "{name}");
         assert!(locked.as_str().contains("and r.slot <> 3"));
+        assert!(locked.as_str().contains("and r.id + 0 > $2"));
+        assert!(!sql.as_str().contains("r.id + 0 >"), "{}", sql.as_str());
+        assert!(ClaimStatements::takes_cursor(route));
         let largest = claims.get(route, usize::MAX, ClaimMode::Leased, None);
         assert!(largest.as_str().contains(&format!("limit {}\n", i64::MAX)));
         for limit in 0..2 * KEPT {
@@ -220,6 +243,7 @@ mod tests {
         for (index, template) in claims.templates.iter().enumerate() {
             let sql = template
                 .replace("{limit}", "7")
+                .replace("{after}", "")
                 .replace("{skip}", "")
                 .replace("{skip_target}", "");
             assert!(!sql.contains('{'), "{sql}");

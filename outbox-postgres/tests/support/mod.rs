@@ -123,6 +123,7 @@ pub(crate) async fn claim_orders(store: &PgOutboxStore, limit: usize, lease: Dur
         route: ORDER_EVENTS.route(),
         limit,
         lease,
+        after: None,
     };
     store.claim(request).await.expect("claim")
 }

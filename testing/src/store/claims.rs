@@ -3,10 +3,12 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use tidings_core::{ClaimedBatch, Hlc, OrderingMode, Outcome, Settlement};
+use tidings_core::{ClaimCursor, ClaimedBatch, Hlc, OrderingMode, Outcome, Settlement};
 
 use super::StoreHarness;
-use super::fixtures::{claim, claim_within, event, full_event, numbers, route, settle_all};
+use super::fixtures::{
+    claim, claim_after, claim_within, event, full_event, numbers, route, settle_all,
+};
 
 /// Rows come back oldest first, with every envelope field as staged and
 /// the attempt counted.
@@ -66,6 +68,43 @@ pub async fn claim_respects_limit_and_skips_claimed_rows<H: StoreHarness>(h: &H)
     assert_eq!(numbers(&second), [3, 4, 5]);
     assert!(claim(&store, &route, 10).await.records().is_empty());
     assert_ne!(first.lease(), second.lease());
+}
+
+/// A claim past a batch's cursor takes only rows after that batch's, and
+/// a row left behind the cursor, due again after a retry, is taken by the
+/// next claim without one. A store that returns no cursor is handed one
+/// all the same and claims from the oldest row.
+pub async fn a_claim_past_a_cursor_leaves_earlier_rows_to_one_without<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    h.commit(&store, (1..=6).map(|n| event(&route, n)).collect())
+        .await;
+
+    let first = claim(&store, &route, 2).await;
+    assert_eq!(numbers(&first), [1, 2]);
+    let cursor = first.cursor();
+    let next = claim_after(&store, &route, 2, cursor.or(Some(ClaimCursor(i64::MAX)))).await;
+    assert_eq!(numbers(&next), [3, 4]);
+    match cursor {
+        Some(_) => assert!(next.cursor() > cursor, "a cursor moves on with the claims"),
+        None => assert_eq!(next.cursor(), None, "a store without cursors returns none"),
+    }
+    let mut settlements = settle_all(&first, Outcome::Published);
+    settlements[0].outcome = Outcome::Retry {
+        delay: Duration::ZERO,
+        error: "try again".into(),
+    };
+    first.settle(settlements).await.expect("settle");
+
+    let past = claim_after(&store, &route, 10, next.cursor()).await;
+    match cursor {
+        Some(_) => assert_eq!(numbers(&past), [5, 6]),
+        None => assert_eq!(numbers(&past), [1, 5, 6]),
+    }
+    if cursor.is_some() {
+        let behind = claim(&store, &route, 10).await;
+        assert_eq!(numbers(&behind), [1], "left behind the cursor");
+    }
 }
 
 /// Rows of one route are never claimed through another.

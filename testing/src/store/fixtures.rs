@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tidings_core::{
-    ClaimRequest, ClaimedBatch, Envelope, Hlc, OrderingMode, OutboxStore, Outcome, RetryPolicy,
-    Route, Settlement, StagedEvent,
+    ClaimCursor, ClaimRequest, ClaimedBatch, Envelope, Hlc, OrderingMode, OutboxStore, Outcome,
+    RetryPolicy, Route, Settlement, StagedEvent,
 };
 
 use crate::names::unique_name;
@@ -96,6 +96,23 @@ pub async fn claim<S: OutboxStore>(store: &S, route: &Route, limit: usize) -> S:
     claim_leased(store, route, limit, LONG_LEASE).await
 }
 
+/// Claims up to `limit` rows with a long lease, past `after` where the
+/// store goes on past cursors.
+pub async fn claim_after<S: OutboxStore>(
+    store: &S,
+    route: &Route,
+    limit: usize,
+    after: Option<ClaimCursor>,
+) -> S::Batch {
+    let request = ClaimRequest {
+        route,
+        limit,
+        lease: LONG_LEASE,
+        after,
+    };
+    store.claim(request).await.expect("claim")
+}
+
 /// Claims up to `limit` rows with the given lease.
 pub async fn claim_leased<S: OutboxStore>(
     store: &S,
@@ -107,6 +124,7 @@ pub async fn claim_leased<S: OutboxStore>(
         route,
         limit,
         lease,
+        after: None,
     };
     store.claim(request).await.expect("claim")
 }

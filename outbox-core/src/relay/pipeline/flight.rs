@@ -9,13 +9,14 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 
-use super::{HELD, PUBLISHING};
+use super::{HELD, PUBLISHING, UNBOUNDED_EVERY};
 use crate::relay::lane::Lane;
 use crate::relay::pass::{claim, publish, settle};
 use crate::relay::width::ClaimWidth;
 use crate::relay::{PassReport, RelayOptions};
 use crate::{
-    ClaimedBatch, OutboxRecord, OutboxStore, Publisher, Queued, QueuedWait, Settlement, StoreError,
+    ClaimCursor, ClaimedBatch, OutboxRecord, OutboxStore, Publisher, Queued, QueuedWait,
+    Settlement, StoreError,
 };
 
 type Claim<'a, B> = BoxFuture<'a, Result<(B, usize), StoreError>>;
@@ -35,8 +36,14 @@ pub(super) struct Flight<'a, S: OutboxStore, P> {
     queued: Option<QueuedWait>,
     publishing: FuturesUnordered<BoxFuture<'a, (S::Batch, Vec<Settlement>)>>,
     settling: FuturesUnordered<BoxFuture<'a, Result<PassReport, StoreError>>>,
-    /// Whether the last claim came back full, so there may be more.
+    /// Whether there may be more to claim: the last claim came back full,
+    /// or short past a cursor, which may have left rows behind it.
     more: bool,
+    /// Where the next claim starts, or `None` for the route's oldest row.
+    after: Option<ClaimCursor>,
+    /// Claims in a row that started past a cursor, the one under way
+    /// included.
+    bounded: usize,
     total: PassReport,
     error: Option<StoreError>,
 }
@@ -64,6 +71,8 @@ impl<'a, S: OutboxStore, P: Publisher> Flight<'a, S, P> {
             publishing: FuturesUnordered::new(),
             settling: FuturesUnordered::new(),
             more: true,
+            after: None,
+            bounded: 0,
             total: PassReport::default(),
             error: None,
         };
@@ -156,7 +165,12 @@ impl<'a, S: OutboxStore, P: Publisher> Flight<'a, S, P> {
 
     fn claim(&mut self) {
         let (store, lane, config, width) = (self.store, self.lane, self.config, self.width);
-        self.claiming = Some(Box::pin(claim(store, lane, config, width)));
+        let after = self.after;
+        self.bounded = match after {
+            Some(_) => self.bounded + 1,
+            None => 0,
+        };
+        self.claiming = Some(Box::pin(claim(store, lane, config, width, after)));
     }
 
     /// Takes a claim's outcome: a batch to publish, unless empty, or the
@@ -164,8 +178,11 @@ impl<'a, S: OutboxStore, P: Publisher> Flight<'a, S, P> {
     fn claimed(&mut self, claimed: Result<(S::Batch, usize), StoreError>) {
         match claimed {
             Ok((mut batch, limit)) => {
+                let cursor = batch.cursor();
                 let records = batch.take_records();
-                self.more = records.len() >= limit;
+                let full = records.len() >= limit;
+                self.more = full || self.bounded > 0;
+                self.after = cursor.filter(|_| self.goes_on_past(full));
                 if !records.is_empty() {
                     self.total.claimed += records.len();
                     self.claimed = Some((batch, records));
@@ -176,6 +193,15 @@ impl<'a, S: OutboxStore, P: Publisher> Flight<'a, S, P> {
                 self.error.get_or_insert(e);
             }
         }
+    }
+
+    /// Whether the next claim starts past the last one's cursor: while
+    /// claims come back full and wide, but for one claim in
+    /// [`UNBOUNDED_EVERY`], which starts from the oldest row and so takes
+    /// rows the cursors left behind. Narrow claims always start there, so
+    /// the rows of a crashed claim come first.
+    fn goes_on_past(&self, full: bool) -> bool {
+        full && self.width.is_wide() && self.bounded + 1 < UNBOUNDED_EVERY
     }
 
     fn publish(&mut self, (batch, records): (S::Batch, Vec<OutboxRecord>)) {

@@ -41,6 +41,12 @@ const PUBLISHING: usize = 2;
 /// parallel drains' claims skip more locked rows.
 const HELD: usize = 2;
 
+/// A drain's claims go on past the last batch's cursor
+/// ([`ClaimCursor`](crate::ClaimCursor)) but for one in this many, which
+/// starts from the route's oldest row, so a row left behind the cursors
+/// waits this many batches at most while a backlog lasts.
+const UNBOUNDED_EVERY: usize = 8;
+
 /// Drains an unordered route's backlog: one pipelined drain, joined by
 /// [`drains`](RelayOptions::drains) − 1 more once its first claim comes
 /// back full while claims are wide; returns the sum, or the first error
@@ -52,7 +58,7 @@ pub(super) async fn drain_parallel<S: OutboxStore, P: Publisher>(
     config: &RelayOptions,
     width: &ClaimWidth,
 ) -> Result<PassReport, StoreError> {
-    let first = claim(store, lane, config, width)
+    let first = claim(store, lane, config, width, None)
         .instrument(pass_span(&lane.route))
         .await?;
     let full = first.0.records().len() >= first.1;

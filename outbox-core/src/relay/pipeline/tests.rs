@@ -1,12 +1,23 @@
 //! The pipelined drain against the in-memory store.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use crate::memory::MemoryStore;
+use crate::memory::{MemoryBatch, MemoryStore};
 use crate::relay::{Relay, RelayOptions};
-use crate::{Envelope, OutboxSpec, PublishError, Publisher, Queued};
+use crate::{
+    ClaimRequest, Envelope, OutboxSpec, OutboxStats, OutboxStore, PublishError, Publisher,
+    PurgeRequest, Queued, Requeue, RetryPolicy, StoreError,
+};
 
 static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events").to_queue("events-q");
+
+/// Retried a millisecond after a failure.
+static RETRIED: OutboxSpec<u32> = OutboxSpec::json("retried").to_queue("retried-q").retry(
+    RetryPolicy::new()
+        .base_delay(Duration::from_millis(1))
+        .max_backoff(Duration::from_millis(1)),
+);
 
 /// Accepts everything and keeps the payloads in arrival order.
 #[derive(Clone, Default)]
@@ -71,13 +82,70 @@ impl Publisher for Overlapping {
     }
 }
 
+/// Fails event `n` once, transiently, and accepts everything else; keeps
+/// every payload handed to it.
+#[derive(Clone)]
+struct FailsOnce {
+    n: u32,
+    seen: Arc<Mutex<Vec<u32>>>,
+}
+
+impl Publisher for FailsOnce {
+    async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
+        let n = serde_json::from_slice(&envelope.payload).expect("a u32 payload");
+        let mut seen = self.seen.lock().unwrap();
+        seen.push(n);
+        match n == self.n && seen.iter().filter(|&&s| s == n).count() == 1 {
+            true => Err(PublishError::Timeout),
+            false => Ok(()),
+        }
+    }
+}
+
+/// The in-memory store, keeping whether each claim went on past a cursor.
+#[derive(Clone, Default)]
+struct Cursors {
+    store: MemoryStore,
+    past: Arc<Mutex<Vec<bool>>>,
+}
+
+impl OutboxStore for Cursors {
+    type Batch = MemoryBatch;
+
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<MemoryBatch, StoreError> {
+        self.past.lock().unwrap().push(request.after.is_some());
+        self.store.claim(request).await
+    }
+
+    async fn sweep_expired(&self, route: &str, limit: usize) -> Result<u64, StoreError> {
+        self.store.sweep_expired(route, limit).await
+    }
+
+    async fn requeue_failed(&self, route: &str, which: Requeue) -> Result<u64, StoreError> {
+        self.store.requeue_failed(route, which).await
+    }
+
+    async fn purge(&self, route: &str, request: PurgeRequest) -> Result<u64, StoreError> {
+        self.store.purge(route, request).await
+    }
+
+    async fn stats(&self, route: &str) -> Result<OutboxStats, StoreError> {
+        self.store.stats(route).await
+    }
+}
+
 /// A store holding `events` pending events numbered from 0, staged in
 /// one transaction.
 fn staged(events: u32) -> MemoryStore {
+    staged_on(&EVENTS, events)
+}
+
+/// A store holding `events` pending events of `spec`, numbered from 0.
+fn staged_on(spec: &'static OutboxSpec<u32>, events: u32) -> MemoryStore {
     let store = MemoryStore::new();
     let mut ctx = store.begin();
     for n in 0..events {
-        ctx.outbox().stage(&EVENTS, "test.event", &n).unwrap();
+        ctx.outbox().stage(spec, "test.event", &n).unwrap();
     }
     ctx.commit().unwrap();
     store
@@ -150,4 +218,57 @@ async fn the_next_batch_is_published_while_the_last_awaits_its_answers_in_order(
     assert_eq!(queued, (0..1_000).collect::<Vec<_>>(), "queued in order");
     let (answering, most) = *publisher.answering.lock().unwrap();
     assert_eq!((answering, most), (0, 2), "two batches awaited at once");
+}
+
+#[tokio::test]
+async fn claims_go_on_past_the_last_batch_but_for_one_in_eight_and_the_last() {
+    let store = Cursors {
+        store: staged(2_050),
+        ..Cursors::default()
+    };
+    let publisher = Keep::default();
+    let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
+        .unwrap()
+        .options(RelayOptions::default().batch_size(100).drains(1));
+
+    let report = relay.drain().await.unwrap();
+
+    assert_eq!((report.claimed, report.published), (2_050, 2_050));
+    let published = publisher.0.lock().unwrap().clone();
+    assert_eq!(published, (0..2_050).collect::<Vec<_>>());
+    let past = store.past.lock().unwrap().clone();
+    // The first claim, every eighth after it and the one that closes the
+    // drain start from the oldest row; the rest go on past a cursor.
+    let from_oldest: Vec<usize> = (0..past.len()).filter(|&i| !past[i]).collect();
+    assert_eq!(from_oldest, [0, 8, 16, past.len() - 1], "{past:?}");
+    assert_eq!(
+        past.len(),
+        22,
+        "20 full batches, a short one past a cursor, an empty one"
+    );
+}
+
+#[tokio::test]
+async fn a_row_left_behind_the_cursor_is_published_before_the_drain_ends() {
+    // Enough batches for the retry to fall due while the drain goes on.
+    let store = staged_on(&RETRIED, 20_000);
+    let publisher = FailsOnce {
+        n: 150,
+        seen: Arc::default(),
+    };
+    let relay = Relay::new(store.clone(), publisher.clone(), &RETRIED)
+        .unwrap()
+        .options(RelayOptions::default().batch_size(100).drains(1));
+
+    let report = relay.drain().await.unwrap();
+
+    assert_eq!((report.published, report.rescheduled), (20_000, 1));
+    assert_eq!(store.pending_count("retried"), 0);
+    let seen = publisher.seen.lock().unwrap().clone();
+    let tries: Vec<usize> = (0..seen.len()).filter(|&i| seen[i] == 150).collect();
+    assert_eq!(tries.len(), 2, "failed once, then published");
+    assert!(
+        tries[1] > 300,
+        "retried once the cursors had gone past it: {tries:?}"
+    );
 }
