@@ -17,6 +17,12 @@
 //! publisher says the last one's messages are queued ahead of it
 //! ([`Publisher::publish_batch_queued`]; RabbitMQ says so once they are
 //! written to their channels, other transports once they are answered).
+//! Each claim of a drain goes on past the last batch's rows where the store
+//! can start there ([`ClaimCursor`](crate::ClaimCursor)), rather than
+//! walking again from the route's oldest row past the rows the drain
+//! still holds; one claim in eight, and the one that ends a drain, starts
+//! from the oldest row, so rows left behind (due again after a retry,
+//! committed late) wait a few batches at most.
 //! Several such drains may work a backlog at once
 //! ([`drains`](RelayOptions::drains), one by default, so keyed messages
 //! keep their order across batches). Per-key routes claim only after

@@ -35,6 +35,19 @@
 //! leased claims remain for publishes that may outlast any lease one
 //! would set, as they hold no connection meanwhile.
 //!
+//! # Cursors
+//!
+//! A locked claim starts from the oldest claimable row, and the rows a
+//! drain still holds locked, and those it has just deleted, lie right
+//! there: the claim index keeps them until a vacuum, and every claim
+//! walked past them, locked rows skipped one by one, before reaching rows
+//! it could take. That walk cost as much as the claim itself. A locked
+//! claim of an unordered route in staging order therefore returns its last
+//! row id as its [`ClaimCursor`](tidings_core::ClaimCursor), and the
+//! drain's next claim binds it and starts its index scan past it
+//! (`claimable.sql`). Rows left behind it are taken by the relay's claims
+//! from the oldest row, which it still makes now and then.
+//!
 //! # Claim records: crashes of locked claims
 //!
 //! A locked claim writes nothing to its rows, so a relay that dies leaves

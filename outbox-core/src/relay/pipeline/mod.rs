@@ -13,6 +13,11 @@
 //! While claims are narrow, after a row crashed, one batch at a time is
 //! published, so a crash still fails at most a window's rows.
 //!
+//! A drain's claims go on past the last batch's cursor while they come back
+//! full and wide, and start from the route's oldest row once in
+//! [`UNBOUNDED_EVERY`] claims and whenever one past a cursor comes back
+//! short, so a drain ends only on a short claim from the oldest row.
+//!
 //! A batch once claimed is always published and settled: after a failed
 //! settle or claim, the drain stops claiming, finishes what it holds and
 //! then reports the first error, so no claim is left to expire and count
