@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::RelayOptions;
-use crate::OutboxRecord;
+use crate::Taken;
 
 /// The size of a relay's next claim: one publish window's worth when the
 /// relay starts and after a claim that held a row with crashes counted
@@ -37,9 +37,8 @@ impl ClaimWidth {
 
     /// Widens the next claim after one whose rows never crashed, narrows
     /// it after one with a row that did.
-    pub(super) fn observe(&self, records: &[OutboxRecord]) {
-        let crashed = records.iter().any(|r| r.crashes() > 0);
-        self.wide.store(!crashed, Ordering::Relaxed);
+    pub(super) fn observe(&self, taken: Taken) {
+        self.wide.store(!taken.crashed, Ordering::Relaxed);
     }
 }
 
@@ -48,7 +47,7 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
-    use crate::Envelope;
+    use crate::{Envelope, OutboxRecord};
 
     fn record(attempts_started: u32, attempts_finished: u32) -> OutboxRecord {
         let envelope = Envelope::new("route", "queue", "type", Bytes::new(), "application/json");
@@ -65,14 +64,14 @@ mod tests {
         let config = RelayOptions::default().batch_size(500).publish_window(100);
         let width = ClaimWidth::default();
         assert_eq!(width.limit(&config), 100, "narrow at start");
-        width.observe(&[record(1, 0), record(2, 1)]);
+        width.observe(Taken::of(&[record(1, 0), record(2, 1)]));
         assert_eq!(width.limit(&config), 500, "no crash among them");
-        width.observe(&[record(1, 0), record(2, 0)]);
+        width.observe(Taken::of(&[record(1, 0), record(2, 0)]));
         assert_eq!(width.limit(&config), 100, "the second row crashed once");
-        width.observe(&[]);
+        width.observe(Taken::of(&[]));
         assert_eq!(width.limit(&config), 500);
         let small = RelayOptions::default().batch_size(20).publish_window(100);
-        width.observe(&[record(3, 0)]);
+        width.observe(Taken::of(&[record(3, 0)]));
         assert_eq!(width.limit(&small), 20, "never past the batch size");
     }
 }

@@ -2,7 +2,7 @@
 
 use tidings_core::{
     ClaimCursor, ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, SettleReport, Settlement,
-    StoreError,
+    StoreError, Taken,
 };
 use tracing::instrument;
 
@@ -25,6 +25,7 @@ pub struct PgBatch {
     route: String,
     lease: LeaseToken,
     records: Vec<OutboxRecord>,
+    taken: Taken,
     hold: Hold,
     cursor: Option<ClaimCursor>,
 }
@@ -40,21 +41,28 @@ enum Hold {
 }
 
 impl PgBatch {
-    /// Claims rows as the store's [`ClaimMode`] says.
+    /// Claims rows as the store's [`ClaimMode`] says; a locked claim
+    /// takes them `unread` where it can (see [`locked::claim_unread`]).
     pub(crate) async fn claim(
         store: &PgOutboxStore,
         request: ClaimRequest<'_>,
+        unread: bool,
     ) -> Result<Self, StoreError> {
         let route = request.route.name.to_string();
-        let (lease, records, hold, cursor) = match store.options().get_claim_mode() {
+        let (lease, records, taken, hold, cursor) = match store.options().get_claim_mode() {
             ClaimMode::Locked => {
-                let claimed = locked::claim(store, request).await?;
+                let claimed = match unread {
+                    true => locked::claim_unread(store, request).await?,
+                    false => locked::claim(store, request).await?,
+                };
                 let hold = claimed.locks.map_or(Hold::Lease, Hold::Locks);
-                (claimed.token, claimed.records, hold, claimed.cursor)
+                let (token, taken) = (claimed.token, claimed.taken);
+                (token, claimed.records, taken, hold, claimed.cursor)
             }
             ClaimMode::Leased => {
                 let (lease, records) = leased::claim(store, request).await?;
-                (lease, records, Hold::Lease, None)
+                let taken = Taken::of(&records);
+                (lease, records, taken, Hold::Lease, None)
             }
         };
         Ok(Self {
@@ -62,6 +70,7 @@ impl PgBatch {
             route,
             lease,
             records,
+            taken,
             hold,
             cursor,
         })
@@ -94,6 +103,20 @@ impl ClaimedBatch for PgBatch {
 
     fn cursor(&self) -> Option<ClaimCursor> {
         self.cursor
+    }
+
+    fn taken(&self) -> Taken {
+        self.taken
+    }
+
+    async fn read(&mut self) -> Result<(), StoreError> {
+        if let Hold::Locks(locks) = &mut self.hold {
+            let read = locks.read(&self.store).await?;
+            if !read.is_empty() {
+                self.records = read;
+            }
+        }
+        Ok(())
     }
 
     #[instrument(
