@@ -28,8 +28,7 @@ pub use port::{
     DEAD_LETTER_REASON_HEADER, Delivery, FailedFilter, FailedRow, InboxError, InboxMark,
     InboxStore, LeaseToken, OutboxAdmin, OutboxRecord, OutboxStats, OutboxStore, Outcome,
     PublishError, Publisher, PurgeRequest, PurgeStatus, Queued, QueuedWait, REPLAYED_REASON_HEADER,
-    Redelivery, Requeue, SettleReport, Settlement, Source, SourceError, StoreError, Taken,
-    Transient,
+    Redelivery, Requeue, SettleReport, Settlement, Source, SourceError, StoreError, Transient,
 };
 pub use spec::{OrderingMode, OutboxSpec, QueueSpec, RetryPolicy, Route, SpecError};
 pub use staging::{OutboxBuffer, StageError, Staged, StagedEvent};

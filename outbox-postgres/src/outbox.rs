@@ -29,22 +29,7 @@ impl OutboxStore for PgOutboxStore {
     )]
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<PgBatch, StoreError> {
         self.rotate_when_due();
-        PgBatch::claim(self, request, false).await
-    }
-
-    #[instrument(
-        skip_all,
-        fields(
-            db.system = "postgresql",
-            outbox.route = %request.route.name,
-            limit = request.limit,
-            claimed,
-        ),
-        err
-    )]
-    async fn claim_unread(&self, request: ClaimRequest<'_>) -> Result<PgBatch, StoreError> {
-        self.rotate_when_due();
-        PgBatch::claim(self, request, true).await
+        PgBatch::claim(self, request).await
     }
 
     #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]

@@ -135,7 +135,6 @@ pub(crate) struct Statements {
     pub(crate) settle_locked: SqlStr,
     pub(crate) settle_locked_published: SqlStr,
     pub(crate) settle_locked_published_kept: SqlStr,
-    pub(crate) read_locked: SqlStr,
     pub(crate) sweep: SqlStr,
     pub(crate) requeue: SqlStr,
     pub(crate) purge: SqlStr,
@@ -233,7 +232,6 @@ impl Statements {
             settle_locked_published_kept: sql(include_str!(
                 "../sql/settle/settle_locked_published_kept.sql"
             )),
-            read_locked: sql(include_str!("../sql/claim/read_locked.sql")),
             sweep: sql(include_str!("../sql/sweep/sweep.sql")),
             requeue: sql(include_str!("../sql/admin/requeue.sql")),
             purge: sql(include_str!("../sql/admin/purge.sql")),
@@ -294,7 +292,6 @@ mod tests {
             all.count_crashes.as_str(),
             all.settle_locked_published.as_str(),
             all.settle_locked_published_kept.as_str(),
-            all.read_locked.as_str(),
             all.listeners.as_str(),
             all.stats.as_str(),
             all.inbox_purge.as_str(),

@@ -13,7 +13,6 @@ mod outbox_store;
 mod publisher;
 mod queued;
 mod source;
-mod taken;
 
 pub use cursor::ClaimCursor;
 pub use inbox_store::{Attempts, InboxError, InboxMark, InboxStore};
@@ -28,7 +27,6 @@ pub use source::{
     AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, REPLAYED_REASON_HEADER, Redelivery,
     Source, SourceError,
 };
-pub use taken::Taken;
 
 /// Errors that say whether retrying may succeed. Every port error
 /// implements it.

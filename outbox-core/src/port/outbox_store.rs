@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::{BoxError, ClaimCursor, Taken};
+use super::{BoxError, ClaimCursor};
 use crate::{Envelope, Route};
 
 /// Identifies one claim. Every mark made under a claim is conditional on the
@@ -136,21 +136,6 @@ pub trait ClaimedBatch: Send + 'static {
         None
     }
 
-    /// What the claim took, whether or not its rows are read yet. The
-    /// default counts [`records`](Self::records).
-    fn taken(&self) -> Taken {
-        Taken::of(self.records())
-    }
-
-    /// Reads the claimed rows of a batch that
-    /// [`claim_unread`](OutboxStore::claim_unread) returned before reading
-    /// them; [`records`](Self::records) holds them afterwards. The default
-    /// has nothing to read. After an error the batch holds no records and
-    /// still settles: with no outcomes, it releases its rows.
-    fn read(&mut self) -> impl Future<Output = Result<(), StoreError>> + Send {
-        std::future::ready(Ok(()))
-    }
-
     /// Applies the outcomes in as few round trips as the store can, each
     /// fenced on the lease. Rows without an outcome stay claimed until the
     /// lease expires (a leased batch) or are released untouched (a locked
@@ -219,19 +204,6 @@ pub trait OutboxStore: Clone + Send + Sync + 'static {
         &self,
         request: ClaimRequest<'_>,
     ) -> impl Future<Output = Result<Self::Batch, StoreError>> + Send;
-
-    /// Claims as [`claim`](Self::claim) does, but may return as soon as the
-    /// rows are held, before they are read: the batch's
-    /// [`taken`](ClaimedBatch::taken) and [`cursor`](ClaimedBatch::cursor)
-    /// hold, and [`read`](ClaimedBatch::read) reads the rows. A relay
-    /// starts its next claim meanwhile. The default claims and reads at
-    /// once.
-    fn claim_unread(
-        &self,
-        request: ClaimRequest<'_>,
-    ) -> impl Future<Output = Result<Self::Batch, StoreError>> + Send {
-        self.claim(request)
-    }
 
     /// Returns up to `limit` rows whose lease expired to pending, where they
     /// are claimable at once. The crash stays counted (attempts started

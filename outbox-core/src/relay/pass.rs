@@ -51,8 +51,7 @@ pub(super) async fn run_pass<S: OutboxStore, P: Publisher>(
     width: &ClaimWidth,
 ) -> Result<(PassReport, usize), StoreError> {
     async move {
-        let (batch, limit) = claim(store, lane, config, width, None).await?;
-        let mut batch = read(batch).await?;
+        let (mut batch, limit) = claim(store, lane, config, width, None).await?;
         let records = batch.take_records();
         let claimed = records.len();
         if claimed == 0 {
@@ -94,27 +93,11 @@ pub(super) async fn claim<S: OutboxStore>(
         after,
     };
     let started = Instant::now();
-    let batch = store.claim_unread(request).await?;
+    let batch = store.claim(request).await?;
     metrics::histogram!("tidings_relay_claim_seconds", lane.labels().iter())
         .record(started.elapsed());
-    width.observe(batch.taken());
+    width.observe(batch.records());
     Ok((batch, limit))
-}
-
-/// Reads a claimed batch's rows ([`ClaimedBatch::read`]). After an error
-/// it releases them untouched, so the claim is not counted as a crash,
-/// and returns the error.
-pub(super) async fn read<B: ClaimedBatch>(mut batch: B) -> Result<B, StoreError> {
-    let Err(error) = batch.read().await else {
-        return Ok(batch);
-    };
-    if let Err(release) = batch.settle(Vec::new()).await {
-        tracing::warn!(
-            error = %crate::port::error_chain(&release),
-            "claimed rows not released after a failed read; the claim will count as a crash"
-        );
-    }
-    Err(error)
 }
 
 /// Settles a published batch; the report counts everything but `claimed`.

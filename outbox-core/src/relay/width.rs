@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::RelayOptions;
-use crate::Taken;
+use crate::OutboxRecord;
 
 /// The size of a relay's next claim: one publish window's worth when the
 /// relay starts and after a claim that held a row with crashes counted
@@ -37,8 +37,9 @@ impl ClaimWidth {
 
     /// Widens the next claim after one whose rows never crashed, narrows
     /// it after one with a row that did.
-    pub(super) fn observe(&self, taken: Taken) {
-        self.wide.store(!taken.crashed, Ordering::Relaxed);
+    pub(super) fn observe(&self, records: &[OutboxRecord]) {
+        let crashed = records.iter().any(|r| r.crashes() > 0);
+        self.wide.store(!crashed, Ordering::Relaxed);
     }
 }
 
@@ -47,7 +48,7 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
-    use crate::{Envelope, OutboxRecord};
+    use crate::Envelope;
 
     fn record(attempts_started: u32, attempts_finished: u32) -> OutboxRecord {
         let envelope = Envelope::new("route", "queue", "type", Bytes::new(), "application/json");
@@ -64,14 +65,14 @@ mod tests {
         let config = RelayOptions::default().batch_size(500).publish_window(100);
         let width = ClaimWidth::default();
         assert_eq!(width.limit(&config), 100, "narrow at start");
-        width.observe(Taken::of(&[record(1, 0), record(2, 1)]));
+        width.observe(&[record(1, 0), record(2, 1)]);
         assert_eq!(width.limit(&config), 500, "no crash among them");
-        width.observe(Taken::of(&[record(1, 0), record(2, 0)]));
+        width.observe(&[record(1, 0), record(2, 0)]);
         assert_eq!(width.limit(&config), 100, "the second row crashed once");
-        width.observe(Taken::of(&[]));
+        width.observe(&[]);
         assert_eq!(width.limit(&config), 500);
         let small = RelayOptions::default().batch_size(20).publish_window(100);
-        width.observe(Taken::of(&[record(3, 0)]));
+        width.observe(&[record(3, 0)]);
         assert_eq!(width.limit(&small), 20, "never past the batch size");
     }
 }

@@ -2,7 +2,7 @@
 
 use tidings_core::{
     ClaimCursor, ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, SettleReport, Settlement,
-    StoreError, Taken,
+    StoreError,
 };
 use tracing::instrument;
 
@@ -25,7 +25,6 @@ pub struct PgBatch {
     route: String,
     lease: LeaseToken,
     records: Vec<OutboxRecord>,
-    taken: Taken,
     hold: Hold,
     cursor: Option<ClaimCursor>,
 }
@@ -41,28 +40,21 @@ enum Hold {
 }
 
 impl PgBatch {
-    /// Claims rows as the store's [`ClaimMode`] says; a locked claim
-    /// takes them `unread` where it can (see [`locked::claim_unread`]).
+    /// Claims rows as the store's [`ClaimMode`] says.
     pub(crate) async fn claim(
         store: &PgOutboxStore,
         request: ClaimRequest<'_>,
-        unread: bool,
     ) -> Result<Self, StoreError> {
         let route = request.route.name.to_string();
-        let (lease, records, taken, hold, cursor) = match store.options().get_claim_mode() {
+        let (lease, records, hold, cursor) = match store.options().get_claim_mode() {
             ClaimMode::Locked => {
-                let claimed = match unread {
-                    true => locked::claim_unread(store, request).await?,
-                    false => locked::claim(store, request).await?,
-                };
+                let claimed = locked::claim(store, request).await?;
                 let hold = claimed.locks.map_or(Hold::Lease, Hold::Locks);
-                let (token, taken) = (claimed.token, claimed.taken);
-                (token, claimed.records, taken, hold, claimed.cursor)
+                (claimed.token, claimed.records, hold, claimed.cursor)
             }
             ClaimMode::Leased => {
                 let (lease, records) = leased::claim(store, request).await?;
-                let taken = Taken::of(&records);
-                (lease, records, taken, Hold::Lease, None)
+                (lease, records, Hold::Lease, None)
             }
         };
         Ok(Self {
@@ -70,7 +62,6 @@ impl PgBatch {
             route,
             lease,
             records,
-            taken,
             hold,
             cursor,
         })
@@ -103,20 +94,6 @@ impl ClaimedBatch for PgBatch {
 
     fn cursor(&self) -> Option<ClaimCursor> {
         self.cursor
-    }
-
-    fn taken(&self) -> Taken {
-        self.taken
-    }
-
-    async fn read(&mut self) -> Result<(), StoreError> {
-        if let Hold::Locks(locks) = &mut self.hold {
-            let read = locks.read(&self.store).await?;
-            if !read.is_empty() {
-                self.records = read;
-            }
-        }
-        Ok(())
     }
 
     #[instrument(

@@ -13,9 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use tidings_core::port::error_chain;
-use tidings_core::{
-    ClaimCursor, ClaimRequest, LeaseToken, OutboxRecord, SettleReport, StoreError, Taken,
-};
+use tidings_core::{ClaimCursor, ClaimRequest, LeaseToken, OutboxRecord, SettleReport, StoreError};
 use tokio::task::JoinHandle;
 use tracing::warn;
 use uuid::Uuid;
@@ -24,7 +22,7 @@ use crate::PgOutboxStore;
 use crate::claim::connections::ClaimConnection;
 use crate::claim::outcomes::{OutcomeColumns, Settled};
 use crate::claim::pooled::PooledClaim;
-use crate::claim::row::{ClaimedRow, into_records};
+use crate::claim::row::into_records;
 use crate::claim::statements::ClaimStatements;
 use crate::claim::{own, pooled, records};
 
@@ -34,10 +32,8 @@ pub(crate) struct LockedRows {
     /// In the batch's transaction. Dropped unsettled, it is closed, or
     /// rolled back on its way back to the pool, and the rows are released.
     connection: Held,
-    /// Row id by event id, for the rows this transaction locked and read.
+    /// Row id by event id, for the rows this transaction locked.
     ids: HashMap<Uuid, i64>,
-    /// The ids of the rows locked but not read yet.
-    unread: Vec<i64>,
     token: Uuid,
     /// The claim record being written beside the publish, off the claim's
     /// path; the settle waits for it, so it never deletes the record
@@ -74,13 +70,11 @@ impl Held {
 }
 
 /// A locked claim: the lease token naming it, the records claimed, in the
-/// route's order (none yet where the rows were taken unread), what it
-/// took, the rows' locks, or none where no row was claimed, and where a
-/// claim going on from it may start.
+/// route's order, the rows' locks, or none where no row was claimed, and
+/// where a claim going on from it may start.
 pub(crate) struct Claimed {
     pub(crate) token: LeaseToken,
     pub(crate) records: Vec<OutboxRecord>,
-    pub(crate) taken: Taken,
     pub(crate) locks: Option<LockedRows>,
     pub(crate) cursor: Option<ClaimCursor>,
 }
@@ -106,104 +100,35 @@ pub(crate) async fn claim(
     // The rows come in id order, so the last is the furthest on.
     let cursor = rows.last().filter(|_| cursors).map(|r| ClaimCursor(r.id));
     let token = LeaseToken::new();
-    let row_ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
-    let locks = LockedRows::hold(store, held, request, token, row_ids).await?;
-    let locks = locks.map(|mut locks| {
-        locks.read_with(&rows);
-        locks
-    });
-    let records = into_records(rows, route.hlc_ordering);
-    Ok(Claimed {
-        token,
-        taken: Taken::of(&records),
-        records,
-        locks,
-        cursor,
-    })
-}
-
-/// Claims as [`claim`] does, but an unordered route's claim in staging
-/// order on one of the store's own connections takes its rows unread,
-/// for [`LockedRows::read`] to read.
-pub(crate) async fn claim_unread(
-    store: &PgOutboxStore,
-    request: ClaimRequest<'_>,
-) -> Result<Claimed, StoreError> {
-    let route = request.route;
-    if !store.persistent() || !ClaimStatements::takes_cursor(route) {
-        return claim(store, request).await;
-    }
-    let after = request.after.map_or(i64::MIN, |cursor| cursor.0);
-    let (limit, lease) = (request.limit, request.lease);
-    let (connection, rows) = own::take(store, route, limit, lease, after).await?;
-    let taken = Taken {
-        rows: rows.len(),
-        crashed: rows.iter().any(|r| r.crashed),
+    let locks = if rows.is_empty() {
+        held.release(store).await?;
+        None
+    } else {
+        let row_ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+        let (recorder, name, lease) = (store.clone(), route.name.clone(), request.lease);
+        let record = tokio::spawn(async move {
+            records::record(&recorder, token.0, &name, &row_ids, lease).await
+        });
+        let ids = rows
+            .iter()
+            .map(|r| (r.record.envelope.event_id, r.id))
+            .collect();
+        Some(LockedRows {
+            connection: held,
+            ids,
+            token: token.0,
+            record,
+        })
     };
-    let cursor = rows.last().map(|r| ClaimCursor(r.id));
-    let token = LeaseToken::new();
-    let row_ids = rows.iter().map(|r| r.id).collect();
-    let locks = LockedRows::hold(store, Held::Own(connection), request, token, row_ids).await?;
     Ok(Claimed {
         token,
-        records: Vec::new(),
-        taken,
+        records: into_records(rows, route.hlc_ordering),
         locks,
         cursor,
     })
 }
 
 impl LockedRows {
-    /// Holds rows `row_ids`, locked on `held`, under `token`, recording
-    /// the claim beside; a claim that took no rows ends at once.
-    async fn hold(
-        store: &PgOutboxStore,
-        held: Held,
-        request: ClaimRequest<'_>,
-        token: LeaseToken,
-        row_ids: Vec<i64>,
-    ) -> Result<Option<Self>, StoreError> {
-        if row_ids.is_empty() {
-            held.release(store).await?;
-            return Ok(None);
-        }
-        let (recorder, name, lease) = (store.clone(), request.route.name.clone(), request.lease);
-        let recorded = row_ids.clone();
-        let record = tokio::spawn(async move {
-            records::record(&recorder, token.0, &name, &recorded, lease).await
-        });
-        Ok(Some(Self {
-            connection: held,
-            ids: HashMap::new(),
-            unread: row_ids,
-            token: token.0,
-            record,
-        }))
-    }
-
-    /// Reads the rows taken unread, in staging order; none where they
-    /// were read with the claim.
-    pub(crate) async fn read(
-        &mut self,
-        store: &PgOutboxStore,
-    ) -> Result<Vec<OutboxRecord>, StoreError> {
-        let (Held::Own(connection), false) = (&mut self.connection, self.unread.is_empty()) else {
-            return Ok(Vec::new());
-        };
-        let rows = own::read(store, connection, &self.unread).await?;
-        self.read_with(&rows);
-        Ok(into_records(rows, false))
-    }
-
-    /// Takes the rows as read, each row id by its event id.
-    fn read_with(&mut self, rows: &[ClaimedRow]) {
-        self.unread.clear();
-        self.ids = rows
-            .iter()
-            .map(|r| (r.record.envelope.event_id, r.id))
-            .collect();
-    }
-
     /// Writes the outcomes, deletes the claim's record and commits,
     /// releasing the locks. Outcomes for rows this batch does not hold
     /// change nothing and come back as lost; rows left without an outcome

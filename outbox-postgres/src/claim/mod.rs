@@ -105,5 +105,4 @@ mod pooled;
 pub(crate) mod records;
 mod row;
 pub(crate) mod statements;
-mod taken;
 mod text_format;

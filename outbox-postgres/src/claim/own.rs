@@ -14,8 +14,6 @@
 
 use std::time::Duration;
 
-use sqlx::SqlStr;
-use sqlx::postgres::PgRow;
 use tidings_core::{Route, StoreError};
 use uuid::Uuid;
 
@@ -26,15 +24,12 @@ use crate::claim::outcomes::{self, OutcomeColumns, Settled, settle_locked};
 use crate::claim::records;
 use crate::claim::row::{ClaimedRow, RowDecoder};
 use crate::claim::statements::begin_statement;
-use crate::claim::taken::{TakenRow, TakenRows};
 use crate::error::{is_unavailable, store_error};
 
 /// The names the settle statements are prepared under on a claim
 /// connection.
 const SETTLE_PUBLISHED: &str = "tidings_settle_published";
 const SETTLE_PUBLISHED_KEPT: &str = "tidings_settle_published_kept";
-/// The name the read of rows taken unread is prepared under.
-const READ: &str = "tidings_read";
 
 /// Opens a batch's transaction on one of the store's connections and locks
 /// up to `limit` claimable rows of `route` in it, past row id `after` for
@@ -47,70 +42,11 @@ pub(crate) async fn claim(
     lease: Duration,
     after: Option<i64>,
 ) -> Result<(ClaimConnection, Vec<ClaimedRow>), StoreError> {
-    let statement = store
+    let (name, sql) = store
         .inner()
         .sql
         .claim
         .locked(route, limit, store.skipped_slot());
-    let (connection, rows) = lock(store, route, statement, after, lease, || {
-        RowDecoder::new(limit)
-    })
-    .await?;
-    Ok((connection, rows.finish()?))
-}
-
-/// Opens a batch's transaction on one of the store's connections and locks
-/// up to `limit` claimable rows of unordered `route` in it, in staging
-/// order past row id `after`, in one round trip, reading only what a
-/// [`TakenRow`] holds; [`read`] reads the rest.
-pub(crate) async fn take(
-    store: &PgOutboxStore,
-    route: &Route,
-    limit: usize,
-    lease: Duration,
-    after: i64,
-) -> Result<(ClaimConnection, Vec<TakenRow>), StoreError> {
-    let statement = store.inner().sql.claim.unread(limit, store.skipped_slot());
-    let (connection, rows) = lock(store, route, statement, Some(after), lease, || {
-        TakenRows::new(limit)
-    })
-    .await?;
-    Ok((connection, rows.finish()?))
-}
-
-/// Reads the rows `ids` that [`take`] locked on `connection`, in the
-/// batch's transaction, in one round trip.
-pub(crate) async fn read(
-    store: &PgOutboxStore,
-    connection: &mut ClaimConnection,
-    ids: &[i64],
-) -> Result<Vec<ClaimedRow>, StoreError> {
-    let (first, last) = records::id_ranges(ids);
-    let script = format!(
-        "execute {READ}({}, {})",
-        literal::bigints(&first),
-        literal::bigints(&last)
-    );
-    let statement = (READ, store.inner().sql.read_locked.as_str());
-    let mut rows = RowDecoder::new(ids.len());
-    connection
-        .run_each(&[statement], script, |row| rows.push(&row))
-        .await
-        .map_err(store_error)?;
-    rows.finish()
-}
-
-/// Runs a locking claim `statement` (name and text) for `route`, binding
-/// `after` where given, in a new transaction on one of the store's
-/// connections, handing its rows to `rows()` as they arrive.
-async fn lock<R: RowSink>(
-    store: &PgOutboxStore,
-    route: &Route,
-    (name, sql): (String, SqlStr),
-    after: Option<i64>,
-    lease: Duration,
-    rows: impl Fn() -> R,
-) -> Result<(ClaimConnection, R), StoreError> {
     let after = after.map_or_else(String::new, |id| format!(", {id}"));
     let script = format!(
         "{};\nexecute {name}({}{after})",
@@ -120,8 +56,8 @@ async fn lock<R: RowSink>(
     let statement = (name.as_str(), sql.as_str());
     let inner = store.inner();
     let mut connection = inner.claims.take(&inner.pool).await?;
-    match run_claim(&mut connection, statement, script.clone(), rows()).await {
-        Ok(rows) => Ok((connection, rows)),
+    match run_claim(&mut connection, statement, script.clone(), limit).await {
+        Ok(rows) => Ok((connection, rows.finish()?)),
         // A connection kept idle may have been closed meanwhile, say by a
         // server restart; then the idle ones are let go and the claim runs
         // once more on a new one.
@@ -129,38 +65,23 @@ async fn lock<R: RowSink>(
             drop(connection);
             inner.claims.forget_idle();
             let mut connection = inner.claims.take(&inner.pool).await?;
-            let rows = run_claim(&mut connection, statement, script, rows()).await;
-            Ok((connection, rows.map_err(store_error)?))
+            let rows = run_claim(&mut connection, statement, script, limit).await;
+            Ok((connection, rows.map_err(store_error)?.finish()?))
         }
         Err(error) => Err(store_error(error)),
     }
 }
 
-/// What a claim's rows are decoded into as they arrive.
-trait RowSink {
-    fn push(&mut self, row: &PgRow);
-}
-
-impl RowSink for RowDecoder {
-    fn push(&mut self, row: &PgRow) {
-        RowDecoder::push(self, row);
-    }
-}
-
-impl RowSink for TakenRows {
-    fn push(&mut self, row: &PgRow) {
-        TakenRows::push(self, row);
-    }
-}
-
 /// Runs a claim `script` on `connection`, preparing `statement` there
-/// first if need be, and hands its rows to `rows` as they arrive.
-async fn run_claim<R: RowSink>(
+/// first if need be, and decodes the rows of a claim of up to `limit` as
+/// they arrive.
+async fn run_claim(
     connection: &mut ClaimConnection,
     statement: (&str, &str),
     script: String,
-    mut rows: R,
-) -> Result<R, sqlx::Error> {
+    limit: usize,
+) -> Result<RowDecoder, sqlx::Error> {
+    let mut rows = RowDecoder::new(limit);
     connection
         .run_each(&[statement], script, |row| rows.push(&row))
         .await?;

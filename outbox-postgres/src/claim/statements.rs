@@ -30,8 +30,6 @@ pub(crate) struct ClaimStatements {
     /// By [`Kind::index`], with the store's names filled in and `{limit}`
     /// open.
     templates: Arc<[String; 8]>,
-    /// The locked claim that takes its rows unread, as `templates`.
-    take: Arc<String>,
     rendered: Arc<Mutex<Vec<Rendered>>>,
 }
 
@@ -39,14 +37,12 @@ pub(crate) struct ClaimStatements {
 /// text.
 type Rendered = (Kind, usize, Option<i16>, SqlStr);
 
-/// Which claim: by ordering mode, clock and how the rows are held, and
-/// whether it leaves them unread.
+/// Which claim: by ordering mode, clock and how the rows are held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Kind {
     per_key: bool,
     by_clock: bool,
     locked: bool,
-    unread: bool,
 }
 
 impl Kind {
@@ -64,18 +60,8 @@ impl Kind {
             per_key: route.ordering == OrderingMode::PerKey,
             by_clock: route.hlc_ordering,
             locked: mode == ClaimMode::Locked,
-            unread: false,
         }
     }
-
-    /// The locked claim that takes its rows unread: in staging order, on
-    /// an unordered route.
-    const UNREAD: Self = Self {
-        per_key: false,
-        by_clock: false,
-        locked: true,
-        unread: true,
-    };
 
     /// The position of the kind's template.
     fn index(self) -> usize {
@@ -100,11 +86,8 @@ impl ClaimStatements {
             let claim = claims[index / 4];
             names.render(&claim.replace("{claimable}", &without_heading(selection)))
         });
-        let take = include_str!("../../sql/claim/claim_locked_take.sql");
-        let take = names.render(&take.replace("{claimable}", &without_heading(selections[0])));
         Self {
             templates: Arc::new(templates),
-            take: Arc::new(take),
             rendered: Arc::default(),
         }
     }
@@ -149,15 +132,6 @@ impl ClaimStatements {
         (name, self.render(kind, limit, skip))
     }
 
-    /// The locked claim of at most `limit` rows of an unordered route in
-    /// staging order that takes them unread, past the cursor it binds as
-    /// `$2`, leaving slot `skip` out, and the name it is prepared under.
-    pub(crate) fn unread(&self, limit: usize, skip: Option<i16>) -> (String, SqlStr) {
-        let skipped = skip.map_or_else(String::new, |slot| format!("_{slot}"));
-        let name = format!("tidings_take_{}{skipped}", params::limit(limit));
-        (name, self.render(Kind::UNREAD, limit, skip))
-    }
-
     fn render(&self, kind: Kind, limit: usize, skip: Option<i16>) -> SqlStr {
         let mut rendered = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
         let key = (kind, limit, skip);
@@ -176,11 +150,7 @@ impl ClaimStatements {
             true => "and r.id + 0 > $2",
             false => "",
         };
-        let template = match kind.unread {
-            true => &self.take,
-            false => &self.templates[kind.index()],
-        };
-        let text = template
+        let text = self.templates[kind.index()]
             .replace("{limit}", &written)
             .replace("{after}", after)
             .replace("{skip}", &skip_rows)
@@ -243,15 +213,6 @@ mod tests {
         assert!(locked.as_str().contains("and r.id + 0 > $2"));
         assert!(!sql.as_str().contains("r.id + 0 >"), "{}", sql.as_str());
         assert!(ClaimStatements::takes_cursor(route));
-        let (name, unread) = claims.unread(250, Some(3));
-        assert_eq!(name, "tidings_take_250_3");
-        let unread = unread.as_str();
-        assert!(unread.contains("select r.id, r.attempts_started + 1 as attempts_started"));
-        assert!(unread.contains("and r.id + 0 > $2") && unread.contains("and r.slot <> 3"));
-        assert!(
-            !unread.contains("payload") && !unread.contains('{'),
-            "{unread}"
-        );
         let largest = claims.get(route, usize::MAX, ClaimMode::Leased, None);
         assert!(largest.as_str().contains(&format!("limit {}\n", i64::MAX)));
         for limit in 0..2 * KEPT {

@@ -3,11 +3,11 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use tidings_core::{ClaimCursor, ClaimedBatch, Hlc, OrderingMode, Outcome, Settlement, Taken};
+use tidings_core::{ClaimCursor, ClaimedBatch, Hlc, OrderingMode, Outcome, Settlement};
 
 use super::StoreHarness;
 use super::fixtures::{
-    claim, claim_after, claim_unread, claim_within, event, full_event, numbers, route, settle_all,
+    claim, claim_after, claim_within, event, full_event, numbers, route, settle_all,
 };
 
 /// Rows come back oldest first, with every envelope field as staged and
@@ -105,36 +105,6 @@ pub async fn a_claim_past_a_cursor_leaves_earlier_rows_to_one_without<H: StoreHa
         let behind = claim(&store, &route, 10).await;
         assert_eq!(numbers(&behind), [1], "left behind the cursor");
     }
-}
-
-/// A claim that may leave its rows unread says what it took before they
-/// are read, and reading gives the rows a claim would have, oldest first.
-pub async fn an_unread_claim_reads_the_rows_it_took<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, (1..=4).map(|n| event(&route, n)).collect())
-        .await;
-
-    let mut batch = claim_unread(&store, &route, 3).await;
-    let taken = Taken {
-        rows: 3,
-        crashed: false,
-    };
-    assert_eq!(batch.taken(), taken);
-    batch.read().await.expect("read");
-    assert_eq!(numbers(&batch), [1, 2, 3]);
-    assert_eq!(batch.taken(), taken);
-    let published = settle_all(&batch, Outcome::Published);
-    assert_eq!(batch.settle(published).await.expect("settle").published, 3);
-
-    let mut last = claim_unread(&store, &route, 3).await;
-    assert_eq!(last.taken().rows, 1);
-    last.read().await.expect("read");
-    assert_eq!(numbers(&last), [4]);
-    let mut none = claim_unread(&store, &route, 3).await;
-    assert_eq!(none.taken(), Taken::default());
-    none.read().await.expect("read");
-    assert!(none.records().is_empty());
 }
 
 /// Rows of one route are never claimed through another.

@@ -113,18 +113,6 @@ pub async fn claim_after<S: OutboxStore>(
     store.claim(request).await.expect("claim")
 }
 
-/// Claims up to `limit` rows with a long lease, leaving them unread where
-/// the store does so ([`OutboxStore::claim_unread`]).
-pub async fn claim_unread<S: OutboxStore>(store: &S, route: &Route, limit: usize) -> S::Batch {
-    let request = ClaimRequest {
-        route,
-        limit,
-        lease: LONG_LEASE,
-        after: None,
-    };
-    store.claim_unread(request).await.expect("claim")
-}
-
 /// Claims up to `limit` rows with the given lease.
 pub async fn claim_leased<S: OutboxStore>(
     store: &S,

@@ -17,8 +17,8 @@ mod shared;
 
 pub use claims::*;
 pub use fixtures::{
-    LONG_LEASE, SHORT_LEASE, claim, claim_after, claim_leased, claim_unread, claim_within, event,
-    full_event, keyed, numbers, route, settle_all,
+    LONG_LEASE, SHORT_LEASE, claim, claim_after, claim_leased, claim_within, event, full_event,
+    keyed, numbers, route, settle_all,
 };
 pub use harness::StoreHarness;
 pub use maintenance::*;
@@ -54,7 +54,6 @@ macro_rules! store_conformance {
             claim_returns_rows_oldest_first_with_every_field,
             claim_respects_limit_and_skips_claimed_rows,
             a_claim_past_a_cursor_leaves_earlier_rows_to_one_without,
-            an_unread_claim_reads_the_rows_it_took,
             taken_rows_are_the_claimed_ones_and_still_settle,
             routes_are_isolated,
             delayed_rows_wait,

@@ -1,19 +1,17 @@
-//! One pipelined drain's batches in flight: the claim under way, the
-//! batches being read, those waiting their turn to be published, the
-//! batches being published and the ones being settled, all driven from one
-//! poll loop.
+//! One pipelined drain's batches in flight: the claim under way, a claimed
+//! batch waiting its turn to be published, the batches being published
+//! and the ones being settled, all driven from one poll loop.
 
-use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::task::{Context, Poll};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use futures::stream::{FuturesOrdered, FuturesUnordered, StreamExt};
+use futures::stream::{FuturesUnordered, StreamExt};
 
 use super::{HELD, PUBLISHING, UNBOUNDED_EVERY};
 use crate::relay::lane::Lane;
-use crate::relay::pass::{claim, publish, read, settle};
+use crate::relay::pass::{claim, publish, settle};
 use crate::relay::width::ClaimWidth;
 use crate::relay::{PassReport, RelayOptions};
 use crate::{
@@ -31,11 +29,8 @@ pub(super) struct Flight<'a, S: OutboxStore, P> {
     config: &'a RelayOptions,
     width: &'a ClaimWidth,
     claiming: Option<Claim<'a, S::Batch>>,
-    /// Claimed batches whose rows are being read, in claim order.
-    reading: FuturesOrdered<BoxFuture<'a, Result<S::Batch, StoreError>>>,
-    /// Batches read, with their records, not yet handed to the publisher,
-    /// in claim order.
-    claimed: VecDeque<(S::Batch, Vec<OutboxRecord>)>,
+    /// A claimed batch and its records, not yet handed to the publisher.
+    claimed: Option<(S::Batch, Vec<OutboxRecord>)>,
     /// Resolves once the batch published last is queued ahead of anything
     /// published after it.
     queued: Option<QueuedWait>,
@@ -71,8 +66,7 @@ impl<'a, S: OutboxStore, P: Publisher> Flight<'a, S, P> {
             config,
             width,
             claiming: None,
-            reading: FuturesOrdered::new(),
-            claimed: VecDeque::new(),
+            claimed: None,
             queued: None,
             publishing: FuturesUnordered::new(),
             settling: FuturesUnordered::new(),
@@ -111,17 +105,13 @@ impl<'a, S: OutboxStore, P: Publisher> Flight<'a, S, P> {
                     moved = true;
                 }
             }
-            while let Poll::Ready(Some(read)) = self.reading.poll_next_unpin(cx) {
-                self.read(read);
-                moved = true;
-            }
             if let Some(queued) = self.queued.as_mut() {
                 if queued.poll_unpin(cx).is_ready() {
                     self.queued = None;
                 }
             }
             if self.queued.is_none() && self.publishing.len() < self.publishing_at_once() {
-                if let Some(claimed) = self.claimed.pop_front() {
+                if let Some(claimed) = self.claimed.take() {
                     self.publish(claimed);
                     moved = true;
                 }
@@ -141,7 +131,7 @@ impl<'a, S: OutboxStore, P: Publisher> Flight<'a, S, P> {
                 self.claim();
                 moved = true;
             }
-            if self.claiming.is_none() && self.held() == 0 {
+            if self.claiming.is_none() && self.claimed.is_none() && self.held() == 0 {
                 return Poll::Ready(());
             }
             if !moved {
@@ -159,15 +149,18 @@ impl<'a, S: OutboxStore, P: Publisher> Flight<'a, S, P> {
         }
     }
 
-    /// Batches held past their claim: being read, waiting, publishing or
-    /// settling.
+    /// Batches held past their claim: claimed, publishing or settling.
     fn held(&self) -> usize {
-        self.reading.len() + self.claimed.len() + self.publishing.len() + self.settling.len()
+        usize::from(self.claimed.is_some()) + self.publishing.len() + self.settling.len()
     }
 
     /// Whether to claim the next batch now.
     fn may_claim(&self) -> bool {
-        self.more && self.error.is_none() && self.claiming.is_none() && self.held() < HELD
+        self.more
+            && self.error.is_none()
+            && self.claiming.is_none()
+            && self.claimed.is_none()
+            && self.held() < HELD
     }
 
     fn claim(&mut self) {
@@ -180,33 +173,20 @@ impl<'a, S: OutboxStore, P: Publisher> Flight<'a, S, P> {
         self.claiming = Some(Box::pin(claim(store, lane, config, width, after)));
     }
 
-    /// Takes a claim's outcome: a batch to read, unless empty, or the
+    /// Takes a claim's outcome: a batch to publish, unless empty, or the
     /// drain's error.
     fn claimed(&mut self, claimed: Result<(S::Batch, usize), StoreError>) {
         match claimed {
-            Ok((batch, limit)) => {
-                let taken = batch.taken();
-                let full = taken.rows >= limit;
-                self.more = full || self.bounded > 0;
-                self.after = batch.cursor().filter(|_| self.goes_on_past(full));
-                if taken.rows > 0 {
-                    self.total.claimed += taken.rows;
-                    self.reading.push_back(Box::pin(read(batch)));
-                }
-            }
-            Err(e) => {
-                self.more = false;
-                self.error.get_or_insert(e);
-            }
-        }
-    }
-
-    /// Takes a read's outcome: a batch to publish, or the drain's error.
-    fn read(&mut self, read: Result<S::Batch, StoreError>) {
-        match read {
-            Ok(mut batch) => {
+            Ok((mut batch, limit)) => {
+                let cursor = batch.cursor();
                 let records = batch.take_records();
-                self.claimed.push_back((batch, records));
+                let full = records.len() >= limit;
+                self.more = full || self.bounded > 0;
+                self.after = cursor.filter(|_| self.goes_on_past(full));
+                if !records.is_empty() {
+                    self.total.claimed += records.len();
+                    self.claimed = Some((batch, records));
+                }
             }
             Err(e) => {
                 self.more = false;
