@@ -206,7 +206,17 @@ pub async fn sweep_returns_expired_leases_counting_the_crash<H: StoreHarness>(h:
     let _alive = claim(&store, &route, 1).await;
     assert_eq!(store.sweep_expired(&route.name, 100).await.unwrap(), 0);
     tokio::time::sleep(SHORT_LEASE + Duration::from_millis(200)).await;
-    assert_eq!(store.sweep_expired(&route.name, 100).await.unwrap(), 1);
+    // A locked claim's record is written beside the claim, so under load
+    // it may expire a little after the claim's lease.
+    let mut swept = store.sweep_expired(&route.name, 100).await.unwrap();
+    for _ in 0..40 {
+        if swept > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        swept = store.sweep_expired(&route.name, 100).await.unwrap();
+    }
+    assert_eq!(swept, 1);
     assert_eq!(store.sweep_expired(&route.name, 100).await.unwrap(), 0);
 
     let again = claim(&store, &route, 10).await;
