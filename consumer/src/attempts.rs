@@ -14,6 +14,11 @@
 //! [`BROKER_COUNT_BACKSTOP`](crate::ConsumerOptions::BROKER_COUNT_BACKSTOP)
 //! times `max_deliveries`, as a backstop for a store that fails to count.
 //!
+//! A crash stops every handler running in the process, not only the
+//! culprit's, and leaves each start counted as never returned; a
+//! redelivery with such a start runs alone (see the isolation module), so
+//! a neighbour is never charged for more than one crash it shared.
+//!
 //! A first delivery counts nothing up front, so the happy path costs no
 //! extra write; its start is counted with its end if it fails. Only a first
 //! delivery whose process dies is not counted, so a crashing message runs
@@ -22,10 +27,11 @@
 //! broker's count is held against `max_deliveries` as before.
 
 use tidings_core::port::error_chain;
-use tidings_core::{Attempts, Codec, Envelope, InboxStore};
+use tidings_core::{Attempts, Codec, Envelope, InboxError, InboxStore};
 
 use crate::ConsumerOptions;
 use crate::handler::Handler;
+use crate::isolation::Turn;
 use crate::process::Pipeline;
 
 /// How the attempts on one delivery are counted.
@@ -48,24 +54,43 @@ where
     I: InboxStore,
     H: Handler<T, I::Tx>,
 {
-    /// Counts this delivery's attempt where it needs counting: a
-    /// redelivery, or one whose count the broker does not know. An error is
-    /// the reason to nack.
-    pub(crate) async fn count_attempt(
+    /// Takes this delivery's turn and counts its attempt where it needs
+    /// counting: a redelivery, or one whose count the broker does not know.
+    /// A redelivery with an attempt that never returned is a suspect and
+    /// waits to run alone (see the isolation module); its start is counted
+    /// only once it does, so waiting while another suspect crashes the
+    /// process is not held against it. An error is the reason to nack.
+    pub(crate) async fn start_attempt(
         &self,
         envelope: &Envelope,
         count: Option<u32>,
-    ) -> Result<Counted, String> {
+    ) -> Result<(Counted, Turn<'_>), String> {
         if self.options.max_deliveries.is_none() {
-            return Ok(Counted::Off);
+            return Ok((Counted::Off, self.isolation.shared().await));
         }
         if count == Some(1) {
-            return Ok(Counted::First);
+            return Ok((Counted::First, self.isolation.shared().await));
         }
+        let failed = |e: InboxError| format!("counting the attempt failed: {}", error_chain(&e));
+        let before = self
+            .inbox
+            .attempts(envelope.event_id)
+            .await
+            .map_err(failed)?;
+        let turn = match before {
+            Some(before) if before.unfinished() > 0 => {
+                tracing::info!(
+                    never_returned = before.unfinished(),
+                    "a handler attempt on this message never returned; running it alone"
+                );
+                self.isolation.alone().await
+            }
+            _ => self.isolation.shared().await,
+        };
         match self.inbox.start_attempt(envelope.event_id).await {
-            Ok(Some(attempts)) => Ok(Counted::Inbox(attempts)),
-            Ok(None) => Ok(Counted::Broker),
-            Err(e) => Err(format!("counting the attempt failed: {}", error_chain(&e))),
+            Ok(Some(attempts)) => Ok((Counted::Inbox(attempts), turn)),
+            Ok(None) => Ok((Counted::Broker, turn)),
+            Err(e) => Err(failed(e)),
         }
     }
 

@@ -83,7 +83,10 @@ where
             &envelopes,
         );
         async move {
-            match self.handle_together(&mut items).await {
+            let turn = self.isolation.shared().await;
+            let together = self.handle_together(&mut items).await;
+            drop(turn);
+            match together {
                 Ok(verdicts) => {
                     let batched = &self.counters.batched;
                     batched.fetch_add(verdicts.len() as u64, Relaxed);

@@ -5,6 +5,7 @@ mod batch;
 mod dispatch;
 mod error;
 mod handler;
+mod isolation;
 mod key_order;
 mod metric;
 mod options;

@@ -16,6 +16,7 @@ use tracing::Instrument;
 
 use crate::attempts::Counted;
 use crate::handler::{Handler, HandlerRequest, TxHandle};
+use crate::isolation::Isolation;
 use crate::report::Counters;
 use crate::{ConsumerOptions, HandlerError, KeyOrder, QueueRef};
 
@@ -43,6 +44,8 @@ pub(crate) struct Pipeline<T: 'static, C: 'static, H, I> {
     pub(crate) options: ConsumerOptions,
     pub(crate) hlc: Option<HybridClock>,
     pub(crate) counters: Arc<Counters>,
+    /// Shared turns for handler runs, exclusive ones for suspects.
+    pub(crate) isolation: Isolation,
     /// The broker's `messaging.system`, from the source.
     pub(crate) system: &'static str,
     /// Fires on shutdown; stops retries waiting for their turn.
@@ -96,15 +99,17 @@ where
             Err(e) => return Verdict::Park(format!("undecodable payload: {}", error_chain(&e))),
         };
         // Counted before the handler's transaction opens, in a write of its
-        // own, so a crash of this process leaves the count behind.
-        let counted = match self.count_attempt(envelope, count).await {
-            Ok(counted) => counted,
+        // own, so a crash of this process leaves the count behind; the turn
+        // is held until the attempts end.
+        let (counted, turn) = match self.start_attempt(envelope, count).await {
+            Ok(started) => started,
             Err(reason) => return Verdict::Retry(reason),
         };
         let verdict = self.attempts(envelope, count, counted, payload).await;
         if matches!(verdict, Verdict::Retry(_)) {
             self.finish_attempt(envelope, counted).await;
         }
+        drop(turn);
         verdict
     }
 

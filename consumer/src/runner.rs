@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::{StreamEnd, consume};
 use crate::handler::Handler;
+use crate::isolation::Isolation;
 use crate::process::Pipeline;
 use crate::report::Counters;
 use crate::{ConsumerOptions, ConsumerReport, QueueRef};
@@ -157,6 +158,7 @@ where
             options: self.options,
             hlc: self.hlc.clone(),
             counters: self.counters.clone(),
+            isolation: Isolation::default(),
             system: self.source.messaging_system(),
             cancel: cancel.clone(),
         });

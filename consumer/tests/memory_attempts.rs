@@ -5,7 +5,7 @@ mod support;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
 use std::time::Duration;
 
 use support::memory::*;
@@ -168,32 +168,14 @@ async fn a_message_that_kills_its_consumer_is_parked_alone() {
     let options = options()
         .max_deliveries(max)
         .shutdown_timeout(Duration::ZERO);
-    let mut crashes = 0;
-    let report = loop {
-        let consumer = Consumer::new(broker.clone(), &ORDERS, handler.clone())
+    let make = || {
+        Consumer::new(broker.clone(), &ORDERS, handler.clone())
             .unwrap()
             .inbox(Inbox::new(store.clone(), "billing").unwrap())
-            .options(options);
-        let cancel = CancellationToken::new();
-        let run = tokio::spawn({
-            let cancel = cancel.clone();
-            async move {
-                consumer.run(cancel).await;
-                consumer.report()
-            }
-        });
-        let crashed = tokio::select! {
-            _ = poison.recv() => true,
-            () = tokio::time::sleep(Duration::from_secs(2)) => false,
-        };
-        cancel.cancel();
-        let report = run.await.unwrap();
-        if !crashed {
-            break report;
-        }
-        crashes += 1;
-        assert!(crashes <= max + 1, "order 666 was never parked");
+            .options(options)
     };
+    let (crashes, report) =
+        crash_each_time_reached(make, &mut poison, Duration::ZERO, max + 1).await;
     assert_eq!(
         crashes,
         max + 1,
@@ -211,4 +193,82 @@ async fn a_message_that_kills_its_consumer_is_parked_alone() {
     assert_eq!(effects.len(), 20, "every other order was handled");
     assert!(effects.values().all(|n| *n == 1), "{effects:?}");
     assert_eq!(broker.depth("orders"), 0);
+}
+
+/// Order 1's handler runs beside order 666's, which never returns, and is
+/// caught mid-run by every crash it shares with it: it stands for the
+/// innocent neighbour a dying process takes down with the culprit. After
+/// its first unfinished attempt it runs alone, commits, and is never
+/// parked, however often the poison crashes the consumer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_neighbour_caught_running_by_crashes_runs_alone_and_is_not_parked() {
+    let (store, broker) = setup();
+    broker.publish(&order(666, Some("poison"))).await.unwrap();
+    broker.publish(&order(1, Some("neighbour"))).await.unwrap();
+    let poison_running = Arc::new(AtomicBool::new(false));
+    let caught = Arc::new(AtomicU32::new(0));
+    let (reached, mut poison) = mpsc::unbounded_channel();
+    let handler = handler_fn({
+        let caught = caught.clone();
+        move |msg: Message<Order>, tx: TxHandle<MemoryContext>| {
+            let (reached, poison_running, caught) =
+                (reached.clone(), poison_running.clone(), caught.clone());
+            async move {
+                if msg.payload.id == 666 {
+                    let _running = Running::set(&poison_running);
+                    let _ = reached.send(());
+                    std::future::pending::<()>().await;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                if poison_running.load(SeqCst) {
+                    caught.fetch_add(1, SeqCst);
+                    std::future::pending::<()>().await;
+                }
+                count_effect(&msg, &tx).await;
+                Ok::<_, HandlerError>(())
+            }
+        }
+    });
+    let max = 2;
+    let options = options()
+        .concurrency(4)
+        .max_batch(1)
+        .max_deliveries(max)
+        .shutdown_timeout(Duration::ZERO);
+    let make = || {
+        Consumer::new(broker.clone(), &ORDERS, handler.clone())
+            .unwrap()
+            .inbox(Inbox::new(store.clone(), "billing").unwrap())
+            .options(options)
+    };
+    let grace = Duration::from_millis(100);
+    let (crashes, report) = crash_each_time_reached(make, &mut poison, grace, 2 * max + 2).await;
+
+    assert!(
+        caught.load(SeqCst) >= 1,
+        "the neighbour ran beside the poison"
+    );
+    let parked = parked(&broker).await;
+    let ids: Vec<u32> = parked.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, [666], "{parked:?}");
+    assert_eq!(effects(&store), HashMap::from([(1, 1)]));
+    assert_eq!(report.parked, 1, "{crashes} crashes");
+    assert_eq!(broker.depth("orders"), 0);
+}
+
+/// Sets a flag while a handler runs, and clears it when the handler is
+/// dropped mid-run.
+struct Running(Arc<AtomicBool>);
+
+impl Running {
+    fn set(flag: &Arc<AtomicBool>) -> Self {
+        flag.store(true, SeqCst);
+        Self(flag.clone())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.store(false, SeqCst);
+    }
 }

@@ -80,6 +80,12 @@ impl<S: InboxStore> Inbox<S> {
         self.store.start_attempt(&self.consumer, event_id).await
     }
 
+    /// The attempts counted so far on `event_id`, counting none; `None`
+    /// where the store counts none.
+    pub async fn attempts(&self, event_id: Uuid) -> Result<Option<Attempts>, InboxError> {
+        self.store.attempts(&self.consumer, event_id).await
+    }
+
     /// Counts an attempt on `event_id` that ended without a commit; its
     /// start too unless [`start_attempt`](Self::start_attempt) counted it.
     pub async fn finish_attempt(

@@ -45,6 +45,14 @@ impl InboxStore for NoInbox {
         Ok(None)
     }
 
+    async fn attempts(
+        &self,
+        _consumer: &str,
+        _event_id: Uuid,
+    ) -> Result<Option<Attempts>, InboxError> {
+        Ok(None)
+    }
+
     async fn finish_attempt(
         &self,
         _consumer: &str,

@@ -164,6 +164,30 @@ impl InboxStore for MongoInboxStore {
         fields(db.system = "mongodb", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
         err
     )]
+    async fn attempts(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> Result<Option<Attempts>, InboxError> {
+        InboxError::check_consumer(consumer)?;
+        let document = self
+            .store
+            .inbox_attempts_collection()
+            .find_one(filters::attempt_of(consumer, event_id))
+            .await
+            .map_err(inbox_error)?
+            .unwrap_or_default();
+        Ok(Some(Attempts {
+            started: stored_count(&document, field::ATTEMPTS_STARTED),
+            finished: stored_count(&document, field::ATTEMPTS_FINISHED),
+        }))
+    }
+
+    #[instrument(
+        skip_all,
+        fields(db.system = "mongodb", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
+        err
+    )]
     async fn finish_attempt(
         &self,
         consumer: &str,

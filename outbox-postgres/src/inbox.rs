@@ -159,6 +159,34 @@ impl InboxStore for PgInboxStore {
         fields(db.system = "postgresql", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
         err
     )]
+    async fn attempts(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> Result<Option<Attempts>, InboxError> {
+        InboxError::check_consumer(consumer)?;
+        let store = &self.store;
+        let mut session = store.session().await.map_err(inbox_error)?;
+        let row: Option<(i32, i32)> = sqlx::query_as(store.inner().sql.inbox_attempts.clone())
+            .persistent(store.persistent())
+            .bind(consumer)
+            .bind(event_id)
+            .fetch_optional(&mut *session)
+            .await
+            .map_err(inbox_error)?;
+        session.finish().await.map_err(inbox_error)?;
+        let (started, finished) = row.unwrap_or_default();
+        Ok(Some(Attempts {
+            started: count(started),
+            finished: count(finished),
+        }))
+    }
+
+    #[instrument(
+        skip_all,
+        fields(db.system = "postgresql", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
+        err
+    )]
     async fn finish_attempt(
         &self,
         consumer: &str,

@@ -97,3 +97,42 @@ where
     task.await.unwrap();
     consumer.report()
 }
+
+/// Runs consumers from `make` one after another, stopping each as a crash
+/// would (`shutdown_timeout` zero abandons its handlers mid-run) `grace`
+/// after `reached` fires, until a run goes 2 s without it; returns the
+/// number of crashes and the last run's report.
+pub(crate) async fn crash_each_time_reached<H>(
+    make: impl Fn() -> Consumer<MemoryBroker, Order, tidings_core::JsonCodec, H, MemoryStore>,
+    reached: &mut tokio::sync::mpsc::UnboundedReceiver<()>,
+    grace: Duration,
+    most: u32,
+) -> (u32, ConsumerReport)
+where
+    H: tidings_consumer::Handler<Order, MemoryContext>,
+{
+    let mut crashes = 0;
+    loop {
+        let consumer = make();
+        let cancel = CancellationToken::new();
+        let run = tokio::spawn({
+            let cancel = cancel.clone();
+            async move {
+                consumer.run(cancel).await;
+                consumer.report()
+            }
+        });
+        let crashed = tokio::select! {
+            _ = reached.recv() => true,
+            () = tokio::time::sleep(Duration::from_secs(2)) => false,
+        };
+        tokio::time::sleep(grace).await;
+        cancel.cancel();
+        let report = run.await.unwrap();
+        if !crashed {
+            return (crashes, report);
+        }
+        crashes += 1;
+        assert!(crashes <= most, "still crashing after {most} runs");
+    }
+}

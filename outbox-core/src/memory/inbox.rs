@@ -58,6 +58,17 @@ impl InboxStore for MemoryStore {
         Ok(Some(self.count_attempt(consumer, event_id, 1, 0)))
     }
 
+    async fn attempts(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> Result<Option<Attempts>, InboxError> {
+        InboxError::check_consumer(consumer)?;
+        let state = self.lock();
+        let count = state.attempts.get(&(consumer.to_owned(), event_id));
+        Ok(Some(count.map(|c| c.attempts).unwrap_or_default()))
+    }
+
     async fn finish_attempt(
         &self,
         consumer: &str,

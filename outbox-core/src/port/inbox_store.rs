@@ -57,7 +57,9 @@ impl Attempts {
 /// commit (the handler returned an error); and
 /// [`InboxStore::clear_attempts`] deletes the count inside the handler's
 /// transaction, so it goes when the handler's work commits. Attempts started
-/// and never finished are those whose process died.
+/// and never finished are those whose process died; the consumer reads them
+/// with [`InboxStore::attempts`] before a redelivery starts, and runs one
+/// with such an attempt behind it alone.
 ///
 /// Counting costs a committed write, so the consumer counts a start only
 /// for a delivery the broker says may have been seen before (a delivery
@@ -102,6 +104,16 @@ pub trait InboxStore: Clone + Send + Sync + 'static {
     /// counted so far, this one included, or `None` from a store that does
     /// not count attempts (the consumer then parks on the broker's count).
     fn start_attempt(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> impl Future<Output = Result<Option<Attempts>, InboxError>> + Send;
+
+    /// The attempts counted so far on `event_id`, counting none: zero where
+    /// none were, or `None` from a store that does not count attempts. The
+    /// consumer reads them before a redelivery's start, to run a message
+    /// whose handler was running when its process died alone.
+    fn attempts(
         &self,
         consumer: &str,
         event_id: Uuid,

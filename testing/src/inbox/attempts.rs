@@ -14,15 +14,25 @@ fn counts(started: u32, finished: u32) -> Option<Attempts> {
 }
 
 /// Each start is counted and returned with the ends counted so far; an end
-/// whose start was not counted counts both.
+/// whose start was not counted counts both; reading the count counts
+/// nothing.
 pub async fn attempts_count_starts_and_ends(h: &impl InboxHarness) {
     let store = h.store().await;
     let event = Uuid::now_v7();
     let start = || store.start_attempt(CONSUMER, event);
+    let read = || store.attempts(CONSUMER, event);
+    assert_eq!(read().await.unwrap(), counts(0, 0), "none counted yet");
     assert_eq!(start().await.unwrap(), counts(1, 0));
     store.finish_attempt(CONSUMER, event, true).await.unwrap();
     assert_eq!(start().await.unwrap(), counts(2, 1));
+    assert_eq!(read().await.unwrap(), counts(2, 1));
+    assert_eq!(read().await.unwrap(), counts(2, 1), "a read counts nothing");
     assert_eq!(start().await.unwrap(), counts(3, 1));
+    assert_eq!(
+        store.attempts("shipping", event).await.unwrap(),
+        counts(0, 0),
+        "another consumer's count is its own"
+    );
 
     let first_failed = Uuid::now_v7();
     store
