@@ -276,4 +276,23 @@ impl StoreError {
             Self::Unavailable(_) | Self::Timeout | Self::Conflict(_)
         )
     }
+
+    /// Whether a relay goes on after this error: a transient one, or a row
+    /// that could not be read, which the store failed in place and keeps for
+    /// repair, so that the next claim goes past it.
+    ///
+    /// ```
+    /// use tidings_core::StoreError;
+    ///
+    /// let corrupt = StoreError::Corrupt {
+    ///     event_id: uuid::Uuid::nil(),
+    ///     reason: "headers are not a JSON object of strings".into(),
+    /// };
+    /// assert!(!corrupt.is_transient());
+    /// assert!(corrupt.is_recoverable());
+    /// assert!(!StoreError::Schema("no outbox table".into()).is_recoverable());
+    /// ```
+    pub fn is_recoverable(&self) -> bool {
+        self.is_transient() || matches!(self, Self::Corrupt { .. })
+    }
 }

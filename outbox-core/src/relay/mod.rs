@@ -238,7 +238,9 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     }
 
     /// Relays until `cancel` fires. Transient store errors are retried with
-    /// backoff; a permanent one (a missing table) ends the run with it.
+    /// backoff, as is a claim that met a row it could not read (the store
+    /// fails that row in place, so the next claim goes past it); a
+    /// permanent error (a missing table) ends the run with it.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), StoreError> {
         let mut failures = 0;
         let mut sweeps = self.config.sweep_interval.map(SweepClock::new);
@@ -258,7 +260,7 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
                     continue;
                 }
                 Ok(false) => failures = 0,
-                Err(e) if e.is_transient() => {
+                Err(e) if e.is_recoverable() => {
                     failures += 1;
                     let delay = self.config.error_backoff.delay(failures);
                     tracing::error!(outbox.route = %self.lane.route.name, error = %error_chain(&e), retry_in = ?delay, "relay pass failed");

@@ -40,7 +40,10 @@ pub(crate) async fn claim(
     let rows = RowDecoder::read(request.limit, query.fetch(&mut *session));
     let rows = rows.await.map_err(store_error)?;
     session.finish().await.map_err(store_error)?;
-    let rows = rows.finish()?;
+    let (rows, unreadable) = rows.finish()?;
+    if !unreadable.is_empty() {
+        return Err(unreadable.set_aside(store, &route.name, Some(lease)).await);
+    }
     Ok((lease, into_records(rows, route.hlc_ordering)))
 }
 

@@ -90,13 +90,18 @@ pub(crate) async fn claim(
     let cursors = ClaimStatements::takes_cursor(route);
     let after = cursors.then(|| request.after.map_or(i64::MIN, |cursor| cursor.0));
     let (limit, lease) = (request.limit, request.lease);
-    let (held, rows) = if store.persistent() {
-        let (connection, rows) = own::claim(store, route, limit, lease, after).await?;
-        (Held::Own(connection), rows)
+    let (held, rows, unreadable) = if store.persistent() {
+        let (connection, rows, unreadable) = own::claim(store, route, limit, lease, after).await?;
+        (Held::Own(connection), rows, unreadable)
     } else {
-        let (claim, rows) = pooled::claim(store, route, limit, lease, after).await?;
-        (Held::Pooled(claim), rows)
+        let (claim, rows, unreadable) = pooled::claim(store, route, limit, lease, after).await?;
+        (Held::Pooled(claim), rows, unreadable)
     };
+    if !unreadable.is_empty() {
+        // Rolled back first: the rows to fail are this claim's locks.
+        held.release(store).await?;
+        return Err(unreadable.set_aside(store, &route.name, None).await);
+    }
     // The rows come in id order, so the last is the furthest on.
     let cursor = rows.last().filter(|_| cursors).map(|r| ClaimCursor(r.id));
     let token = LeaseToken::new();

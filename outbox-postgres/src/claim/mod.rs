@@ -106,3 +106,4 @@ pub(crate) mod records;
 mod row;
 pub(crate) mod statements;
 mod text_format;
+mod unreadable;

@@ -24,6 +24,7 @@ use crate::claim::outcomes::{self, OutcomeColumns, Settled, settle_locked};
 use crate::claim::records;
 use crate::claim::row::{ClaimedRow, RowDecoder};
 use crate::claim::statements::begin_statement;
+use crate::claim::unreadable::Unreadable;
 use crate::error::{is_unavailable, store_error};
 
 /// The names the settle statements are prepared under on a claim
@@ -34,14 +35,14 @@ const SETTLE_PUBLISHED_KEPT: &str = "tidings_settle_published_kept";
 /// Opens a batch's transaction on one of the store's connections and locks
 /// up to `limit` claimable rows of `route` in it, past row id `after` for
 /// a claim that takes a cursor, in one round trip; returns the rows
-/// decoded as they arrived.
+/// decoded as they arrived, and those that could not be read.
 pub(crate) async fn claim(
     store: &PgOutboxStore,
     route: &Route,
     limit: usize,
     lease: Duration,
     after: Option<i64>,
-) -> Result<(ClaimConnection, Vec<ClaimedRow>), StoreError> {
+) -> Result<(ClaimConnection, Vec<ClaimedRow>, Unreadable), StoreError> {
     let (name, sql) = store
         .inner()
         .sql
@@ -57,7 +58,10 @@ pub(crate) async fn claim(
     let inner = store.inner();
     let mut connection = inner.claims.take(&inner.pool).await?;
     match run_claim(&mut connection, statement, script.clone(), limit).await {
-        Ok(rows) => Ok((connection, rows.finish()?)),
+        Ok(rows) => {
+            let (rows, unreadable) = rows.finish()?;
+            Ok((connection, rows, unreadable))
+        }
         // A connection kept idle may have been closed meanwhile, say by a
         // server restart; then the idle ones are let go and the claim runs
         // once more on a new one.
@@ -66,7 +70,8 @@ pub(crate) async fn claim(
             inner.claims.forget_idle();
             let mut connection = inner.claims.take(&inner.pool).await?;
             let rows = run_claim(&mut connection, statement, script, limit).await;
-            Ok((connection, rows.map_err(store_error)?.finish()?))
+            let (rows, unreadable) = rows.map_err(store_error)?.finish()?;
+            Ok((connection, rows, unreadable))
         }
         Err(error) => Err(store_error(error)),
     }

@@ -32,6 +32,7 @@ use crate::claim::outcomes::{self, OutcomeColumns, Settled, settle_locked};
 use crate::claim::records;
 use crate::claim::row::{ClaimedRow, RowDecoder};
 use crate::claim::statements::begin_statement;
+use crate::claim::unreadable::Unreadable;
 use crate::error::store_error;
 
 /// A pooled connection in a locked batch's transaction, and its place
@@ -46,14 +47,15 @@ pub(crate) struct PooledClaim {
 
 /// Opens a batch's transaction on a pooled connection and locks up to
 /// `limit` claimable rows of `route` in it, past row id `after` for a
-/// claim that takes a cursor; returns the rows decoded as they arrived.
+/// claim that takes a cursor; returns the rows decoded as they arrived,
+/// and those that could not be read.
 pub(crate) async fn claim(
     store: &PgOutboxStore,
     route: &Route,
     limit: usize,
     lease: Duration,
     after: Option<i64>,
-) -> Result<(PooledClaim, Vec<ClaimedRow>), StoreError> {
+) -> Result<(PooledClaim, Vec<ClaimedRow>, Unreadable), StoreError> {
     let inner = store.inner();
     let permit = inner.claims.permit().await?;
     let begin = AssertSqlSafe(begin_statement(lease));
@@ -64,12 +66,12 @@ pub(crate) async fn claim(
         query = query.bind(after);
     }
     let rows = RowDecoder::read(limit, query.fetch(&mut *tx));
-    let rows = rows.await.map_err(store_error)?.finish()?;
+    let (rows, unreadable) = rows.await.map_err(store_error)?.finish()?;
     let claim = PooledClaim {
         tx,
         _permit: permit,
     };
-    Ok((claim, rows))
+    Ok((claim, rows, unreadable))
 }
 
 impl PooledClaim {

@@ -12,6 +12,7 @@ use tidings_core::{Envelope, Headers, Hlc, OutboxRecord, StoreError};
 use uuid::Uuid;
 
 use crate::claim::text_format;
+use crate::claim::unreadable::Unreadable;
 use crate::error::store_error;
 
 /// A claimed row: its position in the table (for ordering the batch) and
@@ -55,12 +56,14 @@ const COLUMNS: [&str; 17] = [
 ///
 /// The first row's columns are checked to be [`COLUMNS`] and its fields'
 /// types checked; every row of a statement has the same column types, so
-/// the later rows are decoded without the check. After the first row that
-/// cannot be read, the rest are taken in and not decoded, so the
-/// connection ends the statement as usual; [`finish`](Self::finish)
-/// reports that row.
+/// the later rows are decoded without the check. A row whose fields hold
+/// what no record can (see [`unreadable`](super::unreadable)) is kept
+/// aside by event id and the rest go on. After an error of any other kind
+/// the rest are taken in and not decoded, so the connection ends the
+/// statement as usual; [`finish`](Self::finish) reports it.
 pub(crate) struct RowDecoder {
     rows: Vec<ClaimedRow>,
+    unreadable: Unreadable,
     error: Option<StoreError>,
 }
 
@@ -69,6 +72,7 @@ impl RowDecoder {
     pub(crate) fn new(limit: usize) -> Self {
         Self {
             rows: Vec::with_capacity(limit),
+            unreadable: Unreadable::default(),
             error: None,
         }
     }
@@ -92,25 +96,27 @@ impl RowDecoder {
         if self.error.is_some() {
             return;
         }
-        let checked = self.rows.is_empty();
+        let checked = self.rows.is_empty() && self.unreadable.is_empty();
         let decoded = match checked {
             true => check_columns(row).and_then(|()| ClaimedRow::decode(row, true)),
             false => ClaimedRow::decode(row, false),
         };
         match decoded {
             Ok(row) => self.rows.push(row),
+            Err(StoreError::Corrupt { event_id, reason }) => self.unreadable.push(event_id, reason),
             Err(error) => self.error = Some(error),
         }
     }
 
-    /// The rows decoded, in the order they came, or the first that could
-    /// not be; records their number as the current span's `claimed`.
-    pub(crate) fn finish(self) -> Result<Vec<ClaimedRow>, StoreError> {
+    /// The rows decoded, in the order they came, and those that could not
+    /// be read, or the error that stopped the decoding; records the rows'
+    /// number as the current span's `claimed`.
+    pub(crate) fn finish(self) -> Result<(Vec<ClaimedRow>, Unreadable), StoreError> {
         if let Some(error) = self.error {
             return Err(error);
         }
         tracing::Span::current().record("claimed", self.rows.len());
-        Ok(self.rows)
+        Ok((self.rows, self.unreadable))
     }
 }
 

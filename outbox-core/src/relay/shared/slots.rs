@@ -90,7 +90,7 @@ impl<S: OutboxStore, P: Publisher> Slots<S, P> {
         match pass {
             Ok((_, true)) => self.turns.again(route),
             Ok((_, false)) => self.turns.idle(route, relay.config.poll_interval),
-            Err(e) if e.is_transient() || relay.get_tenant().is_some() => {
+            Err(e) if e.is_recoverable() || relay.get_tenant().is_some() => {
                 let delay = self.turns.failed(route, &relay.config.error_backoff);
                 log_failure(&relay, &e, delay);
             }
