@@ -7,7 +7,8 @@
 //! [`batch`] for a [`PgBatch`](batch::PgBatch), which claims in the store's
 //! [`ClaimMode`](crate::ClaimMode): [`leased`] or [`locked`]. Both run a
 //! statement of [`statements`], the claim templates with the batch's row
-//! limit written in, and read its rows back with [`row`]. A locked claim
+//! limit written in, and read its rows back with [`row`], setting aside
+//! those no record can be read from ([`unreadable`]). A locked claim
 //! runs on one of the store's [`own`] connections ([`connections`]), or,
 //! behind a transaction pooler, on one of the pool's ([`pooled`]), and
 //! writes a claim record ([`records`]) beside it. Settling turns the
