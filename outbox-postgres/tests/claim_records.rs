@@ -10,6 +10,7 @@ use std::time::Duration;
 use support::{ORDER_EVENTS, claim_orders, drop_schema, stage_to, store_with};
 use tidings_core::{ClaimedBatch, OutboxStore};
 use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
+use tidings_testing::eventually::eventually;
 
 const LONG_LEASE: Duration = Duration::from_secs(300);
 const SHORT_LEASE: Duration = Duration::from_millis(150);
@@ -34,14 +35,8 @@ async fn a_claim_of_rows_apart_names_each_of_them_and_no_other() {
     let apart = claim_orders(&store, 10, SHORT_LEASE).await;
     assert_eq!(apart.records().len(), 2);
     // Records are written beside the claim, off its path.
-    let mut stats = store.stats(ORDER_EVENTS.name()).await.unwrap();
-    for _ in 0..40 {
-        if stats.in_flight == 3 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        stats = store.stats(ORDER_EVENTS.name()).await.unwrap();
-    }
+    let stats = || async { store.stats(ORDER_EVENTS.name()).await.unwrap() };
+    let stats = eventually(Duration::from_secs(2), stats, |s| s.in_flight == 3).await;
     assert_eq!((stats.pending, stats.in_flight), (0, 3), "{stats:?}");
 
     drop(apart); // the relay dies mid-publish

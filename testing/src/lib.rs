@@ -2,6 +2,7 @@
 
 pub mod broker;
 pub mod consumer;
+pub mod eventually;
 pub mod faults;
 pub mod inbox;
 pub mod ledger;

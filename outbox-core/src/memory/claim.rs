@@ -6,13 +6,6 @@ use std::time::SystemTime;
 use super::rows::{RouteRows, Row, Status};
 use crate::{OrderingMode, Route};
 
-/// Whether claims of `route` go on past a cursor: in staging order, on
-/// an unordered route. Claims in clock order or per key start from the
-/// route's oldest row.
-pub(super) fn takes_cursor(route: &Route) -> bool {
-    route.ordering == OrderingMode::Unordered && !route.hlc_ordering
-}
-
 /// Sequence numbers of the rows a claim takes, in claim order, starting
 /// past sequence number `after` where given.
 pub(super) fn select(

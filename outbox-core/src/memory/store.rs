@@ -169,7 +169,7 @@ impl OutboxStore for MemoryStore {
                 Vec::new(),
             ));
         };
-        let cursors = claim::takes_cursor(request.route);
+        let cursors = ClaimCursor::fits(request.route);
         let after = request.after.filter(|_| cursors);
         let after = after.and_then(|cursor| u64::try_from(cursor.0).ok());
         let chosen = claim::select(rows, request.route, request.limit, now, after);

@@ -17,6 +17,8 @@
 //! [`ClaimedBatch::cursor`]: super::ClaimedBatch::cursor
 //! [`ClaimRequest::after`]: super::ClaimRequest::after
 
+use crate::{OrderingMode, Route};
+
 /// A position in a route's claim order, as the store that returned it
 /// reads it: the row id of a batch's last row, say. Only that store gives
 /// it meaning.
@@ -29,3 +31,22 @@
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ClaimCursor(pub i64);
+
+impl ClaimCursor {
+    /// Whether claims of `route` may go on past a cursor: those of an
+    /// unordered route, in staging order. A per-key claim must see every
+    /// earlier row of a key, and rows in clock order are not in row order,
+    /// so those claims start from the route's oldest row.
+    ///
+    /// ```
+    /// use tidings_core::{ClaimCursor, OutboxSpec};
+    ///
+    /// static ORDERS: OutboxSpec<u64> = OutboxSpec::json("orders").to_queue("orders");
+    /// static BY_KEY: OutboxSpec<u64> = OutboxSpec::json("orders").to_queue("orders").per_key();
+    /// assert!(ClaimCursor::fits(ORDERS.route()));
+    /// assert!(!ClaimCursor::fits(BY_KEY.route()));
+    /// ```
+    pub fn fits(route: &Route) -> bool {
+        route.ordering == OrderingMode::Unordered && !route.hlc_ordering
+    }
+}

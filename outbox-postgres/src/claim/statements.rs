@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
-use tidings_core::{OrderingMode, Route};
+use tidings_core::{ClaimCursor, OrderingMode, Route};
 
 use crate::ClaimMode;
 use crate::names::TableNames;
@@ -43,23 +43,21 @@ struct Kind {
     per_key: bool,
     by_clock: bool,
     locked: bool,
+    /// Whether the claim starts past a cursor, binding it as `$2`: a
+    /// locked claim of a route that [fits](ClaimCursor::fits) one. Leased
+    /// claims take their rows out of the claim index, so nothing is left
+    /// for a cursor to skip.
+    takes_cursor: bool,
 }
 
 impl Kind {
-    /// Whether the claim starts past a cursor, binding it as `$2`: a
-    /// locked claim in staging order on an unordered route. Leased claims
-    /// take their rows out of the claim index, so nothing is left for a
-    /// cursor to skip; claims in clock order or per key start from the
-    /// oldest row.
-    fn takes_cursor(self) -> bool {
-        self.locked && !self.per_key && !self.by_clock
-    }
-
     fn of(route: &Route, mode: ClaimMode) -> Self {
+        let locked = mode == ClaimMode::Locked;
         Self {
             per_key: route.ordering == OrderingMode::PerKey,
             by_clock: route.hlc_ordering,
-            locked: mode == ClaimMode::Locked,
+            locked,
+            takes_cursor: locked && ClaimCursor::fits(route),
         }
     }
 
@@ -110,7 +108,7 @@ impl ClaimStatements {
     /// Whether the locked claim of `route` starts past a cursor, which it
     /// binds as `$2`, a `bigint`.
     pub(crate) fn takes_cursor(route: &Route) -> bool {
-        Kind::of(route, ClaimMode::Locked).takes_cursor()
+        Kind::of(route, ClaimMode::Locked).takes_cursor
     }
 
     /// The locked claim of at most `limit` rows for `route`, leaving slot
@@ -146,7 +144,7 @@ impl ClaimStatements {
             ),
             None => (String::new(), String::new()),
         };
-        let after = match kind.takes_cursor() {
+        let after = match kind.takes_cursor {
             true => "and r.id + 0 > $2",
             false => "",
         };

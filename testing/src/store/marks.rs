@@ -8,6 +8,7 @@ use super::StoreHarness;
 use super::fixtures::{
     SHORT_LEASE, claim, claim_leased, claim_within, event, numbers, route, settle_all,
 };
+use crate::eventually::eventually;
 
 /// A published row is never claimed again.
 pub async fn published_rows_are_final<H: StoreHarness>(h: &H) {
@@ -208,14 +209,8 @@ pub async fn sweep_returns_expired_leases_counting_the_crash<H: StoreHarness>(h:
     tokio::time::sleep(SHORT_LEASE + Duration::from_millis(200)).await;
     // A locked claim's record is written beside the claim, so under load
     // it may expire a little after the claim's lease.
-    let mut swept = store.sweep_expired(&route.name, 100).await.unwrap();
-    for _ in 0..40 {
-        if swept > 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        swept = store.sweep_expired(&route.name, 100).await.unwrap();
-    }
+    let sweep = || async { store.sweep_expired(&route.name, 100).await.unwrap() };
+    let swept = eventually(Duration::from_secs(2), sweep, |swept| *swept > 0).await;
     assert_eq!(swept, 1);
     assert_eq!(store.sweep_expired(&route.name, 100).await.unwrap(), 0);
 
