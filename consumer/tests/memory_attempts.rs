@@ -168,14 +168,16 @@ async fn a_message_that_kills_its_consumer_is_parked_alone() {
     let options = options()
         .max_deliveries(max)
         .shutdown_timeout(Duration::ZERO);
-    let make = || {
-        Consumer::new(broker.clone(), &ORDERS, handler.clone())
-            .unwrap()
-            .inbox(Inbox::new(store.clone(), "billing").unwrap())
-            .options(options)
-    };
-    let (crashes, report) =
-        crash_each_time_reached(make, &mut poison, Duration::ZERO, max + 1).await;
+    let backend = (&store, &broker);
+    let (crashes, report) = crash_each_time_reached(
+        backend,
+        &handler,
+        options,
+        &mut poison,
+        Duration::ZERO,
+        max + 1,
+    )
+    .await;
     assert_eq!(
         crashes,
         max + 1,
@@ -235,14 +237,9 @@ async fn a_neighbour_caught_running_by_crashes_runs_alone_and_is_not_parked() {
         .max_batch(1)
         .max_deliveries(max)
         .shutdown_timeout(Duration::ZERO);
-    let make = || {
-        Consumer::new(broker.clone(), &ORDERS, handler.clone())
-            .unwrap()
-            .inbox(Inbox::new(store.clone(), "billing").unwrap())
-            .options(options)
-    };
-    let grace = Duration::from_millis(100);
-    let (crashes, report) = crash_each_time_reached(make, &mut poison, grace, 2 * max + 2).await;
+    let (backend, grace) = ((&store, &broker), Duration::from_millis(100));
+    let (crashes, report) =
+        crash_each_time_reached(backend, &handler, options, &mut poison, grace, 2 * max + 2).await;
 
     assert!(
         caught.load(SeqCst) >= 1,

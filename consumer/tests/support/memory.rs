@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tidings_consumer::{Consumer, ConsumerOptions, ConsumerReport, TxHandle};
+use tidings_consumer::{Consumer, ConsumerOptions, ConsumerReport, Inbox, TxHandle};
 use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
 use tidings_core::{Backoff, Envelope, Message, QueueSpec};
 use tokio_util::sync::CancellationToken;
@@ -98,12 +98,15 @@ where
     consumer.report()
 }
 
-/// Runs consumers from `make` one after another, stopping each as a crash
-/// would (`shutdown_timeout` zero abandons its handlers mid-run) `grace`
-/// after `reached` fires, until a run goes 2 s without it; returns the
-/// number of crashes and the last run's report.
+/// Runs consumers of `handler` with the `billing` inbox one after another,
+/// stopping each as a crash would (`options` with a zero
+/// `shutdown_timeout` abandon its handlers mid-run) `grace` after `reached`
+/// fires, until a run goes 2 s without it; returns the number of crashes
+/// and the last run's report.
 pub(crate) async fn crash_each_time_reached<H>(
-    make: impl Fn() -> Consumer<MemoryBroker, Order, tidings_core::JsonCodec, H, MemoryStore>,
+    (store, broker): (&MemoryStore, &MemoryBroker),
+    handler: &H,
+    options: ConsumerOptions,
     reached: &mut tokio::sync::mpsc::UnboundedReceiver<()>,
     grace: Duration,
     most: u32,
@@ -113,7 +116,10 @@ where
 {
     let mut crashes = 0;
     loop {
-        let consumer = make();
+        let consumer = Consumer::new(broker.clone(), &ORDERS, handler.clone())
+            .unwrap()
+            .inbox(Inbox::new(store.clone(), "billing").unwrap())
+            .options(options);
         let cancel = CancellationToken::new();
         let run = tokio::spawn({
             let cancel = cancel.clone();
