@@ -135,21 +135,8 @@ impl InboxStore for PgInboxStore {
         event_id: Uuid,
     ) -> Result<Option<Attempts>, InboxError> {
         InboxError::check_consumer(consumer)?;
-        let store = &self.store;
-        let mut session = store.session().await.map_err(inbox_error)?;
-        let (started, finished): (i32, i32) =
-            sqlx::query_as(store.inner().sql.inbox_attempt_start.clone())
-                .persistent(store.persistent())
-                .bind(consumer)
-                .bind(event_id)
-                .fetch_one(&mut *session)
-                .await
-                .map_err(inbox_error)?;
-        session.finish().await.map_err(inbox_error)?;
-        let attempts = Attempts {
-            started: count(started),
-            finished: count(finished),
-        };
+        let statement = self.store.inner().sql.inbox_attempt_start.clone();
+        let attempts = self.attempt_count(statement, consumer, event_id).await?;
         debug!(?attempts, "attempt started");
         Ok(Some(attempts))
     }
@@ -165,21 +152,9 @@ impl InboxStore for PgInboxStore {
         event_id: Uuid,
     ) -> Result<Option<Attempts>, InboxError> {
         InboxError::check_consumer(consumer)?;
-        let store = &self.store;
-        let mut session = store.session().await.map_err(inbox_error)?;
-        let row: Option<(i32, i32)> = sqlx::query_as(store.inner().sql.inbox_attempts.clone())
-            .persistent(store.persistent())
-            .bind(consumer)
-            .bind(event_id)
-            .fetch_optional(&mut *session)
-            .await
-            .map_err(inbox_error)?;
-        session.finish().await.map_err(inbox_error)?;
-        let (started, finished) = row.unwrap_or_default();
-        Ok(Some(Attempts {
-            started: count(started),
-            finished: count(finished),
-        }))
+        let statement = self.store.inner().sql.inbox_attempts.clone();
+        let attempts = self.attempt_count(statement, consumer, event_id).await?;
+        Ok(Some(attempts))
     }
 
     #[instrument(
@@ -223,6 +198,34 @@ impl InboxStore for PgInboxStore {
             .await
             .map_err(inbox_error)?;
         Ok(())
+    }
+}
+
+impl PgInboxStore {
+    /// Runs `statement` on `(consumer, event_id)` in a statement of its
+    /// own, committed at once, and reads the attempt count it returns:
+    /// none counted where it returns no row.
+    async fn attempt_count(
+        &self,
+        statement: sqlx::SqlStr,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> Result<Attempts, InboxError> {
+        let store = &self.store;
+        let mut session = store.session().await.map_err(inbox_error)?;
+        let row: Option<(i32, i32)> = sqlx::query_as(statement)
+            .persistent(store.persistent())
+            .bind(consumer)
+            .bind(event_id)
+            .fetch_optional(&mut *session)
+            .await
+            .map_err(inbox_error)?;
+        session.finish().await.map_err(inbox_error)?;
+        let (started, finished) = row.unwrap_or_default();
+        Ok(Attempts {
+            started: count(started),
+            finished: count(finished),
+        })
     }
 }
 
