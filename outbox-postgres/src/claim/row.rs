@@ -96,7 +96,9 @@ impl RowDecoder {
         if self.error.is_some() {
             return;
         }
-        let checked = self.rows.is_empty() && self.unreadable.is_empty();
+        // Checked until a row has been read whole; a row set aside does
+        // not count, as its later fields were never checked.
+        let checked = self.rows.is_empty();
         let decoded = match checked {
             true => check_columns(row).and_then(|()| ClaimedRow::decode(row, true)),
             false => ClaimedRow::decode(row, false),
