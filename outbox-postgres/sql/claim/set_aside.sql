@@ -18,7 +18,6 @@ failed as (
     where o.route = $1 and o.event_id = u.event_id
       and case when $2::uuid is null then o.status = 'pending'
                else o.status = 'in_flight' and o.lease_token = $2 end
-    returning o.id
 )
 update {outbox} as o
 set status = 'pending',
@@ -29,4 +28,3 @@ set status = 'pending',
 where $2::uuid is not null
   and o.route = $1 and o.status = 'in_flight' and o.lease_token = $2
   and o.event_id <> all($3::uuid[])
-  and (select count(*) from failed) >= 0
