@@ -4,12 +4,11 @@
 
 mod support;
 
-use std::time::Duration;
-
 use mongodb::bson::doc;
 use support::{ORDER_EVENTS, collection_name, database, drop_collections, outbox_count, store};
-use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Requeue, StoreError};
+use tidings_core::{ClaimedBatch, OutboxStore, Requeue, StoreError};
 use tidings_mongo::{MongoOutboxOptions, MongoOutboxStore, Retention};
+use tidings_testing::store::try_claim;
 use uuid::Uuid;
 
 #[tokio::test]
@@ -64,13 +63,7 @@ async fn verify_names_what_is_missing_until_indexes_are_ensured() {
 }
 
 async fn claim(store: &MongoOutboxStore) -> Result<tidings_mongo::MongoBatch, StoreError> {
-    let request = ClaimRequest {
-        route: ORDER_EVENTS.route(),
-        limit: 10,
-        lease: Duration::from_secs(60),
-        after: None,
-    };
-    store.claim(request).await
+    try_claim(store, ORDER_EVENTS.route(), 10).await
 }
 
 #[tokio::test]

@@ -14,10 +14,11 @@ use support::{ORDER_EVENTS, drop_schema, stage_with_id, store_with};
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::Relay;
 use tidings_core::{
-    ClaimRequest, ClaimedBatch, FailedFilter, OutboxAdmin, OutboxStore, Requeue, Source, StoreError,
+    ClaimedBatch, FailedFilter, OutboxAdmin, OutboxStore, Requeue, Source, StoreError,
 };
 use tidings_postgres::{ClaimMode, PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_testing::broker::next_within;
+use tidings_testing::store::try_claim;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -43,13 +44,7 @@ async fn stage_and_damage(store: &PgOutboxStore, direct: &PgPool) -> Vec<Uuid> {
 }
 
 async fn claim(store: &PgOutboxStore) -> Result<tidings_postgres::PgBatch, StoreError> {
-    let request = ClaimRequest {
-        route: ORDER_EVENTS.route(),
-        limit: 10,
-        lease: Duration::from_secs(60),
-        after: None,
-    };
-    store.claim(request).await
+    try_claim(store, ORDER_EVENTS.route(), 10).await
 }
 
 /// The scenario, on `store`, whose tables `direct` reaches past any pooler.

@@ -23,7 +23,6 @@ use crate::claim::connections::ClaimConnection;
 use crate::claim::outcomes::{OutcomeColumns, Settled};
 use crate::claim::pooled::PooledClaim;
 use crate::claim::row::into_records;
-use crate::claim::statements::ClaimStatements;
 use crate::claim::{own, pooled, records};
 
 /// The open transaction of a locked batch, on a claim connection, its
@@ -87,7 +86,8 @@ pub(crate) async fn claim(
     request: ClaimRequest<'_>,
 ) -> Result<Claimed, StoreError> {
     let route = request.route;
-    let cursors = ClaimStatements::takes_cursor(route);
+    // The locked claim binds a cursor as `$2` for the routes that fit one.
+    let cursors = ClaimCursor::fits(route);
     let after = cursors.then(|| request.after.map_or(i64::MIN, |cursor| cursor.0));
     let (limit, lease) = (request.limit, request.lease);
     let (held, rows, unreadable) = if store.persistent() {

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
-use tidings_core::{ClaimCursor, OrderingMode, Route};
+use tidings_core::{OrderingMode, Route};
 
 use crate::ClaimMode;
 use crate::names::TableNames;
@@ -43,22 +43,23 @@ struct Kind {
     per_key: bool,
     by_clock: bool,
     locked: bool,
-    /// Whether the claim starts past a cursor, binding it as `$2`: a
-    /// locked claim of a route that [fits](ClaimCursor::fits) one. Leased
-    /// claims take their rows out of the claim index, so nothing is left
-    /// for a cursor to skip.
-    takes_cursor: bool,
 }
 
 impl Kind {
     fn of(route: &Route, mode: ClaimMode) -> Self {
-        let locked = mode == ClaimMode::Locked;
         Self {
             per_key: route.ordering == OrderingMode::PerKey,
             by_clock: route.hlc_ordering,
-            locked,
-            takes_cursor: locked && ClaimCursor::fits(route),
+            locked: mode == ClaimMode::Locked,
         }
+    }
+
+    /// Whether the claim starts past a cursor, binding it as `$2`: a
+    /// locked claim of a route in staging order, one that
+    /// [fits](tidings_core::ClaimCursor::fits) a cursor. Leased claims take their rows
+    /// out of the claim index, so nothing is left for a cursor to skip.
+    fn takes_cursor(self) -> bool {
+        self.locked && !self.per_key && !self.by_clock
     }
 
     /// The position of the kind's template.
@@ -105,12 +106,6 @@ impl ClaimStatements {
         self.render(Kind::of(route, mode), limit, skip)
     }
 
-    /// Whether the locked claim of `route` starts past a cursor, which it
-    /// binds as `$2`, a `bigint`.
-    pub(crate) fn takes_cursor(route: &Route) -> bool {
-        Kind::of(route, ClaimMode::Locked).takes_cursor
-    }
-
     /// The locked claim of at most `limit` rows for `route`, leaving slot
     /// `skip` out, and the name it is prepared under on a claim
     /// connection: one name per statement text of the store.
@@ -144,7 +139,7 @@ impl ClaimStatements {
             ),
             None => (String::new(), String::new()),
         };
-        let after = match kind.takes_cursor {
+        let after = match kind.takes_cursor() {
             true => "and r.id + 0 > $2",
             false => "",
         };
@@ -183,7 +178,7 @@ fn without_heading(selection: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use tidings_core::OutboxSpec;
+    use tidings_core::{ClaimCursor, OutboxSpec};
 
     use super::*;
 
@@ -210,7 +205,12 @@ mod tests {
         assert!(locked.as_str().contains("and r.slot <> 3"));
         assert!(locked.as_str().contains("and r.id + 0 > $2"));
         assert!(!sql.as_str().contains("r.id + 0 >"), "{}", sql.as_str());
-        assert!(ClaimStatements::takes_cursor(route));
+        assert!(Kind::of(route, ClaimMode::Locked).takes_cursor());
+        assert!(!Kind::of(route, ClaimMode::Leased).takes_cursor());
+        assert_eq!(
+            Kind::of(route, ClaimMode::Locked).takes_cursor(),
+            ClaimCursor::fits(route)
+        );
         let largest = claims.get(route, usize::MAX, ClaimMode::Leased, None);
         assert!(largest.as_str().contains(&format!("limit {}\n", i64::MAX)));
         for limit in 0..2 * KEPT {

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tidings_core::{
     ClaimCursor, ClaimRequest, ClaimedBatch, Envelope, Hlc, OrderingMode, OutboxStore, Outcome,
-    RetryPolicy, Route, Settlement, StagedEvent,
+    RetryPolicy, Route, Settlement, StagedEvent, StoreError,
 };
 
 use crate::names::unique_name;
@@ -104,12 +104,7 @@ pub async fn claim_after<S: OutboxStore>(
     limit: usize,
     after: Option<ClaimCursor>,
 ) -> S::Batch {
-    let request = ClaimRequest {
-        route,
-        limit,
-        lease: LONG_LEASE,
-        after,
-    };
+    let request = request(route, limit, LONG_LEASE, after);
     store.claim(request).await.expect("claim")
 }
 
@@ -120,13 +115,32 @@ pub async fn claim_leased<S: OutboxStore>(
     limit: usize,
     lease: Duration,
 ) -> S::Batch {
-    let request = ClaimRequest {
+    let request = request(route, limit, lease, None);
+    store.claim(request).await.expect("claim")
+}
+
+/// Claims up to `limit` rows with a long lease and returns the store's
+/// answer as it is, for a test of a claim that fails.
+pub async fn try_claim<S: OutboxStore>(
+    store: &S,
+    route: &Route,
+    limit: usize,
+) -> Result<S::Batch, StoreError> {
+    store.claim(request(route, limit, LONG_LEASE, None)).await
+}
+
+fn request(
+    route: &Route,
+    limit: usize,
+    lease: Duration,
+    after: Option<ClaimCursor>,
+) -> ClaimRequest<'_> {
+    ClaimRequest {
         route,
         limit,
         lease,
-        after: None,
-    };
-    store.claim(request).await.expect("claim")
+        after,
+    }
 }
 
 /// Claims until a batch is not empty, or panics after `timeout`.

@@ -18,7 +18,7 @@ mod shared;
 pub use claims::*;
 pub use fixtures::{
     LONG_LEASE, SHORT_LEASE, claim, claim_after, claim_leased, claim_within, event, full_event,
-    keyed, numbers, route, settle_all,
+    keyed, numbers, route, settle_all, try_claim,
 };
 pub use harness::StoreHarness;
 pub use maintenance::*;
