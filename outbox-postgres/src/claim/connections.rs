@@ -5,16 +5,15 @@
 //! from the pool, every batch would also pay the pool's check of the
 //! connection on the way out and again on the way back: two round trips
 //! beside the claim's and the settle's own. These connections are opened
-//! with the pool's settings, kept between batches, and carry the claim and
-//! settle statements prepared by name (`PREPARE`), so a claim goes out
-//! together with its `BEGIN`, and a settle with its `COMMIT`, each in one
-//! round trip of the simple protocol, still without planning its statement
-//! again.
+//! with the pool's settings and kept between batches, with the claim and
+//! settle statements prepared on them: a claim as sqlx keeps its
+//! statements, so its rows come back in the binary format, and a settle
+//! by name (`PREPARE`), so it goes out together with its `COMMIT` in one
+//! round trip of the simple protocol. Neither is planned again.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use futures::TryStreamExt;
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, ConnectOptions, PgConnection, PgPool, Postgres};
@@ -22,10 +21,6 @@ use tidings_core::StoreError;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::store_error;
-
-/// Statements prepared on one connection beyond which it forgets them all
-/// and prepares afresh, so claims of ever new sizes cannot pile them up.
-const MAX_PREPARED: usize = 32;
 
 /// Up to a set number of connections in use at once, and the idle ones.
 #[derive(Debug)]
@@ -79,16 +74,9 @@ impl ClaimConnections {
             idle.permit = Some(permit);
             return Ok(idle);
         }
-        let mut conn = pool
+        let conn = pool
             .connect_options()
             .connect()
-            .await
-            .map_err(store_error)?;
-        // Claimed rows come back as text, in the formats the claim decodes
-        // (`text_format`), whatever the role's or database's settings;
-        // payloads escaped, mostly at their own size rather than twice it.
-        sqlx::raw_sql("set bytea_output = escape; set datestyle = iso; set timezone = 'UTC'")
-            .execute(&mut conn)
             .await
             .map_err(store_error)?;
         Ok(ClaimConnection {
@@ -176,28 +164,7 @@ impl ClaimConnection {
         statements: &[(&str, &str)],
         script: String,
     ) -> Result<Vec<PgRow>, sqlx::Error> {
-        let mut rows = Vec::new();
-        self.run_each(statements, script, |row| rows.push(row))
-            .await?;
-        Ok(rows)
-    }
-
-    /// Runs `script` as [`run`](Self::run) does, handing each row to
-    /// `each` as it arrives rather than once all have.
-    pub(crate) async fn run_each(
-        &mut self,
-        statements: &[(&str, &str)],
-        script: String,
-        mut each: impl FnMut(PgRow),
-    ) -> Result<(), sqlx::Error> {
         let mut prepare = String::new();
-        let missing = statements
-            .iter()
-            .any(|(name, _)| !self.prepared.contains(*name));
-        if missing && self.prepared.len() + statements.len() > MAX_PREPARED {
-            prepare.push_str("deallocate all;\n");
-            self.prepared.clear();
-        }
         for (name, text) in statements {
             if !self.prepared.contains(*name) {
                 prepare.push_str(&format!("prepare {name} as\n{text}\n;\n"));
@@ -210,10 +177,8 @@ impl ClaimConnection {
             self.prepared
                 .extend(statements.iter().map(|(name, _)| (*name).to_owned()));
         }
-        let mut rows = sqlx::raw_sql(AssertSqlSafe(script)).fetch(&mut self.conn);
-        while let Some(row) = rows.try_next().await? {
-            each(row);
-        }
-        Ok(())
+        sqlx::raw_sql(AssertSqlSafe(script))
+            .fetch_all(&mut self.conn)
+            .await
     }
 }

@@ -68,11 +68,11 @@
 //! direct pool ([`Pooling::Direct`](crate::Pooling::Direct)) these are the
 //! store's own ([`connections`]), opened with the pool's settings and kept
 //! between batches, so a batch pays no pool check on the way out and back,
-//! and the pool stays the user's. There a batch's claim goes out with its
-//! `BEGIN` and its settle with its `COMMIT`, in the simple protocol
-//! ([`own`]): two round trips a batch instead of the extended protocol's
-//! four, which measured better draining into RabbitMQ and without a broker
-//! (`docs/benchmarks.md`, *The simple-protocol claim path, measured*).
+//! and the pool stays the user's. There a batch's claim reads its rows in
+//! the binary format of the extended protocol, after its `BEGIN`, and its
+//! settle goes out with its `COMMIT` in the simple protocol ([`own`]):
+//! three round trips a batch (`docs/benchmarks.md`, *Claimed rows in the
+//! binary format*).
 //! Claim records are written on one more connection of the store's, never
 //! on one a batch may hold: a settle waits for its record, and batches
 //! holding every connection would otherwise wait for each other.
@@ -82,9 +82,8 @@
 //! `pool_mode = transaction`), a session outlives no transaction, so
 //! nothing may be prepared by name: a locked batch holds one of the pool's
 //! connections in its transaction ([`pooled`]), sends every statement
-//! unnamed, in the extended protocol (the simple protocol's text path is
-//! not used there), and claim records go through the pool, of which
-//! locked claims always leave one connection free.
+//! unnamed, in the extended protocol, and claim records go through the
+//! pool, of which locked claims always leave one connection free.
 //!
 //! # Wake-ups after commit
 //!
@@ -106,5 +105,4 @@ mod pooled;
 pub(crate) mod records;
 mod row;
 pub(crate) mod statements;
-mod text_format;
 mod unreadable;

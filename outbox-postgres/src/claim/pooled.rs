@@ -31,7 +31,7 @@ use crate::PgOutboxStore;
 use crate::claim::outcomes::{self, OutcomeColumns, Settled, settle_locked};
 use crate::claim::records;
 use crate::claim::row::{ClaimedRow, RowDecoder};
-use crate::claim::statements::begin_statement;
+use crate::claim::statements::{begin_statement, locked_claim};
 use crate::claim::unreadable::Unreadable;
 use crate::error::store_error;
 
@@ -60,11 +60,8 @@ pub(crate) async fn claim(
     let permit = inner.claims.permit().await?;
     let begin = AssertSqlSafe(begin_statement(lease));
     let mut tx = inner.pool.begin_with(begin).await.map_err(store_error)?;
-    let (_, sql) = inner.sql.claim.locked(route, limit, store.skipped_slot());
-    let mut query = sqlx::query(sql).persistent(false).bind(&route.name);
-    if let Some(after) = after {
-        query = query.bind(after);
-    }
+    let sql = inner.sql.claim.locked(route, limit, store.skipped_slot());
+    let query = locked_claim(sql, route, after).persistent(false);
     let rows = RowDecoder::read(limit, query.fetch(&mut *tx));
     let (rows, unreadable) = rows.await.map_err(store_error)?.finish()?;
     let claim = PooledClaim {

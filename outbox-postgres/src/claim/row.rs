@@ -11,7 +11,6 @@ use sqlx::{Column, Decode, Postgres, Row, Type};
 use tidings_core::{Envelope, Headers, Hlc, OutboxRecord, StoreError};
 use uuid::Uuid;
 
-use crate::claim::text_format;
 use crate::claim::unreadable::Unreadable;
 use crate::error::store_error;
 
@@ -222,32 +221,27 @@ impl Fields<'_> {
 
     /// A `timestamptz` field.
     fn timestamp(&mut self) -> Result<OffsetDateTime, String> {
-        let value = self.raw()?;
-        match value.format() {
-            PgValueFormat::Binary => OffsetDateTime::decode(value).map_err(|e| e.to_string()),
-            PgValueFormat::Text => {
-                text_format::timestamptz(value.as_str().map_err(|e| e.to_string())?)
-            }
-        }
+        OffsetDateTime::decode(self.binary()?).map_err(|e| e.to_string())
     }
 
-    /// A `bytea` field: as it is in the binary format; in the text format,
-    /// escaped as claim connections ask, or hex as the server writes
-    /// unless told otherwise.
+    /// A `bytea` field, as it is.
     fn bytes(&mut self) -> Result<Bytes, String> {
-        let value = self.raw()?;
+        let value = self.binary()?;
         let raw = value.as_bytes().map_err(|e| e.to_string())?;
-        match value.format() {
-            PgValueFormat::Binary => Ok(Bytes::copy_from_slice(raw)),
-            PgValueFormat::Text => text_format::bytea(raw).map(Bytes::from),
-        }
+        Ok(Bytes::copy_from_slice(raw))
     }
 
-    /// The next field as the server sent it, to decode by its format.
-    fn raw(&mut self) -> Result<PgValueRef<'_>, String> {
+    /// The next field as the server sent it, in the binary format every
+    /// claim asks for.
+    fn binary(&mut self) -> Result<PgValueRef<'_>, String> {
         self.next += 1;
+        let column = COLUMNS[self.next - 1];
         let value = self.row.try_get_raw(self.next - 1);
-        value.map_err(|e| e.to_string())
+        let value = value.map_err(|e| e.to_string())?;
+        match value.format() {
+            PgValueFormat::Binary => Ok(value),
+            PgValueFormat::Text => Err(format!("{column} came in the text format")),
+        }
     }
 }
 
