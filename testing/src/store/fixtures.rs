@@ -104,8 +104,7 @@ pub async fn claim_after<S: OutboxStore>(
     limit: usize,
     after: Option<ClaimCursor>,
 ) -> S::Batch {
-    let request = request(route, limit, LONG_LEASE, after);
-    store.claim(request).await.expect("claim")
+    claimed(store, request(route, limit, LONG_LEASE, after)).await
 }
 
 /// Claims up to `limit` rows with the given lease.
@@ -115,8 +114,7 @@ pub async fn claim_leased<S: OutboxStore>(
     limit: usize,
     lease: Duration,
 ) -> S::Batch {
-    let request = request(route, limit, lease, None);
-    store.claim(request).await.expect("claim")
+    claimed(store, request(route, limit, lease, None)).await
 }
 
 /// Claims up to `limit` rows with a long lease and returns the store's
@@ -129,6 +127,12 @@ pub async fn try_claim<S: OutboxStore>(
     store.claim(request(route, limit, LONG_LEASE, None)).await
 }
 
+/// The batch `request` claims; panics if the claim fails.
+async fn claimed<S: OutboxStore>(store: &S, request: ClaimRequest<'_>) -> S::Batch {
+    store.claim(request).await.expect("claim")
+}
+
+/// A claim of up to `limit` rows of `route` under `lease`, past `after`.
 fn request(
     route: &Route,
     limit: usize,
