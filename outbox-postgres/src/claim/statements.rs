@@ -58,8 +58,9 @@ impl Kind {
 
     /// Whether the claim starts past a cursor, binding it as `$2`: a
     /// locked claim of a route in staging order, one that
-    /// [fits](tidings_core::ClaimCursor::fits) a cursor. Leased claims take their rows
-    /// out of the claim index, so nothing is left for a cursor to skip.
+    /// [fits](tidings_core::ClaimCursor::fits) a cursor. Leased claims
+    /// take their rows out of the claim index, so nothing is left for a
+    /// cursor to skip.
     fn takes_cursor(self) -> bool {
         self.locked && !self.per_key && !self.by_clock
     }
