@@ -1,5 +1,5 @@
 //! The connections locked claims run on: the store's own, outside the
-//! pool, bounded in number, with their statements prepared by name, and
+//! pool, bounded in number, with their statements kept prepared, and
 //! replaced when the server closes them.
 
 mod support;
@@ -167,18 +167,38 @@ async fn claims_go_on_after_the_server_closes_their_idle_connections() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_of_many_sizes_on_one_connection_keep_working() {
-    // Each size is a statement of its own, prepared on the connection;
-    // past a bound the connection forgets them all and prepares afresh.
+    // Each size is a statement of its own, kept prepared on the connection.
     let store = store_on_options(pool(2).await, locked(1)).await;
-    stage_to(&store, &ORDER_EVENTS, 100).await;
+    claims_of_many_sizes(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_work_on_a_pool_that_keeps_no_statements() {
+    // The pool's connections cache no statement; the claim connections,
+    // opened with its settings, turn their cache on, as a claim's
+    // statement stays prepared there.
+    let options: PgConnectOptions = database_url().parse().unwrap();
+    let uncached = PgPoolOptions::new()
+        .max_connections(2)
+        .connect_with(options.statement_cache_capacity(0))
+        .await
+        .unwrap();
+    let store = store_on_options(uncached, locked(1)).await;
+    claims_of_many_sizes(&store).await;
+}
+
+/// Claims 100 staged rows of `store` in batches of every size from 1 to
+/// 45, then 1 to 3 again, on one claim connection.
+async fn claims_of_many_sizes(store: &PgOutboxStore) {
+    stage_to(store, &ORDER_EVENTS, 100).await;
     let mut published = 0;
     for limit in (1..=45).chain(1..=3) {
-        let batch = claim(&store, limit).await.unwrap();
+        let batch = claim(store, limit).await.unwrap();
         assert_eq!(batch.records().len(), limit.min(100 - published));
         published += publish_all(batch).await;
     }
     assert_eq!(published, 100);
-    drop_schema(&store).await;
+    drop_schema(store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -22,6 +22,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::store_error;
 
+/// The statements sqlx keeps prepared on a claim connection, its own
+/// default: a store's claims come in a few kinds and sizes.
+const CACHED_STATEMENTS: usize = 100;
+
 /// Up to a set number of connections in use at once, and the idle ones.
 #[derive(Debug)]
 pub(crate) struct ClaimConnections {
@@ -74,11 +78,13 @@ impl ClaimConnections {
             idle.permit = Some(permit);
             return Ok(idle);
         }
-        let conn = pool
-            .connect_options()
-            .connect()
-            .await
-            .map_err(store_error)?;
+        // Claims stay prepared in sqlx's statement cache on the connection
+        // (see `own`). Without a cache, sqlx would prepare a new named
+        // statement for every claim and never close it, so the cache is on
+        // here whatever the pool's settings say.
+        let options = pool.connect_options().as_ref().clone();
+        let options = options.statement_cache_capacity(CACHED_STATEMENTS);
+        let conn = options.connect().await.map_err(store_error)?;
         Ok(ClaimConnection {
             conn,
             prepared: HashSet::new(),
