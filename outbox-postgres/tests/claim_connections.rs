@@ -13,15 +13,11 @@ use support::{ORDER_EVENTS, drop_schema, pool, stage_to, store_on_options};
 use tidings_core::ManualClock;
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{
-    ClaimRequest, ClaimedBatch, OutboxSpec, OutboxStore, Outcome, RawCodec, StoreError,
-};
+use tidings_core::{ClaimedBatch, OutboxSpec, Outcome, RawCodec, StoreError};
 use tidings_postgres::{ClaimMode, PgBatch, PgOutboxOptions, PgOutboxStore};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::database_url;
-use tidings_testing::store::settle_all;
-
-const LEASE: Duration = Duration::from_secs(300);
+use tidings_testing::store::{settle_all, try_claim};
 
 fn locked(claim_connections: usize) -> PgOutboxOptions {
     PgOutboxOptions::new()
@@ -30,13 +26,7 @@ fn locked(claim_connections: usize) -> PgOutboxOptions {
 }
 
 async fn claim(store: &PgOutboxStore, limit: usize) -> Result<PgBatch, StoreError> {
-    let request = ClaimRequest {
-        route: ORDER_EVENTS.route(),
-        limit,
-        lease: LEASE,
-        after: None,
-    };
-    store.claim(request).await
+    try_claim(store, ORDER_EVENTS.route(), limit).await
 }
 
 async fn publish_all(batch: PgBatch) -> usize {
@@ -207,13 +197,9 @@ async fn a_route_name_is_sent_as_a_value_whatever_it_holds() {
         OutboxSpec::json(r"x\'); drop table orders; --").to_queue("orders");
     let store = store_on_options(pool(2).await, locked(1)).await;
     stage_to(&store, &ORDER_EVENTS, 1).await;
-    let request = ClaimRequest {
-        route: HOSTILE.route(),
-        limit: 10,
-        lease: LEASE,
-        after: None,
-    };
-    let batch = store.claim(request).await.expect("an ordinary claim");
+    let batch = try_claim(&store, HOSTILE.route(), 10)
+        .await
+        .expect("an ordinary claim");
     assert!(batch.records().is_empty(), "no row has that route");
     assert_eq!(publish_all(claim(&store, 10).await.unwrap()).await, 1);
     drop_schema(&store).await;
@@ -235,13 +221,7 @@ async fn every_byte_of_a_payload_comes_back_as_staged() {
         .unwrap();
     ctx.commit().await.unwrap();
 
-    let request = ClaimRequest {
-        route: RAW.route(),
-        limit: 10,
-        lease: LEASE,
-        after: None,
-    };
-    let batch = store.claim(request).await.unwrap();
+    let batch = try_claim(&store, RAW.route(), 10).await.unwrap();
     let payloads: Vec<&[u8]> = batch
         .records()
         .iter()

@@ -11,6 +11,7 @@ use support::cluster::PrivateCluster;
 use support::{LISTENING_BACKENDS, ORDER_EVENTS};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore, PgWakeupListener};
+use tidings_testing::eventually::eventually;
 use tidings_testing::services::service_missing;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -59,22 +60,16 @@ fn relay(
 /// Waits for a session holding the listener's presence lock; queries
 /// fail while the server restarts, and are tried again.
 async fn wait_for_listener(store: &PgOutboxStore) {
-    let started = Instant::now();
-    loop {
+    let listening = || async {
         let found: Result<Vec<i32>, _> = sqlx::query_scalar(LISTENING_BACKENDS)
             .bind(PgWakeupListener::PRESENCE_LOCK_SPACE)
             .bind(store.channel())
             .fetch_all(store.pool())
             .await;
-        if found.is_ok_and(|backends| !backends.is_empty()) {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the listener never listened"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        found.is_ok_and(|backends| !backends.is_empty())
+    };
+    let listened = eventually(Duration::from_secs(30), listening, |found| *found).await;
+    assert!(listened, "the listener never listened");
 }
 
 /// How soon after a commit its wake-up has the claim made: far below any

@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
-use tidings_core::{ClaimRequest, OutboxSpec, OutboxStore, StagedEvent};
+use tidings_core::{OutboxSpec, StagedEvent};
 use tidings_postgres::{ClaimMode, PgBatch, PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{database_url, service_missing};
+use tidings_testing::store::claim_leased;
 
 /// Schemas made by these tests start with this, so the janitor finds them.
 pub(crate) const SCHEMA_PREFIX: &str = "tidings_test";
@@ -119,13 +120,7 @@ pub(crate) async fn stage_with_id(store: &PgOutboxStore, id: uuid::Uuid) {
 
 /// Claims up to `limit` rows of [`ORDER_EVENTS`] under `lease`.
 pub(crate) async fn claim_orders(store: &PgOutboxStore, limit: usize, lease: Duration) -> PgBatch {
-    let request = ClaimRequest {
-        route: ORDER_EVENTS.route(),
-        limit,
-        lease,
-        after: None,
-    };
-    store.claim(request).await.expect("claim")
+    claim_leased(store, ORDER_EVENTS.route(), limit, lease).await
 }
 
 /// Rows in the store's outbox table, whatever their route or status.

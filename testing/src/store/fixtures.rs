@@ -1,6 +1,6 @@
 //! Events and routes the suites build on.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use tidings_core::{
@@ -8,6 +8,7 @@ use tidings_core::{
     RetryPolicy, Route, Settlement, StagedEvent, StoreError,
 };
 
+use crate::eventually::eventually;
 use crate::names::unique_name;
 
 /// The lease the suites claim with when they let it expire.
@@ -154,16 +155,11 @@ pub async fn claim_within<S: OutboxStore>(
     limit: usize,
     timeout: Duration,
 ) -> S::Batch {
-    let started = Instant::now();
-    loop {
-        let batch = claim(store, route, limit).await;
-        if !batch.records().is_empty() {
-            return batch;
-        }
-        assert!(
-            started.elapsed() < timeout,
-            "nothing became claimable within {timeout:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let claimed = || claim(store, route, limit);
+    let batch = eventually(timeout, claimed, |batch| !batch.records().is_empty()).await;
+    assert!(
+        !batch.records().is_empty(),
+        "nothing became claimable within {timeout:?}"
+    );
+    batch
 }
