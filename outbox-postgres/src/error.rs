@@ -50,10 +50,14 @@ fn classify_code(code: &str) -> Class {
     }
 }
 
-/// Whether `error` says the server cannot be reached or ended the
-/// connection, rather than refusing a statement on it.
-pub(crate) fn is_unavailable(error: &sqlx::Error) -> bool {
-    classify(error) == Class::Unavailable
+/// Whether `error`, met on a connection kept idle, says the connection is
+/// no longer usable: the server cannot be reached or ended the
+/// connection, or ended the transaction begun on it ahead of a claim,
+/// idle past its lease.
+pub(crate) fn is_stale(error: &sqlx::Error) -> bool {
+    let ended_idle =
+        matches!(error, sqlx::Error::Database(db) if db.code().as_deref() == Some("25P03"));
+    ended_idle || classify(error) == Class::Unavailable
 }
 
 const MIGRATE_HINT: &str = "run PgOutboxStore::migrate() to create or update the schema";

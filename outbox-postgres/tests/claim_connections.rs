@@ -7,9 +7,9 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use sqlx::AssertSqlSafe;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{AssertSqlSafe, PgPool};
-use support::{ORDER_EVENTS, drop_schema, pool, stage_to, store_on_options};
+use support::{ORDER_EVENTS, drop_schema, named_pool, pool, stage_to, store_on_options};
 use tidings_core::ManualClock;
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayOptions};
@@ -110,18 +110,6 @@ async fn two_relays_drain_through_two_claim_connections() {
         (250, 250)
     );
     drop_schema(&store).await;
-}
-
-/// A pool whose connections, and so the store's claim connections opened
-/// with its settings, carry `application_name`.
-async fn named_pool(application_name: &str) -> PgPool {
-    let url = database_url();
-    let options: PgConnectOptions = url.parse().unwrap();
-    PgPoolOptions::new()
-        .max_connections(2)
-        .connect_with(options.application_name(application_name))
-        .await
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

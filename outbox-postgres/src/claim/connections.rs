@@ -13,6 +13,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
@@ -29,8 +30,17 @@ const CACHED_STATEMENTS: usize = 100;
 /// Up to a set number of connections in use at once, and the idle ones.
 #[derive(Debug)]
 pub(crate) struct ClaimConnections {
-    idle: Mutex<Vec<ClaimConnection>>,
+    idle: Mutex<Idle>,
     permits: Arc<Semaphore>,
+}
+
+/// The idle connections, and whether the last claim came back full, so
+/// another is likely to follow at once: only then may an idle connection
+/// keep a transaction begun ahead for it (see [`ClaimConnection::begun`]).
+#[derive(Debug, Default)]
+struct Idle {
+    connections: Vec<ClaimConnection>,
+    backlog: bool,
 }
 
 /// The connection claim records are written on: opened from the pool's
@@ -57,6 +67,11 @@ pub(crate) struct ClaimConnection {
     prepared: HashSet<String>,
     /// Whether it served a batch before this one.
     reused: bool,
+    /// The lease of the transaction the last settle on this connection
+    /// began ahead for the next claim, in the same round trip as its
+    /// commit, while claims came back full: that claim then goes straight
+    /// to its statement. `None` outside any transaction.
+    pub(crate) begun: Option<Duration>,
     /// Held while the connection is in use.
     permit: Option<OwnedSemaphorePermit>,
 }
@@ -70,11 +85,16 @@ impl ClaimConnections {
         }
     }
 
-    /// An idle connection, or a new one opened with `pool`'s settings;
-    /// waits while the most allowed are in use.
-    pub(crate) async fn take(&self, pool: &PgPool) -> Result<ClaimConnection, StoreError> {
+    /// An idle connection, one with a transaction begun ahead with
+    /// `lease` first, or a new one opened with `pool`'s settings; waits
+    /// while the most allowed are in use.
+    pub(crate) async fn take(
+        &self,
+        pool: &PgPool,
+        lease: Duration,
+    ) -> Result<ClaimConnection, StoreError> {
         let permit = self.permit().await?;
-        if let Some(mut idle) = self.lock().pop() {
+        if let Some(mut idle) = self.lock().take(lease) {
             idle.permit = Some(permit);
             return Ok(idle);
         }
@@ -89,6 +109,7 @@ impl ClaimConnections {
             conn,
             prepared: HashSet::new(),
             reused: false,
+            begun: None,
             permit: Some(permit),
         })
     }
@@ -103,23 +124,84 @@ impl ClaimConnections {
             .map_err(|closed| StoreError::Backend(closed.into()))
     }
 
-    /// Keeps `connection`, which must be outside any transaction, for the
-    /// next batch.
-    pub(crate) fn put_back(&self, mut connection: ClaimConnection) {
-        let permit = connection.permit.take();
-        connection.reused = true;
-        self.lock().push(connection);
-        drop(permit);
+    /// Keeps `connection`, outside any transaction, for the next batch.
+    pub(crate) fn put_back(&self, connection: ClaimConnection) {
+        debug_assert!(connection.begun.is_none(), "kept in a transaction");
+        self.lock().keep(connection);
+    }
+
+    /// Keeps `connection`, with a transaction [`begun`](ClaimConnection::begun)
+    /// ahead, for the next claim while claims come back full; gives it back
+    /// otherwise, for the caller to roll back.
+    pub(crate) fn put_back_begun(
+        &self,
+        connection: ClaimConnection,
+    ) -> Result<(), ClaimConnection> {
+        let mut idle = self.lock();
+        if !idle.backlog {
+            return Err(connection);
+        }
+        idle.keep(connection);
+        Ok(())
+    }
+
+    /// Whether claims come back full, so a settle may begin the next
+    /// claim's transaction ahead.
+    pub(crate) fn in_backlog(&self) -> bool {
+        self.lock().backlog
+    }
+
+    /// Notes whether the last claim came back `full`. After a short one,
+    /// takes out the idle connections with a transaction begun ahead, for
+    /// the caller to roll back: no claim may follow for a long while.
+    pub(crate) fn claimed(&self, full: bool) -> Vec<ClaimConnection> {
+        let mut idle = self.lock();
+        idle.backlog = full;
+        match full {
+            true => Vec::new(),
+            false => idle.take_begun(),
+        }
     }
 
     /// Closes every idle connection, as after one of them was found broken:
     /// the others most likely went with it.
     pub(crate) fn forget_idle(&self) {
-        self.lock().clear();
+        self.lock().connections.clear();
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ClaimConnection>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Idle> {
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Idle {
+    /// Keeps `connection` idle, letting its place among those in use go.
+    fn keep(&mut self, mut connection: ClaimConnection) {
+        connection.permit = None;
+        connection.reused = true;
+        self.connections.push(connection);
+    }
+
+    /// The idle connection to claim on with `lease`: one with a transaction
+    /// begun ahead with that lease, else one outside any transaction, else
+    /// the last kept.
+    fn take(&mut self, lease: Duration) -> Option<ClaimConnection> {
+        let connections = &mut self.connections;
+        let matching = connections.iter().rposition(|c| c.begun == Some(lease));
+        let found = matching.or_else(|| connections.iter().rposition(|c| c.begun.is_none()));
+        match found {
+            Some(index) => Some(connections.swap_remove(index)),
+            None => connections.pop(),
+        }
+    }
+
+    /// Takes out the connections with a transaction begun ahead.
+    fn take_begun(&mut self) -> Vec<ClaimConnection> {
+        let (begun, closed) = std::mem::take(&mut self.connections)
+            .into_iter()
+            .partition(|c| c.begun.is_some());
+        self.connections = closed;
+        begun
     }
 }
 

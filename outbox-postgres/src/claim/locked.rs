@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::time::Duration;
 
 use tidings_core::port::error_chain;
 use tidings_core::{ClaimCursor, ClaimRequest, LeaseToken, OutboxRecord, SettleReport, StoreError};
@@ -34,6 +35,10 @@ pub(crate) struct LockedRows {
     /// Row id by event id, for the rows this transaction locked.
     ids: HashMap<Uuid, i64>,
     token: Uuid,
+    /// The claim's lease, which bounds how long the transaction may sit
+    /// idle: also that of the next claim's transaction, where the settle
+    /// begins it ahead.
+    lease: Duration,
     /// The claim record being written beside the publish, off the claim's
     /// path; the settle waits for it, so it never deletes the record
     /// before the record exists.
@@ -122,6 +127,7 @@ pub(crate) async fn claim(
             connection: held,
             ids,
             token: token.0,
+            lease: request.lease,
             record,
         })
     };
@@ -148,7 +154,7 @@ impl LockedRows {
         let ids: Vec<i64> = columns.event_id.iter().map(|id| self.ids[id]).collect();
         let settled = match self.connection {
             Held::Own(connection) => {
-                own::settle(store, connection, &columns, &ids, self.token).await?
+                own::settle(store, connection, &columns, &ids, self.token, self.lease).await?
             }
             Held::Pooled(claim) => claim.settle(store, &columns, &ids, self.token).await?,
         };

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sqlx::PgPool;
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use tidings_core::{OutboxSpec, StagedEvent};
 use tidings_postgres::{ClaimMode, PgBatch, PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_testing::names::unique_name;
@@ -121,6 +121,17 @@ pub(crate) async fn stage_with_id(store: &PgOutboxStore, id: uuid::Uuid) {
 /// Claims up to `limit` rows of [`ORDER_EVENTS`] under `lease`.
 pub(crate) async fn claim_orders(store: &PgOutboxStore, limit: usize, lease: Duration) -> PgBatch {
     claim_leased(store, ORDER_EVENTS.route(), limit, lease).await
+}
+
+/// A pool whose connections, and so the store's claim connections opened
+/// with its settings, carry `application_name`.
+pub(crate) async fn named_pool(application_name: &str) -> PgPool {
+    let options: PgConnectOptions = database_url().parse().unwrap();
+    PgPoolOptions::new()
+        .max_connections(2)
+        .connect_with(options.application_name(application_name))
+        .await
+        .unwrap()
 }
 
 /// Rows in the store's outbox table, whatever their route or status.
