@@ -95,6 +95,10 @@ impl<'a, S: OutboxStore, P: Publisher> Flight<'a, S, P> {
     }
 
     /// Moves every batch on as far as it goes; ready once nothing is held.
+    ///
+    /// Claims follow one another, so the next one starts as soon as it may,
+    /// before the batch just claimed is published: its first poll sends its
+    /// statement, and the store works on it while the relay publishes.
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         loop {
             let mut moved = false;
@@ -104,6 +108,10 @@ impl<'a, S: OutboxStore, P: Publisher> Flight<'a, S, P> {
                     self.claimed(claimed);
                     moved = true;
                 }
+            }
+            while let Poll::Ready(Some(settled)) = self.settling.poll_next_unpin(cx) {
+                self.record(settled);
+                moved = true;
             }
             if let Some(queued) = self.queued.as_mut() {
                 if queued.poll_unpin(cx).is_ready() {
@@ -116,19 +124,15 @@ impl<'a, S: OutboxStore, P: Publisher> Flight<'a, S, P> {
                     moved = true;
                 }
             }
+            if self.may_claim() {
+                self.claim();
+                continue;
+            }
             while let Poll::Ready(Some((batch, settlements))) = self.publishing.poll_next_unpin(cx)
             {
                 let lane = self.lane;
                 self.settling
                     .push(Box::pin(settle(batch, settlements, lane)));
-                moved = true;
-            }
-            while let Poll::Ready(Some(settled)) = self.settling.poll_next_unpin(cx) {
-                self.record(settled);
-                moved = true;
-            }
-            if self.may_claim() {
-                self.claim();
                 moved = true;
             }
             if self.claiming.is_none() && self.claimed.is_none() && self.held() == 0 {

@@ -102,11 +102,36 @@ impl Publisher for FailsOnce {
     }
 }
 
-/// The in-memory store, keeping whether each claim went on past a cursor.
+/// A drain's steps, in the order they were taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Claim,
+    Publish,
+}
+
+/// The in-memory store, keeping whether each claim went on past a cursor,
+/// and noting each claim among the drain's steps.
 #[derive(Clone, Default)]
 struct Cursors {
     store: MemoryStore,
     past: Arc<Mutex<Vec<bool>>>,
+    steps: Arc<Mutex<Vec<Step>>>,
+}
+
+/// Accepts everything, noting each batch handed to it among the drain's
+/// steps.
+#[derive(Clone)]
+struct Stepping(Arc<Mutex<Vec<Step>>>);
+
+impl Publisher for Stepping {
+    async fn publish(&self, _: &Envelope) -> Result<(), PublishError> {
+        unreachable!("the relay publishes batches")
+    }
+
+    async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
+        self.0.lock().unwrap().push(Step::Publish);
+        envelopes.iter().map(|_| Ok(())).collect()
+    }
 }
 
 impl OutboxStore for Cursors {
@@ -114,6 +139,7 @@ impl OutboxStore for Cursors {
 
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<MemoryBatch, StoreError> {
         self.past.lock().unwrap().push(request.after.is_some());
+        self.steps.lock().unwrap().push(Step::Claim);
         self.store.claim(request).await
     }
 
@@ -270,5 +296,29 @@ async fn a_row_left_behind_the_cursor_is_published_before_the_drain_ends() {
     assert!(
         tries[1] > 300,
         "retried once the cursors had gone past it: {tries:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_next_claim_is_sent_before_the_last_batch_is_published() {
+    let store = Cursors {
+        store: staged(300),
+        ..Cursors::default()
+    };
+    let publisher = Stepping(Arc::clone(&store.steps));
+    let relay = Relay::new(store.clone(), publisher, &EVENTS)
+        .unwrap()
+        .options(RelayOptions::default().batch_size(100).drains(1));
+
+    let report = relay.drain().await.unwrap();
+
+    assert_eq!(report.published, 300);
+    let steps = store.steps.lock().unwrap().clone();
+    // The store works on the second claim while the first batch is
+    // published.
+    assert_eq!(
+        steps[..3],
+        [Step::Claim, Step::Claim, Step::Publish],
+        "{steps:?}"
     );
 }
