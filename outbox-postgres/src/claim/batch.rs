@@ -4,7 +4,8 @@ use tidings_core::{
     ClaimCursor, ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, SettleReport, Settlement,
     StoreError,
 };
-use tracing::instrument;
+use tokio_util::task::AbortOnDropHandle;
+use tracing::{Instrument, instrument};
 
 use crate::claim::locked::LockedRows;
 use crate::claim::outcomes::OutcomeColumns;
@@ -40,8 +41,42 @@ enum Hold {
 }
 
 impl PgBatch {
-    /// Claims rows as the store's [`ClaimMode`] says.
+    /// Claims rows as the store's [`ClaimMode`] says, on a task of its own.
+    ///
+    /// A relay claims its next batch while it publishes and settles the
+    /// ones before, all from one task. Run there, the claim's rows would
+    /// be read and decoded only between those steps, and its statement
+    /// would end later; on a task of its own, a runtime worker reads them
+    /// as the server sends them.
     pub(crate) async fn claim(
+        store: &PgOutboxStore,
+        request: ClaimRequest<'_>,
+    ) -> Result<Self, StoreError> {
+        let (store, route) = (store.clone(), request.route.clone());
+        let (limit, lease, after) = (request.limit, request.lease, request.after);
+        let claim = async move {
+            let request = ClaimRequest {
+                route: &route,
+                limit,
+                lease,
+                after,
+            };
+            Self::claim_here(&store, request).await
+        };
+        // Dropped, the claim is dropped with its task: a statement under
+        // way ends with its connection, and the rows stay where they were.
+        let task = AbortOnDropHandle::new(tokio::spawn(claim.in_current_span()));
+        match task.await {
+            Ok(claimed) => claimed,
+            Err(failed) => match failed.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(cancelled) => Err(StoreError::Backend(cancelled.into())),
+            },
+        }
+    }
+
+    /// Claims rows as the store's [`ClaimMode`] says, on the caller's task.
+    async fn claim_here(
         store: &PgOutboxStore,
         request: ClaimRequest<'_>,
     ) -> Result<Self, StoreError> {
