@@ -41,17 +41,23 @@ enum Hold {
 }
 
 impl PgBatch {
-    /// Claims rows as the store's [`ClaimMode`] says, on a task of its own.
+    /// Claims rows as the store's [`ClaimMode`] says, on a task of its own
+    /// while claims come back full.
     ///
-    /// A relay claims its next batch while it publishes and settles the
-    /// ones before, all from one task. Run there, the claim's rows would
-    /// be read and decoded only between those steps, and its statement
-    /// would end later; on a task of its own, a runtime worker reads them
-    /// as the server sends them.
+    /// A relay draining a backlog claims its next batch while it publishes
+    /// and settles the ones before, all from one task. Run there, the
+    /// claim's rows would be read and decoded only between those steps, and
+    /// its statement would end later; on a task of its own, a runtime
+    /// worker reads them as the server sends them. A claim outside a
+    /// backlog takes a few rows, and runs where it is called rather than
+    /// pay the hand-over to another task.
     pub(crate) async fn claim(
         store: &PgOutboxStore,
         request: ClaimRequest<'_>,
     ) -> Result<Self, StoreError> {
+        if !store.inner().claims.in_backlog() {
+            return Self::claim_here(store, request).await;
+        }
         let (store, route) = (store.clone(), request.route.clone());
         let (limit, lease, after) = (request.limit, request.lease, request.after);
         let claim = async move {

@@ -145,8 +145,9 @@ impl ClaimConnections {
         Ok(())
     }
 
-    /// Whether claims come back full, so a settle may begin the next
-    /// claim's transaction ahead.
+    /// Whether the last locked claim came back full, so another is likely
+    /// to follow at once: a settle may begin its transaction ahead, and it
+    /// is worth a task of its own.
     pub(crate) fn in_backlog(&self) -> bool {
         self.lock().backlog
     }
