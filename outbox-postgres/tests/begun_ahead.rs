@@ -7,13 +7,12 @@ mod support;
 use std::time::Duration;
 
 use sqlx::PgPool;
-use support::{ORDER_EVENTS, claim_orders, drop_schema, named_pool, pool, stage_to};
+use support::{ORDER_EVENTS, claim_orders, drop_schema, named_pool, pool, publish_all, stage_to};
+use tidings_core::ClaimedBatch;
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{ClaimedBatch, Outcome};
-use tidings_postgres::{ClaimMode, PgBatch, PgOutboxOptions, PgOutboxStore};
+use tidings_postgres::{ClaimMode, PgOutboxOptions, PgOutboxStore};
 use tidings_testing::names::unique_name;
-use tidings_testing::store::settle_all;
 
 const LEASE: Duration = Duration::from_secs(60);
 
@@ -24,11 +23,6 @@ async fn store(application: &str) -> PgOutboxStore {
         .claim_mode(ClaimMode::Locked)
         .claim_connections(4);
     support::store_on_options(named_pool(application).await, options).await
-}
-
-async fn publish_all(batch: PgBatch) -> usize {
-    let settlements = settle_all(&batch, Outcome::Published);
-    batch.settle(settlements).await.unwrap().published
 }
 
 /// The sessions of `application` idle in a transaction, with whether

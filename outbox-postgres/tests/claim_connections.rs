@@ -9,15 +9,17 @@ use std::time::{Duration, SystemTime};
 
 use sqlx::AssertSqlSafe;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use support::{ORDER_EVENTS, drop_schema, named_pool, pool, stage_to, store_on_options};
+use support::{
+    ORDER_EVENTS, drop_schema, named_pool, pool, publish_all, stage_to, store_on_options,
+};
 use tidings_core::ManualClock;
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{ClaimedBatch, OutboxSpec, Outcome, RawCodec, StoreError};
+use tidings_core::{ClaimedBatch, OutboxSpec, RawCodec, StoreError};
 use tidings_postgres::{ClaimMode, PgBatch, PgOutboxOptions, PgOutboxStore};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::database_url;
-use tidings_testing::store::{settle_all, try_claim};
+use tidings_testing::store::try_claim;
 
 fn locked(claim_connections: usize) -> PgOutboxOptions {
     PgOutboxOptions::new()
@@ -27,11 +29,6 @@ fn locked(claim_connections: usize) -> PgOutboxOptions {
 
 async fn claim(store: &PgOutboxStore, limit: usize) -> Result<PgBatch, StoreError> {
     try_claim(store, ORDER_EVENTS.route(), limit).await
-}
-
-async fn publish_all(batch: PgBatch) -> usize {
-    let settlements = settle_all(&batch, Outcome::Published);
-    batch.settle(settlements).await.unwrap().published
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -42,7 +42,7 @@ enum Hold {
 
 impl PgBatch {
     /// Claims rows as the store's [`ClaimMode`] says, on a task of its own
-    /// while claims come back full.
+    /// while the store's locked claims come back full.
     ///
     /// A relay draining a backlog claims its next batch while it publishes
     /// and settles the ones before, all from one task. Run there, the

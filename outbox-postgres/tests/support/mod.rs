@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use tidings_core::{OutboxSpec, StagedEvent};
+use tidings_core::{ClaimedBatch, OutboxSpec, Outcome, StagedEvent};
 use tidings_postgres::{ClaimMode, PgBatch, PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{database_url, service_missing};
-use tidings_testing::store::claim_leased;
+use tidings_testing::store::{claim_leased, settle_all};
 
 /// Schemas made by these tests start with this, so the janitor finds them.
 pub(crate) const SCHEMA_PREFIX: &str = "tidings_test";
@@ -132,6 +132,12 @@ pub(crate) async fn named_pool(application_name: &str) -> PgPool {
         .connect_with(options.application_name(application_name))
         .await
         .unwrap()
+}
+
+/// Settles every row of `batch` as published; returns how many were.
+pub(crate) async fn publish_all(batch: PgBatch) -> usize {
+    let settlements = settle_all(&batch, Outcome::Published);
+    batch.settle(settlements).await.unwrap().published
 }
 
 /// Rows in the store's outbox table, whatever their route or status.
