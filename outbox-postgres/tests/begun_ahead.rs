@@ -7,10 +7,11 @@ mod support;
 use std::time::Duration;
 
 use sqlx::PgPool;
-use support::{ORDER_EVENTS, claim_orders, drop_schema, named_pool, pool, publish_all, stage_to};
+use support::{
+    ORDER_EVENTS, claim_orders, drop_schema, named_pool, orders_relay, pool, publish_all, stage_to,
+};
 use tidings_core::ClaimedBatch;
-use tidings_core::memory::MemoryBroker;
-use tidings_core::relay::{Relay, RelayOptions};
+use tidings_core::relay::RelayOptions;
 use tidings_postgres::{ClaimMode, PgOutboxOptions, PgOutboxStore};
 use tidings_testing::names::unique_name;
 
@@ -69,11 +70,7 @@ async fn a_drained_backlog_leaves_no_transaction_open() {
     let (admin, application) = (pool(1).await, unique_name("tidings_ahead"));
     let store = store(&application).await;
     stage_to(&store, &ORDER_EVENTS, 1_000).await;
-    let broker = MemoryBroker::new();
-    broker.declare_queue("orders");
-    let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
-        .unwrap()
-        .options(RelayOptions::default().batch_size(50));
+    let (relay, broker) = orders_relay(&store, RelayOptions::default().batch_size(50));
 
     let report = relay.drain().await.unwrap();
     assert_eq!(report.published, 1_000);

@@ -10,7 +10,8 @@ use std::time::{Duration, SystemTime};
 use sqlx::AssertSqlSafe;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use support::{
-    ORDER_EVENTS, drop_schema, named_pool, pool, publish_all, stage_to, store_on_options,
+    ORDER_EVENTS, drop_schema, named_pool, orders_relay, pool, publish_all, stage_to,
+    store_on_options,
 };
 use tidings_core::ManualClock;
 use tidings_core::memory::MemoryBroker;
@@ -57,11 +58,7 @@ async fn a_relay_drains_through_a_single_claim_connection() {
     // the connection, the batch is settled at once.
     let store = store_on_options(pool(1).await, locked(1)).await;
     stage_to(&store, &ORDER_EVENTS, 250).await;
-    let broker = MemoryBroker::new();
-    broker.declare_queue("orders");
-    let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
-        .unwrap()
-        .options(RelayOptions::default().batch_size(50));
+    let (relay, broker) = orders_relay(&store, RelayOptions::default().batch_size(50));
     let drained = tokio::time::timeout(Duration::from_secs(8), relay.drain()).await;
     let report = drained.expect("drained without stalling");
     assert_eq!(report.unwrap().published, 250);

@@ -7,9 +7,11 @@ mod support;
 use std::time::Duration;
 
 use sqlx::Row;
-use support::{ORDER_EVENTS, claim_orders, drop_schema, pool, stage_to, store_on_with, store_with};
-use tidings_core::memory::MemoryBroker;
-use tidings_core::relay::{Relay, RelayOptions};
+use support::{
+    ORDER_EVENTS, claim_orders, drop_schema, orders_relay, pool, stage_to, store_on_with,
+    store_with,
+};
+use tidings_core::relay::RelayOptions;
 use tidings_core::{ClaimedBatch, OutboxStore, Outcome, Settlement};
 use tidings_postgres::{ClaimMode, PgBatch, PgOutboxStore, Retention};
 use tidings_testing::store::settle_all;
@@ -207,11 +209,7 @@ async fn locked_claims_that_die_unsettled_count_until_the_relay_fails_the_row() 
         );
     }
 
-    let broker = MemoryBroker::new();
-    broker.declare_queue("orders");
-    let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
-        .unwrap()
-        .options(RelayOptions::default().max_crashes(3));
+    let (relay, broker) = orders_relay(&store, RelayOptions::default().max_crashes(3));
     let report = relay.drain().await.unwrap();
     assert_eq!((report.published, report.failed), (0, 1));
     assert_eq!(broker.depth("orders"), 0, "a crash loop is not published");
@@ -257,12 +255,8 @@ async fn a_sweep_leaves_rows_a_live_claim_holds_for_later() {
 async fn claims_of_several_publish_windows_are_published_and_settled_whole() {
     let store = store_on_with(pool(4).await, Retention::Delete, ClaimMode::Locked).await;
     stage(&store, 620).await;
-    let broker = MemoryBroker::new();
-    broker.declare_queue("orders");
     let config = RelayOptions::default().batch_size(250).publish_window(100);
-    let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
-        .unwrap()
-        .options(config);
+    let (relay, broker) = orders_relay(&store, config);
     let report = relay.drain().await.unwrap();
     assert_eq!((report.claimed, report.published), (620, 620));
     assert_eq!(broker.depth("orders"), 620);

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use tidings_core::memory::MemoryBroker;
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{ClaimedBatch, OutboxSpec, Outcome, StagedEvent};
 use tidings_postgres::{ClaimMode, PgBatch, PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_testing::names::unique_name;
@@ -132,6 +134,20 @@ pub(crate) async fn named_pool(application_name: &str) -> PgPool {
         .connect_with(options.application_name(application_name))
         .await
         .unwrap()
+}
+
+/// A relay of [`ORDER_EVENTS`] with `options`, publishing to an in-memory
+/// broker with the `orders` queue declared, and that broker.
+pub(crate) fn orders_relay(
+    store: &PgOutboxStore,
+    options: RelayOptions,
+) -> (Relay<PgOutboxStore, MemoryBroker>, MemoryBroker) {
+    let broker = MemoryBroker::new();
+    broker.declare_queue("orders");
+    let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
+        .expect("a valid spec")
+        .options(options);
+    (relay, broker)
 }
 
 /// Settles every row of `batch` as published; returns how many were.
