@@ -53,6 +53,13 @@ pub struct DeadLetter {
     pub payload: String,
     /// The body's size in bytes.
     pub size: usize,
+    /// How many times the consumer was handed it before parking it, as the
+    /// parking acker recorded (never a count of reads by this tool).
+    pub deliveries: Option<u32>,
+    /// How long ago its first delivery failed, in seconds, where recorded.
+    pub first_failure_age_secs: Option<f64>,
+    /// How long ago it was parked, in seconds, where recorded.
+    pub parked_age_secs: Option<f64>,
 }
 
 impl DeadLetter {
@@ -68,6 +75,9 @@ impl DeadLetter {
             headers,
             payload: String::from_utf8_lossy(body).into_owned(),
             size: body.len(),
+            deliveries: None,
+            first_failure_age_secs: None,
+            parked_age_secs: None,
         }
     }
 }

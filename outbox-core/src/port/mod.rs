@@ -24,8 +24,8 @@ pub use outbox_store::{
 pub use publisher::{PublishError, Publisher, trace_outcome};
 pub use queued::{Queued, QueuedWait};
 pub use source::{
-    AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, REPLAYED_REASON_HEADER, Redelivery,
-    Source, SourceError,
+    AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, FIRST_FAILURE_HEADER, PARKED_AT_HEADER,
+    PARKED_DELIVERIES_HEADER, REPLAYED_REASON_HEADER, Redelivery, Source, SourceError,
 };
 
 /// Errors that say whether retrying may succeed. Every port error

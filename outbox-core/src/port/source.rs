@@ -17,6 +17,21 @@ pub const DEAD_LETTER_REASON_HEADER: &str = "x-dead-letter-reason";
 /// read it, and the copy starts with a fresh delivery count.
 pub const REPLAYED_REASON_HEADER: &str = "x-tidings-replayed-reason";
 
+/// The header a parked message carries the number of times it was
+/// delivered before it was parked in, written by the acker that parks it.
+/// A dead-letter reader shows this count, never one a broker keeps of its
+/// own reads.
+pub const PARKED_DELIVERIES_HEADER: &str = "x-tidings-parked-deliveries";
+
+/// The header a parked message carries the time it was parked at in, as
+/// milliseconds since the Unix epoch.
+pub const PARKED_AT_HEADER: &str = "x-tidings-parked-at";
+
+/// The header a message carries the time of its first failed delivery in,
+/// as milliseconds since the Unix epoch: set on the first delayed retry and
+/// kept by every later one, so a dead letter tells how long it failed for.
+pub const FIRST_FAILURE_HEADER: &str = "x-tidings-first-failure";
+
 /// Opens streams of deliveries from a queue.
 ///
 /// A stream ends or yields an error when the connection drops; the consumer
