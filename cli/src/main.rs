@@ -2,6 +2,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod args;
+mod confirm;
 mod connect;
 mod dead_letter_commands;
 mod output;

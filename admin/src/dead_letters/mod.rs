@@ -181,6 +181,9 @@ pub struct DeadLetterReport {
     pub queue: String,
     /// Messages matching the filter.
     pub matched: usize,
+    /// The ids of the messages matching the filter, in queue order: what a
+    /// dry run would take, or what was taken.
+    pub ids: Vec<String>,
     /// Messages replayed or purged (0 on a dry run).
     pub done: usize,
     /// Whether nothing was changed.

@@ -153,6 +153,7 @@ async fn act(
     Ok(DeadLetterReport {
         queue: reader.dead_letter_queue(queue),
         matched: letters.len(),
+        ids: letters.iter().map(|letter| letter.id.clone()).collect(),
         done,
         dry_run: options.dry_run,
     })
