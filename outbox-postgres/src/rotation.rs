@@ -5,9 +5,10 @@
 //! Relays drive it: a claim on a rotated store whose rotation is due starts
 //! one in the background, at most one at a time per store and every
 //! [`TRY_EVERY`] at most, so any process relaying the table rotates it and
-//! nothing needs running apart. A rotation never waits for a lock: it locks
-//! its slot with `NOWAIT` or tries again a little later, so claims, settles
-//! and staging never queue behind it.
+//! nothing needs running apart; an explicit [`PgOutboxStore::rotate`] waits
+//! for the store's running rotation to end. A rotation never waits for a
+//! lock on the table: it locks its slot with `NOWAIT` or tries again a
+//! little later, so claims, settles and staging never queue behind it.
 //!
 //! A claim's transaction holds a lock on every slot its plan reads until
 //! it settles, and a relay woken by every commit claims nearly all the
@@ -83,6 +84,10 @@ pub enum Rotation {
 pub(crate) struct RotationClock {
     state: Mutex<ClockState>,
     armed: AtomicI16,
+    /// Held for the whole of each rotation, so an operator's
+    /// [`PgOutboxStore::rotate`] waits for one the relay started instead of
+    /// truncating the same slot beside it.
+    turn: tokio::sync::Mutex<()>,
 }
 
 impl Default for RotationClock {
@@ -90,6 +95,7 @@ impl Default for RotationClock {
         Self {
             state: Mutex::default(),
             armed: AtomicI16::new(UNARMED),
+            turn: tokio::sync::Mutex::new(()),
         }
     }
 }
@@ -178,6 +184,7 @@ impl PgOutboxStore {
                 "rotate needs a store with Layout::Rotated".to_owned(),
             ));
         }
+        let _turn = inner.rotation.turn.lock().await;
         let mut session = self.session().await.map_err(store_error)?;
         let (current, slot): (i16, i16) = sqlx::query_as(inner.sql.rotate_slots.clone())
             .persistent(self.persistent())
