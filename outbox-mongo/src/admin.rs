@@ -9,6 +9,7 @@ use tidings_core::{
     ConsumerStats, FailedFilter, FailedRow, OutboxAdmin, PurgeRequest, PurgeStatus, StoreError,
 };
 use tracing::instrument;
+use uuid::Uuid;
 
 use crate::MongoOutboxStore;
 use crate::document::failed_row;
@@ -97,6 +98,24 @@ impl OutboxAdmin for MongoOutboxStore {
                     .map(|at| Duration::from_micros(u64::try_from(now - at).unwrap_or_default())),
             })
             .collect())
+    }
+
+    #[instrument(skip_all, fields(db.system = "mongodb", messaging.consumer.group.name = consumer), err)]
+    async fn mark_age(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> Result<Option<Duration>, StoreError> {
+        let mark = self
+            .inbox_collection()
+            .find_one(filters::inbox_mark(consumer, event_id))
+            .await
+            .map_err(store_error)?;
+        let now = micros(self.now());
+        Ok(mark.map(|mark| {
+            let marked_at = mark.get_i64(field::MARKED_AT).unwrap_or(now);
+            Duration::from_micros(u64::try_from(now - marked_at).unwrap_or_default())
+        }))
     }
 }
 

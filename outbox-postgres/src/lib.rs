@@ -16,6 +16,8 @@ mod outbox;
 mod params;
 mod pooling;
 mod rotation;
+mod routes;
+mod script;
 mod sql;
 mod store;
 

@@ -16,6 +16,7 @@ use crate::error::store_error;
 use crate::listener::Source;
 use crate::names::TableNames;
 use crate::rotation::RotationClock;
+use crate::routes::KnownRoutes;
 use crate::sql::Statements;
 use crate::{
     Layout, PgContext, PgInboxStore, PgOutboxOptions, PgWakeupListener, Pooling, Retention, pooling,
@@ -54,6 +55,8 @@ pub(crate) struct Inner {
     pub(crate) token: String,
     /// When this store next truncates a slot of a rotated outbox.
     pub(crate) rotation: RotationClock,
+    /// Routes known to be recorded in `<table>_routes`.
+    pub(crate) routes: KnownRoutes,
 }
 
 impl PgOutboxStore {
@@ -96,6 +99,7 @@ impl PgOutboxStore {
                 local: Arc::default(),
                 token: uuid::Uuid::new_v4().simple().to_string(),
                 rotation: RotationClock::default(),
+                routes: KnownRoutes::default(),
             }),
         })
     }
