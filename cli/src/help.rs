@@ -8,8 +8,7 @@ use clap::{Arg, Command, CommandFactory, FromArgMatches};
 use crate::args::{AFTER_HELP, Cli};
 
 /// The one line a short help gives the connection options.
-const CONNECTION_NOTE: &str = "Connection options (--store, --database-url, --schema, --amqp-url, ...; \
-each also from a TIDINGS_* variable): see --help";
+const CONNECTION_NOTE: &str = "Connection options (--database-url, --schema, --amqp-url, ...; or TIDINGS_* variables): --help";
 
 /// What a long help adds below the options.
 const ENVIRONMENT_NOTE: &str = "Every connection option also reads the TIDINGS_* variable shown \
@@ -50,9 +49,12 @@ pub(crate) fn command() -> Command {
 }
 
 /// A global option other than `--json` is a connection option: under
-/// "Connection" in `--help`, left out of `-h`.
+/// "Connection" in `--help`, left out of `-h`. `--json` stays among each
+/// command's own options.
 fn connection(arg: Arg) -> Arg {
-    if arg.is_global_set() && arg.get_id() != "json" {
+    if arg.get_id() == "json" {
+        arg.help_heading(None)
+    } else if arg.is_global_set() {
         arg.help_heading("Connection").hide_short_help(true)
     } else {
         arg
