@@ -34,8 +34,8 @@ impl PgOutboxStore {
             names.schema,
             names.outbox,
             names.inbox,
-            sql.create_schema.as_str(),
-            sql.create_migrations.as_str(),
+            sql.create_schema.as_str().trim_end(),
+            sql.create_migrations.as_str().trim_end(),
         );
         for (migration, statement) in &sql.migrations {
             // The version and name are this crate's constants, never input.
