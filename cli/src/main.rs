@@ -32,7 +32,9 @@ async fn main() -> ExitCode {
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {}", hints::for_operators(&format!("{error:#}")));
+            // Each cause once, without the database server's source lines.
+            let chain = tidings_core::port::error_chain(error.as_ref());
+            eprintln!("error: {}", hints::for_operators(&chain));
             if let Some(hint) = hints::hint(&error, &store) {
                 eprintln!("hint: {hint}");
             }

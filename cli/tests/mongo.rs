@@ -1,6 +1,7 @@
 //! `tidings --store mongo` as a process on the MongoDB stand-in: indexes
 //! verified, status of three routes, failed rows requeued by filter, a
-//! purge run dry then for real, and whether a consumer handled an event.
+//! purge run dry then for real, whether a consumer handled an event, and
+//! every route listed once its documents are gone.
 
 mod support;
 
@@ -66,7 +67,11 @@ async fn operators_see_and_mend_a_mongo_outbox() {
     assert_eq!(store.stats("order-events").await.unwrap().failed, 0);
 
     let mut tx = store.inbox().begin().await.unwrap();
-    store.inbox().mark(&mut tx, "billing", ids[2]).await.unwrap();
+    store
+        .inbox()
+        .mark(&mut tx, "billing", ids[2])
+        .await
+        .unwrap();
     store.inbox().commit(tx).await.unwrap();
     let show = |id: uuid::Uuid| {
         let mut command = on_mongo(&database);
@@ -80,5 +85,19 @@ async fn operators_see_and_mend_a_mongo_outbox() {
     assert_eq!(output.status.code(), Some(1));
     let missing: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(missing["handled"], false, "{missing}");
+
+    store
+        .outbox()
+        .delete_many(Default::default())
+        .await
+        .unwrap();
+    let status = json(on_mongo(&database).arg("status"));
+    let routes = status["routes"].as_array().unwrap();
+    assert_eq!(
+        routes.len(),
+        3,
+        "routes kept once their rows are gone: {status}"
+    );
+    assert!(routes.iter().all(|r| r["pending"] == 0), "{status}");
     store.database().drop().await.unwrap();
 }

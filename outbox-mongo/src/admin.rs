@@ -25,14 +25,21 @@ impl OutboxAdmin for MongoOutboxStore {
             .distinct(field::ROUTE, Document::new())
             .await
             .map_err(store_error)?;
+        let recorded = self
+            .routes_collection()
+            .distinct("_id", Document::new())
+            .await
+            .map_err(store_error)?;
         let mut routes: Vec<String> = values
             .into_iter()
+            .chain(recorded)
             .filter_map(|value| match value {
                 Bson::String(route) => Some(route),
                 _ => None,
             })
             .collect();
         routes.sort();
+        routes.dedup();
         Ok(routes)
     }
 

@@ -16,7 +16,6 @@ mod outbox;
 mod params;
 mod pooling;
 mod rotation;
-mod routes;
 mod script;
 mod sql;
 mod store;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Transaction};
 use tidings_core::port::error_chain;
+use tidings_core::staging::KnownRoutes;
 use tidings_core::{HybridClock, OutboxBuffer, StoreError, Wakeup};
 use tracing::{debug, instrument};
 
@@ -16,7 +17,6 @@ use crate::error::store_error;
 use crate::listener::Source;
 use crate::names::TableNames;
 use crate::rotation::RotationClock;
-use crate::routes::KnownRoutes;
 use crate::sql::Statements;
 use crate::{
     Layout, PgContext, PgInboxStore, PgOutboxOptions, PgWakeupListener, Pooling, Retention, pooling,

@@ -1,21 +1,31 @@
-//! The routes this process knows to be recorded in `<table>_routes`, so
-//! only the first staging of a route runs the statement that records it.
+//! The routes a store knows to be recorded where it keeps every route
+//! ever staged, so only the first staging of a route in a process writes
+//! the record.
 //!
 //! A route staged in a transaction that rolls back is not recorded, so a
-//! route is learnt only once its record is known to be committed: when the
-//! insert found it there already, or after a staging transaction that
-//! inserted it committed.
+//! store learns a route only once its record is known to be committed:
+//! when the write found it there already, or after a staging transaction
+//! that wrote it committed.
 
 use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
 
 /// Routes known to be recorded, shared by the clones of one store.
+///
+/// ```
+/// use tidings_core::staging::KnownRoutes;
+///
+/// let known = KnownRoutes::default();
+/// assert_eq!(known.unknown(["orders"].into_iter()), ["orders"]);
+/// known.learn(["orders".to_owned()]);
+/// assert!(known.unknown(["orders"].into_iter()).is_empty());
+/// ```
 #[derive(Debug, Default)]
-pub(crate) struct KnownRoutes(Mutex<HashSet<String>>);
+pub struct KnownRoutes(Mutex<HashSet<String>>);
 
 impl KnownRoutes {
     /// Those of `routes` not known to be recorded, each once.
-    pub(crate) fn unknown<'a>(&self, routes: impl Iterator<Item = &'a str>) -> Vec<String> {
+    pub fn unknown<'a>(&self, routes: impl Iterator<Item = &'a str>) -> Vec<String> {
         let known = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let mut unknown: Vec<String> = Vec::new();
         for route in routes {
@@ -27,7 +37,7 @@ impl KnownRoutes {
     }
 
     /// Remembers `routes` as recorded.
-    pub(crate) fn learn(&self, routes: impl IntoIterator<Item = String>) {
+    pub fn learn(&self, routes: impl IntoIterator<Item = String>) {
         let mut known = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         known.extend(routes);
     }
