@@ -8,11 +8,11 @@ use uuid::Uuid;
 #[non_exhaustive]
 pub enum AdminError {
     /// No row of the store names this route.
-    #[error("unknown route {route:?}; the store has rows for: {}", list(known))]
+    #[error("unknown route {route:?}; the routes staged are: {}", list(known))]
     UnknownRoute {
         /// The route asked for.
         route: String,
-        /// The routes the store has rows for.
+        /// The routes the store knows.
         known: Vec<String>,
     },
     /// The inbox has no mark of this consumer.

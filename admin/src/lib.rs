@@ -2,6 +2,7 @@
 
 pub mod dead_letters;
 mod error;
+mod inbox;
 mod outbox;
 #[cfg(feature = "page")]
 pub mod page;
@@ -10,6 +11,7 @@ mod tenants;
 mod views;
 
 pub use error::AdminError;
+pub use inbox::HandledEvent;
 pub use outbox::Admin;
 pub use stores::AdminStore;
 pub use tenants::{TenantStatus, Tenants};

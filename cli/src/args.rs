@@ -1,12 +1,14 @@
 //! The command line, declared with clap: every option documented, the
-//! connection settings also read from the environment.
+//! connection settings also read from `TIDINGS_*` environment variables.
 
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use uuid::Uuid;
 
-const AFTER_HELP: &str = "\
+pub(crate) use crate::help::parse;
+
+pub(crate) const AFTER_HELP: &str = "\
 Exit codes: 0 done, 1 the operation failed (the message says what to do), 2 bad usage.
 Set TIDINGS_LOG=info (a tracing filter) for logs on stderr.";
 
@@ -30,8 +32,8 @@ pub(crate) struct Cli {
 }
 
 /// The outbox store to connect to.
-#[derive(Debug, Args)]
-#[command(next_help_heading = "Store")]
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Connection")]
 pub(crate) struct StoreArgs {
     /// The store kind.
     #[arg(long, global = true, env = "TIDINGS_STORE", value_enum, default_value_t = StoreKind::Postgres)]
@@ -40,7 +42,7 @@ pub(crate) struct StoreArgs {
     #[arg(
         long,
         global = true,
-        env = "DATABASE_URL",
+        env = "TIDINGS_DATABASE_URL",
         hide_env_values = true,
         default_value = "postgres://postgres@127.0.0.1:5432/test"
     )]
@@ -49,20 +51,20 @@ pub(crate) struct StoreArgs {
     #[arg(long, global = true, env = "TIDINGS_SCHEMA")]
     pub(crate) schema: Option<String>,
     /// PostgreSQL outbox table [default: tidings_outbox].
-    #[arg(long, global = true)]
+    #[arg(long, global = true, env = "TIDINGS_TABLE")]
     pub(crate) table: Option<String>,
     /// PostgreSQL inbox table [default: tidings_inbox].
-    #[arg(long, global = true)]
+    #[arg(long, global = true, env = "TIDINGS_INBOX_TABLE")]
     pub(crate) inbox_table: Option<String>,
     /// The PostgreSQL outbox is rotated (Layout::Rotated): `migrate`
     /// converts a plain one, `verify` expects it.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, env = "TIDINGS_ROTATED")]
     pub(crate) rotated: bool,
     /// MongoDB server.
     #[arg(
         long,
         global = true,
-        env = "MONGODB_URL",
+        env = "TIDINGS_MONGODB_URL",
         hide_env_values = true,
         default_value = "mongodb://127.0.0.1:27017/?replicaSet=secantus"
     )]
@@ -71,15 +73,15 @@ pub(crate) struct StoreArgs {
     #[arg(
         long,
         global = true,
-        env = "MONGODB_DATABASE",
+        env = "TIDINGS_MONGODB_DATABASE",
         default_value = "tidings"
     )]
     pub(crate) mongodb_database: String,
     /// MongoDB outbox collection [default: tidings_outbox].
-    #[arg(long, global = true)]
+    #[arg(long, global = true, env = "TIDINGS_COLLECTION")]
     pub(crate) collection: Option<String>,
     /// MongoDB inbox collection [default: tidings_inbox].
-    #[arg(long, global = true)]
+    #[arg(long, global = true, env = "TIDINGS_INBOX_COLLECTION")]
     pub(crate) inbox_collection: Option<String>,
 }
 
@@ -95,8 +97,16 @@ pub(crate) enum StoreKind {
 /// What to do.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Create or update the tables (PostgreSQL) or indexes (MongoDB).
-    Migrate,
+    /// Create or update the tables (PostgreSQL) or indexes (MongoDB), or
+    /// print the SQL for a migration tool of your own.
+    Migrate {
+        /// Print every migration's SQL for the given schema, tables and
+        /// layout, to apply with psql, Flyway, Liquibase or sqlx-migrate,
+        /// instead of applying it; `verify` accepts the schema it builds.
+        /// Needs no server.
+        #[arg(long)]
+        print_sql: bool,
+    },
     /// Check the tables or indexes without changing them.
     Verify,
     /// Every route's backlog (pending, in flight, failed, retained, oldest
@@ -120,6 +130,13 @@ pub(crate) enum Command {
     /// Serve the admin page (backlog, failed rows, inbox, dead-letter
     /// depths, requeue and replay buttons) until interrupted.
     Serve(ServeArgs),
+    /// Print a shell completion script: `tidings completions bash >
+    /// /etc/bash_completion.d/tidings`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// The admin page.
@@ -216,6 +233,16 @@ pub(crate) enum FinishedStatus {
 /// The inbox.
 #[derive(Debug, Subcommand)]
 pub(crate) enum InboxCommand {
+    /// Whether a consumer handled an event: when, or the attempts on it
+    /// so far. Exits 0 when handled, 1 when not.
+    Show {
+        /// The consumer.
+        #[arg(long)]
+        consumer: String,
+        /// The event id.
+        #[arg(long)]
+        event_id: Uuid,
+    },
     /// Delete one consumer's marks (and attempt counts) older than an age.
     /// A redelivery of an event whose mark is gone is handled again.
     Purge {
@@ -233,7 +260,7 @@ pub(crate) enum InboxCommand {
 
 /// The broker to connect to.
 #[derive(Debug, Args)]
-#[command(next_help_heading = "Broker")]
+#[command(next_help_heading = "Connection")]
 pub(crate) struct BrokerArgs {
     /// The broker kind.
     #[arg(long, global = true, env = "TIDINGS_BROKER", value_enum, default_value_t = BrokerKind::Rabbitmq)]
@@ -242,7 +269,7 @@ pub(crate) struct BrokerArgs {
     #[arg(
         long,
         global = true,
-        env = "AMQP_URL",
+        env = "TIDINGS_AMQP_URL",
         hide_env_values = true,
         default_value = "amqp://guest:guest@127.0.0.1:5672/%2f"
     )]
@@ -251,13 +278,13 @@ pub(crate) struct BrokerArgs {
     #[arg(
         long,
         global = true,
-        env = "AMQP_CONNECTION_NAME",
+        env = "TIDINGS_AMQP_CONNECTION_NAME",
         default_value = "tidings-cli"
     )]
     pub(crate) amqp_connection_name: String,
     /// SQS endpoint; AWS's own when not given (credentials and region from
     /// the usual AWS settings).
-    #[arg(long, global = true, env = "SQS_ENDPOINT")]
+    #[arg(long, global = true, env = "TIDINGS_SQS_ENDPOINT")]
     pub(crate) sqs_endpoint: Option<String>,
 }
 

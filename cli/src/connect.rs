@@ -16,8 +16,31 @@ use crate::args::StoreArgs;
 /// How long connecting may take before the command gives up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The PostgreSQL store of `args`, not connected: for what needs its
+/// names and layout only, such as `migrate --print-sql`.
+pub(crate) fn postgres_unconnected(args: &StoreArgs) -> anyhow::Result<PgOutboxStore> {
+    let pool = PgPoolOptions::new()
+        .connect_lazy(&args.database_url)
+        .context("--database-url (or TIDINGS_DATABASE_URL) is not a PostgreSQL URL")?;
+    Ok(PgOutboxStore::new(pool, postgres_options(args))?)
+}
+
 /// The operations on the PostgreSQL store of `args`.
 pub(crate) async fn postgres(args: &StoreArgs) -> anyhow::Result<Admin<PgOutboxStore>> {
+    let pool = PgPoolOptions::new()
+        .max_connections(2)
+        .acquire_timeout(CONNECT_TIMEOUT)
+        .connect(&args.database_url)
+        .await
+        .context("cannot connect to PostgreSQL; check --database-url (or TIDINGS_DATABASE_URL)")?;
+    Ok(Admin::new(PgOutboxStore::new(
+        pool,
+        postgres_options(args),
+    )?))
+}
+
+/// The store options `args` name.
+fn postgres_options(args: &StoreArgs) -> PgOutboxOptions {
     let mut options = PgOutboxOptions::new();
     if let Some(schema) = &args.schema {
         options = options.schema(schema);
@@ -31,18 +54,12 @@ pub(crate) async fn postgres(args: &StoreArgs) -> anyhow::Result<Admin<PgOutboxS
     if args.rotated {
         options = options.layout(Layout::Rotated);
     }
-    let pool = PgPoolOptions::new()
-        .max_connections(2)
-        .acquire_timeout(CONNECT_TIMEOUT)
-        .connect(&args.database_url)
-        .await
-        .context("cannot connect to PostgreSQL; check --database-url (or DATABASE_URL)")?;
-    Ok(Admin::new(PgOutboxStore::new(pool, options)?))
+    options
 }
 
 /// The operations on the MongoDB store of `args`.
 pub(crate) async fn mongo(args: &StoreArgs) -> anyhow::Result<Admin<MongoOutboxStore>> {
-    let hint = "cannot connect to MongoDB; check --mongodb-url (or MONGODB_URL)";
+    let hint = "cannot connect to MongoDB; check --mongodb-url (or TIDINGS_MONGODB_URL)";
     let mut client_options = ClientOptions::parse(&args.mongodb_url)
         .await
         .context(hint)?;

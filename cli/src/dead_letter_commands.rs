@@ -100,11 +100,11 @@ fn print_list(queue: &str, depth: u64, letters: &[DeadLetter], json: bool) -> an
             letter.reason.clone().unwrap_or_default(),
         ]);
     }
-    println!("{table}");
-    println!(
+    output::line(&table);
+    output::line(format_args!(
         "{} of {depth} messages in {queue} shown; none consumed",
         letters.len()
-    );
+    ));
     Ok(())
 }
 
@@ -117,9 +117,9 @@ fn print_one(letter: &DeadLetter, json: bool) -> anyhow::Result<()> {
     output::field("age", output::age(letter.age_secs));
     output::field("reason", letter.reason.as_deref().unwrap_or("-"));
     output::field("payload", &letter.payload);
-    println!("headers");
+    output::line("headers");
     for (name, value) in &letter.headers {
-        println!("  {name}: {value}");
+        output::line(format_args!("  {name}: {value}"));
     }
     Ok(())
 }
@@ -134,15 +134,15 @@ fn print_report(
         return output::json(report);
     }
     if report.dry_run {
-        println!(
+        output::line(format_args!(
             "would have {verb} {} messages of {} (dry run, nothing changed)",
             report.matched, report.queue
-        );
+        ));
     } else {
-        println!(
+        output::line(format_args!(
             "{verb} {} of {} matching messages of {} into {queue}",
             report.done, report.matched, report.queue
-        );
+        ));
     }
     Ok(())
 }

@@ -1,14 +1,39 @@
-//! Tables for people, JSON for scripts.
+//! Tables for people, JSON for scripts, and every write to stdout.
+//!
+//! Everything the CLI prints goes through [`line`] (or [`json`] and
+//! [`field`], which use it). A reader that closes the pipe early, as
+//! `tidings status | head -1` does, ends the command quietly with success,
+//! as `ls | head` does, rather than with a panic or an error.
 
+use std::fmt::Display;
+use std::io::{ErrorKind, Write};
 use std::time::Duration;
 
 use comfy_table::presets::NOTHING;
 use comfy_table::{CellAlignment, Table};
 use serde::Serialize;
 
+/// Writes `text` and a newline to stdout.
+///
+/// A closed pipe means the reader has all it wants: the process exits at
+/// once with status 0 and says nothing. Any other write error (a full
+/// disk behind a redirect) ends it with status 1 and the reason on stderr,
+/// since the output it was asked for cannot be delivered.
+pub(crate) fn line(text: impl Display) {
+    let mut stdout = std::io::stdout().lock();
+    match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+        Ok(()) => {}
+        Err(error) if error.kind() == ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(error) => {
+            let _ = writeln!(std::io::stderr(), "error: cannot write the output: {error}");
+            std::process::exit(1)
+        }
+    }
+}
+
 /// Prints `value` as pretty JSON.
 pub(crate) fn json(value: &impl Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    line(serde_json::to_string_pretty(value)?);
     Ok(())
 }
 
@@ -42,6 +67,6 @@ pub(crate) fn age(secs: Option<f64>) -> String {
 }
 
 /// A labelled field, for `show` output.
-pub(crate) fn field(label: &str, value: impl std::fmt::Display) {
-    println!("{label:<15} {value}");
+pub(crate) fn field(label: &str, value: impl Display) {
+    line(format_args!("{label:<15} {value}"))
 }

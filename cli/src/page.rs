@@ -24,7 +24,7 @@ pub(crate) async fn serve<S: AdminStore>(
         let connection =
             RabbitDeadLetters::connect_as(&broker.amqp_url, &broker.amqp_connection_name)
                 .await
-                .context("check --amqp-url (or AMQP_URL)")?;
+                .context("check --amqp-url (or TIDINGS_AMQP_URL)")?;
         page = page.dead_letters(connection, args.dead_letter_queue);
     }
     let listener = page.bind(args.bind).await?;

@@ -7,10 +7,9 @@ use tidings_admin::{Admin, AdminStore, FailedEntry, RouteStatus, Status};
 use tidings_core::{FailedFilter, PurgeRequest, PurgeStatus};
 
 use crate::args::{
-    BrokerArgs, Command, FailedArgs, FailedCommand, FinishedStatus, InboxCommand, PurgeArgs,
-    StoreArgs, StoreKind,
+    BrokerArgs, Command, FailedArgs, FailedCommand, FinishedStatus, PurgeArgs, StoreArgs, StoreKind,
 };
-use crate::{connect, output, page};
+use crate::{connect, inbox_commands, output, page};
 
 /// Runs `command` on the store `args` name.
 pub(crate) async fn run(
@@ -39,7 +38,7 @@ async fn run_on<S: AdminStore>(
     json: bool,
 ) -> anyhow::Result<()> {
     match command {
-        Command::Migrate => {
+        Command::Migrate { print_sql: _ } => {
             let done = admin.migrate().await?;
             report(json, &json!({ "migrate": done }), &done)
         }
@@ -50,20 +49,10 @@ async fn run_on<S: AdminStore>(
         Command::Status { route } => status(&admin, &route, json).await,
         Command::Failed(command) => failed(&admin, command, json).await,
         Command::Purge(args) => purge(&admin, args, json).await,
-        Command::Inbox(InboxCommand::Purge {
-            consumer,
-            older_than,
-            batch,
-        }) => {
-            let purged = admin.purge_inbox(&consumer, older_than, batch).await?;
-            let text = format!("deleted {purged} inbox rows of {consumer}");
-            report(
-                json,
-                &json!({ "consumer": consumer, "deleted": purged }),
-                &text,
-            )
+        Command::Inbox(command) => inbox_commands::run(&admin, command, json).await,
+        Command::DeadLetters(_) | Command::Serve(_) | Command::Completions { .. } => {
+            bail!("not a store command")
         }
-        Command::DeadLetters(_) | Command::Serve(_) => bail!("not a store command"),
     }
 }
 
@@ -102,11 +91,11 @@ fn print_status(status: &Status) {
     for r in &status.routes {
         routes.add_row(route_row(r));
     }
-    println!("{routes}");
+    output::line(&routes);
     if status.routes.is_empty() {
-        println!("(no routes: the outbox is empty)");
+        output::line("(no routes: nothing was ever staged in this outbox)");
     }
-    println!();
+    output::line("");
     let mut consumers = output::table(&["CONSUMER", "MARKS", "OLDEST MARK"], 1);
     for c in &status.consumers {
         consumers.add_row(vec![
@@ -115,7 +104,7 @@ fn print_status(status: &Status) {
             output::age(c.oldest_mark_secs),
         ]);
     }
-    println!("{consumers}");
+    output::line(&consumers);
 }
 
 fn route_row(r: &RouteStatus) -> Vec<String> {
@@ -151,8 +140,12 @@ async fn failed<S: AdminStore>(
                     e.last_error.clone().unwrap_or_default(),
                 ]);
             }
-            println!("{table}");
-            println!("{} failed rows on {}", entries.len(), args.route);
+            output::line(&table);
+            output::line(format_args!(
+                "{} failed rows on {}",
+                entries.len(),
+                args.route
+            ));
             Ok(())
         }
         FailedCommand::Show { route, id } => {
@@ -239,11 +232,11 @@ async fn purge<S: AdminStore>(admin: &Admin<S>, args: PurgeArgs, json: bool) -> 
 }
 
 /// Prints `value` as JSON or `text` for people.
-fn report(json: bool, value: &impl serde::Serialize, text: &str) -> anyhow::Result<()> {
+pub(crate) fn report(json: bool, value: &impl serde::Serialize, text: &str) -> anyhow::Result<()> {
     if json {
         output::json(value)
     } else {
-        println!("{text}");
+        output::line(text);
         Ok(())
     }
 }

@@ -1,13 +1,14 @@
 //! `tidings --store mongo` as a process on the MongoDB stand-in: indexes
 //! verified, status of three routes, failed rows requeued by filter, a
-//! purge run dry then for real.
+//! purge run dry then for real, whether a consumer handled an event, and
+//! every route listed once its documents are gone.
 
 mod support;
 
 use support::{
     INVOICES, ORDERS, REFUNDS, json, mongo_stage, mongo_store, on_mongo, settle, stdout,
 };
-use tidings_core::OutboxStore;
+use tidings_core::{InboxStore, OutboxStore};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operators_see_and_mend_a_mongo_outbox() {
@@ -64,5 +65,39 @@ async fn operators_see_and_mend_a_mongo_outbox() {
     let done = stdout(on_mongo(&database).args(purge));
     assert_eq!(done.trim(), "deleted 1 rows of order-events");
     assert_eq!(store.stats("order-events").await.unwrap().failed, 0);
+
+    let mut tx = store.inbox().begin().await.unwrap();
+    store
+        .inbox()
+        .mark(&mut tx, "billing", ids[2])
+        .await
+        .unwrap();
+    store.inbox().commit(tx).await.unwrap();
+    let show = |id: uuid::Uuid| {
+        let mut command = on_mongo(&database);
+        command.args(["inbox", "show", "--consumer", "billing", "--event-id"]);
+        command.arg(id.to_string());
+        command
+    };
+    let shown = json(&mut show(ids[2]));
+    assert_eq!(shown["handled"], true, "{shown}");
+    let output = show(ids[0]).arg("--json").output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let missing: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(missing["handled"], false, "{missing}");
+
+    store
+        .outbox()
+        .delete_many(Default::default())
+        .await
+        .unwrap();
+    let status = json(on_mongo(&database).arg("status"));
+    let routes = status["routes"].as_array().unwrap();
+    assert_eq!(
+        routes.len(),
+        3,
+        "routes kept once their rows are gone: {status}"
+    );
+    assert!(routes.iter().all(|r| r["pending"] == 0), "{status}");
     store.database().drop().await.unwrap();
 }

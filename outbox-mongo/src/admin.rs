@@ -9,6 +9,7 @@ use tidings_core::{
     ConsumerStats, FailedFilter, FailedRow, OutboxAdmin, PurgeRequest, PurgeStatus, StoreError,
 };
 use tracing::instrument;
+use uuid::Uuid;
 
 use crate::MongoOutboxStore;
 use crate::document::failed_row;
@@ -24,14 +25,21 @@ impl OutboxAdmin for MongoOutboxStore {
             .distinct(field::ROUTE, Document::new())
             .await
             .map_err(store_error)?;
+        let recorded = self
+            .routes_collection()
+            .distinct("_id", Document::new())
+            .await
+            .map_err(store_error)?;
         let mut routes: Vec<String> = values
             .into_iter()
+            .chain(recorded)
             .filter_map(|value| match value {
                 Bson::String(route) => Some(route),
                 _ => None,
             })
             .collect();
         routes.sort();
+        routes.dedup();
         Ok(routes)
     }
 
@@ -97,6 +105,24 @@ impl OutboxAdmin for MongoOutboxStore {
                     .map(|at| Duration::from_micros(u64::try_from(now - at).unwrap_or_default())),
             })
             .collect())
+    }
+
+    #[instrument(skip_all, fields(db.system = "mongodb", messaging.consumer.group.name = consumer), err)]
+    async fn mark_age(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> Result<Option<Duration>, StoreError> {
+        let mark = self
+            .inbox_collection()
+            .find_one(filters::inbox_mark(consumer, event_id))
+            .await
+            .map_err(store_error)?;
+        let now = micros(self.now());
+        Ok(mark.map(|mark| {
+            let marked_at = mark.get_i64(field::MARKED_AT).unwrap_or(now);
+            Duration::from_micros(u64::try_from(now - marked_at).unwrap_or_default())
+        }))
     }
 }
 

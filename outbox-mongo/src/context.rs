@@ -15,7 +15,7 @@ use crate::MongoOutboxStore;
 use crate::document::{event_id, staged_document};
 use crate::error::{CommitError, is_duplicate_key, store_error};
 use crate::filters;
-use crate::schema::field;
+use crate::schema::{field, micros};
 
 /// A transaction with an outbox: the user's operations (run with
 /// [`session`](Self::session)) and the staged events commit together, or
@@ -30,6 +30,9 @@ pub struct MongoContext {
     session: ClientSession,
     outbox: OutboxBuffer,
     store: MongoOutboxStore,
+    /// Routes this transaction recorded, known to the store once it
+    /// commits.
+    recorded: Vec<String>,
 }
 
 impl MongoContext {
@@ -42,6 +45,7 @@ impl MongoContext {
             session,
             outbox,
             store,
+            recorded: Vec::new(),
         }
     }
 
@@ -74,6 +78,7 @@ impl MongoContext {
         if events.is_empty() {
             return Ok(0);
         }
+        self.record_routes(&events).await?;
         let stored = match ids_chosen {
             true => self.already_stored(&events).await?,
             false => HashSet::new(),
@@ -95,6 +100,32 @@ impl MongoContext {
             .await
             .map_err(insert_error)?;
         Ok(inserted.inserted_ids.len() as u64)
+    }
+
+    /// Records the routes of `events` the store has not seen recorded, in
+    /// the transaction: one upsert per route at its first staging in this
+    /// process, none after.
+    async fn record_routes(&mut self, events: &[StagedEvent]) -> Result<(), CommitError> {
+        let unknown = self
+            .store
+            .known_routes()
+            .unknown(events.iter().map(|e| e.envelope.route.as_str()));
+        let now = micros(self.store.now());
+        for route in unknown {
+            let result = self
+                .store
+                .routes_collection()
+                .update_one(filters::route_record(&route), filters::route_insert(now))
+                .upsert(true)
+                .session(&mut self.session)
+                .await?;
+            if result.upserted_id.is_some() {
+                self.recorded.push(route);
+            } else {
+                self.store.known_routes().learn([route]);
+            }
+        }
+        Ok(())
     }
 
     /// The `(route, event_id)` pairs of `events` stored already, as this
@@ -131,6 +162,8 @@ impl MongoContext {
     pub async fn commit(mut self) -> Result<(), CommitError> {
         self.flush().await?;
         self.session.commit_transaction().await?;
+        let recorded = std::mem::take(&mut self.recorded);
+        self.store.known_routes().learn(recorded);
         Ok(())
     }
 

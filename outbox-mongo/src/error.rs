@@ -99,6 +99,11 @@ pub(crate) fn is_namespace_missing(error: &MongoError) -> bool {
     code(error) == Some(NAMESPACE_NOT_FOUND)
 }
 
+/// The collection to create exists already (NamespaceExists).
+pub(crate) fn is_namespace_exists(error: &MongoError) -> bool {
+    code(error) == Some(48)
+}
+
 /// The server has no change streams: not a replica set (40573), or the
 /// command or stage is unknown to it.
 pub(crate) fn change_streams_unsupported(error: &MongoError) -> bool {

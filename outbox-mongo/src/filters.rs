@@ -349,6 +349,17 @@ pub(crate) fn inbox_mark(consumer: &str, event_id: Uuid) -> Document {
     doc! { field::CONSUMER: consumer, field::EVENT_ID: uuid(event_id) }
 }
 
+/// The record of one route, keyed by its name.
+pub(crate) fn route_record(route: &str) -> Document {
+    doc! { "_id": route }
+}
+
+/// Records a route only when it is new: an upsert that matches an
+/// existing record changes nothing.
+pub(crate) fn route_insert(now: i64) -> Document {
+    doc! { "$setOnInsert": { field::FIRST_STAGED_AT: now } }
+}
+
 /// Records an inbox mark only when it is new: an upsert that matches an
 /// existing mark changes nothing and raises no error.
 pub(crate) fn inbox_insert(now: i64) -> Document {

@@ -10,7 +10,7 @@ use tidings_core::StoreError;
 use tracing::{info, instrument};
 
 use crate::MongoOutboxStore;
-use crate::error::{is_namespace_missing, store_error};
+use crate::error::{is_namespace_exists, is_namespace_missing, store_error};
 use crate::schema::field;
 
 /// Which of the store's collections an index belongs to.
@@ -19,10 +19,18 @@ enum Target {
     Outbox,
     Inbox,
     Attempts,
+    /// Every route ever staged, keyed by name: no index beyond `_id`, but
+    /// made here, since staging writes to it inside transactions.
+    Routes,
 }
 
-/// Every collection with declared indexes.
-const TARGETS: [Target; 3] = [Target::Outbox, Target::Inbox, Target::Attempts];
+/// Every collection of the store.
+const TARGETS: [Target; 4] = [
+    Target::Outbox,
+    Target::Inbox,
+    Target::Attempts,
+    Target::Routes,
+];
 
 /// One declared index.
 #[derive(Debug, Clone)]
@@ -112,6 +120,10 @@ impl MongoOutboxStore {
                     IndexModel::builder().keys(d.keys).options(options).build()
                 })
                 .collect();
+            if models.is_empty() {
+                self.create_collection(target).await?;
+                continue;
+            }
             self.collection(target)
                 .create_indexes(models)
                 .await
@@ -170,6 +182,26 @@ impl MongoOutboxStore {
             Target::Outbox => self.outbox(),
             Target::Inbox => self.inbox_collection(),
             Target::Attempts => self.inbox_attempts_collection(),
+            Target::Routes => self.routes_collection(),
+        }
+    }
+
+    /// Creates the collection of `target` unless it exists.
+    async fn create_collection(&self, target: Target) -> Result<(), StoreError> {
+        let name = self.collection(target).name();
+        let existing = self
+            .database()
+            .list_collection_names()
+            .await
+            .map_err(store_error)?;
+        if existing.iter().any(|n| n == name) {
+            return Ok(());
+        }
+        match self.database().create_collection(name).await {
+            Ok(()) => Ok(()),
+            // Made meanwhile by another process.
+            Err(e) if is_namespace_exists(&e) => Ok(()),
+            Err(e) => Err(store_error(e)),
         }
     }
 }

@@ -16,6 +16,9 @@ pub(crate) struct CollectionNames {
     /// The inbox's count of handler attempts that have not committed:
     /// the inbox collection's name followed by `_attempts`.
     pub(crate) attempts: String,
+    /// Every route ever staged: the outbox collection's name followed by
+    /// `_routes`.
+    pub(crate) routes: String,
 }
 
 impl CollectionNames {
@@ -34,10 +37,17 @@ impl CollectionNames {
                 "the outbox collection {outbox:?} would share its name with the inbox's _attempts collection; give it another name"
             )));
         }
+        let routes = format!("{outbox}_routes");
+        if inbox == routes || attempts == routes {
+            return Err(StoreError::Invalid(format!(
+                "the inbox collection {inbox:?} would share a name with the outbox's _routes collection; give it another name"
+            )));
+        }
         Ok(Self {
             outbox: outbox.to_owned(),
             inbox: inbox.to_owned(),
             attempts,
+            routes,
         })
     }
 }

@@ -45,6 +45,8 @@ pub(crate) mod field {
     pub(crate) const CONSUMER: &str = "consumer";
     /// Inbox: when the mark was recorded.
     pub(crate) const MARKED_AT: &str = "marked_at_us";
+    /// When a route was first staged, in the routes collection.
+    pub(crate) const FIRST_STAGED_AT: &str = "first_staged_at_us";
     /// Inbox attempts: when the count last changed. The counts themselves
     /// are kept in [`ATTEMPTS_STARTED`] and [`ATTEMPTS_FINISHED`].
     pub(crate) const TOUCHED_AT: &str = "touched_at_us";

@@ -6,6 +6,7 @@ use std::time::SystemTime;
 
 use mongodb::bson::Document;
 use mongodb::{Client, ClientSession, Collection, Database};
+use tidings_core::staging::KnownRoutes;
 use tidings_core::{HybridClock, OutboxBuffer, StoreError, Wakeup};
 use tracing::instrument;
 
@@ -33,6 +34,9 @@ struct Inner {
     outbox: Collection<Document>,
     inbox: Collection<Document>,
     attempts: Collection<Document>,
+    routes: Collection<Document>,
+    /// Routes known to be recorded in the routes collection.
+    known_routes: KnownRoutes,
     options: MongoOutboxOptions,
     hlc: HybridClock,
     seq: HybridClock,
@@ -51,6 +55,8 @@ impl MongoOutboxStore {
                 outbox: database.collection(&names.outbox),
                 inbox: database.collection(&names.inbox),
                 attempts: database.collection(&names.attempts),
+                routes: database.collection(&names.routes),
+                known_routes: KnownRoutes::default(),
                 database,
                 hlc: HybridClock::new(clock.clone()),
                 seq: HybridClock::new(clock),
@@ -137,6 +143,18 @@ impl MongoOutboxStore {
     /// committed: the inbox collection's name followed by `_attempts`.
     pub fn inbox_attempts_collection(&self) -> &Collection<Document> {
         &self.inner.attempts
+    }
+
+    /// The collection recording every route ever staged, one document per
+    /// route keyed by its name: the outbox collection's name followed by
+    /// `_routes`.
+    pub fn routes_collection(&self) -> &Collection<Document> {
+        &self.inner.routes
+    }
+
+    /// Routes known to be recorded in [`routes_collection`](Self::routes_collection).
+    pub(crate) fn known_routes(&self) -> &KnownRoutes {
+        &self.inner.known_routes
     }
 
     /// The options the store was built with.

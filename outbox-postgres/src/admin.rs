@@ -90,6 +90,24 @@ impl OutboxAdmin for PgOutboxStore {
             })
             .collect()
     }
+
+    #[instrument(skip_all, fields(db.system = "postgresql", messaging.consumer.group.name = consumer), err)]
+    async fn mark_age(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> Result<Option<Duration>, StoreError> {
+        let mut session = self.session().await.map_err(store_error)?;
+        let age_us: Option<i64> = sqlx::query_scalar(self.inner().sql.mark_age.clone())
+            .persistent(self.persistent())
+            .bind(consumer)
+            .bind(event_id)
+            .fetch_optional(&mut *session)
+            .await
+            .map_err(store_error)?;
+        session.finish().await.map_err(store_error)?;
+        Ok(age_us.map(age))
+    }
 }
 
 /// Reads a row of `failed_rows.sql`.

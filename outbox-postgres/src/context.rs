@@ -29,6 +29,9 @@ pub struct PgContext<'c> {
     announce_after_commit: bool,
     /// Rows written that no `NOTIFY` in the transaction announces.
     unannounced: bool,
+    /// Routes this transaction recorded in `<table>_routes`, known to the
+    /// store once it commits.
+    recorded: Vec<String>,
 }
 
 impl<'c> PgContext<'c> {
@@ -43,6 +46,7 @@ impl<'c> PgContext<'c> {
             store,
             announce_after_commit: false,
             unannounced: false,
+            recorded: Vec::new(),
         }
     }
 
@@ -80,6 +84,7 @@ impl<'c> PgContext<'c> {
         if events.is_empty() {
             return Ok(0);
         }
+        self.record_routes(&events).await?;
         // Where nobody listens at all, there is nobody to notify.
         let notifying = notify && self.store.notify_in_transaction();
         let inserted = match events.pop() {
@@ -93,6 +98,29 @@ impl<'c> PgContext<'c> {
         };
         self.unannounced |= !notify && inserted > 0;
         Ok(inserted)
+    }
+
+    /// Records the routes of `events` this store has not seen recorded, in
+    /// the transaction: one statement at the first staging of a route in
+    /// this process, none after.
+    async fn record_routes(&mut self, events: &[StagedEvent]) -> Result<(), CommitError> {
+        let inner = self.store.inner();
+        let unknown = inner
+            .routes
+            .unknown(events.iter().map(|e| e.envelope.route.as_str()));
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let inserted: Vec<String> = sqlx::query_scalar(inner.sql.record_routes.clone())
+            .persistent(self.store.persistent())
+            .bind(&unknown)
+            .fetch_all(&mut *self.tx)
+            .await?;
+        // Routes not inserted were there already, committed by another.
+        let committed = unknown.into_iter().filter(|r| !inserted.contains(r));
+        inner.routes.learn(committed);
+        self.recorded.extend(inserted);
+        Ok(())
     }
 
     /// Writes one event with scalar parameters, no wake-up hint; the
@@ -161,6 +189,12 @@ impl<'c> PgContext<'c> {
     pub async fn commit(mut self) -> Result<(), CommitError> {
         self.write(!self.announce_after_commit).await?;
         self.tx.commit().await?;
+        // Only a transaction of its own commits for real; a savepoint's
+        // routes are learnt when a later staging finds them recorded.
+        if self.announce_after_commit {
+            let recorded = std::mem::take(&mut self.recorded);
+            self.store.inner().routes.learn(recorded);
+        }
         if self.unannounced {
             self.store.announce();
         }

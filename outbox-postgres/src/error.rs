@@ -1,5 +1,6 @@
 //! The one place where sqlx errors become port errors.
 
+use tidings_core::port::error_chain;
 use tidings_core::{InboxError, StageError, StoreError};
 
 /// How a driver error should be reported, whatever the port.
@@ -68,7 +69,7 @@ pub(crate) fn store_error(error: sqlx::Error) -> StoreError {
         Class::Unavailable => StoreError::Unavailable(error.into()),
         Class::Timeout => StoreError::Timeout,
         Class::Conflict => StoreError::Conflict(error.into()),
-        Class::Schema => StoreError::Schema(format!("{error}; {MIGRATE_HINT}")),
+        Class::Schema => StoreError::Schema(format!("{}; {MIGRATE_HINT}", error_chain(&error))),
         Class::Backend => StoreError::Backend(error.into()),
     }
 }
@@ -96,7 +97,7 @@ pub(crate) fn inbox_error(error: sqlx::Error) -> InboxError {
     match classify(&error) {
         Class::Unavailable | Class::Timeout => InboxError::Unavailable(error.into()),
         Class::Conflict => InboxError::Conflict(error.into()),
-        Class::Schema => InboxError::Schema(format!("{error}; {MIGRATE_HINT}")),
+        Class::Schema => InboxError::Schema(format!("{}; {MIGRATE_HINT}", error_chain(&error))),
         Class::Backend => InboxError::Backend(error.into()),
     }
 }

@@ -16,6 +16,7 @@ mod outbox;
 mod params;
 mod pooling;
 mod rotation;
+mod script;
 mod sql;
 mod store;
 

@@ -195,7 +195,7 @@ impl PgOutboxStore {
             .collect();
         if !missing.is_empty() {
             return Err(StoreError::Schema(format!(
-                "missing {}; run PgOutboxStore::migrate()",
+                "missing {}; the schema needs migrating",
                 missing.join(", ")
             )));
         }
@@ -207,7 +207,7 @@ impl PgOutboxStore {
         let needed = schema_version(self.options().get_layout());
         if version < needed {
             return Err(StoreError::Schema(format!(
-                "schema {} is at version {version}, this build needs {needed}; run PgOutboxStore::migrate()",
+                "schema {} is at version {version}, this build needs {needed}; the schema needs migrating",
                 names.schema
             )));
         }

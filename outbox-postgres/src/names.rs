@@ -44,7 +44,7 @@ impl TableNames {
                 "the inbox table {inbox:?} would share its name with a slot of a rotated outbox {outbox:?}; give it another name"
             )));
         }
-        for suffix in ["_migrations", "_claims"] {
+        for suffix in ["_migrations", "_claims", "_routes"] {
             if inbox.strip_suffix(suffix) == Some(outbox) {
                 return Err(StoreError::Invalid(format!(
                     "the inbox table {inbox:?} would share its name with the outbox's {suffix} table; give it another name"
@@ -69,8 +69,8 @@ impl TableNames {
     }
 
     /// Fills the placeholders of a statement template: `{schema}`,
-    /// `{outbox}`, `{inbox}`, `{inbox_attempts}`, `{migrations}` and
-    /// `{claims}` become quoted,
+    /// `{outbox}`, `{inbox}`, `{inbox_attempts}`, `{migrations}`,
+    /// `{claims}` and `{routes}` become quoted,
     /// qualified names; `{outbox_table}` and `{inbox_table}` the bare table names, for
     /// naming indexes inside quotes.
     pub(crate) fn render(&self, template: &str) -> String {
@@ -83,6 +83,7 @@ impl TableNames {
             .replace("{inbox_attempts}", &qualified(&self.attempts_table()))
             .replace("{migrations}", &qualified(&self.migrations_table()))
             .replace("{claims}", &qualified(&self.claims_table()))
+            .replace("{routes}", &qualified(&self.routes_table()))
             .replace("{outbox_table}", &self.outbox)
             .replace("{inbox_table}", &self.inbox)
     }
@@ -106,6 +107,11 @@ impl TableNames {
     /// The bare name of the table recording locked claims in progress.
     pub(crate) fn claims_table(&self) -> String {
         format!("{}_claims", self.outbox)
+    }
+
+    /// The bare name of the table recording every route staged.
+    pub(crate) fn routes_table(&self) -> String {
+        format!("{}_routes", self.outbox)
     }
 }
 

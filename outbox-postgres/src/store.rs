@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Transaction};
 use tidings_core::port::error_chain;
+use tidings_core::staging::KnownRoutes;
 use tidings_core::{HybridClock, OutboxBuffer, StoreError, Wakeup};
 use tracing::{debug, instrument};
 
@@ -54,6 +55,8 @@ pub(crate) struct Inner {
     pub(crate) token: String,
     /// When this store next truncates a slot of a rotated outbox.
     pub(crate) rotation: RotationClock,
+    /// Routes known to be recorded in `<table>_routes`.
+    pub(crate) routes: KnownRoutes,
 }
 
 impl PgOutboxStore {
@@ -96,6 +99,7 @@ impl PgOutboxStore {
                 local: Arc::default(),
                 token: uuid::Uuid::new_v4().simple().to_string(),
                 rotation: RotationClock::default(),
+                routes: KnownRoutes::default(),
             }),
         })
     }

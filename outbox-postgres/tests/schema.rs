@@ -97,7 +97,7 @@ async fn the_startup_check_names_what_is_missing() {
     let err = store.verify().await.unwrap_err();
     assert!(matches!(err, StoreError::Schema(_)));
     assert!(err.to_string().contains("outbox claim index"), "{err}");
-    assert!(err.to_string().contains("migrate()"), "{err}");
+    assert!(err.to_string().contains("needs migrating"), "{err}");
 
     let forget = format!(
         "delete from \"{schema}\".tidings_outbox_migrations where version > 1; \

@@ -168,3 +168,45 @@ async fn invalid_staging_options_fail_the_commit_and_write_nothing() {
     assert_eq!(row_count(&store).await, 0);
     drop_schema(&store).await;
 }
+
+#[tokio::test]
+async fn a_route_is_recorded_once_staged_and_kept_once_its_rows_are_gone() {
+    use tidings_core::OutboxAdmin;
+
+    let store = store(Retention::Delete).await;
+    let mut ctx = store.begin().await.unwrap();
+    ctx.outbox()
+        .stage(&ORDER_EVENTS, "order.placed", &1)
+        .unwrap();
+    ctx.flush().await.unwrap();
+    ctx.rollback().await.unwrap();
+    assert!(
+        store.routes().await.unwrap().is_empty(),
+        "a rolled-back route"
+    );
+
+    // The same store stages the route again: the rollback taught it nothing.
+    stage_with_id(&store, Uuid::now_v7()).await;
+    let schema = store.options().get_schema();
+    let delete = format!("delete from \"{schema}\".tidings_outbox");
+    sqlx::raw_sql(AssertSqlSafe(delete))
+        .execute(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(row_count(&store).await, 0);
+    assert_eq!(
+        store.routes().await.unwrap(),
+        [ORDER_EVENTS.route().name.as_ref()]
+    );
+
+    // A second store of the same tables finds the route recorded.
+    let other = PgOutboxStore::new(store.pool().clone(), store.options().clone()).unwrap();
+    stage_with_id(&other, Uuid::now_v7()).await;
+    let recorded = format!("select count(*) from \"{schema}\".tidings_outbox_routes");
+    let count: i64 = sqlx::query_scalar(AssertSqlSafe(recorded))
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(count, 1);
+    drop_schema(&store).await;
+}

@@ -40,6 +40,17 @@ pub(crate) fn tidings() -> Command {
         "TIDINGS_STORE",
         "TIDINGS_SCHEMA",
         "TIDINGS_BROKER",
+        "TIDINGS_DATABASE_URL",
+        "TIDINGS_TABLE",
+        "TIDINGS_INBOX_TABLE",
+        "TIDINGS_ROTATED",
+        "TIDINGS_MONGODB_URL",
+        "TIDINGS_MONGODB_DATABASE",
+        "TIDINGS_COLLECTION",
+        "TIDINGS_INBOX_COLLECTION",
+        "TIDINGS_AMQP_URL",
+        "TIDINGS_AMQP_CONNECTION_NAME",
+        "TIDINGS_SQS_ENDPOINT",
     ] {
         command.env_remove(name);
     }

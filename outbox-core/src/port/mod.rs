@@ -6,6 +6,7 @@
 //! enum with `is_transient()`, and each backend maps its driver errors into
 //! it in one place.
 
+mod chain;
 mod cursor;
 mod inbox_store;
 mod outbox_admin;
@@ -14,6 +15,7 @@ mod publisher;
 mod queued;
 mod source;
 
+pub use chain::error_chain;
 pub use cursor::ClaimCursor;
 pub use inbox_store::{Attempts, InboxError, InboxMark, InboxStore};
 pub use outbox_admin::{ConsumerStats, FailedFilter, FailedRow, OutboxAdmin};
@@ -56,15 +58,3 @@ transient!(
 
 /// A boxed error from a driver, kept as the source of a port error.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// An error and its sources, joined by `: `, for logs and stored reasons.
-pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}

@@ -81,7 +81,10 @@ pub struct ConsumerStats {
 
 /// An operator's view of an outbox store.
 pub trait OutboxAdmin: OutboxStore {
-    /// Every route with at least one row, in name order.
+    /// Every route the store knows, in name order: each route recorded
+    /// when it was first staged (a store that records them), and each
+    /// route with at least one row, so a route whose rows were all
+    /// published and deleted is still listed.
     fn routes(&self) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
 
     /// Failed rows of `route` matching `filter`, oldest failure first.
@@ -101,4 +104,12 @@ pub trait OutboxAdmin: OutboxStore {
 
     /// The inbox's marks per consumer, in consumer order.
     fn consumers(&self) -> impl Future<Output = Result<Vec<ConsumerStats>, StoreError>> + Send;
+
+    /// How long ago `consumer` marked `event_id` handled, or `None` when
+    /// its inbox has no such mark (never handled, or the mark was purged).
+    fn mark_age(
+        &self,
+        consumer: &str,
+        event_id: Uuid,
+    ) -> impl Future<Output = Result<Option<Duration>, StoreError>> + Send;
 }

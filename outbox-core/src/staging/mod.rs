@@ -12,12 +12,14 @@ use uuid::Uuid;
 
 mod checks;
 mod error;
+mod known_routes;
 
 pub use checks::{
     MAX_EVENT_TYPE_LEN, MAX_HEADER_NAME_LEN, MAX_HEADER_VALUE_LEN, MAX_HEADERS_LEN,
     MAX_ORDERING_KEY_LEN,
 };
 pub use error::StageError;
+pub use known_routes::KnownRoutes;
 
 use checks::{check_event_type, check_options};
 

@@ -1,2 +1,6 @@
--- Every route with at least one row, in name order.
-select distinct route from {outbox} order by route
+-- Every route recorded at its first staging, and every route with a row
+-- (rows staged before the routes table existed), in name order.
+select route from {routes}
+union
+select distinct route from {outbox}
+order by route
