@@ -296,7 +296,8 @@ pub(crate) enum DeadLetterAction {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Delete dead letters. Needs a filter or --all.
+    /// Delete dead letters. Needs a filter or --all; lists what would go and
+    /// asks first (--yes to skip).
     Purge {
         #[command(flatten)]
         filter: DeadLetterArgs,
@@ -306,6 +307,9 @@ pub(crate) enum DeadLetterAction {
         /// Only say which messages would go.
         #[arg(long)]
         dry_run: bool,
+        /// Delete without asking; needed where there is no terminal to ask on.
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
 }
 
