@@ -4,11 +4,12 @@
 use std::time::Duration;
 
 use tidings_admin::tidings_rabbitmq::lapin::options::{
-    BasicGetOptions, QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions,
+    BasicGetOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
+    QueueDeleteOptions,
 };
 use tidings_admin::tidings_rabbitmq::lapin::types::{AMQPValue, FieldTable, LongString};
 use tidings_admin::tidings_rabbitmq::lapin::{
-    BasicProperties, Channel, Connection, ConnectionProperties,
+    BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind,
 };
 use tidings_admin::tidings_rabbitmq::{
     ConnectionOptions, QueueOptions, RabbitSource, SourceOptions, Topology, dead_letter_exchange,
@@ -63,6 +64,22 @@ pub(crate) async fn declare_with_delivery_limit(prefix: &str) -> &'static str {
     };
     channel
         .queue_declare(dlq.as_str().into(), durable, arguments)
+        .await
+        .unwrap();
+    // Deleting the queue deleted its dead-letter exchange too (declared to
+    // go with its last binding): declared again as the topology does.
+    let exchange = ExchangeDeclareOptions {
+        durable: true,
+        auto_delete: true,
+        ..ExchangeDeclareOptions::default()
+    };
+    channel
+        .exchange_declare(
+            dead_letter_exchange(name).as_str().into(),
+            ExchangeKind::Fanout,
+            exchange,
+            FieldTable::default(),
+        )
         .await
         .unwrap();
     channel
