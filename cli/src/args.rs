@@ -323,7 +323,8 @@ pub(crate) enum DeadLetterAction {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Delete dead letters. Needs a filter or --all.
+    /// Delete dead letters. Needs a filter or --all; lists what would go and
+    /// asks first (--yes to skip).
     Purge {
         #[command(flatten)]
         filter: DeadLetterArgs,
@@ -333,6 +334,9 @@ pub(crate) enum DeadLetterAction {
         /// Only say which messages would go.
         #[arg(long)]
         dry_run: bool,
+        /// Delete without asking; needed where there is no terminal to ask on.
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
 }
 

@@ -1,4 +1,6 @@
-//! The commands on dead-letter queues.
+//! The commands on dead-letter queues. Listing, showing and dry runs
+//! change nothing the dead letters carry; a purge deletes exactly the
+//! messages it listed, once someone said yes.
 
 use tidings_admin::dead_letters::{
     DeadLetter, DeadLetterFilter, DeadLetterQueues, DeadLetterReport, RabbitDeadLetters,
@@ -6,7 +8,7 @@ use tidings_admin::dead_letters::{
 };
 
 use crate::args::{BrokerArgs, BrokerKind, DeadLetterAction, DeadLetterArgs};
-use crate::output;
+use crate::{confirm, output};
 
 /// Runs a dead-letter command on the broker it names.
 pub(crate) async fn run(
@@ -54,12 +56,43 @@ async fn on(
             filter: args,
             all: _,
             dry_run,
-        } => {
-            let options = ReplayOptions::new().dry_run(dry_run);
-            let done = broker.purge(&args.queue, &filter(&args), options).await?;
-            print_report(&done, "deleted", &args.queue, json)
-        }
+            yes,
+        } => purge(broker, &args, dry_run, yes, json).await,
     }
+}
+
+/// Deletes the dead letters `args` selects: looks first, shows what would
+/// go and asks (unless `yes`), then deletes exactly the messages it
+/// showed, should more have come in meanwhile.
+async fn purge(
+    broker: &impl DeadLetterQueues,
+    args: &DeadLetterArgs,
+    dry_run: bool,
+    yes: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    let dry = ReplayOptions::new().dry_run(true);
+    let preview = broker.purge(&args.queue, &filter(args), dry).await?;
+    if dry_run || preview.ids.is_empty() {
+        return print_report(&preview, "deleted", &args.queue, json);
+    }
+    let what = format!(
+        "delete {} dead letters from {}",
+        preview.ids.len(),
+        preview.queue
+    );
+    if !confirm::confirm_these(&what, &preview.ids, yes)? {
+        anyhow::bail!("nothing deleted: not confirmed");
+    }
+    let selected = DeadLetterFilter {
+        ids: Some(preview.ids.clone()),
+        limit: preview.ids.len(),
+        ..filter(args)
+    };
+    let done = broker
+        .purge(&args.queue, &selected, ReplayOptions::new())
+        .await?;
+    print_report(&done, "deleted", &args.queue, json)
 }
 
 #[cfg(not(feature = "sqs"))]
@@ -116,6 +149,11 @@ fn print_one(letter: &DeadLetter, json: bool) -> anyhow::Result<()> {
     output::field("event type", letter.event_type.as_deref().unwrap_or("-"));
     output::field("age", output::age(letter.age_secs));
     output::field("reason", letter.reason.as_deref().unwrap_or("-"));
+    let deliveries = letter.deliveries.map(|n| n.to_string());
+    output::field("deliveries", deliveries.as_deref().unwrap_or("-"));
+    output::field("first failure", ago(letter.first_failure_age_secs));
+    output::field("parked", ago(letter.parked_age_secs));
+    output::field("size", format!("{} bytes", letter.size));
     output::field("payload", &letter.payload);
     output::line("headers");
     for (name, value) in &letter.headers {
@@ -138,6 +176,9 @@ fn print_report(
             "would have {verb} {} messages of {} (dry run, nothing changed)",
             report.matched, report.queue
         ));
+        for id in &report.ids {
+            output::line(format_args!("  {id}"));
+        }
     } else {
         output::line(format_args!(
             "{verb} {} of {} matching messages of {} into {queue}",
@@ -145,4 +186,12 @@ fn print_report(
         ));
     }
     Ok(())
+}
+
+/// An age as `3m 12s ago`, `-` for none.
+fn ago(secs: Option<f64>) -> String {
+    match secs {
+        Some(_) => format!("{} ago", output::age(secs)),
+        None => "-".to_owned(),
+    }
 }

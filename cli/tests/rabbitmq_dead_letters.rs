@@ -4,7 +4,9 @@
 //! a copy of an event already handled is replayed too and deduped by the
 //! inbox. Replaying into a queue that is gone fails and keeps the dead
 //! letter; a replay whose connection the broker drops halfway loses
-//! nothing and completes when run again.
+//! nothing and completes when run again. Looking is free: a dead letter
+//! in a queue with RabbitMQ 4's default delivery limit survives a hundred
+//! looks unchanged, and looks keep the dead letters in their order.
 
 mod support;
 
@@ -12,71 +14,16 @@ use std::time::Duration;
 
 use predicates::str::contains;
 use support::consumer::{consume, create_effects, effects, envelope};
-use support::{drop_schema, json, pg_store, stdout, tidings};
-use tidings_admin::tidings_rabbitmq::lapin::options::{BasicGetOptions, QueueDeleteOptions};
-use tidings_admin::tidings_rabbitmq::lapin::types::{AMQPValue, FieldTable, LongString};
-use tidings_admin::tidings_rabbitmq::lapin::{BasicProperties, Connection, ConnectionProperties};
-use tidings_admin::tidings_rabbitmq::{
-    ConnectionOptions, PublisherOptions, QueueOptions, RabbitPublisher, RabbitSource,
-    SourceOptions, Topology, dead_letter_queue,
+use support::rabbit::{
+    declare, declare_with_delivery_limit, delete_only, drain, park, rabbit_source, remove,
 };
-use tidings_core::{Backoff, Envelope, Publisher};
+use support::{drop_schema, json, pg_store, stdout, tidings};
+use tidings_admin::tidings_rabbitmq::{
+    ConnectionOptions, PublisherOptions, RabbitPublisher, dead_letter_queue,
+};
+use tidings_core::Publisher;
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{amqp_url, service_missing};
-
-/// Declares a queue of the test's own with its dead-letter queue.
-async fn declare(prefix: &str) -> &'static str {
-    let name: &'static str = Box::leak(unique_name(prefix).into_boxed_str());
-    let options = QueueOptions::classic().expires(Duration::from_secs(120));
-    Topology::new(ConnectionOptions::new(amqp_url()))
-        .declare_queue(name, options)
-        .await
-        .unwrap_or_else(|e| service_missing("RabbitMQ", &amqp_url(), &e));
-    name
-}
-
-fn rabbit_source() -> RabbitSource {
-    let backoff = Backoff::new(Duration::from_millis(20), Duration::from_millis(200));
-    RabbitSource::new(
-        ConnectionOptions::new(amqp_url()).reconnect(backoff),
-        SourceOptions::default(),
-    )
-}
-
-/// Puts a copy of `envelope` straight into `queue`'s dead-letter queue, as
-/// the acker would with `reason`.
-async fn park(queue: &str, envelope: &Envelope, reason: &str) {
-    let mut headers = FieldTable::default();
-    for (name, value) in tidings_core::cloudevents::to_attributes(envelope) {
-        headers.insert(name.into(), AMQPValue::LongString(LongString::from(value)));
-    }
-    headers.insert(
-        "x-dead-letter-reason".into(),
-        AMQPValue::LongString(LongString::from(reason)),
-    );
-    let properties = BasicProperties::default()
-        .with_message_id(envelope.event_id.to_string().into())
-        .with_type(envelope.event_type.as_str().into())
-        .with_headers(headers);
-    let connection = Connection::connect(&amqp_url(), ConnectionProperties::default())
-        .await
-        .unwrap();
-    let channel = connection.create_channel().await.unwrap();
-    let dlq = dead_letter_queue(queue);
-    channel
-        .basic_publish(
-            "".into(),
-            dlq.as_str().into(),
-            Default::default(),
-            &envelope.payload,
-            properties,
-        )
-        .await
-        .unwrap()
-        .await
-        .unwrap();
-    let _ = connection.close(200, "OK".into()).await;
-}
+use tidings_testing::services::amqp_url;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parked_message_is_listed_shown_replayed_and_handled_once() {
@@ -156,10 +103,7 @@ async fn a_parked_message_is_listed_shown_replayed_and_handled_once() {
         "{seen:?}"
     );
     assert_eq!(replayed[0].2, Some(1), "the delivery count was not reset");
-    Topology::new(ConnectionOptions::new(amqp_url()))
-        .delete_queue(queue)
-        .await
-        .unwrap();
+    remove(queue).await;
     drop_schema(&store).await;
 }
 
@@ -168,15 +112,7 @@ async fn a_replay_into_a_queue_that_is_gone_fails_and_keeps_the_dead_letter() {
     let queue = declare("tidings_cli_gone").await;
     let letter = envelope(queue, 1);
     park(queue, &letter, "poison").await;
-    let connection = Connection::connect(&amqp_url(), ConnectionProperties::default())
-        .await
-        .unwrap();
-    let channel = connection.create_channel().await.unwrap();
-    channel
-        .queue_delete(queue.into(), QueueDeleteOptions::default())
-        .await
-        .unwrap();
-    let _ = connection.close(200, "OK".into()).await;
+    delete_only(queue).await;
 
     tidings()
         .args(["dead-letters", "replay", "--queue", queue])
@@ -209,6 +145,18 @@ async fn a_replay_into_a_queue_that_is_gone_fails_and_keeps_the_dead_letter() {
         .assert()
         .code(2)
         .stderr(contains("--all"));
+    tidings()
+        .args([
+            "dead-letters",
+            "purge",
+            "--queue",
+            queue,
+            "--reason",
+            "poison",
+        ])
+        .assert()
+        .code(1)
+        .stderr(contains("pass --yes"));
     let purged = stdout(tidings().args([
         "dead-letters",
         "purge",
@@ -216,31 +164,10 @@ async fn a_replay_into_a_queue_that_is_gone_fails_and_keeps_the_dead_letter() {
         queue,
         "--reason",
         "poison",
+        "--yes",
     ]));
     assert!(purged.contains("deleted 1 of 1"), "{purged}");
-    Topology::new(ConnectionOptions::new(amqp_url()))
-        .delete_queue(queue)
-        .await
-        .unwrap();
-}
-
-/// The message ids in `queue`, taken out of it.
-async fn drain(queue: &str) -> Vec<String> {
-    let connection = Connection::connect(&amqp_url(), ConnectionProperties::default())
-        .await
-        .unwrap();
-    let channel = connection.create_channel().await.unwrap();
-    let mut ids = Vec::new();
-    while let Some(got) = channel
-        .basic_get(queue.into(), BasicGetOptions { no_ack: true })
-        .await
-        .unwrap()
-    {
-        let id = got.delivery.properties.message_id().as_ref().unwrap();
-        ids.push(id.to_string());
-    }
-    let _ = connection.close(200, "OK".into()).await;
-    ids
+    remove(queue).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -290,8 +217,112 @@ async fn a_replay_the_broker_drops_halfway_loses_nothing_and_runs_again() {
     replayed.dedup();
     parked.sort();
     assert_eq!(replayed, parked, "a dead letter was lost");
-    Topology::new(ConnectionOptions::new(amqp_url()))
-        .delete_queue(queue)
-        .await
-        .unwrap();
+    remove(queue).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_under_a_delivery_limit_survives_a_hundred_looks() {
+    let store = pg_store().await;
+    create_effects(&store).await;
+    let queue = declare_with_delivery_limit("tidings_cli_limited").await;
+    let publisher = RabbitPublisher::new(
+        ConnectionOptions::new(amqp_url()),
+        PublisherOptions::default(),
+    );
+    let poison = envelope(queue, 7);
+    publisher.publish(&poison).await.unwrap();
+    let seen = consume(&store, queue, rabbit_source(), true, |seen, _| {
+        !seen.is_empty()
+    })
+    .await;
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let id = poison.event_id.to_string();
+    let list = ["dead-letters", "list", "--queue", queue];
+    let parked = json(tidings().args(list))["messages"][0].clone();
+
+    // Ten kinds of look, ten times each: five times the delivery limit.
+    support::looks::look(tidings, queue, &id, "negative total", "order.placed", 10);
+
+    let after = json(tidings().args(list));
+    assert_eq!(
+        after["depth"], 1,
+        "a dead letter was dropped or copied: {after}"
+    );
+    let letter = &after["messages"][0];
+    assert_eq!(letter["id"], id);
+    assert_eq!(
+        letter["deliveries"], 1,
+        "not the count at parking: {letter}"
+    );
+    assert_eq!(letter["reason"], parked["reason"]);
+    assert!(
+        letter["reason"]
+            .as_str()
+            .unwrap()
+            .contains("negative total"),
+        "{letter}"
+    );
+    for recorded in ["parked_age_secs", "first_failure_age_secs"] {
+        assert!(letter[recorded].as_f64().is_some(), "{recorded}: {letter}");
+    }
+    assert_eq!(
+        letter["headers"]["x-tidings-parked-at"], parked["headers"]["x-tidings-parked-at"],
+        "the parking time changed"
+    );
+    let broker_count = letter["headers"]["x-delivery-count"].as_str();
+    assert!(
+        broker_count.is_none_or(|count| count == "0"),
+        "looking counted as deliveries: {broker_count:?}"
+    );
+
+    let done = json(tidings().args(["dead-letters", "replay", "--queue", queue]));
+    assert_eq!(
+        (&done["matched"], &done["done"]),
+        (&1.into(), &1.into()),
+        "{done}"
+    );
+    let seen = consume(&store, queue, rabbit_source(), false, |seen, _| {
+        !seen.is_empty()
+    })
+    .await;
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(effects(&store).await, (1, 1), "not handled exactly once");
+    let reason = seen[0].1.as_deref().unwrap_or_default();
+    assert!(reason.contains("negative total"), "{seen:?}");
+    assert_eq!(json(tidings().args(list))["depth"], 0);
+    remove(queue).await;
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn looking_keeps_the_dead_letters_in_their_order() {
+    let queue = declare_with_delivery_limit("tidings_cli_order").await;
+    let mut parked = Vec::new();
+    for n in 0..5 {
+        let letter = envelope(queue, n);
+        park(queue, &letter, if n % 2 == 0 { "even" } else { "odd" }).await;
+        parked.push(letter.event_id.to_string());
+    }
+    let ids = |listed: serde_json::Value| -> Vec<String> {
+        let messages = listed["messages"].as_array().unwrap().iter();
+        messages
+            .map(|m| m["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let list = ["dead-letters", "list", "--queue", queue];
+    for _ in 0..3 {
+        let first_two = ids(json(tidings().args(list).args(["--limit", "2"])));
+        assert_eq!(first_two, parked[..2], "--limit 2");
+        let odd = ids(json(tidings().args(list).args(["--reason", "odd"])));
+        assert_eq!(odd, [parked[1].clone(), parked[3].clone()], "--reason odd");
+        let dry = json(
+            tidings()
+                .args(["dead-letters", "purge", "--all", "--dry-run"])
+                .args(["--queue", queue]),
+        );
+        assert_eq!(dry["ids"], serde_json::json!(parked), "purge --dry-run");
+    }
+    assert_eq!(ids(json(tidings().args(list))), parked, "full list");
+    assert_eq!(drain(&dead_letter_queue(queue)).await, parked);
+    remove(queue).await;
 }

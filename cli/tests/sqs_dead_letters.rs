@@ -2,8 +2,10 @@
 //! dead-letters`: a poison message parked by the consumer is listed and
 //! shown without being consumed, replayed once its handler is fixed, and
 //! handled exactly once; a copy of an event already handled is deduped by
-//! the inbox. Replaying into a queue that is gone fails and keeps the dead
-//! letter.
+//! the inbox, and looking at it a hundred ways first changes nothing.
+//! Replaying into a queue that is gone fails and keeps the dead letter; a
+//! dead-letter queue with a redrive policy of its own, which would move
+//! its messages on after a few reads, is refused until the policy goes.
 #![cfg(feature = "sqs")]
 
 mod support;
@@ -14,6 +16,9 @@ use predicates::str::contains;
 use support::consumer::{consume, create_effects, effects, envelope};
 use support::{drop_schema, json, pg_store, stdout, tidings};
 use tidings_admin::tidings_sqs::aws_sdk_sqs::Client;
+use tidings_admin::tidings_sqs::aws_sdk_sqs::types::{
+    MessageSystemAttributeName, QueueAttributeName,
+};
 use tidings_admin::tidings_sqs::{
     PublisherOptions, QueueOptions, SourceOptions, SqsPublisher, SqsSource, Topology,
     dead_letter_queue, local_client,
@@ -94,6 +99,24 @@ async fn a_parked_message_is_listed_shown_replayed_and_handled_once() {
         "{shown}"
     );
     assert_eq!(json(on_sqs().args(list))["depth"], 1, "listing consumed");
+    let parked = listed["messages"][0].clone();
+    assert_eq!(parked["deliveries"], 1, "{parked}");
+
+    // Ten kinds of look, ten times each, run here rather than in a test of
+    // their own: a second test at once slows the stand-in into
+    // redeliveries.
+    support::looks::look(on_sqs, queue, &id, "negative total", "order.placed", 10);
+    let after = json(on_sqs().args(list));
+    assert_eq!(after["depth"], 1, "{after}");
+    let letter = &after["messages"][0];
+    assert_eq!(
+        (&letter["deliveries"], &letter["reason"], &letter["headers"]),
+        (&parked["deliveries"], &parked["reason"], &parked["headers"]),
+        "looking changed the dead letter"
+    );
+    for recorded in ["parked_age_secs", "first_failure_age_secs"] {
+        assert!(letter[recorded].as_f64().is_some(), "{recorded}: {letter}");
+    }
 
     // A copy of an event already handled, as a replay that died between
     // sending and deleting would leave behind.
@@ -177,5 +200,78 @@ async fn a_replay_into_a_queue_that_is_gone_fails_and_keeps_the_dead_letter() {
         .stderr(contains(
             "\"tidings_cli_never_declared-dlq\" does not exist",
         ));
+    Topology::new(client).delete_queue(queue).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_dead_letter_queue_with_its_own_redrive_policy_is_refused_until_it_goes() {
+    let client = client().await;
+    let queue = declare(&client, "tidings_cli_redriven").await;
+    let mut letter = envelope(queue, 1);
+    letter.destination = dead_letter_queue(queue);
+    SqsPublisher::new(client.clone(), PublisherOptions::default())
+        .publish(&letter)
+        .await
+        .unwrap();
+    let url = |name: String| {
+        let client = client.clone();
+        async move {
+            let found = client.get_queue_url().queue_name(name).send().await;
+            found.unwrap().queue_url().unwrap().to_owned()
+        }
+    };
+    let (queue_url, dlq_url) = (
+        url(queue.to_owned()).await,
+        url(dead_letter_queue(queue)).await,
+    );
+    let arn = client
+        .get_queue_attributes()
+        .queue_url(&queue_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .unwrap()
+        .attributes()
+        .unwrap()[&QueueAttributeName::QueueArn]
+        .clone();
+    let redrive = |policy: String| {
+        client
+            .set_queue_attributes()
+            .queue_url(&dlq_url)
+            .attributes(QueueAttributeName::RedrivePolicy, policy)
+            .send()
+    };
+    let policy = serde_json::json!({ "deadLetterTargetArn": arn, "maxReceiveCount": "3" });
+    redrive(policy.to_string()).await.unwrap();
+
+    let list = ["dead-letters", "list", "--queue", queue];
+    on_sqs()
+        .args(list)
+        .assert()
+        .code(1)
+        .stderr(contains("has a redrive policy of its own"))
+        .stderr(contains(format!(
+            "aws sqs set-queue-attributes --queue-url {dlq_url} --attributes"
+        )));
+
+    redrive(String::new()).await.unwrap();
+    let received = client
+        .receive_message()
+        .queue_url(&dlq_url)
+        .visibility_timeout(0)
+        .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+        .send()
+        .await
+        .unwrap();
+    let message = &received.messages()[0];
+    let reads =
+        &message.attributes().unwrap()[&MessageSystemAttributeName::ApproximateReceiveCount];
+    assert_eq!(reads, "1", "the refused command read the dead letter");
+    let listed = json(on_sqs().args(list));
+    assert_eq!(
+        listed["messages"][0]["id"],
+        letter.event_id.to_string(),
+        "{listed}"
+    );
     Topology::new(client).delete_queue(queue).await.unwrap();
 }

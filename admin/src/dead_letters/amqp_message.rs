@@ -33,6 +33,23 @@ pub(super) fn replay_properties(original: &BasicProperties) -> BasicProperties {
     original.clone().with_headers(headers)
 }
 
+/// The properties of a copy put back in the dead-letter queue: everything
+/// the message carries but the broker's count of its deliveries, which the
+/// copy starts without.
+pub(super) fn keep_properties(original: &BasicProperties) -> BasicProperties {
+    let mut headers = FieldTable::default();
+    let old = original.headers().as_ref().map(|t| t.inner());
+    for (name, value) in old.into_iter().flatten() {
+        if name.as_str() != BROKER_DELIVERY_COUNT {
+            headers.insert(name.clone(), value.clone());
+        }
+    }
+    original.clone().with_headers(headers)
+}
+
+/// The header a quorum queue counts a message's failed deliveries in.
+const BROKER_DELIVERY_COUNT: &str = "x-delivery-count";
+
 /// The broker's reason for a message it dead-lettered on a reject.
 fn first_death_reason(properties: &BasicProperties) -> Option<String> {
     let headers = properties.headers().as_ref()?;
@@ -59,6 +76,7 @@ pub(super) fn read(got: &BasicGetMessage) -> DeadLetter {
     if letter.reason.is_none() {
         letter.reason = first_death_reason(properties);
     }
+    letter.read_parking_headers();
     letter.event_type = properties.kind().as_ref().map(|t| t.to_string());
     letter.age_secs = properties.timestamp().map(|sent| {
         let sent = UNIX_EPOCH + Duration::from_secs(sent);
@@ -75,6 +93,9 @@ fn text(value: &AMQPValue) -> Option<String> {
         AMQPValue::ShortString(s) => Some(s.to_string()),
         AMQPValue::LongLongInt(n) => Some(n.to_string()),
         AMQPValue::LongInt(n) => Some(n.to_string()),
+        AMQPValue::LongUInt(n) => Some(n.to_string()),
+        AMQPValue::ShortInt(n) => Some(n.to_string()),
+        AMQPValue::ShortUInt(n) => Some(n.to_string()),
         AMQPValue::Boolean(b) => Some(b.to_string()),
         _ => None,
     }

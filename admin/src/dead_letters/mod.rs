@@ -7,8 +7,14 @@
 //! be run again; a message copied but not yet removed is copied a second
 //! time, and the consumer's inbox handles it once (the event id is kept).
 //!
+//! Looking is free on every broker: listing, showing, filtering and dry
+//! runs leave each dead letter as it was, its parking record included
+//! (how each reader manages that is told in its module). The delivery
+//! count shown is the one the parking acker recorded.
+//!
 //! The copy starts with a fresh delivery count: the broker's dead-letter
-//! records and tidings' delivery counting headers are dropped. The reason
+//! records and tidings' delivery counting headers (the parking record
+//! among them) are dropped. The reason
 //! the consumer parked it moves to [`REPLAYED_REASON_HEADER`], which the
 //! handler can read.
 
@@ -19,6 +25,9 @@ use serde::Serialize;
 
 #[cfg(feature = "rabbitmq")]
 mod amqp_message;
+#[cfg(feature = "rabbitmq")]
+mod amqp_moves;
+mod parking;
 #[cfg(feature = "rabbitmq")]
 mod rabbitmq;
 #[cfg(any(feature = "rabbitmq", feature = "sqs"))]
@@ -261,6 +270,9 @@ mod tests {
             "x-delivery-count",
             "x-dead-letter-reason",
             "x-tidings-prior-deliveries",
+            tidings_core::PARKED_DELIVERIES_HEADER,
+            tidings_core::PARKED_AT_HEADER,
+            tidings_core::FIRST_FAILURE_HEADER,
         ] {
             assert!(is_bookkeeping(name), "{name}");
         }

@@ -1,31 +1,36 @@
 //! RabbitMQ dead-letter queues: `<queue>.dlq`, filled by the consumer's
 //! acker (with the reason) or by the broker on a reject (with `x-death`).
 //!
-//! Reading takes each message with `basic.get` and holds it unacknowledged
-//! until the scan ends, then returns every message not replayed or purged
-//! to the queue with one `basic.nack` (requeue): the broker puts them back
-//! in their places, and nothing is lost if the tool dies, since the broker
-//! requeues a dead channel's messages itself.
-
-use std::time::Duration;
+//! Reading never hands a message back unacknowledged (see
+//! [`amqp_moves`](super::amqp_moves) for why): a scan takes each message
+//! of the dead-letter queue with `basic.get`, publishes a copy of it to the
+//! end of the same queue (every property and header kept but the broker's
+//! `x-delivery-count`), and acks the original once the copy is confirmed.
+//! A pass goes over the queue's whole depth at its start, so the messages
+//! end in the order they had. A message a replay takes is copied to its
+//! original queue instead, and one a purge takes is only acked. Dying
+//! halfway loses nothing: an original not yet acked goes back to its place
+//! when the channel closes, so at worst a message is in the queue twice.
+//!
+//! The other mechanisms were weighed: a dead-letter queue declared without
+//! a delivery limit depends on how an operator declared it (and quorum
+//! queues of RabbitMQ 4 cannot turn it off); a stream queue read by offset
+//! cannot remove the one message replayed; a dead-letter exchange on the
+//! dead-letter queue moves a message elsewhere where the next look would
+//! not find it. Copying works on every queue type and version.
 
 use tidings_rabbitmq::dead_letter_queue;
-use tidings_rabbitmq::lapin::message::BasicGetMessage;
 use tidings_rabbitmq::lapin::options::{
-    BasicAckOptions, BasicGetOptions, BasicNackOptions, BasicPublishOptions, ConfirmSelectOptions,
-    QueueDeclareOptions,
+    BasicGetOptions, ConfirmSelectOptions, QueueDeclareOptions,
 };
 use tidings_rabbitmq::lapin::types::FieldTable;
-use tidings_rabbitmq::lapin::{self, Channel, Confirmation, Connection, ConnectionProperties};
-use tracing::warn;
+use tidings_rabbitmq::lapin::{self, Channel, Connection, ConnectionProperties};
 
-use super::amqp_message::{read, replay_properties};
+use super::amqp_message::{keep_properties, read, replay_properties};
+use super::amqp_moves::Moves;
 use super::scan::{Action, DeadLetterQueues, Scan};
 use super::{DeadLetter, DeadLetterFilter, QueueDepth, ReplayOptions};
 use crate::AdminError;
-
-/// How long a replayed copy may wait for the broker's confirm.
-const CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The dead-letter queues of a RabbitMQ broker.
 ///
@@ -71,7 +76,7 @@ impl RabbitDeadLetters {
     }
 
     /// Takes every message of the dead-letter queue once, acting on those
-    /// matching (up to the filter's limit), and returns the rest.
+    /// matching (up to the filter's limit) and copying the rest back.
     async fn scan_queue(
         &self,
         queue: &str,
@@ -82,58 +87,92 @@ impl RabbitDeadLetters {
         let dlq = dead_letter_queue(queue);
         let channel = self.connection.create_channel().await.map_err(broker)?;
         let depth = count(&channel, &dlq, DLQ_HINT).await?;
-        let acting = action != Action::Peek && !options.dry_run;
         if action == Action::Replay {
             count(&channel, queue, TARGET_HINT).await?;
-            channel
-                .confirm_select(ConfirmSelectOptions::default())
-                .await
-                .map_err(broker)?;
         }
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .map_err(broker)?;
+        let scanned = Pass {
+            channel: &channel,
+            queue,
+            dlq: &dlq,
+            acting: action != Action::Peek && !options.dry_run,
+            action,
+            options,
+        }
+        .run(depth, filter)
+        .await;
+        // On a failure this puts back every message not yet acked.
+        let _ = channel.close(200, "OK".into()).await;
+        scanned
+    }
+}
+
+/// One pass over a dead-letter queue.
+struct Pass<'a> {
+    channel: &'a Channel,
+    queue: &'a str,
+    dlq: &'a str,
+    action: Action,
+    acting: bool,
+    options: ReplayOptions,
+}
+
+impl Pass<'_> {
+    /// Takes `depth` messages (or until the queue is empty), acting on
+    /// those matching and copying every other one back.
+    async fn run(
+        &self,
+        depth: u32,
+        filter: &DeadLetterFilter,
+    ) -> Result<(Vec<DeadLetter>, usize), AdminError> {
+        let mut moves = Moves::new(self.channel);
         let mut letters = Vec::new();
         let mut done = 0;
-        let mut last_held = None;
         for _ in 0..depth {
-            if letters.len() >= filter.limit {
-                break;
-            }
-            let Some(got) = channel
-                .basic_get(dlq.as_str().into(), BasicGetOptions { no_ack: false })
+            let Some(got) = self
+                .channel
+                .basic_get(self.dlq.into(), BasicGetOptions { no_ack: false })
                 .await
                 .map_err(broker)?
             else {
                 break;
             };
-            let tag = got.delivery.delivery_tag;
+            let (tag, body) = (got.delivery.delivery_tag, &got.delivery.data);
             let letter = read(&got);
-            if !filter.matches(&letter) || !acting {
-                last_held = Some(tag);
-                if filter.matches(&letter) {
-                    letters.push(letter);
+            let chosen = letters.len() < filter.limit && filter.matches(&letter);
+            match self.action {
+                Action::Replay if chosen && self.acting => {
+                    if let Some(pause) = self.options.pause().filter(|_| done > 0) {
+                        // Paced, each replay is settled before the next, so
+                        // one stopped halfway has removed what it copied.
+                        moves.settle().await?;
+                        tokio::time::sleep(pause).await;
+                    }
+                    let properties = replay_properties(&got.delivery.properties);
+                    moves
+                        .copy(tag, self.queue, TARGET_HINT, body, properties)
+                        .await?;
+                    done += 1;
                 }
-                continue;
-            }
-            if action == Action::Replay {
-                if let Some(pause) = options.pause().filter(|_| done > 0) {
-                    tokio::time::sleep(pause).await;
+                Action::Purge if chosen && self.acting => {
+                    moves.remove(tag).await?;
+                    done += 1;
                 }
-                republish(&channel, queue, &got).await?;
+                _ => {
+                    let properties = keep_properties(&got.delivery.properties);
+                    moves
+                        .copy(tag, self.dlq, DLQ_HINT, body, properties)
+                        .await?;
+                }
             }
-            channel
-                .basic_ack(tag, BasicAckOptions::default())
-                .await
-                .map_err(broker)?;
-            done += 1;
-            letters.push(letter);
+            if chosen {
+                letters.push(letter);
+            }
         }
-        if let Some(tag) = last_held {
-            let requeue = BasicNackOptions {
-                multiple: true,
-                requeue: true,
-            };
-            channel.basic_nack(tag, requeue).await.map_err(broker)?;
-        }
-        let _ = channel.close(200, "OK".into()).await;
+        moves.settle().await?;
         Ok((letters, done))
     }
 }
@@ -163,57 +202,11 @@ async fn count(channel: &Channel, queue: &str, hint: &'static str) -> Result<u32
     }
 }
 
-/// Publishes a copy of a dead letter to `queue` and waits for the confirm.
-async fn republish(
-    channel: &Channel,
-    queue: &str,
-    got: &BasicGetMessage,
-) -> Result<(), AdminError> {
-    let options = BasicPublishOptions {
-        mandatory: true,
-        immediate: false,
-    };
-    let properties = replay_properties(&got.delivery.properties);
-    let confirm = channel
-        .basic_publish(
-            "".into(),
-            queue.into(),
-            options,
-            &got.delivery.data,
-            properties,
-        )
-        .await
-        .map_err(broker)?;
-    let confirmation = tokio::time::timeout(CONFIRM_TIMEOUT, confirm)
-        .await
-        .map_err(|_| {
-            AdminError::Broker("the broker did not confirm a replayed message in time".into())
-        })?
-        .map_err(broker)?;
-    match confirmation {
-        Confirmation::Ack(None) => Ok(()),
-        Confirmation::Ack(Some(_)) | Confirmation::Nack(Some(_)) => Err(AdminError::UnknownQueue {
-            queue: queue.to_owned(),
-            hint: TARGET_HINT,
-        }),
-        other => {
-            warn!(
-                messaging.destination.name = queue,
-                ?other,
-                "replayed message refused"
-            );
-            Err(AdminError::Broker(
-                format!("the broker refused a replayed message ({other:?})").into(),
-            ))
-        }
-    }
-}
-
 fn is_not_found(error: &lapin::Error) -> bool {
     error.to_string().contains("NOT_FOUND")
 }
 
-fn broker(error: lapin::Error) -> AdminError {
+pub(super) fn broker(error: lapin::Error) -> AdminError {
     AdminError::Broker(Box::new(error))
 }
 

@@ -5,6 +5,15 @@
 //! Reading receives each message with a visibility timeout and holds it
 //! invisible until the scan ends, then makes every message not replayed or
 //! purged visible again. If the tool dies, the timeout returns them.
+//!
+//! A receive changes nothing a reader sees but the message's
+//! `ApproximateReceiveCount`, which counts reads as deliveries. Only a
+//! redrive policy acts on that count: a dead-letter queue with one of its
+//! own would move its messages on after that many looks, so a scan refuses
+//! such a queue before it reads anything, naming the command that removes
+//! the policy. The delivery count shown is the one the parking acker
+//! recorded. A scan stops once it has seen as many messages as the queue
+//! held when it started, instead of waiting out an empty long poll.
 
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -52,7 +61,12 @@ impl SqsDeadLetters {
         action: Action,
         options: ReplayOptions,
     ) -> Result<(Vec<DeadLetter>, usize), AdminError> {
-        let dlq_url = self.url(&dead_letter_queue(queue), DLQ_HINT).await?;
+        let dlq = dead_letter_queue(queue);
+        let dlq_url = self.url(&dlq, DLQ_HINT).await?;
+        let state = self.state(&dlq_url).await?;
+        if let Some(policy) = state.redrive_policy {
+            return Err(refuse_redriven(&dlq, &dlq_url, &policy));
+        }
         let target = match action {
             Action::Replay => Some(self.url(queue, TARGET_HINT).await?),
             _ => None,
@@ -63,7 +77,7 @@ impl SqsDeadLetters {
         let mut letters = Vec::new();
         let mut done = 0;
         let outcome = async {
-            while letters.len() < filter.limit {
+            while letters.len() < filter.limit && (seen.len() as u64) < state.depth {
                 let batch = self.receive(&dlq_url).await?;
                 if batch.is_empty() {
                     break;
@@ -102,6 +116,27 @@ impl SqsDeadLetters {
         .await;
         self.release(&dlq_url, held).await;
         outcome.map(|()| (letters, done))
+    }
+
+    /// The queue's depth and redrive policy, in one `GetQueueAttributes`.
+    async fn state(&self, url: &str) -> Result<QueueState, AdminError> {
+        let output = self
+            .client
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::RedrivePolicy)
+            .send()
+            .await
+            .map_err(broker)?;
+        let attribute = |name| output.attributes().and_then(|a| a.get(&name)).cloned();
+        Ok(QueueState {
+            depth: attribute(QueueAttributeName::ApproximateNumberOfMessages)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0),
+            redrive_policy: attribute(QueueAttributeName::RedrivePolicy)
+                .filter(|policy| !policy.trim().is_empty()),
+        })
     }
 
     async fn receive(&self, url: &str) -> Result<Vec<Message>, AdminError> {
@@ -174,6 +209,25 @@ impl SqsDeadLetters {
     }
 }
 
+/// What a scan reads of a dead-letter queue before it starts.
+struct QueueState {
+    /// Messages in it (approximately).
+    depth: u64,
+    /// Its own redrive policy, if it has one.
+    redrive_policy: Option<String>,
+}
+
+/// The error refusing to read a dead-letter queue with a redrive policy of
+/// its own, with the command that removes the policy.
+fn refuse_redriven(dlq: &str, url: &str, policy: &str) -> AdminError {
+    AdminError::Invalid(format!(
+        "dead-letter queue {dlq:?} has a redrive policy of its own ({policy}), so reading \
+         its messages would move them on after a few looks; remove the policy with \
+         `aws sqs set-queue-attributes --queue-url {url} --attributes '{{\"RedrivePolicy\":\"\"}}'` \
+         and run the command again"
+    ))
+}
+
 const DLQ_HINT: &str =
     "its queue was never declared with a dead-letter queue, or the name is misspelt";
 const TARGET_HINT: &str = "create it again (Topology::declare_queue) before replaying into it";
@@ -189,6 +243,7 @@ fn read(message: &Message) -> DeadLetter {
     let event_type = headers.get("ce-type").cloned();
     let mut letter = DeadLetter::new(id, headers, body);
     letter.event_type = event_type;
+    letter.read_parking_headers();
     letter.age_secs = message
         .attributes()
         .and_then(|a| a.get(&MessageSystemAttributeName::SentTimestamp))
@@ -212,19 +267,7 @@ impl DeadLetterQueues for SqsDeadLetters {
     async fn depth(&self, queue: &str) -> Result<QueueDepth, AdminError> {
         let dlq = dead_letter_queue(queue);
         let url = self.url(&dlq, DLQ_HINT).await?;
-        let output = self
-            .client
-            .get_queue_attributes()
-            .queue_url(&url)
-            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
-            .send()
-            .await
-            .map_err(broker)?;
-        let messages = output
-            .attributes()
-            .and_then(|a| a.get(&QueueAttributeName::ApproximateNumberOfMessages))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
+        let messages = self.state(&url).await?.depth;
         Ok(QueueDepth {
             queue: dlq,
             messages,

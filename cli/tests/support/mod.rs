@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub(crate) mod consumer;
+pub(crate) mod looks;
+pub(crate) mod rabbit;
 
 use std::time::Duration;
 

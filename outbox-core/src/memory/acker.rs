@@ -1,6 +1,6 @@
 //! Consuming from the in-memory broker.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
@@ -8,7 +8,18 @@ use tokio::time::Instant;
 
 use super::broker::{BrokerState, MemoryBroker, Stored};
 use crate::cloudevents::from_attributes;
-use crate::{AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, Redelivery, SourceError};
+use crate::{
+    AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, FIRST_FAILURE_HEADER, PARKED_AT_HEADER,
+    PARKED_DELIVERIES_HEADER, Redelivery, SourceError,
+};
+
+/// The headers the acker records its delivery bookkeeping in, which a
+/// handler is not handed.
+const BOOKKEEPING: [&str; 3] = [
+    PARKED_DELIVERIES_HEADER,
+    PARKED_AT_HEADER,
+    FIRST_FAILURE_HEADER,
+];
 
 /// How long a waiting stream sleeps before looking again, should a wake-up
 /// be missed.
@@ -86,6 +97,7 @@ fn take_ready(
         let attrs = stored
             .attributes
             .iter()
+            .filter(|(k, _)| !BOOKKEEPING.contains(&k.as_str()))
             .map(|(k, v)| (k.as_str(), v.as_str()));
         match from_attributes(attrs, stored.payload.clone()) {
             Ok(envelope) => {
@@ -110,19 +122,39 @@ fn take_ready(
     }
 }
 
+/// Parks `stored` in `dead_letter` with the reason and the parking record:
+/// the deliveries it had, the time, and the time of its first failure
+/// (kept if a delayed retry recorded it).
 fn dead_letter_into(
     state: &mut BrokerState,
     dead_letter: Option<String>,
     mut stored: Stored,
     reason: &str,
 ) {
-    stored
-        .attributes
-        .insert(DEAD_LETTER_REASON_HEADER.to_owned(), reason.to_owned());
+    let now = now_millis();
+    let attributes = &mut stored.attributes;
+    attributes.insert(DEAD_LETTER_REASON_HEADER.to_owned(), reason.to_owned());
+    attributes.insert(
+        PARKED_DELIVERIES_HEADER.to_owned(),
+        stored.deliveries.to_string(),
+    );
+    attributes.insert(PARKED_AT_HEADER.to_owned(), now.clone());
+    attributes
+        .entry(FIRST_FAILURE_HEADER.to_owned())
+        .or_insert(now);
     stored.deliveries = 0;
     if let Some(dlq) = dead_letter.and_then(|name| state.queues.get_mut(&name)) {
         dlq.ready.push_back(stored);
     }
+}
+
+/// Now, in milliseconds since the Unix epoch.
+fn now_millis() -> String {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis()
+        .to_string()
 }
 
 /// Settles one delivery of a [`MemoryBroker`]. Dropped unsettled, it
@@ -152,10 +184,17 @@ impl MemoryAcker {
     }
 
     fn requeue(&mut self, queue: String, at: Option<Instant>) -> Result<(), AckError> {
-        self.settle(move |state, _, stored| {
+        self.settle(move |state, _, mut stored| {
             if let Some(q) = state.queues.get_mut(&queue) {
                 match at {
-                    Some(at) => q.delayed.push((at, stored)),
+                    Some(at) => {
+                        // A delayed retry records when the failures began.
+                        stored
+                            .attributes
+                            .entry(FIRST_FAILURE_HEADER.to_owned())
+                            .or_insert_with(now_millis);
+                        q.delayed.push((at, stored));
+                    }
                     None => q.ready.push_back(stored),
                 }
             }
@@ -188,5 +227,46 @@ impl Drop for MemoryAcker {
         if !self.settled {
             let _ = self.requeue(self.queue.clone(), None);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::{Envelope, Publisher, Source};
+
+    fn parked(broker: &MemoryBroker, dlq: &str) -> std::collections::BTreeMap<String, String> {
+        let state = broker.lock();
+        state.queues[dlq].ready[0].attributes.clone()
+    }
+
+    #[tokio::test]
+    async fn a_parked_message_records_its_deliveries_and_first_failure() {
+        let broker = MemoryBroker::new();
+        let dlq = broker.declare_queue("orders");
+        let envelope = Envelope::new("r", "orders", "order.placed", Bytes::new(), "text/plain");
+        broker.publish(&envelope).await.unwrap();
+        let mut stream = broker.subscribe("orders").await.unwrap();
+
+        let (_, _, first) = stream.next().await.unwrap().unwrap().into_parts();
+        let retry = Redelivery::After(Duration::from_millis(5));
+        first.nack(retry).await.unwrap();
+        let (envelope, count, second) = stream.next().await.unwrap().unwrap().into_parts();
+        assert_eq!(count, Some(2));
+        assert!(
+            !envelope.headers.contains_key(FIRST_FAILURE_HEADER),
+            "a handler was handed the acker's bookkeeping"
+        );
+        second.dead_letter("gave up".into()).await.unwrap();
+
+        let record = parked(&broker, &dlq);
+        assert_eq!(record[DEAD_LETTER_REASON_HEADER], "gave up");
+        assert_eq!(record[PARKED_DELIVERIES_HEADER], "2");
+        let at: u128 = record[PARKED_AT_HEADER].parse().unwrap();
+        let first_failure: u128 = record[FIRST_FAILURE_HEADER].parse().unwrap();
+        assert!(first_failure <= at, "{first_failure} after {at}");
     }
 }

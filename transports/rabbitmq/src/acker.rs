@@ -1,13 +1,16 @@
 //! Settling one delivery: ack, requeue now or after a delay, dead-letter.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use lapin::options::{BasicNackOptions, BasicPublishOptions, BasicRejectOptions};
 use lapin::types::{AMQPValue, FieldTable, LongString};
 use lapin::{BasicProperties, Channel, Confirmation};
-use tidings_core::{AckError, Acker, PublishError, Redelivery};
+use tidings_core::{
+    AckError, Acker, FIRST_FAILURE_HEADER, PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER,
+    PublishError, Redelivery,
+};
 
 use crate::ack_window::AckWindow;
 use crate::error::{ack_error, ack_publish_error, publish_error};
@@ -50,13 +53,19 @@ pub(crate) struct Received {
 ///   [`delay_queue`](crate::delay_queue)), which dead-letters it back to the
 ///   queue when the TTL runs out, then acks the original. Messages in the
 ///   delay queue expire in order, so a message waits at least its own delay
-///   and at most as long as the longest delay queued ahead of it.
+///   and at most as long as the longest delay queued ahead of it. The
+///   first such copy records the time in [`FIRST_FAILURE_HEADER`], and
+///   every later copy keeps it.
 /// - `dead_letter(reason)` republishes it to the queue's dead-letter
 ///   exchange with the reason in the [`DEAD_LETTER_REASON_HEADER`] header,
 ///   then acks the original. A plain reject could not carry the reason; if
 ///   the republish fails, the message is rejected without requeue instead,
 ///   and still lands in the dead-letter queue, with the broker's `x-death`
-///   record but no reason.
+///   record but no reason. The copy also records the delivery count in
+///   [`PARKED_DELIVERIES_HEADER`], the time in [`PARKED_AT_HEADER`], and
+///   keeps [`FIRST_FAILURE_HEADER`] (set to now if no delayed retry set
+///   it), so a dead-letter reader shows the acker's count, not the
+///   broker's count of reads.
 ///
 /// A republish is confirmed before the original is acked, so a crash in
 /// between leaves a copy in both places, never in neither. Dropped
@@ -153,7 +162,8 @@ impl RabbitAcker {
     }
 
     /// The original properties with the transport's counting headers
-    /// replaced.
+    /// replaced (the parking record included, which only the parked copy
+    /// carries).
     fn copy_properties(&self, edit: impl FnOnce(&mut FieldTable)) -> BasicProperties {
         let mut headers = FieldTable::default();
         for (name, value) in self
@@ -163,7 +173,15 @@ impl RabbitAcker {
             .iter()
             .flat_map(|t| t.inner())
         {
-            if name.as_str() != QUORUM_DELIVERY_COUNT && name.as_str() != PRIOR_DELIVERIES_HEADER {
+            let name_str = name.as_str();
+            if ![
+                QUORUM_DELIVERY_COUNT,
+                PRIOR_DELIVERIES_HEADER,
+                PARKED_DELIVERIES_HEADER,
+                PARKED_AT_HEADER,
+            ]
+            .contains(&name_str)
+            {
                 headers.insert(name.clone(), value.clone());
             }
         }
@@ -176,10 +194,8 @@ impl RabbitAcker {
         let millis = delay.as_millis().max(1).to_string();
         let properties = self
             .copy_properties(|h| {
-                h.insert(
-                    PRIOR_DELIVERIES_HEADER.into(),
-                    AMQPValue::LongString(LongString::from(prior.to_string())),
-                );
+                put(h, PRIOR_DELIVERIES_HEADER, prior.to_string());
+                first_failure(h, &now_millis());
             })
             .with_expiration(millis.as_str().into());
         let target = delay_queue(&self.received.queue);
@@ -195,12 +211,8 @@ impl RabbitAcker {
 
     async fn dead_letter_with(&mut self, reason: &str) -> Result<(), AckError> {
         let reason = truncate(reason, MAX_REASON_LEN);
-        let properties = self.copy_properties(|h| {
-            h.insert(
-                DEAD_LETTER_REASON_HEADER.into(),
-                AMQPValue::LongString(LongString::from(reason)),
-            );
-        });
+        let deliveries = self.received.delivery_count;
+        let properties = self.copy_properties(|h| park(h, reason, deliveries, &now_millis()));
         let queue = self.received.queue.clone();
         match self
             .republish(&dead_letter_exchange(&queue), &queue, properties)
@@ -213,6 +225,37 @@ impl RabbitAcker {
             }
         }
     }
+}
+
+/// Writes the parking record on a parked copy's headers: the reason, the
+/// deliveries so far, the time (`now`, ms since the epoch), and the first
+/// failure's time, kept if a delayed retry recorded it.
+fn park(headers: &mut FieldTable, reason: &str, deliveries: u32, now: &str) {
+    put(headers, DEAD_LETTER_REASON_HEADER, reason);
+    put(headers, PARKED_DELIVERIES_HEADER, deliveries.to_string());
+    put(headers, PARKED_AT_HEADER, now);
+    first_failure(headers, now);
+}
+
+/// Records `now` as the first failure's time unless one is recorded.
+fn first_failure(headers: &mut FieldTable, now: &str) {
+    if !headers.contains_key(FIRST_FAILURE_HEADER) {
+        put(headers, FIRST_FAILURE_HEADER, now);
+    }
+}
+
+fn put(headers: &mut FieldTable, name: &str, value: impl Into<String>) {
+    let value: String = value.into();
+    headers.insert(name.into(), AMQPValue::LongString(LongString::from(value)));
+}
+
+/// Now, in milliseconds since the Unix epoch.
+fn now_millis() -> String {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis()
+        .to_string()
 }
 
 fn truncate(text: &str, max: usize) -> &str {
@@ -277,6 +320,49 @@ pub(crate) async fn dead_letter_unreadable(mut acker: RabbitAcker, reason: &str)
 
 #[cfg(test)]
 mod tests {
+    use lapin::types::{AMQPValue, FieldTable, LongString};
+    use tidings_core::{
+        DEAD_LETTER_REASON_HEADER, FIRST_FAILURE_HEADER, PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER,
+    };
+
+    fn get(headers: &FieldTable, name: &str) -> Option<String> {
+        match headers.inner().get(name)? {
+            AMQPValue::LongString(s) => Some(String::from_utf8_lossy(s.as_bytes()).into_owned()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_parked_copy_records_count_time_and_first_failure() {
+        let mut headers = FieldTable::default();
+        super::park(&mut headers, "bad total", 3, "1700000000000");
+        assert_eq!(
+            get(&headers, DEAD_LETTER_REASON_HEADER).unwrap(),
+            "bad total"
+        );
+        assert_eq!(get(&headers, PARKED_DELIVERIES_HEADER).unwrap(), "3");
+        assert_eq!(get(&headers, PARKED_AT_HEADER).unwrap(), "1700000000000");
+        assert_eq!(
+            get(&headers, FIRST_FAILURE_HEADER).unwrap(),
+            "1700000000000"
+        );
+    }
+
+    #[test]
+    fn the_first_failure_of_a_delayed_retry_is_kept() {
+        let mut headers = FieldTable::default();
+        headers.insert(
+            FIRST_FAILURE_HEADER.into(),
+            AMQPValue::LongString(LongString::from("1600000000000")),
+        );
+        super::first_failure(&mut headers, "1650000000000");
+        super::park(&mut headers, "gave up", 5, "1700000000000");
+        assert_eq!(
+            get(&headers, FIRST_FAILURE_HEADER).unwrap(),
+            "1600000000000"
+        );
+    }
+
     #[test]
     fn truncates_on_char_boundaries() {
         assert_eq!(super::truncate("héllo", 2), "h");

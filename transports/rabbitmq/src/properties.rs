@@ -115,11 +115,14 @@ pub(crate) fn decode(
 }
 
 /// Headers the broker or this transport adds, which are not the
-/// envelope's.
+/// envelope's: a handler never sees the acker's delivery bookkeeping.
 fn is_broker_header(name: &str) -> bool {
     name == "x-death"
         || name == QUORUM_DELIVERY_COUNT
         || name == PRIOR_DELIVERIES_HEADER
+        || name == tidings_core::FIRST_FAILURE_HEADER
+        || name == tidings_core::PARKED_AT_HEADER
+        || name == tidings_core::PARKED_DELIVERIES_HEADER
         || name.starts_with("x-first-death-")
         || name.starts_with("x-last-death-")
 }
@@ -223,6 +226,13 @@ mod tests {
             "x-first-death-reason".into(),
             AMQPValue::LongString("expired".into()),
         );
+        for name in [
+            tidings_core::FIRST_FAILURE_HEADER,
+            tidings_core::PARKED_AT_HEADER,
+            tidings_core::PARKED_DELIVERIES_HEADER,
+        ] {
+            headers.insert(name.into(), AMQPValue::LongString("1700000000000".into()));
+        }
         props = props.with_headers(headers);
         assert_eq!(decode(&props, env.payload.clone()).unwrap(), env);
     }
