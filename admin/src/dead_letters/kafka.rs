@@ -44,7 +44,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// use tidings_admin::dead_letters::{
 ///     DeadLetterFilter, DeadLetterQueues, KafkaDeadLetters, ReplayOptions,
 /// };
-/// use tidings_kafka::ClientOptions;
+/// use tidings_admin::tidings_kafka::ClientOptions;
 ///
 /// let dead = KafkaDeadLetters::new(&ClientOptions::new("127.0.0.1:9092"))?;
 /// let report = dead.replay("orders", &DeadLetterFilter::default(), ReplayOptions::new()).await?;
