@@ -17,6 +17,8 @@ pub use stores::AdminStore;
 pub use tenants::{TenantStatus, Tenants};
 pub use views::{ConsumerStatus, FailedEntry, PurgeReport, RouteStatus, Status};
 
+#[cfg(feature = "kafka")]
+pub use tidings_kafka;
 #[cfg(feature = "mongo")]
 pub use tidings_mongo;
 #[cfg(feature = "postgres")]

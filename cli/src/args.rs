@@ -286,6 +286,14 @@ pub(crate) struct BrokerArgs {
     /// the usual AWS settings).
     #[arg(long, global = true, env = "TIDINGS_SQS_ENDPOINT")]
     pub(crate) sqs_endpoint: Option<String>,
+    /// Kafka brokers, a comma-separated list of host:port.
+    #[arg(
+        long,
+        global = true,
+        env = "TIDINGS_KAFKA_BROKERS",
+        default_value = "127.0.0.1:9092"
+    )]
+    pub(crate) kafka_brokers: String,
 }
 
 /// A broker kind.
@@ -295,6 +303,9 @@ pub(crate) enum BrokerKind {
     Rabbitmq,
     /// SQS: the dead-letter queue of `q` is `q-dlq` (needs the `sqs` feature).
     Sqs,
+    /// Kafka: the dead-letter topic of `t` is `t.dlt` (needs the `kafka`
+    /// feature).
+    Kafka,
 }
 
 /// What to do with dead letters.

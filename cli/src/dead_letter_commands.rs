@@ -24,6 +24,7 @@ pub(crate) async fn run(
             on(&broker, action, json).await
         }
         BrokerKind::Sqs => sqs(args, action, json).await,
+        BrokerKind::Kafka => kafka(args, action, json).await,
     }
 }
 
@@ -105,6 +106,19 @@ async fn sqs(args: &BrokerArgs, action: DeadLetterAction, json: bool) -> anyhow:
     use tidings_admin::dead_letters::SqsDeadLetters;
     let broker = SqsDeadLetters::new(crate::connect::sqs_client(args.sqs_endpoint.as_deref()));
     on(&broker, action, json).await
+}
+
+#[cfg(not(feature = "kafka"))]
+async fn kafka(_: &BrokerArgs, _: DeadLetterAction, _: bool) -> anyhow::Result<()> {
+    anyhow::bail!("this build has no Kafka support; build tidings-cli with --features kafka")
+}
+
+#[cfg(feature = "kafka")]
+async fn kafka(args: &BrokerArgs, action: DeadLetterAction, json: bool) -> anyhow::Result<()> {
+    use tidings_admin::dead_letters::KafkaDeadLetters;
+    use tidings_admin::tidings_kafka::ClientOptions;
+    let client = ClientOptions::new(&args.kafka_brokers).client_id("tidings-cli");
+    on(&KafkaDeadLetters::new(&client)?, action, json).await
 }
 
 fn filter(args: &DeadLetterArgs) -> DeadLetterFilter {

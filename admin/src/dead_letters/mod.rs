@@ -25,20 +25,28 @@ use serde::Serialize;
 
 #[cfg(feature = "rabbitmq")]
 mod amqp_message;
+#[cfg(feature = "kafka")]
+mod kafka;
+#[cfg(feature = "kafka")]
+mod kafka_log;
 #[cfg(feature = "rabbitmq")]
 mod amqp_moves;
 mod parking;
 #[cfg(feature = "rabbitmq")]
 mod rabbitmq;
-#[cfg(any(feature = "rabbitmq", feature = "sqs"))]
+#[cfg(any(feature = "rabbitmq", feature = "sqs", feature = "kafka"))]
 mod scan;
 
 #[cfg(feature = "sqs")]
 mod sqs;
 
+#[cfg(feature = "kafka")]
+pub use kafka::KafkaDeadLetters;
+#[cfg(feature = "kafka")]
+pub use kafka_log::{RESOLUTION_HEADER, RESOLVED_HEADER};
 #[cfg(feature = "rabbitmq")]
 pub use rabbitmq::RabbitDeadLetters;
-#[cfg(any(feature = "rabbitmq", feature = "sqs"))]
+#[cfg(any(feature = "rabbitmq", feature = "sqs", feature = "kafka"))]
 pub use scan::DeadLetterQueues;
 #[cfg(feature = "sqs")]
 pub use sqs::SqsDeadLetters;
@@ -72,7 +80,7 @@ pub struct DeadLetter {
 }
 
 impl DeadLetter {
-    #[cfg(any(feature = "rabbitmq", feature = "sqs", test))]
+    #[cfg(any(feature = "rabbitmq", feature = "sqs", feature = "kafka", test))]
     pub(crate) fn new(id: String, headers: BTreeMap<String, String>, body: &[u8]) -> Self {
         Self {
             id,
@@ -177,7 +185,7 @@ impl ReplayOptions {
     }
 
     /// The pause between two messages.
-    #[cfg(any(feature = "rabbitmq", feature = "sqs"))]
+    #[cfg(any(feature = "rabbitmq", feature = "sqs", feature = "kafka"))]
     pub(crate) fn pause(&self) -> Option<Duration> {
         self.rate.map(|r| Duration::from_secs_f64(1.0 / r))
     }
@@ -211,7 +219,7 @@ pub struct QueueDepth {
 /// The headers a replayed copy carries: `headers` without the broker's
 /// and tidings' delivery bookkeeping, the parking reason under
 /// [`REPLAYED_REASON_HEADER`].
-#[cfg(any(feature = "rabbitmq", test))]
+#[cfg(any(feature = "rabbitmq", feature = "kafka", test))]
 pub(crate) fn is_bookkeeping(name: &str) -> bool {
     name == "x-death"
         || name.starts_with("x-first-death-")

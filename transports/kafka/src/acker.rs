@@ -14,7 +14,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use tidings_core::{AckError, Acker, DEAD_LETTER_REASON_HEADER, Redelivery};
+use tidings_core::{
+    AckError, Acker, DEAD_LETTER_REASON_HEADER, FIRST_FAILURE_HEADER, PARKED_AT_HEADER,
+    PARKED_DELIVERIES_HEADER, Redelivery,
+};
 
 use crate::error::ack_error;
 use crate::offsets::{Offsets, Ticket};
@@ -54,7 +57,9 @@ impl Settling {
         self.producer.send(outgoing).await.map_err(ack_error)
     }
 
-    /// Parks `record` in the dead-letter topic with `reason`.
+    /// Parks `record` in the dead-letter topic with `reason`, the number
+    /// of deliveries it had, when it was parked and when it first failed
+    /// (now, when it never failed before).
     pub(crate) async fn dead_letter(
         &self,
         record: &Record,
@@ -62,10 +67,14 @@ impl Settling {
         reason: &str,
     ) -> Result<(), AckError> {
         let origin = format!("{}/{}/{}", record.topic, record.partition, record.offset);
+        let now = SystemTime::now();
         let extra = [
             (DEAD_LETTER_REASON_HEADER, reason.to_owned()),
             (ORIGIN_HEADER, origin),
             (PRIOR_DELIVERIES_HEADER, deliveries.to_string()),
+            (PARKED_DELIVERIES_HEADER, deliveries.to_string()),
+            (PARKED_AT_HEADER, unix_millis(now)),
+            (FIRST_FAILURE_HEADER, first_failure(record, now)),
         ];
         self.republish(record, &self.dead_letter_topic, &extra)
             .await
@@ -153,6 +162,10 @@ impl Acker for KafkaAcker {
         let extra = [
             (PRIOR_DELIVERIES_HEADER, pending.deliveries.to_string()),
             (RETRY_AT_HEADER, unix_millis(due)),
+            (
+                FIRST_FAILURE_HEADER,
+                first_failure(&pending.record, SystemTime::now()),
+            ),
         ];
         let settling = &pending.settling;
         let result = settling
@@ -168,6 +181,15 @@ impl Acker for KafkaAcker {
             .dead_letter(&pending.record, pending.deliveries, &reason)
             .await;
         finish(pending, result)
+    }
+}
+
+/// When `record` first failed, as a header value: the time an earlier
+/// retry recorded, else `now`.
+fn first_failure(record: &Record, now: SystemTime) -> String {
+    match record.control_headers().first_failure {
+        Some(ms) => ms.to_string(),
+        None => unix_millis(now),
     }
 }
 

@@ -51,6 +51,12 @@ impl ClientOptions {
         self
     }
 
+    /// The librdkafka configuration these options give, for a client of
+    /// the caller's own (a tool that reads a topic whole, for example).
+    pub fn client_config(&self) -> ClientConfig {
+        self.config(&[])
+    }
+
     /// A librdkafka configuration with these options and `own` (the
     /// client's own settings) under the caller's properties.
     pub(crate) fn config(&self, own: &[(&str, String)]) -> ClientConfig {

@@ -13,7 +13,9 @@ use bytes::Bytes;
 use rdkafka::Message;
 use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
 use tidings_core::cloudevents::{AttributeError, from_message, to_attributes};
-use tidings_core::{Envelope, PublishError, reserved};
+use tidings_core::{
+    Envelope, FIRST_FAILURE_HEADER, PublishError, REPLAYED_REASON_HEADER, reserved,
+};
 
 pub use tidings_core::DEAD_LETTER_REASON_HEADER;
 
@@ -46,6 +48,9 @@ pub(crate) struct Control {
     pub(crate) prior_deliveries: u32,
     /// When a retry record is due.
     pub(crate) retry_at: Option<SystemTime>,
+    /// When its first delivery failed, in milliseconds since the Unix
+    /// epoch, once one has.
+    pub(crate) first_failure: Option<u64>,
 }
 
 impl Record {
@@ -85,6 +90,7 @@ impl Record {
             prior_deliveries: number(PRIOR_DELIVERIES_HEADER)
                 .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
             retry_at: number(RETRY_AT_HEADER).map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
+            first_failure: number(FIRST_FAILURE_HEADER),
         }
     }
 
@@ -130,11 +136,15 @@ impl Record {
 }
 
 /// Whether `name` is one of the headers the transport writes for itself
-/// (retry bookkeeping), which never reach the envelope.
+/// (retry and parking bookkeeping), which never reach the envelope. The
+/// reason a replayed dead letter was parked for is the exception: the
+/// handler reads it, and retries of the copy carry it along.
 fn is_control(name: &str) -> bool {
     const PREFIX: &[u8] = b"x-tidings-";
-    let name = name.as_bytes();
-    name.len() >= PREFIX.len() && name[..PREFIX.len()].eq_ignore_ascii_case(PREFIX)
+    let bytes = name.as_bytes();
+    bytes.len() >= PREFIX.len()
+        && bytes[..PREFIX.len()].eq_ignore_ascii_case(PREFIX)
+        && !name.eq_ignore_ascii_case(REPLAYED_REASON_HEADER)
 }
 
 /// Milliseconds since the Unix epoch, as a header value.
@@ -275,6 +285,31 @@ mod tests {
         assert!(!is_control("x-tidings"));
         assert!(!is_control("ünicode-header-name"));
         assert!(!is_control("x-tidingsü-name"));
+        assert!(!is_control(REPLAYED_REASON_HEADER));
+    }
+
+    #[test]
+    fn a_replay_reason_reaches_the_envelope_and_retries() {
+        let mut record = record_of(&sample());
+        record.headers.push((
+            REPLAYED_REASON_HEADER.into(),
+            Some(b"handler: bad total".to_vec()),
+        ));
+        record
+            .headers
+            .push((FIRST_FAILURE_HEADER.into(), Some(b"1000".to_vec())));
+        let envelope = record.envelope().unwrap();
+        assert_eq!(
+            envelope
+                .headers
+                .get(REPLAYED_REASON_HEADER)
+                .map(String::as_str),
+            Some("handler: bad total")
+        );
+        assert!(!envelope.headers.contains_key(FIRST_FAILURE_HEADER));
+        assert_eq!(record.control_headers().first_failure, Some(1000));
+        let copy = record.headers_with(&[]);
+        assert!(copy.iter().any(|h| h.key == REPLAYED_REASON_HEADER));
     }
 
     #[test]

@@ -1,14 +1,20 @@
 //! Kafka-specific settling: a delayed retry does not block its partition,
-//! a new member counts a possibly unsettled record as a redelivery, and
-//! commits never pass an unsettled record.
+//! a new member counts a possibly unsettled record as a redelivery,
+//! commits never pass an unsettled record, and a parked record says how
+//! often and since when it failed.
 
 mod support;
 
 use std::time::Duration;
 
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
 use support::{client, create_topic, group};
-use tidings_core::{Publisher, Redelivery};
-use tidings_kafka::{KafkaPublisher, KafkaSource, PublisherOptions};
+use tidings_core::{
+    DEAD_LETTER_REASON_HEADER, FIRST_FAILURE_HEADER, PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER,
+    Publisher, REPLAYED_REASON_HEADER, Redelivery,
+};
+use tidings_kafka::{KafkaPublisher, KafkaSource, PublisherOptions, dead_letter_topic};
 use tidings_testing::broker::{envelope, next, next_within, subscribe};
 
 fn publisher() -> KafkaPublisher {
@@ -93,4 +99,65 @@ async fn a_new_member_resumes_at_the_lowest_unsettled_record() {
             .is_none(),
         "record 0 was settled and committed"
     );
+}
+
+/// A record parked after a retry carries the deliveries it had, when it
+/// was parked, and when it first failed (recorded by its first retry); a
+/// copy of it sent back with the reason in the replay header hands the
+/// reason to the handler.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_record_says_how_often_and_since_when_it_failed() {
+    let topic = create_topic("park", 1).await;
+    let event = envelope(&topic, 1);
+    publisher().publish(&event).await.expect("publish");
+    let source = KafkaSource::new(&client(), group("park")).expect("source");
+    let mut stream = subscribe(&source, &topic).await;
+    next(&mut stream)
+        .await
+        .nack(Redelivery::After(Duration::from_millis(200)))
+        .await
+        .expect("nack");
+    let retried = next(&mut stream).await;
+    assert_eq!(retried.delivery_count(), Some(2));
+    retried
+        .dead_letter("handler: bad total")
+        .await
+        .expect("park");
+
+    let records = support::read_all(&dead_letter_topic(&topic), 1, 1).await;
+    let parked = &records[0].1;
+    assert_eq!(parked[PARKED_DELIVERIES_HEADER], "2", "{parked:?}");
+    let at = |name: &str| parked[name].parse::<u64>().expect(name);
+    let failing = at(PARKED_AT_HEADER) - at(FIRST_FAILURE_HEADER);
+    assert!(
+        failing >= 200,
+        "first failure not kept from the retry: {parked:?}"
+    );
+
+    let mut headers = OwnedHeaders::new();
+    for (name, value) in parked.iter().filter(|(n, _)| !n.starts_with("x-")) {
+        headers = headers.insert(Header {
+            key: name,
+            value: Some(value.as_bytes()),
+        });
+    }
+    headers = headers.insert(Header {
+        key: REPLAYED_REASON_HEADER,
+        value: Some(parked[DEAD_LETTER_REASON_HEADER].as_bytes()),
+    });
+    let producer: FutureProducer = client().client_config().create().expect("producer");
+    let copy = FutureRecord::<[u8], [u8]>::to(&topic)
+        .payload(&event.payload[..])
+        .headers(headers);
+    producer
+        .send(copy, Duration::from_secs(10))
+        .await
+        .expect("send the copy");
+    let replayed = next(&mut stream).await;
+    assert_eq!(replayed.envelope().event_id, event.event_id);
+    assert_eq!(
+        replayed.envelope().headers.get(REPLAYED_REASON_HEADER),
+        Some(&"handler: bad total".to_owned())
+    );
+    replayed.ack().await.expect("ack");
 }
