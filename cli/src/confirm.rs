@@ -11,7 +11,6 @@ use anyhow::bail;
 /// Whether to go on with `what` (for example "delete 3 dead letters from
 /// orders.dlq"): `yes` goes on at once; otherwise a person on a terminal is
 /// asked, and anything but `y` or `yes` stops.
-#[allow(dead_code)] // used by the purge and delete commands
 pub(crate) fn confirm(what: &str, yes: bool) -> anyhow::Result<bool> {
     if yes {
         return Ok(true);
@@ -25,5 +24,8 @@ pub(crate) fn confirm(what: &str, yes: bool) -> anyhow::Result<bool> {
     stderr.flush()?;
     let mut answer = String::new();
     stdin.lock().read_line(&mut answer)?;
-    Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
 }

@@ -5,6 +5,7 @@ mod args;
 mod confirm;
 mod connect;
 mod dead_letter_commands;
+mod failed_commands;
 mod output;
 mod page;
 mod store_commands;

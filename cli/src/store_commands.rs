@@ -10,7 +10,7 @@ use crate::args::{
     BrokerArgs, Command, FailedArgs, FailedCommand, FinishedStatus, InboxCommand, PurgeArgs,
     StoreArgs, StoreKind,
 };
-use crate::{connect, output, page};
+use crate::{connect, failed_commands, output, page};
 
 /// Runs `command` on the store `args` name.
 pub(crate) async fn run(
@@ -21,10 +21,10 @@ pub(crate) async fn run(
 ) -> anyhow::Result<()> {
     match (args.store, command) {
         (StoreKind::Postgres, Command::Serve(serve)) => {
-            page::serve(connect::postgres(args).await?, broker, serve).await
+            page::serve(connect::postgres(args).await?, args, broker, serve).await
         }
         (StoreKind::Mongo, Command::Serve(serve)) => {
-            page::serve(connect::mongo(args).await?, broker, serve).await
+            page::serve(connect::mongo(args).await?, args, broker, serve).await
         }
         (StoreKind::Postgres, command) => {
             run_on(connect::postgres(args).await?, command, json).await
@@ -188,6 +188,7 @@ async fn failed<S: AdminStore>(
                 &text,
             )
         }
+        FailedCommand::Delete(args) => failed_commands::delete(admin, args, json).await,
     }
 }
 
