@@ -243,13 +243,18 @@ impl Drop for Driver {
 /// Saves a screenshot of the whole page as `name` under Cargo's test
 /// scratch directory (`target/tmp/`).
 pub(crate) async fn screenshot(client: &Client, name: &str) -> PathBuf {
-    let height = eval(client, "return document.documentElement.scrollHeight").await;
+    let height = eval(
+        client,
+        "window.scrollTo(0, 0); return document.documentElement.scrollHeight",
+    )
+    .await;
     let height = height.as_u64().unwrap_or(1000).clamp(600, 4000);
     client
         .set_window_size(1280, height as u32 + 100)
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
+    eval(client, "window.scrollTo(0, 0); return true").await;
     let png = client.screenshot().await.unwrap();
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::write(&path, png).unwrap();
@@ -268,10 +273,10 @@ pub(crate) async fn wait_for(client: &Client, script: &str) {
         if eval(client, script).await == Value::Bool(true) {
             return;
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never true: {script}"
-        );
+        if tokio::time::Instant::now() > deadline {
+            let message = text_of(client, "#message").await;
+            panic!("never true: {script}; the page says {message:?}");
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -307,13 +312,18 @@ pub(crate) async fn count(client: &Client, selector: &str) -> usize {
     client.find_all(Locator::Css(selector)).await.unwrap().len()
 }
 
-/// Clicks `selector`.
+/// Clicks `selector`, finding it again when a refresh redrew it between
+/// the find and the click.
 pub(crate) async fn click(client: &Client, selector: &str) {
-    client
-        .find(Locator::Css(selector))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    for _ in 0..20 {
+        let element = client.find(Locator::Css(selector)).await.unwrap();
+        match element.click().await {
+            Ok(_) => return,
+            Err(e) if e.to_string().contains("stale element") => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("cannot click {selector}: {e}"),
+        }
+    }
+    panic!("{selector} was redrawn under every click");
 }

@@ -14,6 +14,7 @@ const Charts = (() => {
   }
 
   function short(value) {
+    if (Number.isInteger(value) && value < 1e4) return String(value);
     if (value >= 1e6) return (value / 1e6).toFixed(1) + "M";
     if (value >= 1e3) return (value / 1e3).toFixed(1) + "k";
     if (value >= 10 || value === 0) return String(Math.round(value));
@@ -59,14 +60,15 @@ const Charts = (() => {
     const published = (s) => Object.entries(s.routes).map(([route, r]) =>
       [route, r.published_total !== null && r.published_total !== undefined ? r.published_total : r.retained]);
     return [
-      { id: "chart-backlog", title: "Backlog per route", unit: "rows",
+      { id: "chart-backlog", title: "Backlog per route", unit: "rows", empty: "no route has rows",
         series: levels(samples, (s) => Object.entries(s.routes).map(([route, r]) => [route, r.backlog])) },
-      { id: "chart-published", title: "Published per second, per route", unit: "/s", series: rates(samples, published) },
-      { id: "chart-consumed", title: "Consumed per second, per consumer", unit: "/s",
+      { id: "chart-published", title: "Published per second, per route", unit: "/s", empty: "no route has rows",
+        series: rates(samples, published) },
+      { id: "chart-consumed", title: "Consumed per second, per consumer", unit: "/s", empty: "no consumer has marks in the inbox",
         series: rates(samples, (s) => Object.entries(s.consumers)) },
-      { id: "chart-parked", title: "Parked per second, per dead-letter queue", unit: "/s",
+      { id: "chart-parked", title: "Parked per second, per dead-letter queue", unit: "/s", empty: "the page shows no dead-letter queue",
         series: rates(samples, (s) => Object.entries(s.dead_letters)) },
-    ];
+    ].map((chart) => ({ ...chart, waiting: samples.length < 2 }));
   }
 
   function draw(chart) {
@@ -86,11 +88,11 @@ const Charts = (() => {
     root.appendChild(svg("line", { x1: LEFT, y1: TOP, x2: LEFT, y2: H - BOTTOM, stroke: "#bbb" }));
     if (all.length < 2) {
       const text = svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle" });
-      text.textContent = "waiting for samples";
+      text.textContent = chart.waiting || chart.series.length > 0 ? "waiting for samples" : chart.empty;
       root.appendChild(text);
     } else {
       const t0 = Math.min(...all.map((p) => p[0])), t1 = Math.max(...all.map((p) => p[0]));
-      const top = Math.max(1e-9, ...all.map((p) => p[1])) * 1.1;
+      const top = Math.max(1, ...all.map((p) => p[1])) * 1.1;
       const x = (t) => LEFT + (t1 === t0 ? 0 : (t - t0) / (t1 - t0)) * (W - LEFT - RIGHT);
       const y = (v) => H - BOTTOM - (v / top) * (H - TOP - BOTTOM);
       for (const [value, label] of [[top / 1.1, short(top / 1.1)], [0, "0"]]) {

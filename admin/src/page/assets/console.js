@@ -304,6 +304,7 @@ async function loadDeadLetters() {
     cell(tr, "this page was started without dead-letter queues").colSpan = 6;
     body("dead-letter-queues").appendChild(tr);
   }
+  $("dead-letters-section").classList.toggle("none", queues.length === 0);
   state.health.deadLetters = broken ? ["bad", broken + " queue(s) unreadable"] : parked ? ["warn", parked + " dead letters"] : null;
   state.deadLetters = letters;
   for (const key of [...state.selectedDead]) if (!letters.has(key)) state.selectedDead.delete(key);
