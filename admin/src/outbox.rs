@@ -150,6 +150,64 @@ impl<S: AdminStore> Admin<S> {
         Ok(requeued)
     }
 
+    /// The failed rows of `route` named by `ids`, after checking that each
+    /// one is a failed row of the route: what a requeue or delete of those
+    /// ids takes, read once, so a dry run shows exactly that.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Invalid`] when `ids` is empty;
+    /// [`AdminError::NotFound`] naming the first id that is not a failed
+    /// row of the route.
+    pub async fn selected(&self, route: &str, ids: &[Uuid]) -> Result<Vec<FailedRow>, AdminError> {
+        if ids.is_empty() {
+            return Err(AdminError::Invalid(
+                "name at least one failed row by its event id".into(),
+            ));
+        }
+        let filter = FailedFilter {
+            ids: Some(ids.to_vec()),
+            limit: ids.len(),
+            ..FailedFilter::default()
+        };
+        let rows = self.failed(route, &filter).await?;
+        match ids
+            .iter()
+            .find(|id| !rows.iter().any(|r| r.event_id == **id))
+        {
+            Some(id) => Err(AdminError::NotFound {
+                route: route.to_owned(),
+                id: *id,
+            }),
+            None => Ok(rows),
+        }
+    }
+
+    /// Deletes the failed rows of `route` named by `ids`, after
+    /// [`selected`](Self::selected) found every one; returns how many went
+    /// or, dry, would go. A deleted row is gone for good: its event is
+    /// never published.
+    ///
+    /// # Errors
+    ///
+    /// As [`selected`](Self::selected): nothing is deleted when one id is
+    /// not a failed row of the route.
+    pub async fn delete_failed(
+        &self,
+        route: &str,
+        ids: &[Uuid],
+        dry_run: bool,
+    ) -> Result<u64, AdminError> {
+        let rows = self.selected(route, ids).await?;
+        if dry_run {
+            return Ok(rows.len() as u64);
+        }
+        let ids: Vec<Uuid> = rows.iter().map(|r| r.event_id).collect();
+        let deleted = self.store.delete_failed(route, &ids).await?;
+        info!(outbox.route = route, deleted, "failed rows deleted");
+        Ok(deleted)
+    }
+
     /// Deletes finished rows of `route` in batches of `request.limit`,
     /// calling `progress(deleted, matched)` after each; dry, only counts
     /// them.

@@ -148,10 +148,16 @@ pub(crate) struct ServeArgs {
     /// The bearer token writes need; without one the page is read-only.
     #[arg(long, env = "TIDINGS_ADMIN_TOKEN", hide_env_values = true)]
     pub(crate) token: Option<String>,
-    /// A RabbitMQ queue whose dead letters the page shows and replays
-    /// (repeatable).
+    /// A queue of the --broker whose dead letters the console shows,
+    /// replays and deletes (repeatable).
     #[arg(long)]
     pub(crate) dead_letter_queue: Vec<String>,
+    /// How often the console refreshes itself (e.g. 5s, 1m).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "5s")]
+    pub(crate) refresh: Duration,
+    /// The tenant this store belongs to, shown at the top of the console.
+    #[arg(long)]
+    pub(crate) tenant: Option<String>,
 }
 
 /// Failed rows.
@@ -179,6 +185,9 @@ pub(crate) enum FailedCommand {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Delete failed rows by event id, for good: their events are never
+    /// published. Shows them and asks first (--yes without a terminal).
+    Delete(crate::failed_commands::DeleteArgs),
 }
 
 /// Which failed rows.

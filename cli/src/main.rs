@@ -6,6 +6,7 @@ mod args;
 mod confirm;
 mod connect;
 mod dead_letter_commands;
+mod failed_commands;
 mod help;
 mod hints;
 mod inbox_commands;

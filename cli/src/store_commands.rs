@@ -9,7 +9,7 @@ use tidings_core::{FailedFilter, PurgeRequest, PurgeStatus};
 use crate::args::{
     BrokerArgs, Command, FailedArgs, FailedCommand, FinishedStatus, PurgeArgs, StoreArgs, StoreKind,
 };
-use crate::{connect, inbox_commands, output, page};
+use crate::{connect, failed_commands, inbox_commands, output, page};
 
 /// Runs `command` on the store `args` name.
 pub(crate) async fn run(
@@ -20,10 +20,10 @@ pub(crate) async fn run(
 ) -> anyhow::Result<()> {
     match (args.store, command) {
         (StoreKind::Postgres, Command::Serve(serve)) => {
-            page::serve(connect::postgres(args).await?, broker, serve).await
+            page::serve(connect::postgres(args).await?, args, broker, serve).await
         }
         (StoreKind::Mongo, Command::Serve(serve)) => {
-            page::serve(connect::mongo(args).await?, broker, serve).await
+            page::serve(connect::mongo(args).await?, args, broker, serve).await
         }
         (StoreKind::Postgres, command) => {
             run_on(connect::postgres(args).await?, command, json).await
@@ -181,6 +181,7 @@ async fn failed<S: AdminStore>(
                 &text,
             )
         }
+        FailedCommand::Delete(args) => failed_commands::delete(admin, args, json).await,
     }
 }
 

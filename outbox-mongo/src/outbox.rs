@@ -100,6 +100,21 @@ impl OutboxStore for MongoOutboxStore {
     }
 
     #[instrument(skip_all, fields(db.system = "mongodb", outbox.route = route), err)]
+    async fn delete_failed(&self, route: &str, ids: &[uuid::Uuid]) -> Result<u64, StoreError> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let deleted = self
+            .outbox()
+            .delete_many(filters::failed(route, Some(ids)))
+            .await
+            .map_err(store_error)?
+            .deleted_count;
+        info!(deleted, "failed rows deleted");
+        Ok(deleted)
+    }
+
+    #[instrument(skip_all, fields(db.system = "mongodb", outbox.route = route), err)]
     async fn purge(&self, route: &str, request: PurgeRequest) -> Result<u64, StoreError> {
         let status = match request.status {
             PurgeStatus::Published => status::PUBLISHED,

@@ -99,6 +99,26 @@ impl OutboxStore for PgOutboxStore {
     }
 
     #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]
+    async fn delete_failed(&self, route: &str, ids: &[Uuid]) -> Result<u64, StoreError> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let inner = self.inner();
+        let mut session = self.session().await.map_err(store_error)?;
+        let deleted = sqlx::query(inner.sql.delete_failed.clone())
+            .persistent(self.persistent())
+            .bind(route)
+            .bind(ids)
+            .execute(&mut *session)
+            .await
+            .map_err(store_error)?
+            .rows_affected();
+        session.finish().await.map_err(store_error)?;
+        info!(deleted, "failed rows deleted");
+        Ok(deleted)
+    }
+
+    #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]
     async fn stats(&self, route: &str) -> Result<OutboxStats, StoreError> {
         let inner = self.inner();
         let mut session = self.session().await.map_err(store_error)?;

@@ -1,30 +1,18 @@
-//! The JSON API the page calls.
+//! The read side of the JSON API: status, tenants, what the page looks at,
+//! the samples of the last hour, and `/metrics`.
+
+use std::fmt::Write;
 
 use axum::Json;
 use axum::extract::{Query, State as Extract};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
-use tidings_core::FailedFilter;
 
 use super::State;
+use super::access::{not_found, respond};
 use crate::stores::AdminStore;
-use crate::{AdminError, FailedEntry};
-
-/// Rows requeued per click at most.
-const REQUEUE_LIMIT: usize = 10_000;
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct RouteQuery {
-    route: String,
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct QueueBody {
-    #[cfg_attr(not(feature = "rabbitmq"), allow(dead_code))]
-    queue: String,
-}
 
 pub(crate) async fn status<S: AdminStore>(Extract(state): Extract<State<S>>) -> Response {
     respond(state.admin.status().await)
@@ -52,160 +40,111 @@ pub(crate) async fn tenants<S: AdminStore>(
     }
 }
 
-/// The Prometheus text of the renderer the page was given.
+/// What the page looks at and how it behaves: the labelled context
+/// (database, schema, tenant, broker), whether it is read-only, its
+/// refresh interval and whether `/metrics` is served.
+pub(crate) async fn context<S: AdminStore>(Extract(state): Extract<State<S>>) -> Response {
+    let items: Vec<_> = state
+        .context
+        .iter()
+        .map(|(label, value)| json!({ "label": label, "value": value }))
+        .collect();
+    Json(json!({
+        "context": items,
+        "read_only": state.token.is_none(),
+        "refresh_secs": state.refresh.as_secs_f64(),
+        "sample_secs": state.history.every().as_secs_f64(),
+        "metrics": state.metrics.is_some() || !state.dead_letters.is_empty(),
+    }))
+    .into_response()
+}
+
+/// The samples of the last hour, oldest first.
+pub(crate) async fn history<S: AdminStore>(Extract(state): Extract<State<S>>) -> Response {
+    Json(json!({
+        "every_secs": state.history.every().as_secs_f64(),
+        "samples": state.history.samples(),
+    }))
+    .into_response()
+}
+
+/// The Prometheus text of the renderer the page was given, followed by
+/// the dead-letter gauges of the queues it shows.
 pub(crate) async fn metrics<S: AdminStore>(Extract(state): Extract<State<S>>) -> Response {
-    match &state.metrics {
-        Some(render) => (
-            [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-            render(),
-        )
-            .into_response(),
-        None => (
+    if state.metrics.is_none() && state.dead_letters.is_empty() {
+        return (
             StatusCode::NOT_FOUND,
-            "no metrics: the admin page was started without a metrics renderer",
+            "no metrics: the admin page was started without a metrics renderer or dead-letter queues",
         )
-            .into_response(),
+            .into_response();
     }
+    let mut text = state
+        .metrics
+        .as_ref()
+        .map(|render| render())
+        .unwrap_or_default();
+    text.push_str(&dead_letter_gauges(&state.history.dead_letter_gauges()));
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
-pub(crate) async fn failed<S: AdminStore>(
-    Extract(state): Extract<State<S>>,
-    Query(query): Query<RouteQuery>,
-) -> Response {
-    let rows = state
-        .admin
-        .failed(&query.route, &FailedFilter::default())
-        .await;
-    respond(rows.map(|rows| rows.iter().map(FailedEntry::from).collect::<Vec<_>>()))
-}
-
-pub(crate) async fn requeue<S: AdminStore>(
-    Extract(state): Extract<State<S>>,
-    headers: HeaderMap,
-    Json(body): Json<RouteQuery>,
-) -> Response {
-    if let Err(refused) = authorize(&state, &headers) {
-        return refused;
+/// `tidings_dead_letter_depth` and `tidings_dead_letter_oldest_age_seconds`
+/// per queue, in the Prometheus text format.
+fn dead_letter_gauges(gauges: &[(String, String, u64, Option<f64>)]) -> String {
+    let mut text = String::new();
+    if gauges.is_empty() {
+        return text;
     }
-    let filter = FailedFilter {
-        limit: REQUEUE_LIMIT,
-        ..FailedFilter::default()
-    };
-    let moved = state.admin.requeue(&body.route, &filter, false).await;
-    respond(moved.map(|n| json!({ "route": body.route, "requeued": n })))
-}
-
-#[cfg(feature = "rabbitmq")]
-pub(crate) async fn dead_letters<S: AdminStore>(Extract(state): Extract<State<S>>) -> Response {
-    use crate::dead_letters::DeadLetterQueues;
-    let Some((broker, queues)) = &state.dead_letters else {
-        return respond(Ok(json!([])));
-    };
-    let mut depths = Vec::new();
-    for queue in queues.iter() {
-        match broker.depth(queue).await {
-            Ok(depth) => depths.push(json!({ "queue": queue, "dead_letter_queue": depth.queue, "messages": depth.messages })),
-            Err(e) => return respond::<()>(Err(e)),
-        }
+    text.push_str("# HELP tidings_dead_letter_depth Messages parked in a dead-letter queue.\n");
+    text.push_str("# TYPE tidings_dead_letter_depth gauge\n");
+    for (broker, queue, depth, _) in gauges {
+        let labels = labels(broker, queue);
+        let _ = writeln!(text, "tidings_dead_letter_depth{{{labels}}} {depth}");
     }
-    respond(Ok(depths))
-}
-
-#[cfg(not(feature = "rabbitmq"))]
-pub(crate) async fn dead_letters<S: AdminStore>(Extract(_): Extract<State<S>>) -> Response {
-    respond(Ok(json!([])))
-}
-
-#[cfg(feature = "rabbitmq")]
-pub(crate) async fn replay<S: AdminStore>(
-    Extract(state): Extract<State<S>>,
-    headers: HeaderMap,
-    Json(body): Json<QueueBody>,
-) -> Response {
-    use crate::dead_letters::{DeadLetterFilter, DeadLetterQueues, ReplayOptions};
-    if let Err(refused) = authorize(&state, &headers) {
-        return refused;
-    }
-    let Some((broker, queues)) = &state.dead_letters else {
-        return not_found("this page shows no dead-letter queues");
-    };
-    if !queues.contains(&body.queue) {
-        return not_found("this page does not show that queue");
-    }
-    let filter = DeadLetterFilter {
-        limit: REQUEUE_LIMIT,
-        ..DeadLetterFilter::default()
-    };
-    respond(
-        broker
-            .replay(&body.queue, &filter, ReplayOptions::new())
-            .await,
-    )
-}
-
-#[cfg(not(feature = "rabbitmq"))]
-pub(crate) async fn replay<S: AdminStore>(
-    Extract(state): Extract<State<S>>,
-    headers: HeaderMap,
-    Json(_): Json<QueueBody>,
-) -> Response {
-    if let Err(refused) = authorize(&state, &headers) {
-        return refused;
-    }
-    not_found("this page shows no dead-letter queues")
-}
-
-/// Passes a request bearing the page's token; a 401 otherwise.
-#[allow(clippy::result_large_err)]
-fn authorize<S>(state: &State<S>, headers: &HeaderMap) -> Result<(), Response> {
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    match (&state.token, given) {
-        (Some(token), Some(given)) if same(token.as_bytes(), given.as_bytes()) => Ok(()),
-        (None, _) => Err(refuse(
-            "this page was started without a token: it is read-only",
-        )),
-        _ => Err(refuse("a write needs the page's bearer token")),
-    }
-}
-
-/// Compares without stopping at the first difference.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-fn refuse(message: &str) -> Response {
-    let mut response =
-        (StatusCode::UNAUTHORIZED, Json(json!({ "error": message }))).into_response();
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        header::HeaderValue::from_static("Bearer"),
+    text.push_str(
+        "# HELP tidings_dead_letter_oldest_age_seconds Age of the oldest dead letter of a queue (0 when empty).\n",
     );
-    response
+    text.push_str("# TYPE tidings_dead_letter_oldest_age_seconds gauge\n");
+    for (broker, queue, _, age) in gauges {
+        let labels = labels(broker, queue);
+        let age = age.unwrap_or(0.0);
+        let _ = writeln!(
+            text,
+            "tidings_dead_letter_oldest_age_seconds{{{labels}}} {age:.3}"
+        );
+    }
+    text
 }
 
-fn not_found(message: &str) -> Response {
-    (StatusCode::NOT_FOUND, Json(json!({ "error": message }))).into_response()
+fn labels(broker: &str, queue: &str) -> String {
+    format!("broker=\"{}\",queue=\"{}\"", escape(broker), escape(queue))
 }
 
-fn respond<T: serde::Serialize>(result: Result<T, AdminError>) -> Response {
-    match result {
-        Ok(value) => Json(value).into_response(),
-        Err(error) => {
-            let code = match &error {
-                AdminError::UnknownRoute { .. }
-                | AdminError::UnknownConsumer { .. }
-                | AdminError::NotFound { .. }
-                | AdminError::NoDeadLetter { .. }
-                | AdminError::UnknownQueue { .. }
-                | AdminError::UnknownTenant { .. } => StatusCode::NOT_FOUND,
-                AdminError::Invalid(_) => StatusCode::BAD_REQUEST,
-                _ => StatusCode::SERVICE_UNAVAILABLE,
-            };
-            let message = tidings_core::port::error_chain(&error);
-            (code, Json(json!({ "error": message }))).into_response()
-        }
+/// A label value escaped as the text format asks.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gauges_are_written_per_queue_with_escaped_labels() {
+        let gauges = vec![
+            ("rabbitmq".into(), "orders".into(), 2, Some(61.5)),
+            ("sqs".into(), "odd\"name".into(), 0, None),
+        ];
+        let text = dead_letter_gauges(&gauges);
+        assert!(
+            text.contains("tidings_dead_letter_depth{broker=\"rabbitmq\",queue=\"orders\"} 2\n")
+        );
+        assert!(text.contains(
+            "tidings_dead_letter_oldest_age_seconds{broker=\"rabbitmq\",queue=\"orders\"} 61.500\n"
+        ));
+        assert!(text.contains("queue=\"odd\\\"name\"} 0\n"));
+        assert_eq!(text.matches("# TYPE").count(), 2);
     }
 }

@@ -236,6 +236,24 @@ impl OutboxStore for MemoryStore {
         Ok(requeued)
     }
 
+    async fn delete_failed(&self, route: &str, ids: &[Uuid]) -> Result<u64, StoreError> {
+        let mut state = self.lock();
+        let Some(rows) = state.routes.get_mut(route) else {
+            return Ok(0);
+        };
+        let wanted: HashSet<Uuid> = ids.iter().copied().collect();
+        let doomed: Vec<Uuid> = rows
+            .rows
+            .values()
+            .filter(|r| r.status == Status::Failed && wanted.contains(&r.envelope.event_id))
+            .map(|r| r.envelope.event_id)
+            .collect();
+        for id in &doomed {
+            rows.remove(*id);
+        }
+        Ok(doomed.len() as u64)
+    }
+
     async fn purge(&self, route: &str, request: PurgeRequest) -> Result<u64, StoreError> {
         let cutoff = self.now().checked_sub(request.older_than);
         let status = match request.status {

@@ -223,6 +223,15 @@ pub trait OutboxStore: Clone + Send + Sync + 'static {
         which: Requeue,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
+    /// Deletes the failed rows of `route` among `ids`, and only those: a
+    /// pending, in-flight or published row named is left alone. Returns how
+    /// many went; an empty `ids` deletes nothing.
+    fn delete_failed(
+        &self,
+        route: &str,
+        ids: &[Uuid],
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
     /// Deletes finished rows.
     fn purge(
         &self,

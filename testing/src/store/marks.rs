@@ -156,6 +156,70 @@ pub async fn failed_rows_stay_until_requeued<H: StoreHarness>(h: &H) {
     );
 }
 
+/// Deleting failed rows by id takes exactly the failed rows named: a
+/// pending, in-flight or published row named is left alone, and a failed
+/// row not named stays.
+pub async fn delete_failed_takes_only_the_failed_rows_named<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    let events: Vec<_> = (1..=5).map(|n| event(&route, n)).collect();
+    let pending = events[4].envelope.event_id;
+    h.commit(&store, events).await;
+
+    let batch = claim(&store, &route, 3).await;
+    let claimed: Vec<_> = batch
+        .records()
+        .iter()
+        .map(|r| r.envelope.event_id)
+        .collect();
+    let outcomes = [
+        Outcome::Failed {
+            reason: "poison: one".into(),
+        },
+        Outcome::Failed {
+            reason: "poison: two".into(),
+        },
+        Outcome::Published,
+    ];
+    let settlements = claimed
+        .iter()
+        .zip(outcomes)
+        .map(|(id, outcome)| Settlement {
+            event_id: *id,
+            outcome,
+        })
+        .collect();
+    batch.settle(settlements).await.unwrap();
+    let in_flight = claim(&store, &route, 1).await;
+    let busy = in_flight.records()[0].envelope.event_id;
+    assert_ne!(busy, pending, "claims take the oldest row first");
+
+    let named = [claimed[0], claimed[2], busy, pending];
+    assert_eq!(store.delete_failed(&route.name, &named).await.unwrap(), 1);
+    assert_eq!(store.delete_failed(&route.name, &named).await.unwrap(), 0);
+    assert_eq!(store.delete_failed(&route.name, &[]).await.unwrap(), 0);
+    assert_eq!(
+        store
+            .delete_failed("another-route", &[claimed[1]])
+            .await
+            .unwrap(),
+        0
+    );
+    let stats = store.stats(&route.name).await.unwrap();
+    // A locked claim's row reads as pending, a leased one's as in flight.
+    // (A published row is kept or deleted as the store's retention says.)
+    assert_eq!((stats.pending + stats.in_flight, stats.failed), (2, 1));
+    drop(in_flight);
+    assert_eq!(
+        store
+            .delete_failed(&route.name, &claimed[1..2])
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(store.stats(&route.name).await.unwrap().failed, 0);
+}
+
 /// One settle call applies different outcomes to different rows.
 pub async fn mixed_outcomes_settle_in_one_call<H: StoreHarness>(h: &H) {
     let store = h.store().await;

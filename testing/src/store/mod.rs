@@ -62,6 +62,7 @@ macro_rules! store_conformance {
             published_rows_are_final,
             rescheduled_rows_wait_for_available_at,
             failed_rows_stay_until_requeued,
+            delete_failed_takes_only_the_failed_rows_named,
             mixed_outcomes_settle_in_one_call,
             per_key_claims_the_oldest_row_of_each_key,
             per_key_retry_holds_back_only_its_key,

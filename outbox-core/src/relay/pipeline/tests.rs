@@ -151,6 +151,10 @@ impl OutboxStore for Cursors {
         self.store.requeue_failed(route, which).await
     }
 
+    async fn delete_failed(&self, route: &str, ids: &[uuid::Uuid]) -> Result<u64, StoreError> {
+        self.store.delete_failed(route, ids).await
+    }
+
     async fn purge(&self, route: &str, request: PurgeRequest) -> Result<u64, StoreError> {
         self.store.purge(route, request).await
     }

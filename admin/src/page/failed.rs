@@ -1,0 +1,116 @@
+//! Failed outbox rows, one by one: the list, and requeue or delete of the
+//! rows an operator selected, each previewed by a dry run first.
+
+use axum::Json;
+use axum::extract::{Query, State as Extract};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use serde::{Deserialize, Serialize};
+use tidings_core::FailedFilter;
+use uuid::Uuid;
+
+use super::State;
+use super::access::{authorize, respond};
+use crate::stores::AdminStore;
+use crate::{AdminError, FailedEntry};
+
+/// Failed rows listed per route at most.
+const LIST_LIMIT: usize = 500;
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct RouteQuery {
+    route: String,
+}
+
+/// The rows an action names.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Selection {
+    route: String,
+    #[serde(default)]
+    ids: Vec<Uuid>,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+/// What a requeue or delete did or, dry, would do.
+#[derive(Debug, Serialize)]
+struct Report {
+    route: String,
+    /// The rows taken (or that would be), with their reasons.
+    rows: Vec<FailedEntry>,
+    matched: usize,
+    done: u64,
+    dry_run: bool,
+}
+
+/// The failed rows of a route, oldest failure first.
+pub(crate) async fn list<S: AdminStore>(
+    Extract(state): Extract<State<S>>,
+    Query(query): Query<RouteQuery>,
+) -> Response {
+    let filter = FailedFilter {
+        limit: LIST_LIMIT,
+        ..FailedFilter::default()
+    };
+    let rows = state.admin.failed(&query.route, &filter).await;
+    respond(rows.map(|rows| rows.iter().map(FailedEntry::from).collect::<Vec<_>>()))
+}
+
+/// Requeues the named failed rows (bearer token).
+pub(crate) async fn requeue<S: AdminStore>(
+    Extract(state): Extract<State<S>>,
+    headers: HeaderMap,
+    Json(body): Json<Selection>,
+) -> Response {
+    if let Err(refused) = authorize(&state, &headers) {
+        return refused;
+    }
+    respond(act(&state, body, Action::Requeue).await)
+}
+
+/// Deletes the named failed rows (bearer token).
+pub(crate) async fn delete<S: AdminStore>(
+    Extract(state): Extract<State<S>>,
+    headers: HeaderMap,
+    Json(body): Json<Selection>,
+) -> Response {
+    if let Err(refused) = authorize(&state, &headers) {
+        return refused;
+    }
+    respond(act(&state, body, Action::Delete).await)
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Action {
+    Requeue,
+    Delete,
+}
+
+/// Checks every named row, then acts on exactly those unless dry.
+async fn act<S: AdminStore>(
+    state: &State<S>,
+    body: Selection,
+    action: Action,
+) -> Result<Report, AdminError> {
+    let admin = &state.admin;
+    let rows = admin.selected(&body.route, &body.ids).await?;
+    let done = match (body.dry_run, action) {
+        (true, _) => 0,
+        (false, Action::Requeue) => {
+            let filter = FailedFilter {
+                ids: Some(body.ids.clone()),
+                limit: body.ids.len(),
+                ..FailedFilter::default()
+            };
+            admin.requeue(&body.route, &filter, false).await?
+        }
+        (false, Action::Delete) => admin.delete_failed(&body.route, &body.ids, false).await?,
+    };
+    Ok(Report {
+        matched: rows.len(),
+        rows: rows.iter().map(FailedEntry::from).collect(),
+        route: body.route,
+        done,
+        dry_run: body.dry_run,
+    })
+}
