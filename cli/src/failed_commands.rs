@@ -62,7 +62,7 @@ fn print_rows(entries: &[FailedEntry]) {
             e.last_error.clone().unwrap_or_default(),
         ]);
     }
-    println!("{table}");
+    output::line(table);
 }
 
 fn report(
@@ -84,12 +84,12 @@ fn report(
     }
     if dry_run {
         print_rows(entries);
-        println!(
+        output::line(format_args!(
             "would delete {} failed rows of {route}; run again without --dry-run to delete them",
             entries.len()
-        );
+        ));
     } else {
-        println!("deleted {deleted} failed rows of {route}");
+        output::line(format_args!("deleted {deleted} failed rows of {route}"));
     }
     Ok(())
 }
