@@ -210,3 +210,26 @@ async fn a_route_is_recorded_once_staged_and_kept_once_its_rows_are_gone() {
     assert_eq!(count, 1);
     drop_schema(&store).await;
 }
+
+#[tokio::test]
+async fn a_handler_s_unique_violation_reads_once_without_the_server_line() {
+    let store = store(Retention::Delete).await;
+    let table = create_orders(&store).await;
+    let insert = format!("insert into {table} (id) values (7)");
+    sqlx::raw_sql(AssertSqlSafe(insert.clone()))
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let error = sqlx::raw_sql(AssertSqlSafe(insert))
+        .execute(store.pool())
+        .await
+        .unwrap_err();
+    let reason = tidings_core::port::error_chain(&error);
+    assert!(
+        reason.contains("duplicate key value violates unique constraint"),
+        "{reason}"
+    );
+    assert_eq!(reason.matches("duplicate key").count(), 1, "{reason}");
+    assert!(!reason.contains("at line"), "{reason}");
+    drop_schema(&store).await;
+}
