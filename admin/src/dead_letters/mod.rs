@@ -25,12 +25,12 @@ use serde::Serialize;
 
 #[cfg(feature = "rabbitmq")]
 mod amqp_message;
+#[cfg(feature = "rabbitmq")]
+mod amqp_moves;
 #[cfg(feature = "kafka")]
 mod kafka;
 #[cfg(feature = "kafka")]
 mod kafka_log;
-#[cfg(feature = "rabbitmq")]
-mod amqp_moves;
 mod parking;
 #[cfg(feature = "rabbitmq")]
 mod rabbitmq;
