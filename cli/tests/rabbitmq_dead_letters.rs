@@ -216,6 +216,7 @@ async fn a_replay_into_a_queue_that_is_gone_fails_and_keeps_the_dead_letter() {
         queue,
         "--reason",
         "poison",
+        "--yes",
     ]));
     assert!(purged.contains("deleted 1 of 1"), "{purged}");
     Topology::new(ConnectionOptions::new(amqp_url()))
