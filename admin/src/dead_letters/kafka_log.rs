@@ -182,6 +182,9 @@ pub(super) fn read_topic(
             ));
         }
         let Some(message) = consumer.poll(POLL) else {
+            // A partition whose last offsets hold no record a consumer sees
+            // (a transaction marker, a compacted gap) ends by position.
+            forget_passed(&consumer, &mut ends);
             continue;
         };
         let message = message.map_err(broker)?;
@@ -213,6 +216,23 @@ pub(super) fn read_topic(
     }
     records.sort_by_key(|r| (r.partition, r.offset));
     Ok(records)
+}
+
+/// Forgets the partitions whose next fetch position has reached the end.
+fn forget_passed(consumer: &BaseConsumer, ends: &mut BTreeMap<i32, i64>) {
+    let Ok(positions) = consumer.position() else {
+        return;
+    };
+    for element in positions.elements() {
+        if let Offset::Offset(next) = element.offset() {
+            if ends
+                .get(&element.partition())
+                .is_some_and(|&end| next >= end)
+            {
+                ends.remove(&element.partition());
+            }
+        }
+    }
 }
 
 /// The partitions of `topic`, which must exist.
