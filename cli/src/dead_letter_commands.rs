@@ -182,7 +182,9 @@ fn print_report(
             println!("  {id}");
         }
     } else {
-        let into = into.map(|queue| format!(" into {queue}")).unwrap_or_default();
+        let into = into
+            .map(|queue| format!(" into {queue}"))
+            .unwrap_or_default();
         println!(
             "{verb} {} of {} matching messages of {}{into}",
             report.done, report.matched, report.queue
