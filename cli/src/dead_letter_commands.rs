@@ -51,7 +51,7 @@ async fn on(
                 .rate(rate.unwrap_or(0.0))
                 .dry_run(dry_run);
             let done = broker.replay(&args.queue, &filter(&args), options).await?;
-            print_report(&done, "replayed", &args.queue, json)
+            print_report(&done, "replayed", Some(&args.queue), json)
         }
         DeadLetterAction::Purge {
             filter: args,
@@ -73,9 +73,10 @@ async fn purge(
     json: bool,
 ) -> anyhow::Result<()> {
     let dry = ReplayOptions::new().dry_run(true);
-    let preview = broker.purge(&args.queue, &filter(args), dry).await?;
+    let mut preview = broker.purge(&args.queue, &filter(args), dry).await?;
     if dry_run || preview.ids.is_empty() {
-        return print_report(&preview, "deleted", &args.queue, json);
+        preview.dry_run = dry_run;
+        return print_report(&preview, "deleted", None, json);
     }
     let what = format!(
         "delete {} dead letters from {}",
@@ -93,7 +94,7 @@ async fn purge(
     let done = broker
         .purge(&args.queue, &selected, ReplayOptions::new())
         .await?;
-    print_report(&done, "deleted", &args.queue, json)
+    print_report(&done, "deleted", None, json)
 }
 
 #[cfg(not(feature = "sqs"))]
@@ -176,10 +177,11 @@ fn print_one(letter: &DeadLetter, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What a replay (`into` its queue) or purge did, or would do.
 fn print_report(
     report: &DeadLetterReport,
     verb: &str,
-    queue: &str,
+    into: Option<&str>,
     json: bool,
 ) -> anyhow::Result<()> {
     if json {
@@ -194,8 +196,11 @@ fn print_report(
             output::line(format_args!("  {id}"));
         }
     } else {
+        let into = into
+            .map(|queue| format!(" into {queue}"))
+            .unwrap_or_default();
         output::line(format_args!(
-            "{verb} {} of {} matching messages of {} into {queue}",
+            "{verb} {} of {} matching messages of {}{into}",
             report.done, report.matched, report.queue
         ));
     }
