@@ -45,6 +45,7 @@ chapters! {
     brokers_kafka => "brokers/kafka.md",
     operations_migrations => "operations/migrations.md",
     operations_cli => "operations/cli.md",
+    operations_console => "operations/console.md",
     operations_metrics => "operations/metrics.md",
     operations_tracing => "operations/tracing.md",
     production_tls => "production/tls.md",

@@ -42,7 +42,7 @@ pub(crate) trait Reader: Send + Sync {
     ) -> Answer<'a, DeadLetterReport>;
 }
 
-#[cfg(any(feature = "rabbitmq", feature = "sqs"))]
+#[cfg(any(feature = "rabbitmq", feature = "sqs", feature = "kafka"))]
 impl<B: crate::dead_letters::DeadLetterQueues + Send + Sync> Reader for B {
     fn dead_letter_queue_of(&self, queue: &str) -> String {
         self.dead_letter_queue(queue)
@@ -123,7 +123,10 @@ pub(crate) fn find(sources: &[Source], broker: Option<&str>, name: &str) -> Opti
         .find(|q| q.name == name && broker.is_none_or(|b| *q.broker == *b))
 }
 
-#[cfg_attr(not(any(feature = "rabbitmq", feature = "sqs")), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "rabbitmq", feature = "sqs", feature = "kafka")),
+    allow(dead_code)
+)]
 /// A broker's name from its reader's type: `RabbitDeadLetters` is
 /// `rabbitmq`, `SqsDeadLetters` `sqs`.
 pub(crate) fn broker_name<B>() -> String {

@@ -202,7 +202,7 @@ impl<S: AdminStore> AdminPage<S> {
 
     /// Shows, replays and deletes the dead letters of `queues` on
     /// `broker`. Call it once per broker to show several side by side.
-    #[cfg(any(feature = "rabbitmq", feature = "sqs"))]
+    #[cfg(any(feature = "rabbitmq", feature = "sqs", feature = "kafka"))]
     pub fn dead_letters<B>(mut self, broker: B, queues: Vec<String>) -> Self
     where
         B: crate::dead_letters::DeadLetterQueues + Send + Sync + 'static,
