@@ -1,6 +1,7 @@
 //! A new project that depends on `tidings` alone, with the features the
-//! quick start names, compiles the quick start's service as written: the
-//! guide promises one dependency, and this holds it to that.
+//! quick start names, and on the crates its other `cargo add` lines name,
+//! compiles the quick start's service as written: the guide promises one
+//! tidings dependency, and this holds it to that.
 //!
 //! The project lives under the test's scratch folder, with its own target
 //! folder, and takes the workspace's `Cargo.lock` so it resolves the same
@@ -43,6 +44,26 @@ fn tidings_features(markdown: &str) -> Vec<String> {
     features.split(',').map(|f| f.trim().to_owned()).collect()
 }
 
+/// The other crates the chapter's `cargo add` lines name, as manifest
+/// lines taking the version the workspace's lock file holds.
+fn other_dependencies(markdown: &str) -> String {
+    markdown
+        .lines()
+        .filter_map(|line| line.strip_prefix("cargo add "))
+        .filter(|args| !args.starts_with("tidings "))
+        .map(|args| {
+            let mut words = args.split_whitespace();
+            let name = words.next().expect("a crate name");
+            let features: Vec<&str> = words
+                .skip_while(|word| *word != "--features")
+                .nth(1)
+                .map(|list| list.split(',').collect())
+                .unwrap_or_default();
+            format!("{name} = {{ version = \"*\", features = {features:?} }}\n")
+        })
+        .collect()
+}
+
 #[test]
 fn the_quick_start_compiles_in_a_project_depending_only_on_tidings() {
     let root = workspace_root();
@@ -62,13 +83,11 @@ publish = false
 
 [dependencies]
 tidings = {{ path = {path:?}, features = {features:?} }}
-tokio = {{ version = "1", features = ["macros", "rt-multi-thread", "signal"] }}
-serde = {{ version = "1", features = ["derive"] }}
-anyhow = "1"
-
+{others}
 [workspace]
 "#,
         path = root.join("tidings").to_string_lossy(),
+        others = other_dependencies(&chapter),
     );
     std::fs::write(project.join("Cargo.toml"), manifest).expect("Cargo.toml");
     std::fs::write(project.join("src/main.rs"), first_rust_block(&chapter)).expect("main.rs");
