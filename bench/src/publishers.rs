@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use tidings_core::{Envelope, PublishError, Publisher};
+use tidings_core::{PublishBatch, PublishError, Publisher};
 use uuid::Uuid;
 
 /// Accepts every envelope at once and does nothing with it.
@@ -11,12 +11,12 @@ use uuid::Uuid;
 pub(crate) struct NoopPublisher;
 
 impl Publisher for NoopPublisher {
-    async fn publish(&self, _envelope: &Envelope) -> Result<(), PublishError> {
-        Ok(())
+    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        batch.envelopes().iter().map(|_| Ok(())).collect()
     }
 
-    async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
-        envelopes.iter().map(|_| Ok(())).collect()
+    fn messaging_system(&self) -> &'static str {
+        "noop"
     }
 }
 
@@ -39,14 +39,12 @@ impl RecordingPublisher {
 }
 
 impl Publisher for RecordingPublisher {
-    async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
-        self.publish_batch(std::slice::from_ref(envelope))
-            .await
-            .pop()
-            .unwrap_or(Ok(()))
+    fn messaging_system(&self) -> &'static str {
+        "noop"
     }
 
-    async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
+    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        let envelopes = batch.envelopes();
         let now = Instant::now();
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         seen.extend(envelopes.iter().map(|e| (e.event_id, now)));

@@ -18,7 +18,7 @@ use tidings_admin::tidings_kafka::{
     ClientOptions, KafkaPublisher, KafkaSource, PublisherOptions, SourceOptions, TopicOptions,
     Topology, dead_letter_topic,
 };
-use tidings_core::Publisher;
+use tidings_core::PublisherExt;
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{expect_listening, kafka_brokers};
 

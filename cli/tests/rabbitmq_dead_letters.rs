@@ -21,7 +21,7 @@ use support::{drop_schema, json, pg_store, stdout, tidings};
 use tidings_admin::tidings_rabbitmq::{
     ConnectionOptions, PublisherOptions, RabbitPublisher, dead_letter_queue,
 };
-use tidings_core::Publisher;
+use tidings_core::PublisherExt;
 use tidings_testing::names::unique_name;
 use tidings_testing::services::amqp_url;
 

@@ -23,7 +23,7 @@ use tidings_admin::tidings_sqs::{
     PublisherOptions, QueueOptions, SourceOptions, SqsPublisher, SqsSource, Topology,
     dead_letter_queue, local_client,
 };
-use tidings_core::Publisher;
+use tidings_core::PublisherExt;
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{service_missing, sqs_endpoint};
 

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use support::memory::*;
 use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
-use tidings_core::{Envelope, Message, Publisher, QueueSpec};
+use tidings_core::{Envelope, Message, PublisherExt, QueueSpec};
 use tidings_inbox::Inbox;
 use tidings_testing::consumer::{self as suite, ConsumerWorld, Effects};
 

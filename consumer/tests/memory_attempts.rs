@@ -11,7 +11,7 @@ use std::time::Duration;
 use support::memory::*;
 use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
-use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, Publisher, Source};
+use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, PublisherExt, Source};
 use tidings_inbox::Inbox;
 use tidings_testing::broker::{next, next_within};
 use tokio::sync::mpsc;

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use support::memory::*;
 use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::memory::MemoryContext;
-use tidings_core::{Message, Publisher};
+use tidings_core::{Message, PublisherExt};
 use tidings_inbox::Inbox;
 
 #[tokio::test]

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use support::memory::*;
 use tidings_consumer::{Consumer, HandlerError, KeyOrder, TxHandle, handler_fn};
 use tidings_core::memory::MemoryContext;
-use tidings_core::{Backoff, Message, Publisher};
+use tidings_core::{Backoff, Message, PublisherExt};
 use tidings_inbox::Inbox;
 use tokio_util::sync::CancellationToken;
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use support::memory::*;
 use tidings_consumer::{Consumer, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryBroker, MemoryContext};
-use tidings_core::{Message, Publisher};
+use tidings_core::{Message, PublisherExt};
 use tidings_inbox::Inbox;
 use tokio_util::sync::CancellationToken;
 

@@ -11,7 +11,7 @@ use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use support::memory::*;
 use tidings_consumer::{HandlerError, TxHandle, handler_fn};
 use tidings_core::memory::MemoryContext;
-use tidings_core::{Message, Publisher};
+use tidings_core::{Message, PublisherExt};
 use tidings_inbox::Inbox;
 
 /// Every metric by name and sorted labels, from one snapshot.

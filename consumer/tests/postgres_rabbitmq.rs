@@ -9,7 +9,7 @@ use std::time::Duration;
 use sqlx::AssertSqlSafe;
 use support::postgres_rabbitmq::{Order, World, apply, options, run_until};
 use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
-use tidings_core::{Envelope, Message, Publisher, QueueSpec};
+use tidings_core::{Envelope, Message, PublisherExt, QueueSpec};
 use tidings_inbox::Inbox;
 use tidings_postgres::{PgContext, PgInboxStore};
 use tidings_rabbitmq::{QueueKind, RabbitSource};

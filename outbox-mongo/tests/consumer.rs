@@ -10,7 +10,7 @@ use mongodb::Collection;
 use mongodb::bson::{Document, doc};
 use support::{drop_collections, store};
 use tidings_consumer::{HandlerError, TxHandle};
-use tidings_core::{Backoff, Envelope, Publisher, QueueSpec};
+use tidings_core::{Backoff, Envelope, PublisherExt, QueueSpec};
 use tidings_inbox::Inbox;
 use tidings_mongo::{MongoContext, MongoInboxStore, MongoOutboxStore, Retention};
 use tidings_rabbitmq::{

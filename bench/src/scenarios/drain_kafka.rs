@@ -20,7 +20,7 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use tidings_core::cloudevents::to_attributes;
 use tidings_core::relay::Relay;
-use tidings_core::{Envelope, Publisher};
+use tidings_core::{Envelope, PublisherExt};
 use tidings_kafka::{ClientOptions, KafkaPublisher, PublisherOptions, TopicOptions, Topology};
 use tidings_postgres::{PgOutboxStore, Retention};
 use tidings_testing::names::unique_name;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{OutboxSpec, Publisher};
+use tidings_core::{OutboxSpec, PublisherExt};
 use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
 use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
 

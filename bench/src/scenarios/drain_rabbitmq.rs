@@ -16,7 +16,7 @@
 use std::time::{Duration, Instant};
 
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{Envelope, OutboxSpec, Publisher};
+use tidings_core::{Envelope, OutboxSpec, PublisherExt};
 use tidings_postgres::{PgOutboxStore, Retention};
 use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
 

@@ -106,7 +106,7 @@ async fn lane(env: &Env, side: Side, routes: usize) -> anyhow::Result<Lane> {
     env.stop_autovacuum(&store).await?;
     let queue = env.queue(&format!("bench-routes-{side:?}")).await?;
     let publisher = RabbitPublisher::new(env.amqp(&name), PublisherOptions::default());
-    tidings_core::Publisher::publish(&publisher, &envelopes(queue, 1)?[0]).await?;
+    tidings_core::PublisherExt::publish(&publisher, &envelopes(queue, 1)?[0]).await?;
     let specs: Vec<_> = (0..routes).map(|_| spec(queue)).collect();
     let relays = (specs.iter())
         .map(|spec| Relay::new(store.clone(), publisher.clone(), *spec))

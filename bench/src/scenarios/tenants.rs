@@ -112,7 +112,7 @@ async fn tenancy(
     let store = PgOutboxStore::new(pool, options)?;
     store.migrate().await?;
     stop_autovacuum_on(store.pool(), &store).await?;
-    tidings_core::Publisher::publish(publisher, &envelopes(queue, 1)?[0]).await?;
+    tidings_core::PublisherExt::publish(publisher, &envelopes(queue, 1)?[0]).await?;
     let spec: &'static OutboxSpec<Payload> = spec(queue);
     let mut relay = Relay::new(store.clone(), publisher.clone(), spec)?
         .tenant(Tenant::new(format!("tenant-{n}")));

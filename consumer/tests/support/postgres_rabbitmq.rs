@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use sqlx::AssertSqlSafe;
 use tidings_consumer::{Consumer, ConsumerOptions, ConsumerReport, HandlerError, TxHandle};
-use tidings_core::{Backoff, Envelope, Message, Publisher, QueueSpec};
+use tidings_core::{Backoff, Envelope, Message, PublisherExt, QueueSpec};
 use tidings_postgres::{PgContext, PgInboxStore, PgOutboxOptions, PgOutboxStore};
 use tidings_rabbitmq::{
     ConnectionOptions, PublisherOptions, QueueKind, QueueOptions, RabbitPublisher, RabbitSource,

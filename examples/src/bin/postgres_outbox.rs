@@ -24,7 +24,9 @@ use serde::{Deserialize, Serialize};
 use sqlx::postgres::PgPoolOptions;
 use tidings_core::lifecycle::LifecyclePlan;
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{Envelope, OutboxSpec, OutboxStore, PublishError, Publisher, Wakeup};
+use tidings_core::{
+    Envelope, OutboxSpec, OutboxStore, PublishBatch, PublishError, Publisher, Wakeup,
+};
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
 
 /// The event.
@@ -48,7 +50,17 @@ struct PrintingPublisher {
 }
 
 impl Publisher for PrintingPublisher {
-    async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
+    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        batch.each(|envelope| self.print(envelope)).await
+    }
+
+    fn messaging_system(&self) -> &'static str {
+        "stdout"
+    }
+}
+
+impl PrintingPublisher {
+    async fn print(&self, envelope: &Envelope) -> Result<(), PublishError> {
         println!(
             "published {} {} to {} (key {}): {}",
             envelope.event_type,

@@ -236,7 +236,7 @@ mod tests {
     use futures::StreamExt;
 
     use super::*;
-    use crate::{Envelope, Publisher, Source};
+    use crate::{Envelope, PublisherExt, Source};
 
     fn parked(broker: &MemoryBroker, dlq: &str) -> std::collections::BTreeMap<String, String> {
         let state = broker.lock();

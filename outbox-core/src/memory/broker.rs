@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::acker::MemoryStream;
 use crate::cloudevents::to_attributes;
-use crate::{Envelope, PublishError, Publisher, Source, SourceError};
+use crate::{Envelope, PublishBatch, PublishError, Publisher, Source, SourceError};
 
 /// Suffix of the dead-letter queue [`MemoryBroker::declare_queue`] creates
 /// beside each queue.
@@ -190,14 +190,8 @@ impl MemoryBroker {
 pub const MEMORY_SYSTEM: &str = "tidings_memory";
 
 impl Publisher for MemoryBroker {
-    async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
-        self.accept(envelope)?;
-        self.inner.notify.notify_waiters();
-        Ok(())
-    }
-
-    async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
-        let results = envelopes.iter().map(|e| self.accept(e)).collect();
+    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        let results = batch.envelopes().iter().map(|e| self.accept(e)).collect();
         self.inner.notify.notify_waiters();
         results
     }

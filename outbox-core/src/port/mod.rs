@@ -11,6 +11,7 @@ mod cursor;
 mod inbox_store;
 mod outbox_admin;
 mod outbox_store;
+mod publish_batch;
 mod publisher;
 mod queued;
 mod source;
@@ -23,7 +24,8 @@ pub use outbox_store::{
     ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, OutboxStats, OutboxStore, Outcome,
     PurgeRequest, PurgeStatus, Requeue, SettleReport, Settlement, StoreError,
 };
-pub use publisher::{PublishError, Publisher, trace_outcome};
+pub use publish_batch::PublishBatch;
+pub use publisher::{PublishError, Publisher, PublisherExt, trace_outcome};
 pub use queued::{Queued, QueuedWait};
 pub use source::{
     AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, FIRST_FAILURE_HEADER, PARKED_AT_HEADER,

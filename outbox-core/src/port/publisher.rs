@@ -2,53 +2,100 @@
 
 use std::future::Future;
 
-use super::{BoxError, Queued};
+use super::{BoxError, PublishBatch};
 use crate::Envelope;
 
 /// Sends envelopes to their destination.
 ///
 /// `Ok` means the broker has accepted the message (a publisher confirm, a
 /// successful API response), never merely that it was written to a socket.
+///
+/// A publisher implements two methods: [`send`](Self::send), which
+/// publishes a [`PublishBatch`], and [`messaging_system`](Self::messaging_system).
+/// Everything else is built on them ([`PublisherExt`]), so a wrapper (one
+/// that injects faults, adds headers or counts) written the obvious way,
+/// forwarding both, keeps whatever its inner publisher does: batching, and
+/// the relay's pipelining through the batch's [`Queued`](super::Queued)
+/// token.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+///
+/// use tidings_core::memory::MemoryBroker;
+/// use tidings_core::{PublishBatch, PublishError, Publisher};
+///
+/// /// Counts what passes through, and changes nothing else.
+/// #[derive(Clone)]
+/// struct Counting<P> {
+///     inner: P,
+///     sent: Arc<AtomicUsize>,
+/// }
+///
+/// impl<P: Publisher> Publisher for Counting<P> {
+///     async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+///         self.sent.fetch_add(batch.envelopes().len(), Ordering::Relaxed);
+///         self.inner.send(batch).await
+///     }
+///
+///     fn messaging_system(&self) -> &'static str {
+///         self.inner.messaging_system()
+///     }
+/// }
+/// # let _ = Counting { inner: MemoryBroker::new(), sent: Arc::default() };
+/// ```
 pub trait Publisher: Clone + Send + Sync + 'static {
-    /// Publishes one envelope to `envelope.destination`.
-    fn publish(&self, envelope: &Envelope)
-    -> impl Future<Output = Result<(), PublishError>> + Send;
-
     /// Publishes a batch; one result per envelope, in order. One failure
-    /// fails only its own envelope. The default publishes concurrently;
-    /// transports override it to pipeline or use batch APIs.
+    /// fails only its own envelope.
+    ///
+    /// The batch's [`Queued`](super::Queued) token, if it has one, is
+    /// dropped once every message of it is queued on its way to the broker
+    /// in batch order, ahead of anything published later: from then on the
+    /// relay may publish its next batch while this one awaits its answers.
+    /// A publisher that cannot say so sooner leaves the token in the batch,
+    /// and it is dropped when `send` returns, which is always right.
+    fn send(
+        &self,
+        batch: PublishBatch<'_>,
+    ) -> impl Future<Output = Vec<Result<(), PublishError>>> + Send;
+
+    /// The broker, as the OpenTelemetry conventions' `messaging.system`
+    /// names it (`rabbitmq`, `aws_sqs`, `kafka`), for the relay's spans; a
+    /// wrapper returns its inner publisher's.
+    fn messaging_system(&self) -> &'static str;
+}
+
+/// Publishing one envelope or a plain batch, for every [`Publisher`].
+///
+/// Implemented for all publishers and not meant to be implemented by hand:
+/// both methods go through [`Publisher::send`].
+pub trait PublisherExt: Publisher {
+    /// Publishes one envelope to `envelope.destination`.
+    fn publish(
+        &self,
+        envelope: &Envelope,
+    ) -> impl Future<Output = Result<(), PublishError>> + Send {
+        async move {
+            let mut results = self
+                .send(PublishBatch::new(std::slice::from_ref(envelope)))
+                .await;
+            results.pop().unwrap_or(Err(PublishError::Invalid {
+                reason: "the publisher answered an envelope with no result".into(),
+            }))
+        }
+    }
+
+    /// Publishes a batch nobody waits on to be queued; one result per
+    /// envelope, in order.
     fn publish_batch(
         &self,
         envelopes: &[Envelope],
     ) -> impl Future<Output = Vec<Result<(), PublishError>>> + Send {
-        futures::future::join_all(envelopes.iter().map(|e| self.publish(e)))
-    }
-
-    /// Publishes a batch as [`publish_batch`](Self::publish_batch) does,
-    /// and drops `queued` once every message of it is queued on its way to
-    /// the broker in batch order, ahead of anything published later: from
-    /// then on the relay may publish its next batch while this one awaits
-    /// its answers. The default drops it once the batch is answered, which
-    /// is always right; a transport overrides it where it can say sooner.
-    fn publish_batch_queued(
-        &self,
-        envelopes: &[Envelope],
-        queued: Queued,
-    ) -> impl Future<Output = Vec<Result<(), PublishError>>> + Send {
-        async move {
-            let results = self.publish_batch(envelopes).await;
-            drop(queued);
-            results
-        }
-    }
-
-    /// The broker, as the OpenTelemetry conventions' `messaging.system`
-    /// names it (`rabbitmq`, `aws_sqs`, `kafka`), for the relay's spans.
-    /// Defaults to [`UNKNOWN_SYSTEM`](crate::telemetry::UNKNOWN_SYSTEM).
-    fn messaging_system(&self) -> &'static str {
-        crate::telemetry::UNKNOWN_SYSTEM
+        self.send(PublishBatch::new(envelopes))
     }
 }
+
+impl<P: Publisher> PublisherExt for P {}
 
 /// Logs one publish's outcome the way every transport does: `debug` when
 /// accepted, `info` with the error and its class when not. Returns the

@@ -15,7 +15,7 @@
 //! slowest step rather than of all three in turn. While claims are wide the
 //! next batch is published while the last awaits its answers, once the
 //! publisher says the last one's messages are queued ahead of it
-//! ([`Publisher::publish_batch_queued`]; RabbitMQ says so once they are
+//! ([`Publisher::send`]; RabbitMQ says so once they are
 //! written to their channels, other transports once they are answered).
 //! Each claim of a drain goes on past the last batch's rows where the store
 //! can start there ([`ClaimCursor`](crate::ClaimCursor)), rather than

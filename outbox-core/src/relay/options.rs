@@ -119,7 +119,7 @@ impl RelayOptions {
     /// once, each claiming, publishing and settling its own batches; the
     /// store hands each its own rows, and their publishes overlap whatever
     /// the publisher says of a batch being queued
-    /// ([`Publisher::publish_batch_queued`](crate::Publisher::publish_batch_queued)). The others
+    /// ([`Publisher::send`](crate::Publisher::send)). The others
     /// start only once a claim comes back full, so a relay woken for a few
     /// rows claims once, and only while claims are wide: after a claim
     /// holding a row that crashed, a single drain claims a window at a

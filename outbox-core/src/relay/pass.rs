@@ -12,7 +12,7 @@ use crate::port::error_chain;
 use crate::telemetry;
 use crate::{
     ClaimCursor, ClaimRequest, ClaimedBatch, Envelope, OutboxRecord, OutboxStore, Outcome,
-    PublishError, Publisher, Queued, Route, Settlement, StoreError,
+    PublishBatch, PublishError, Publisher, Queued, Route, Settlement, StoreError,
 };
 
 /// What one pass did.
@@ -141,7 +141,7 @@ fn count(lane: &Lane, settled: &crate::SettleReport) {
 /// records are taken, not borrowed, so each envelope goes to the publisher
 /// as it was claimed, without a copy. `queued`, where given, is dropped
 /// once the last window's messages are queued on their way to the broker
-/// (see [`Publisher::publish_batch_queued`]).
+/// (see [`Publisher::send`]).
 pub(super) async fn publish<P: Publisher>(
     publisher: &P,
     lane: &Lane,
@@ -207,7 +207,7 @@ async fn send<P: Publisher>(
     let span = telemetry::send_span(system, destination, envelopes);
     let started = Instant::now();
     let results = publisher
-        .publish_batch_queued(envelopes, queued)
+        .send(PublishBatch::queued(envelopes, queued))
         .instrument(span.clone())
         .await;
     let elapsed = started.elapsed();

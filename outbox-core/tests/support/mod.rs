@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use tidings_core::{Envelope, PublishError, Publisher};
+use tidings_core::{Envelope, PublishBatch, PublishError, Publisher};
 use tokio::sync::Notify;
 
 /// What the scripted publisher answers to one publish.
@@ -56,7 +56,17 @@ impl Scripted {
 }
 
 impl Publisher for Scripted {
-    async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
+    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        batch.each(|envelope| self.publish_one(envelope)).await
+    }
+
+    fn messaging_system(&self) -> &'static str {
+        "test"
+    }
+}
+
+impl Scripted {
+    async fn publish_one(&self, envelope: &Envelope) -> Result<(), PublishError> {
         *self.calls.lock().unwrap() += 1;
         if let Some(gate) = &self.gate {
             gate.entered.notify_one();

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use tidings_core::Publisher;
+use tidings_core::PublisherExt;
 
 use super::BrokerHarness;
 use super::fixtures::{envelope, next, subscribe};

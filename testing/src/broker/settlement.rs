@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tidings_core::{Publisher, Redelivery};
+use tidings_core::{PublisherExt, Redelivery};
 
 use super::BrokerHarness;
 use super::fixtures::{envelope, next, next_within, subscribe};

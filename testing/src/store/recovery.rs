@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{Envelope, OrderingMode, OutboxStore, PublishError, Publisher};
+use tidings_core::{Envelope, OrderingMode, OutboxStore, PublishBatch, PublishError, Publisher};
 use tokio_util::sync::CancellationToken;
 
 use super::StoreHarness;
@@ -16,7 +16,17 @@ use super::fixtures::{SHORT_LEASE, event, route};
 struct Unanswering;
 
 impl Publisher for Unanswering {
-    async fn publish(&self, _envelope: &Envelope) -> Result<(), PublishError> {
+    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        batch.each(|envelope| self.publish_one(envelope)).await
+    }
+
+    fn messaging_system(&self) -> &'static str {
+        "test"
+    }
+}
+
+impl Unanswering {
+    async fn publish_one(&self, _envelope: &Envelope) -> Result<(), PublishError> {
         std::future::pending().await
     }
 }

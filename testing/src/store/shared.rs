@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tidings_core::relay::{Relay, RelayOptions, SharedRelay, Tenant};
 use tidings_core::{
-    Envelope, OrderingMode, OutboxStore, PublishError, Publisher, RetryPolicy, Route,
+    Envelope, OrderingMode, OutboxStore, PublishBatch, PublishError, Publisher, RetryPolicy, Route,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -55,7 +55,17 @@ impl Flaky {
 }
 
 impl Publisher for Flaky {
-    async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
+    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        batch.each(|envelope| self.publish_one(envelope)).await
+    }
+
+    fn messaging_system(&self) -> &'static str {
+        "test"
+    }
+}
+
+impl Flaky {
+    async fn publish_one(&self, envelope: &Envelope) -> Result<(), PublishError> {
         let mut received = self.received();
         let rng = received
             .rng

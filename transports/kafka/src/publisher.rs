@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use futures::future::join_all;
 use tidings_core::port::error_chain;
 use tidings_core::port::trace_outcome;
-use tidings_core::{Envelope, PublishError, Publisher};
+use tidings_core::{Envelope, PublishBatch, PublishError, Publisher};
 
 use crate::error::ClientError;
 use crate::names::validate_topic;
@@ -114,20 +114,14 @@ impl TopicCheck {
 }
 
 impl Publisher for KafkaPublisher {
-    async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
-        self.publish_batch(std::slice::from_ref(envelope))
-            .await
-            .pop()
-            .expect("one result per envelope")
-    }
-
     fn messaging_system(&self) -> &'static str {
         "kafka"
     }
 
     /// Hands every record to librdkafka, which batches them per partition,
     /// then waits for all acknowledgements; one result per envelope.
-    async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
+    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        let envelopes = batch.envelopes();
         let checked = self.check_topics(envelopes).await;
         let mut pending = Vec::with_capacity(envelopes.len());
         for envelope in envelopes {

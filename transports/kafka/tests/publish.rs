@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use support::{client, create_topic, foreign::first_record};
-use tidings_core::{PublishError, Publisher};
+use tidings_core::{PublishError, PublisherExt};
 use tidings_kafka::{
     ClientOptions, KafkaPublisher, PublisherOptions, TopicOptions, Topology, TopologyError,
 };

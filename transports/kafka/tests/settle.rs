@@ -12,7 +12,7 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use support::{client, create_topic, group};
 use tidings_core::{
     DEAD_LETTER_REASON_HEADER, FIRST_FAILURE_HEADER, PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER,
-    Publisher, REPLAYED_REASON_HEADER, Redelivery,
+    PublisherExt, REPLAYED_REASON_HEADER, Redelivery,
 };
 use tidings_kafka::{KafkaPublisher, KafkaSource, PublisherOptions, dead_letter_topic};
 use tidings_testing::broker::{envelope, next, next_within, subscribe};

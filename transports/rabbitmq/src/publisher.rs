@@ -10,7 +10,7 @@ use futures::stream::FuturesUnordered;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::{Channel, Confirmation};
 use tidings_core::port::trace_outcome;
-use tidings_core::{Envelope, PublishError, Publisher, Queued};
+use tidings_core::{Envelope, PublishBatch, PublishError, Publisher, Queued};
 use tokio::sync::Mutex;
 use tokio::time::{Instant, sleep_until};
 
@@ -374,30 +374,17 @@ fn unsettled(error: lapin::Error, envelope: &Envelope) -> PublishError {
 }
 
 impl Publisher for RabbitPublisher {
-    async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
-        let mut results = self.publish_batch(std::slice::from_ref(envelope)).await;
-        results.pop().unwrap_or(Err(PublishError::Timeout))
-    }
-
-    async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
-        let (queued, _) = Queued::new();
-        self.publish_batch_queued(envelopes, queued).await
-    }
-
-    /// Drops `queued` once each confirm channel has queued its share of the
-    /// batch: a key always takes the same channel, and a channel's
-    /// messages reach the broker in the order they were queued. A message
-    /// sent again after the broker closed its channel over another goes
-    /// behind whatever was queued meanwhile.
-    async fn publish_batch_queued(
-        &self,
-        envelopes: &[Envelope],
-        queued: Queued,
-    ) -> Vec<Result<(), PublishError>> {
-        let lanes = Lanes::of(envelopes, self.inner.channels.len());
+    /// Drops the batch's token once each confirm channel has queued its
+    /// share of the batch: a key always takes the same channel, and a
+    /// channel's messages reach the broker in the order they were queued. A
+    /// message sent again after the broker closed its channel over another
+    /// goes behind whatever was queued meanwhile.
+    async fn send(&self, mut batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        let queued = batch.take_queued();
+        let lanes = Lanes::of(batch.envelopes(), self.inner.channels.len());
         let published = lanes
             .iter()
-            .map(|(lane, batch)| self.publish_all(lane, batch, Some(queued.clone())));
+            .map(|(lane, envelopes)| self.publish_all(lane, envelopes, queued.clone()));
         let published = join_all(published);
         drop(queued);
         lanes.merge(published.await)

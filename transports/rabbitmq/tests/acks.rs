@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use support::{Setup, named, next, raw_get};
-use tidings_core::{AckError, Publisher, Redelivery, Source};
+use tidings_core::{AckError, PublisherExt, Redelivery, Source};
 use tidings_rabbitmq::{PublisherOptions, QueueKind, RabbitSource, SourceOptions};
 use tidings_testing::faults::close_rabbitmq_connection;
 use tidings_testing::names::unique_name;

@@ -3,7 +3,7 @@
 mod support;
 
 use support::{envelope, next};
-use tidings_core::{Publisher, Source};
+use tidings_core::{PublisherExt, Source};
 use tidings_rabbitmq::{PublisherOptions, QueueOptions, RabbitConnection, SourceOptions};
 use tidings_testing::faults::rabbitmq_connections_named;
 use tidings_testing::names::unique_name;

@@ -4,7 +4,7 @@ mod support;
 
 use bytes::Bytes;
 use support::{Setup, connection, envelope, next};
-use tidings_core::{Envelope, PublishError, Publisher, Queued};
+use tidings_core::{Envelope, PublishBatch, PublishError, Publisher, PublisherExt, Queued};
 use tidings_rabbitmq::{ConnectionOptions, PublisherOptions, QueueKind};
 
 #[tokio::test]
@@ -135,7 +135,7 @@ async fn batches_handed_over_once_the_last_is_queued_keep_each_keys_order() {
         let publisher = setup.publisher.clone();
         let window = window.to_vec();
         answers.push(tokio::spawn(async move {
-            publisher.publish_batch_queued(&window, queued).await
+            publisher.send(PublishBatch::queued(&window, queued)).await
         }));
         // The next batch goes as soon as this one is queued, while its
         // confirms are still on their way.

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use support::{Setup, named, next};
-use tidings_core::{AckError, PublishError, Publisher};
+use tidings_core::{AckError, PublishError, PublisherExt};
 use tidings_rabbitmq::{PublisherOptions, QueueKind, RabbitPublisher};
 use tidings_testing::faults::close_rabbitmq_connection as close_connection;
 use tidings_testing::names::unique_name;

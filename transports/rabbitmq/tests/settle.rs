@@ -10,7 +10,7 @@ use lapin::options::BasicPublishOptions;
 use lapin::types::AMQPValue;
 use lapin::{BasicProperties, Connection, ConnectionProperties};
 use support::{Setup, next, raw_get};
-use tidings_core::{Publisher, Redelivery};
+use tidings_core::{PublisherExt, Redelivery};
 use tidings_rabbitmq::{DEAD_LETTER_REASON_HEADER, QueueKind, dead_letter_queue};
 use tidings_testing::services::amqp_url;
 

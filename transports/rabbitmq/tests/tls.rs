@@ -9,7 +9,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use support::{EXPIRES, envelope, next};
-use tidings_core::{PublishError, Publisher, Source};
+use tidings_core::{PublishError, PublisherExt, Source};
 use tidings_rabbitmq::{
     ConnectionOptions, Pem, PublisherOptions, QueueKind, QueueOptions, RabbitPublisher,
     RabbitSource, SourceOptions, TlsError, TlsOptions, Topology, TopologyError,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use aws_sdk_sqs::Client;
 use futures::future::join_all;
 use tidings_core::port::trace_outcome;
-use tidings_core::{Envelope, PublishError, Publisher};
+use tidings_core::{Envelope, PublishBatch, PublishError, Publisher};
 
 use crate::batching::{MAX_BATCH_ENTRIES, chunk};
 use crate::error::{Failure, Kind, call, entry_failure, publish_error};
@@ -258,13 +258,8 @@ impl SqsPublisher {
 }
 
 impl Publisher for SqsPublisher {
-    async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
-        let mut results = self.publish_batch(std::slice::from_ref(envelope)).await;
-        results.pop().unwrap_or(Err(PublishError::Timeout))
-    }
-
-    async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
-        self.publish_all(envelopes).await
+    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        self.publish_all(batch.envelopes()).await
     }
 
     fn messaging_system(&self) -> &'static str {

@@ -11,7 +11,7 @@ use support::orders::{Order, count_effect, effects, options, order, run_until, s
 use support::{client, declare, queue_name, source_options};
 use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryContext, MemoryStore};
-use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, Publisher};
+use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, PublisherExt};
 use tidings_inbox::Inbox;
 use tidings_sqs::{PublisherOptions, QueueOptions, SqsPublisher, SqsSource};
 use tidings_testing::broker::{next, subscribe};

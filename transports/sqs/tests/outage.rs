@@ -11,7 +11,7 @@ use support::orders::{Order, count_effect, effects, options, order, spec};
 use support::{answers, declare, queue_name, source_options};
 use tidings_consumer::{Consumer, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryContext, MemoryStore};
-use tidings_core::{Envelope, Message, Publisher};
+use tidings_core::{Envelope, Message, PublisherExt};
 use tidings_inbox::Inbox;
 use tidings_sqs::{PublisherOptions, QueueOptions, SqsPublisher, SqsSource, local_client};
 use tokio::time::{Instant, sleep};

@@ -6,7 +6,7 @@ mod support;
 
 use support::{VISIBILITY, client, declare, queue_name, source_options};
 use tidings_consumer::{HandlerError, TxHandle};
-use tidings_core::{Envelope, Publisher, QueueSpec};
+use tidings_core::{Envelope, PublisherExt, QueueSpec};
 use tidings_inbox::Inbox;
 use tidings_postgres::sqlx::{self, AssertSqlSafe};
 use tidings_postgres::{PgContext, PgInboxStore, PgOutboxOptions, PgOutboxStore};

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use support::{client, declare, queue_name, source_options};
-use tidings_core::{Envelope, PublishError, Publisher};
+use tidings_core::{Envelope, PublishError, PublisherExt};
 use tidings_sqs::aws_sdk_sqs::Client;
 use tidings_sqs::{DestinationOptions, PublisherOptions, QueueOptions, SqsPublisher, SqsSource};
 use tidings_testing::broker::{envelope, next, next_within, subscribe};

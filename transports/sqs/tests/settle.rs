@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use support::{client, declare, queue_name, source_options};
-use tidings_core::{DEAD_LETTER_REASON_HEADER, Publisher, Redelivery};
+use tidings_core::{DEAD_LETTER_REASON_HEADER, PublisherExt, Redelivery};
 use tidings_sqs::{PublisherOptions, QueueOptions, SqsPublisher, SqsSource, dead_letter_queue};
 use tidings_testing::broker::{envelope, next, next_within, subscribe};
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use aws_smithy_http_client::tls::{self, TlsContext, TrustStore, rustls_provider::CryptoMode};
 use bytes::Bytes;
 use futures::StreamExt;
-use tidings_core::{Envelope, PublishError, Publisher, Source};
+use tidings_core::{Envelope, PublishError, PublisherExt, Source};
 use tidings_sqs::aws_sdk_sqs::Client;
 use tidings_sqs::aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
 use tidings_sqs::{PublisherOptions, QueueOptions, SqsPublisher, SqsSource};

@@ -3,7 +3,7 @@
 //! answered for it, and, while claims are wide, the next batch is published
 //! while the one before awaits its answers, once the publisher says the
 //! earlier one's messages are queued ahead of it
-//! ([`Publisher::publish_batch_queued`]). A backlog drains at the pace of
+//! ([`Publisher::send`]). A backlog drains at the pace of
 //! the slowest of the three steps instead of their sum.
 //!
 //! Claims and settles run each on a connection of their own, so the

@@ -6,8 +6,8 @@ use std::time::Duration;
 use crate::memory::{MemoryBatch, MemoryStore};
 use crate::relay::{Relay, RelayOptions};
 use crate::{
-    ClaimRequest, Envelope, OutboxSpec, OutboxStats, OutboxStore, PublishError, Publisher,
-    PurgeRequest, Queued, Requeue, RetryPolicy, StoreError,
+    ClaimRequest, Envelope, OutboxSpec, OutboxStats, OutboxStore, PublishBatch, PublishError,
+    Publisher, PurgeRequest, Requeue, RetryPolicy, StoreError,
 };
 
 static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events").to_queue("events-q");
@@ -24,10 +24,18 @@ static RETRIED: OutboxSpec<u32> = OutboxSpec::json("retried").to_queue("retried-
 struct Keep(Arc<Mutex<Vec<u32>>>);
 
 impl Publisher for Keep {
-    async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
-        let n = serde_json::from_slice(&envelope.payload).expect("a u32 payload");
-        self.0.lock().expect("not poisoned").push(n);
-        Ok(())
+    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        let mut kept = self.0.lock().expect("not poisoned");
+        let payloads = batch.envelopes().iter().map(|envelope| {
+            let n: u32 = serde_json::from_slice(&envelope.payload).expect("a u32 payload");
+            n
+        });
+        kept.extend(payloads);
+        batch.envelopes().iter().map(|_| Ok(())).collect()
+    }
+
+    fn messaging_system(&self) -> &'static str {
+        "test"
     }
 }
 
@@ -36,13 +44,16 @@ impl Publisher for Keep {
 struct Windows(Arc<Mutex<Vec<usize>>>);
 
 impl Publisher for Windows {
-    async fn publish(&self, _: &Envelope) -> Result<(), PublishError> {
-        Ok(())
+    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        self.0
+            .lock()
+            .expect("not poisoned")
+            .push(batch.envelopes().len());
+        batch.envelopes().iter().map(|_| Ok(())).collect()
     }
 
-    async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
-        self.0.lock().expect("not poisoned").push(envelopes.len());
-        envelopes.iter().map(|_| Ok(())).collect()
+    fn messaging_system(&self) -> &'static str {
+        "test"
     }
 }
 
@@ -56,15 +67,9 @@ struct Overlapping {
 }
 
 impl Publisher for Overlapping {
-    async fn publish(&self, _: &Envelope) -> Result<(), PublishError> {
-        unreachable!("the relay publishes batches")
-    }
-
-    async fn publish_batch_queued(
-        &self,
-        envelopes: &[Envelope],
-        queued: Queued,
-    ) -> Vec<Result<(), PublishError>> {
+    async fn send(&self, mut batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        let envelopes = batch.envelopes();
+        let queued = batch.take_queued();
         let payloads = envelopes.iter().map(|e| {
             let n: u32 = serde_json::from_slice(&e.payload).expect("a u32 payload");
             n
@@ -80,6 +85,10 @@ impl Publisher for Overlapping {
         self.answering.lock().unwrap().0 -= 1;
         envelopes.iter().map(|_| Ok(())).collect()
     }
+
+    fn messaging_system(&self) -> &'static str {
+        "test"
+    }
 }
 
 /// Fails event `n` once, transiently, and accepts everything else; keeps
@@ -91,7 +100,17 @@ struct FailsOnce {
 }
 
 impl Publisher for FailsOnce {
-    async fn publish(&self, envelope: &Envelope) -> Result<(), PublishError> {
+    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        batch.each(|envelope| self.publish_one(envelope)).await
+    }
+
+    fn messaging_system(&self) -> &'static str {
+        "test"
+    }
+}
+
+impl FailsOnce {
+    async fn publish_one(&self, envelope: &Envelope) -> Result<(), PublishError> {
         let n = serde_json::from_slice(&envelope.payload).expect("a u32 payload");
         let mut seen = self.seen.lock().unwrap();
         seen.push(n);
@@ -124,13 +143,13 @@ struct Cursors {
 struct Stepping(Arc<Mutex<Vec<Step>>>);
 
 impl Publisher for Stepping {
-    async fn publish(&self, _: &Envelope) -> Result<(), PublishError> {
-        unreachable!("the relay publishes batches")
+    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        self.0.lock().unwrap().push(Step::Publish);
+        batch.envelopes().iter().map(|_| Ok(())).collect()
     }
 
-    async fn publish_batch(&self, envelopes: &[Envelope]) -> Vec<Result<(), PublishError>> {
-        self.0.lock().unwrap().push(Step::Publish);
-        envelopes.iter().map(|_| Ok(())).collect()
+    fn messaging_system(&self) -> &'static str {
+        "test"
     }
 }
 
@@ -244,6 +263,49 @@ async fn the_next_batch_is_published_while_the_last_awaits_its_answers_in_order(
 
     assert_eq!((report.claimed, report.published), (1_000, 1_000));
     assert_eq!(store.pending_count("events"), 0);
+    let queued = publisher.queued.lock().unwrap().clone();
+    assert_eq!(queued, (0..1_000).collect::<Vec<_>>(), "queued in order");
+    let (answering, most) = *publisher.answering.lock().unwrap();
+    assert_eq!((answering, most), (0, 2), "two batches awaited at once");
+}
+
+/// A wrapper written the obvious way: it stamps a header on every envelope
+/// and forwards the batch, token and all, to the publisher it wraps.
+#[derive(Clone)]
+struct Stamping<P> {
+    inner: P,
+}
+
+impl<P: Publisher> Publisher for Stamping<P> {
+    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
+        let stamped: Vec<Envelope> = (batch.envelopes().iter().cloned())
+            .map(|mut envelope| {
+                envelope.headers.insert("x-stamp".into(), "1".into());
+                envelope
+            })
+            .collect();
+        self.inner.send(batch.with_envelopes(&stamped)).await
+    }
+
+    fn messaging_system(&self) -> &'static str {
+        self.inner.messaging_system()
+    }
+}
+
+#[tokio::test]
+async fn a_wrapped_publisher_keeps_the_overlap_of_batches() {
+    let store = staged(1_000);
+    let publisher = Overlapping::default();
+    let wrapped = Stamping {
+        inner: publisher.clone(),
+    };
+    let relay = Relay::new(store.clone(), wrapped, &EVENTS)
+        .unwrap()
+        .options(RelayOptions::default().batch_size(100).drains(1));
+
+    let report = relay.drain().await.unwrap();
+
+    assert_eq!((report.claimed, report.published), (1_000, 1_000));
     let queued = publisher.queued.lock().unwrap().clone();
     assert_eq!(queued, (0..1_000).collect::<Vec<_>>(), "queued in order");
     let (answering, most) = *publisher.answering.lock().unwrap();
