@@ -1,6 +1,6 @@
 // The repository's README is this crate's documentation, so every snippet
 // in it is compiled and run as a doctest.
-#![doc = include_str!("../../README.md")]
+#![doc = include_str!("../README.md")]
 
 // Those snippets, and the guide's, use every store and transport: say so
 // rather than fail on missing modules.
