@@ -93,9 +93,9 @@ impl QueueOptions {
         self
     }
 
-    /// After this many deliveries the broker dead-letters a message
-    /// instead of delivering it again (`x-delivery-limit`); default: no
-    /// limit. Quorum queues only. The consumer's own `max_deliveries`
+    /// How many times the broker delivers a message again before it
+    /// dead-letters it instead (`x-delivery-limit`): with 2, a message is
+    /// delivered at most 3 times; default: no limit. Quorum queues only. The consumer's own `max_deliveries`
     /// parks a message with a reason before this, so set this above it,
     /// as a backstop for consumers that die on the message.
     pub fn delivery_limit(mut self, deliveries: u32) -> Self {
