@@ -4,6 +4,8 @@ use lapin::ErrorKind;
 use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use tidings_core::{AckError, PublishError, SourceError, SpecError};
 
+use crate::queue::QueueOptionsError;
+
 /// Declaring or deleting topology failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -14,8 +16,43 @@ pub enum TopologyError {
     /// The broker could not be reached.
     #[error("cannot connect to the broker")]
     Connect(#[source] lapin::Error),
-    /// The broker refused a declaration, for example because the queue
-    /// exists with other arguments.
+    /// The queue options do not go together; nothing was sent to the
+    /// broker.
+    #[error(transparent)]
+    Options(#[from] QueueOptionsError),
+    /// A queue exists with another value of an argument than the one
+    /// declared (the broker's `PRECONDITION_FAILED - inequivalent arg`),
+    /// typically one an operator or a policy-less script set. Change the
+    /// named setting to match, or let the operator own the topology with
+    /// [`TopologyMode::Verify`](crate::TopologyMode::Verify).
+    #[error(
+        "queue {queue:?} exists with {argument} {current} but tidings declares it {asked}: {hint}",
+        current = shown(.current),
+        asked = shown(.asked),
+        hint = hint(.setting)
+    )]
+    Inequivalent {
+        /// The queue.
+        queue: String,
+        /// The argument, such as `x-single-active-consumer`.
+        argument: String,
+        /// The value tidings declared; `None` for not set.
+        asked: Option<String>,
+        /// The value the queue has; `None` for not set.
+        current: Option<String>,
+        /// The setting that decides the argument, such as
+        /// `QueueOptions::single_active_consumer`; `None` when tidings
+        /// fixes it.
+        setting: Option<&'static str>,
+    },
+    /// In [`TopologyMode::Verify`](crate::TopologyMode::Verify), queues or
+    /// exchanges tidings needs do not exist.
+    #[error("the topology lacks {}", .missing.join(", "))]
+    Missing {
+        /// Each missing queue or exchange, with what it is for.
+        missing: Vec<String>,
+    },
+    /// The broker refused a declaration.
     #[error("cannot {action} {name:?}")]
     Broker {
         /// What was being done (`declare queue`, `bind queue`..).
@@ -26,6 +63,23 @@ pub enum TopologyError {
         #[source]
         source: lapin::Error,
     },
+}
+
+fn shown(value: &Option<String>) -> String {
+    value
+        .as_deref()
+        .map_or_else(|| "not set".to_owned(), |value| format!("= {value}"))
+}
+
+fn hint(setting: &Option<&'static str>) -> String {
+    match setting {
+        Some(setting) => format!(
+            "change {setting} to match, or leave the queue to its operator with TopologyMode::Verify"
+        ),
+        None => "tidings sets this argument itself: delete the queue, or leave it to its \
+                 operator with TopologyMode::Verify"
+            .to_owned(),
+    }
 }
 
 /// What a lapin error means for the message or delivery at hand.

@@ -7,22 +7,26 @@ mod count;
 mod error;
 mod exchanges;
 mod handshake;
+mod inequivalent;
 mod lanes;
 mod options;
 mod outgoing;
 mod pending_acks;
 mod properties;
 mod publisher;
+mod queue;
 mod shared;
 mod source;
 mod tls;
 mod topology;
+mod verify;
 
 pub use acker::RabbitAcker;
 pub use error::TopologyError;
 pub use handshake::TlsError;
 pub use options::{
     ConnectionOptions, DestinationOptions, PublisherOptions, RoutingKey, SourceOptions,
+    StreamOffset,
 };
 pub use properties::{DEAD_LETTER_REASON_HEADER, PRIOR_DELIVERIES_HEADER};
 pub use publisher::RabbitPublisher;
@@ -32,7 +36,7 @@ pub use tls::{Pem, TlsOptions};
 
 /// The lapin this crate is built on.
 pub use lapin;
+pub use queue::{DeadLetterOptions, Overflow, QueueKind, QueueOptions, QueueOptionsError};
 pub use topology::{
-    QueueKind, QueueOptions, Topology, dead_letter_exchange, dead_letter_queue, delay_queue,
-    exchange_name,
+    Topology, TopologyMode, dead_letter_exchange, dead_letter_queue, delay_queue, exchange_name,
 };

@@ -196,11 +196,26 @@ impl Default for PublisherOptions {
     }
 }
 
+/// Where a subscription to a stream starts reading (`x-stream-offset`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamOffset {
+    /// The oldest message the stream still holds.
+    First,
+    /// The last chunk of messages written.
+    Last,
+    /// The messages written after subscribing (the broker's default).
+    Next,
+    /// The message at this offset.
+    Offset(u64),
+}
+
 /// Settings of a [`RabbitSource`](crate::RabbitSource).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SourceOptions {
     pub(crate) prefetch: u16,
     pub(crate) confirm_timeout: Duration,
+    pub(crate) stream_offset: Option<StreamOffset>,
 }
 
 impl SourceOptions {
@@ -210,7 +225,7 @@ impl SourceOptions {
     pub const DEFAULT_CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
 
     /// How many deliveries a subscription holds unsettled at most (the
-    /// channel's `basic.qos` prefetch count).
+    /// channel's `basic.qos` prefetch count, which a stream requires).
     pub fn prefetch(mut self, count: u16) -> Self {
         self.prefetch = count.max(1);
         self
@@ -222,6 +237,24 @@ impl SourceOptions {
         self.confirm_timeout = timeout;
         self
     }
+
+    /// Where each subscription to a stream
+    /// ([`QueueKind::Stream`](crate::QueueKind::Stream)) starts, sent as
+    /// the consumer's `x-stream-offset` argument; default: not sent, so
+    /// the broker starts at [`StreamOffset::Next`]. The offset is not
+    /// stored: a subscription renewed after a reconnect starts here again,
+    /// so [`StreamOffset::First`] with the inbox is the way to see every
+    /// message (the inbox skips those handled before). Only for streams:
+    /// classic and quorum queues refuse the argument.
+    pub fn stream_offset(mut self, offset: StreamOffset) -> Self {
+        self.stream_offset = Some(offset);
+        self
+    }
+
+    /// The [`stream_offset`](Self::stream_offset) setting.
+    pub fn get_stream_offset(&self) -> Option<StreamOffset> {
+        self.stream_offset
+    }
 }
 
 impl Default for SourceOptions {
@@ -229,6 +262,7 @@ impl Default for SourceOptions {
         Self {
             prefetch: Self::DEFAULT_PREFETCH,
             confirm_timeout: Self::DEFAULT_CONFIRM_TIMEOUT,
+            stream_offset: None,
         }
     }
 }

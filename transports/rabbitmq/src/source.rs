@@ -12,7 +12,7 @@ use lapin::options::{
     BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions,
     ConfirmSelectOptions,
 };
-use lapin::types::FieldTable;
+use lapin::types::{AMQPValue, FieldTable};
 use lapin::{Channel, Consumer};
 use tidings_core::{Delivery, Source, SourceError};
 
@@ -21,7 +21,7 @@ use crate::acker::{RabbitAcker, Received, dead_letter_unreadable};
 use crate::connection::Connector;
 use crate::count::delivery_count;
 use crate::error::source_error;
-use crate::options::{ConnectionOptions, SourceOptions};
+use crate::options::{ConnectionOptions, SourceOptions, StreamOffset};
 use crate::properties::decode;
 
 /// Consumes RabbitMQ queues.
@@ -77,7 +77,7 @@ impl RabbitSource {
                 queue.into(),
                 "".into(),
                 BasicConsumeOptions::default(),
-                FieldTable::default(),
+                consume_arguments(&self.options),
             )
             .await?;
         tracing::debug!(
@@ -91,6 +91,22 @@ impl RabbitSource {
             window: AckWindow::start(self.options.prefetch),
         })
     }
+}
+
+/// The consumer's arguments: a stream's starting offset.
+fn consume_arguments(options: &SourceOptions) -> FieldTable {
+    let mut args = FieldTable::default();
+    let offset = match options.stream_offset {
+        None => return args,
+        Some(StreamOffset::First) => AMQPValue::LongString("first".into()),
+        Some(StreamOffset::Last) => AMQPValue::LongString("last".into()),
+        Some(StreamOffset::Next) => AMQPValue::LongString("next".into()),
+        Some(StreamOffset::Offset(offset)) => {
+            AMQPValue::LongLongInt(i64::try_from(offset).unwrap_or(i64::MAX))
+        }
+    };
+    args.insert("x-stream-offset".into(), offset);
+    args
 }
 
 impl Source for RabbitSource {

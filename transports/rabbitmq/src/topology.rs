@@ -1,85 +1,41 @@
 //! Declaring what a queue needs: its exchange and binding, a dead-letter
 //! exchange and queue, and the delay queue delayed redeliveries wait in.
 
-use std::time::Duration;
-
 use lapin::options::{
     ExchangeDeclareOptions, ExchangeDeleteOptions, QueueBindOptions, QueueDeclareOptions,
     QueueDeleteOptions,
 };
-use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::types::FieldTable;
 use lapin::{Channel, ExchangeKind};
 use tidings_core::spec::validate_name;
 use tidings_core::{OutboxSpec, QueueSpec};
 
 use crate::connection::Connector;
-use crate::error::TopologyError;
+use crate::error::{Cause, TopologyError, cause};
+use crate::inequivalent;
 use crate::options::ConnectionOptions;
+use crate::queue::QueueOptions;
+use crate::queue::arguments::{
+    Role, dead_letter_arguments, delay_arguments, queue_arguments, setting_of,
+};
+use crate::verify::verify_queue;
 
-/// The kind of a declared queue.
+/// Who owns the queues and exchanges of a [`Topology`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum QueueKind {
-    /// A classic queue. Delivery counts are approximate: 1 on first
-    /// delivery, 2 once the broker flags a redelivery, plus the times the
-    /// message was rejected into the dead-letter exchange (`x-death`) and
-    /// the deliveries carried across delayed redeliveries.
+#[non_exhaustive]
+pub enum TopologyMode {
+    /// Tidings declares what it needs, with the arguments of its
+    /// [`QueueOptions`], and fails with
+    /// [`TopologyError::Inequivalent`] when a queue exists with others.
     #[default]
-    Classic,
-    /// A quorum queue (replicated, `x-queue-type = quorum`). The broker
-    /// counts deliveries in `x-delivery-count`, so delivery counts are
-    /// exact.
-    Quorum,
-}
-
-/// How [`Topology`] declares a queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct QueueOptions {
-    kind: QueueKind,
-    expires: Option<Duration>,
-}
-
-impl QueueOptions {
-    /// A classic queue.
-    pub fn classic() -> Self {
-        Self::default()
-    }
-
-    /// A quorum queue.
-    pub fn quorum() -> Self {
-        Self::default().kind(QueueKind::Quorum)
-    }
-
-    /// The queue kind; default [`QueueKind::Classic`].
-    pub fn kind(mut self, kind: QueueKind) -> Self {
-        self.kind = kind;
-        self
-    }
-
-    /// Lets the broker delete the queues after they have gone unused (no
-    /// consumer, no redeclaration) this long (`x-expires`), and makes the
-    /// exchanges auto-delete with their last binding. Meant for tests and
-    /// throwaway queues; default: never. The delay queue counts as unused
-    /// even while messages wait in it, so keep this well above the longest
-    /// redelivery delay.
-    pub fn expires(mut self, after: Duration) -> Self {
-        self.expires = Some(after);
-        self
-    }
-}
-
-impl From<QueueKind> for QueueOptions {
-    fn from(kind: QueueKind) -> Self {
-        Self::default().kind(kind)
-    }
-}
-
-impl QueueKind {
-    fn argument(self) -> &'static str {
-        match self {
-            Self::Classic => "classic",
-            Self::Quorum => "quorum",
-        }
-    }
+    Declare,
+    /// An operator declares the topology (with whatever arguments and
+    /// policies they choose); tidings declares nothing and only checks,
+    /// with passive declares, that the queues and exchanges it needs
+    /// exist, failing with [`TopologyError::Missing`] naming each one that
+    /// does not. A passive declare cannot read a queue's arguments or
+    /// bindings, so those are the operator's to get right.
+    Verify,
 }
 
 /// The exchange [`Topology`] declares for `queue`: named after it.
@@ -110,21 +66,25 @@ pub fn delay_queue(queue: &str) -> String {
 /// | name | what |
 /// |---|---|
 /// | `q` (exchange) | direct exchange the publisher sends to, bound to `q` with routing key `q` |
-/// | `q` (queue) | classic or quorum, dead-lettering into `q.dlx` |
+/// | `q` (queue) | classic, quorum or stream, with the arguments of its [`QueueOptions`], dead-lettering into `q.dlx` (not a stream) |
 /// | `q.dlx` | fanout dead-letter exchange |
-/// | `q.dlq` | dead-letter queue bound to `q.dlx`, of the same kind as `q` |
+/// | `q.dlq` | dead-letter queue bound to `q.dlx`, with its [`DeadLetterOptions`](crate::DeadLetterOptions) |
 /// | `q.delay` | classic queue where delayed redeliveries wait out their TTL, dead-lettering back to `q` |
 ///
-/// Declaring is idempotent as long as the arguments do not change.
+/// Declaring is idempotent as long as the arguments do not change. In
+/// [`TopologyMode::Verify`] it declares nothing and checks that these
+/// exist.
 #[derive(Clone)]
 pub struct Topology {
     connector: Connector,
+    mode: TopologyMode,
 }
 
 impl std::fmt::Debug for Topology {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Topology")
             .field("connection", self.connector.options())
+            .field("mode", &self.mode)
             .finish()
     }
 }
@@ -137,7 +97,34 @@ impl Topology {
 
     /// Topology management on `connector`'s connection.
     pub(crate) fn on(connector: Connector) -> Self {
-        Self { connector }
+        Self {
+            connector,
+            mode: TopologyMode::default(),
+        }
+    }
+
+    /// Who owns the topology; default [`TopologyMode::Declare`].
+    ///
+    /// ```no_run
+    /// use tidings_rabbitmq::{ConnectionOptions, QueueOptions, Topology, TopologyMode};
+    ///
+    /// # async fn run() -> Result<(), tidings_rabbitmq::TopologyError> {
+    /// let topology = Topology::new(ConnectionOptions::new("amqp://127.0.0.1:5672/%2f"))
+    ///     .mode(TopologyMode::Verify);
+    /// // Declares nothing: fails if `orders`, `orders.dlq`, `orders.delay`
+    /// // or the exchanges `orders` and `orders.dlx` do not exist.
+    /// topology.declare_queue("orders", QueueOptions::default()).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn mode(mut self, mode: TopologyMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The [`mode`](Self::mode) setting.
+    pub fn get_mode(&self) -> TopologyMode {
+        self.mode
     }
 
     /// Declares what the consumer of `spec` reads from.
@@ -160,7 +147,17 @@ impl Topology {
     }
 
     /// Declares `queue` with its exchange, binding, dead-letter exchange and
-    /// queue, and delay queue.
+    /// queue, and delay queue; in [`TopologyMode::Verify`], checks that
+    /// they exist instead.
+    ///
+    /// # Errors
+    ///
+    /// - [`TopologyError::Options`] when `options` do not go together
+    ///   ([`QueueOptions::check`]), before anything is sent;
+    /// - [`TopologyError::Inequivalent`] when a queue exists with other
+    ///   arguments, naming the argument, both values and the setting;
+    /// - [`TopologyError::Missing`] in [`TopologyMode::Verify`];
+    /// - [`TopologyError::Connect`] when the broker cannot be reached.
     #[tracing::instrument(skip_all, fields(messaging.system = "rabbitmq", messaging.destination.name = queue), err)]
     pub async fn declare_queue(
         &self,
@@ -168,20 +165,40 @@ impl Topology {
         options: QueueOptions,
     ) -> Result<(), TopologyError> {
         validate_name("queue", queue)?;
+        options.check()?;
+        if self.mode == TopologyMode::Verify {
+            return verify_queue(&self.connector, queue).await;
+        }
         let ch = self.channel().await?;
         let dlx = dead_letter_exchange(queue);
         let dlq = dead_letter_queue(queue);
         let exchange = exchange_name(queue);
-        let auto_delete = options.expires.is_some();
+        let auto_delete = options.get_expires().is_some();
         declare_exchange(&ch, &dlx, ExchangeKind::Fanout, auto_delete).await?;
-        declare(&ch, &dlq, queue_arguments(options, None)).await?;
+        declare(&ch, &dlq, Role::DeadLetter, dead_letter_arguments(&options)).await?;
         bind(&ch, &dlq, &dlx, "").await?;
-        declare(&ch, queue, queue_arguments(options, Some(&dlx))).await?;
+        declare(&ch, queue, Role::Queue, queue_arguments(&options, &dlx)).await?;
         declare_exchange(&ch, &exchange, ExchangeKind::Direct, auto_delete).await?;
         bind(&ch, queue, &exchange, queue).await?;
-        declare(&ch, &delay_queue(queue), delay_arguments(queue, options)).await?;
+        let delay = delay_queue(queue);
+        declare(&ch, &delay, Role::Delay, delay_arguments(queue, &options)).await?;
         let _ = ch.close(200, "OK".into()).await;
         Ok(())
+    }
+
+    /// Checks, with passive declares, that `queue` and everything
+    /// [`declare_queue`](Self::declare_queue) would declare for it exist,
+    /// whatever the [`mode`](Self::mode).
+    ///
+    /// # Errors
+    ///
+    /// [`TopologyError::Missing`] naming each queue and exchange that does
+    /// not exist; [`TopologyError::Connect`] when the broker cannot be
+    /// reached.
+    #[tracing::instrument(skip_all, fields(messaging.system = "rabbitmq", messaging.destination.name = queue), err)]
+    pub async fn verify_queue(&self, queue: &str) -> Result<(), TopologyError> {
+        validate_name("queue", queue)?;
+        verify_queue(&self.connector, queue).await
     }
 
     /// Deletes everything [`declare_queue`](Self::declare_queue) declared,
@@ -231,11 +248,35 @@ fn durable_queue() -> QueueDeclareOptions {
     }
 }
 
-async fn declare(ch: &Channel, queue: &str, arguments: FieldTable) -> Result<(), TopologyError> {
-    ch.queue_declare(queue.into(), durable_queue(), arguments)
+/// Declares `queue`; a refusal over its arguments names the argument,
+/// both values and the setting to change. The refusal closes the channel.
+async fn declare(
+    ch: &Channel,
+    queue: &str,
+    role: Role,
+    arguments: FieldTable,
+) -> Result<(), TopologyError> {
+    let source = match ch
+        .queue_declare(queue.into(), durable_queue(), arguments)
         .await
-        .map(drop)
-        .map_err(|source| broker("declare queue", queue, source))
+    {
+        Ok(_) => return Ok(()),
+        Err(source) => source,
+    };
+    let read = match cause(&source) {
+        Cause::Refused { text, .. } => inequivalent::read(&text),
+        _ => None,
+    };
+    Err(match read {
+        Some(found) => TopologyError::Inequivalent {
+            queue: queue.to_owned(),
+            setting: setting_of(role, &found.argument),
+            argument: found.argument,
+            asked: found.asked,
+            current: found.current,
+        },
+        None => broker("declare queue", queue, source),
+    })
 }
 
 async fn declare_exchange(
@@ -264,34 +305,4 @@ async fn bind(ch: &Channel, queue: &str, exchange: &str, key: &str) -> Result<()
     )
     .await
     .map_err(|source| broker("bind queue", queue, source))
-}
-
-fn put(table: &mut FieldTable, name: &str, value: &str) {
-    table.insert(
-        ShortString::from(name),
-        AMQPValue::LongString(LongString::from(value)),
-    );
-}
-
-fn queue_arguments(options: QueueOptions, dead_letter_exchange: Option<&str>) -> FieldTable {
-    let mut args = FieldTable::default();
-    put(&mut args, "x-queue-type", options.kind.argument());
-    if let Some(expires) = options.expires {
-        let millis = i64::try_from(expires.as_millis())
-            .unwrap_or(i64::MAX)
-            .max(1);
-        args.insert("x-expires".into(), AMQPValue::LongLongInt(millis));
-    }
-    if let Some(dlx) = dead_letter_exchange {
-        put(&mut args, "x-dead-letter-exchange", dlx);
-    }
-    args
-}
-
-/// A classic queue whose expired messages go back to `queue` through the
-/// default exchange.
-fn delay_arguments(queue: &str, options: QueueOptions) -> FieldTable {
-    let mut args = queue_arguments(options.kind(QueueKind::Classic), Some(""));
-    put(&mut args, "x-dead-letter-routing-key", queue);
-    args
 }

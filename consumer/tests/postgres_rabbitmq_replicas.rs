@@ -1,0 +1,323 @@
+//! Per-key order across consumer replicas, on a real path: PostgreSQL
+//! outbox → per-key relay → RabbitMQ quorum queue with a single active
+//! consumer → three consumer processes with the PostgreSQL inbox and
+//! strict key order.
+//!
+//! 1,200 orders over 6 ordering keys are staged; three consumer children
+//! subscribe, the relay starts, and the parent kills the active child
+//! (SIGKILL, by PID) once a third and again once two thirds of the orders
+//! have their effect, so the broker hands the queue to a waiting replica
+//! twice, with the killed one's unsettled deliveries going back to the
+//! queue. Expected: every order has its effect exactly once, and each
+//! key's effects committed in staging order.
+//!
+//! The file is its own harness (`harness = false`): run plainly it is the
+//! parent; with `TIDINGS_REPLICA_CHILD` set it is a consumer child.
+
+mod support;
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use sqlx::AssertSqlSafe;
+use support::postgres_rabbitmq::{Order, options};
+use tidings_consumer::{Consumer, HandlerError, KeyOrder, TxHandle, handler_fn};
+use tidings_core::relay::Relay;
+use tidings_core::{Message, OutboxSpec, QueueSpec};
+use tidings_inbox::Inbox;
+use tidings_postgres::{PgContext, PgOutboxOptions, PgOutboxStore};
+use tidings_rabbitmq::{
+    ConnectionOptions, PublisherOptions, QueueOptions, RabbitPublisher, RabbitSource,
+    SourceOptions, Topology,
+};
+use tidings_testing::names::unique_name;
+use tidings_testing::services::{amqp_url, postgres_pool, service_missing};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Set in a child's environment to `<schema> <queue>`.
+const CHILD_ENV: &str = "TIDINGS_REPLICA_CHILD";
+const ORDERS: i32 = 1_200;
+const KEYS: i32 = 6;
+const REPLICAS: usize = 3;
+const KILLS: usize = 2;
+const PREFETCH: u16 = 32;
+const CONCURRENCY: usize = 4;
+/// The line a child prints when its handler first runs: it is active.
+const ACTIVE: &str = "active";
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    match std::env::var(CHILD_ENV) {
+        Ok(config) => runtime.block_on(child(&config)),
+        Err(_) => {
+            let started = Instant::now();
+            let figures = runtime.block_on(each_key_keeps_its_order_across_killed_replicas());
+            let mut err = std::io::stderr();
+            writeln!(
+                err,
+                "test each_key_keeps_its_order_across_killed_replicas ... ok ({figures}, {:.1} s)",
+                started.elapsed().as_secs_f64()
+            )
+            .unwrap();
+        }
+    }
+}
+
+fn leak(text: String) -> &'static str {
+    Box::leak(text.into_boxed_str())
+}
+
+async fn store_in(schema: &str) -> PgOutboxStore {
+    let pool = postgres_pool(8).await;
+    PgOutboxStore::new(pool, PgOutboxOptions::new().schema(schema.to_owned())).unwrap()
+}
+
+/// A consumer child and its input; closing the input stops it.
+struct Replica {
+    process: Child,
+    input: Option<ChildStdin>,
+}
+
+/// The parent: runs the replicas and the relay, kills the active replica
+/// twice, and checks the effects.
+async fn each_key_keeps_its_order_across_killed_replicas() -> String {
+    let schema = unique_name("tidings_replicas");
+    let store = store_in(&schema).await;
+    store.migrate().await.unwrap();
+    let create = format!(
+        "create table \"{schema}\".effects \
+         (seq bigserial primary key, order_id int not null, key int not null)"
+    );
+    sqlx::query(AssertSqlSafe(create))
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let queue = leak(unique_name("replica_orders"));
+    let amqp = amqp_url();
+    let topology = Topology::new(ConnectionOptions::new(amqp.clone()));
+    let queue_options = QueueOptions::quorum()
+        .single_active_consumer(true)
+        .expires(Duration::from_secs(300));
+    topology
+        .declare_queue(queue, queue_options)
+        .await
+        .unwrap_or_else(|e| service_missing("RabbitMQ", &amqp, &e));
+
+    let spec = stage(&store, queue).await;
+    let (lines, mut active) = mpsc::unbounded_channel();
+    let mut replicas: Vec<Replica> = (0..REPLICAS)
+        .map(|index| spawn_replica(&schema, queue, index, lines.clone()))
+        .collect();
+    let relay = tokio::spawn(relay_all(store.clone(), spec));
+
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let mut killed = Vec::new();
+    let mut takeovers = 0;
+    let mut current = None;
+    while effects(&store).await.0 < i64::from(ORDERS) {
+        assert!(
+            Instant::now() < deadline,
+            "not drained: effects {:?}, killed {killed:?}",
+            effects(&store).await
+        );
+        while let Ok(index) = active.try_recv() {
+            takeovers += 1;
+            current = Some(index);
+        }
+        let due = (killed.len() + 1) as i64 * i64::from(ORDERS) / (KILLS as i64 + 1);
+        if killed.len() < KILLS && effects(&store).await.0 >= due {
+            if let Some(index) = current.take() {
+                replicas[index].process.kill().await.unwrap();
+                killed.push(index);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    relay.await.unwrap();
+    for (index, replica) in replicas.iter_mut().enumerate() {
+        drop(replica.input.take());
+        let exited = tokio::time::timeout(Duration::from_secs(20), replica.process.wait())
+            .await
+            .expect("a replica stops when its input closes")
+            .unwrap();
+        if !killed.contains(&index) {
+            assert!(exited.success(), "replica {index}: {exited}");
+        }
+    }
+
+    let (with_effect, rows) = effects(&store).await;
+    let out_of_order = out_of_order(&store).await;
+    sqlx::query(AssertSqlSafe(format!("drop schema \"{schema}\" cascade")))
+        .execute(store.pool())
+        .await
+        .unwrap();
+    topology.delete_queue(queue).await.unwrap();
+    assert_eq!(
+        (with_effect, rows),
+        (i64::from(ORDERS), i64::from(ORDERS)),
+        "(orders with an effect, effects): each exactly once"
+    );
+    assert!(out_of_order.is_empty(), "out of order: {out_of_order:?}");
+    assert_eq!(killed.len(), KILLS, "active replicas killed: {killed:?}");
+    assert!(takeovers > KILLS, "{takeovers} replicas became active");
+    format!("{KILLS} active replicas killed, {takeovers} became active")
+}
+
+/// Stages the orders, each key's in id order, in a few transactions.
+async fn stage(store: &PgOutboxStore, queue: &'static str) -> &'static OutboxSpec<Order> {
+    let spec: &'static OutboxSpec<Order> = Box::leak(Box::new(
+        OutboxSpec::json("order-events").to_queue(queue).per_key(),
+    ));
+    for chunk in (0..ORDERS).collect::<Vec<_>>().chunks(300) {
+        let mut ctx = store.begin().await.unwrap();
+        for id in chunk {
+            ctx.outbox()
+                .stage(spec, "order.placed", &Order { id: *id })
+                .unwrap()
+                .ordering_key(format!("k{}", id % KEYS));
+        }
+        ctx.commit().await.unwrap();
+    }
+    spec
+}
+
+/// Relays every order, a key's in staging order.
+async fn relay_all(store: PgOutboxStore, spec: &'static OutboxSpec<Order>) {
+    let publisher = RabbitPublisher::new(
+        ConnectionOptions::new(amqp_url()),
+        PublisherOptions::default(),
+    );
+    let relay = Relay::new(store, publisher, spec).unwrap();
+    let mut published = 0;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while published < ORDERS as usize {
+        assert!(Instant::now() < deadline, "relayed only {published}");
+        published += relay.drain().await.unwrap().published;
+    }
+}
+
+/// Starts consumer child `index`; its "active" line is sent to `lines`.
+fn spawn_replica(
+    schema: &str,
+    queue: &str,
+    index: usize,
+    lines: mpsc::UnboundedSender<usize>,
+) -> Replica {
+    let mut process = Command::new(std::env::current_exe().unwrap())
+        .env(CHILD_ENV, format!("{schema} {queue}"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (input, output) = (
+        process.stdin.take().unwrap(),
+        process.stdout.take().unwrap(),
+    );
+    tokio::spawn(async move {
+        let mut output = BufReader::new(output).lines();
+        while let Ok(Some(line)) = output.next_line().await {
+            if line == ACTIVE {
+                let _ = lines.send(index);
+            }
+        }
+    });
+    Replica {
+        process,
+        input: Some(input),
+    }
+}
+
+/// `(orders with an effect, effects)`.
+async fn effects(store: &PgOutboxStore) -> (i64, i64) {
+    let schema = store.options().get_schema();
+    let sql = format!("select count(distinct order_id), count(*) from \"{schema}\".effects");
+    sqlx::query_as(AssertSqlSafe(sql))
+        .fetch_one(store.pool())
+        .await
+        .unwrap()
+}
+
+/// Each key's effects whose order id is not above the one committed before
+/// it: `(key, earlier order, later order)`.
+async fn out_of_order(store: &PgOutboxStore) -> Vec<(i32, i32, i32)> {
+    let schema = store.options().get_schema();
+    let sql = format!("select key, order_id from \"{schema}\".effects order by seq");
+    let rows: Vec<(i32, i32)> = sqlx::query_as(AssertSqlSafe(sql))
+        .fetch_all(store.pool())
+        .await
+        .unwrap();
+    let mut last: HashMap<i32, i32> = HashMap::new();
+    let mut wrong = Vec::new();
+    for (key, order) in rows {
+        if let Some(before) = last.insert(key, order) {
+            if before >= order {
+                wrong.push((key, before, order));
+            }
+        }
+    }
+    wrong
+}
+
+/// Tells the parent that this replica's handler runs.
+fn tell_parent() {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{ACTIVE}").unwrap();
+    out.flush().unwrap();
+}
+
+/// A child: one consumer replica until its input closes.
+async fn child(config: &str) {
+    let (schema, queue) = config.split_once(' ').expect("<schema> <queue>");
+    let store = store_in(schema).await;
+    let queue: &'static QueueSpec<Order> =
+        Box::leak(Box::new(QueueSpec::json(leak(queue.to_owned()))));
+    let source = RabbitSource::new(
+        ConnectionOptions::new(amqp_url()),
+        SourceOptions::default().prefetch(PREFETCH),
+    );
+    let sql = format!("insert into \"{schema}\".effects (order_id, key) values ($1, $2)");
+    let told = std::sync::Once::new();
+    let told: &'static std::sync::Once = Box::leak(Box::new(told));
+    let handler = handler_fn(
+        move |msg: Message<Order>, tx: TxHandle<PgContext<'static>>| {
+            let sql = sql.clone();
+            async move {
+                told.call_once(tell_parent);
+                let mut ctx = tx.lock().await;
+                sqlx::query(AssertSqlSafe(sql))
+                    .bind(msg.payload.id)
+                    .bind(msg.payload.id % KEYS)
+                    .execute(ctx.tx())
+                    .await?;
+                Ok::<(), HandlerError>(())
+            }
+        },
+    );
+    let consumer = Consumer::new(source, queue, handler)
+        .unwrap()
+        .inbox(Inbox::new(store.inbox(), "billing").unwrap())
+        .options(
+            options()
+                .concurrency(CONCURRENCY)
+                .key_order(KeyOrder::Strict),
+        );
+    let cancel = CancellationToken::new();
+    std::thread::spawn({
+        let cancel = cancel.clone();
+        move || {
+            for _ in std::io::stdin().lock().lines() {}
+            cancel.cancel();
+        }
+    });
+    consumer.run(cancel).await;
+}
