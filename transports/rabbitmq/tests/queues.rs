@@ -10,7 +10,7 @@ use futures::StreamExt;
 use lapin::options::QueueDeclareOptions;
 use lapin::types::{AMQPValue, FieldTable};
 use support::{EXPIRES, connection, envelope, expect_broker, next, plain_channel, raw_get};
-use tidings_core::{PublishError, Publisher, Redelivery, Source};
+use tidings_core::{PublishError, PublisherExt, Redelivery, Source};
 use tidings_rabbitmq::{
     ConnectionOptions, DeadLetterOptions, Overflow, PublisherOptions, QueueKind, QueueOptions,
     QueueOptionsError, RabbitPublisher, RabbitSource, SourceOptions, StreamOffset, Topology,
