@@ -150,10 +150,11 @@ impl Watch {
     }
 }
 
-/// librdkafka reports a failed connection in a log line from the broker's
-/// thread (`FAIL`) as it happens, and as an error event only to a client
-/// that polls its main queue, which the administration client does not:
-/// both are watched.
+/// librdkafka reports a failed connection both as a log line (`FAIL`)
+/// and as an error event, each delivered when the client polls its main
+/// queue: the producer's polling thread and the consumer's poll loop do,
+/// the administration client does not (so [`Topology`](crate::Topology)
+/// watches a producer of its own). Both are watched.
 impl ClientContext for Watch {
     fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
         if classify(None, message).is_some() {
