@@ -15,7 +15,9 @@
 # $TIDINGS_SERVICES_DIR/tls (see tls_certificates), and stunnel as a TLS
 # front for RabbitMQ on 127.0.0.1:5671, one that requires a client
 # certificate on 127.0.0.1:5673, and ones for the SQS stand-in (HTTPS) on
-# 127.0.0.1:4567 and the MongoDB stand-in on 127.0.0.1:27018.
+# 127.0.0.1:4567 and the MongoDB stand-in on 127.0.0.1:27018; for Kafka,
+# TLS fronts on 127.0.0.1:9093, 9094, 9095 and 9097 and a broker requiring
+# SASL on 9096 (see kafka_tls).
 set -euo pipefail
 
 log() { printf 'setup-services: %s\n' "$*" >&2; }
@@ -275,6 +277,103 @@ kafka() {
 }
 # --- end Kafka
 
+# --- Kafka over TLS and SASL: stunnel in front of Tansu brokers of their
+# own (a Kafka client reconnects to the address a broker advertises, so
+# each TLS front has a broker advertising the front's port), with the
+# throwaway CA of tls_certificates:
+#   127.0.0.1:9093  TLS (kafka-server.pem) → Tansu on 19093
+#   127.0.0.1:9094  TLS requiring a client certificate signed by ca.pem
+#                   → Tansu on 19094
+#   127.0.0.1:9095  TLS with an expired certificate (expired.pem) → 19093
+#   127.0.0.1:9097  TLS with server.pem, valid for the name localhost only,
+#                   so a client dialling 127.0.0.1 sees a wrong host → 19093
+#   127.0.0.1:9096  Tansu with SASL authentication required (SCRAM), no
+#                   TLS; Tansu 0.6 keeps no users there (see the README of
+#                   transports/kafka), so every login is refused
+KAFKA_TLS_PORTS="9093 9094 9095 9097"
+
+# kafka_certificates: a server certificate for localhost and 127.0.0.1 and
+# an expired one, both signed by ca.pem; made once per CA.
+kafka_certificates() {
+  [ -f "$TLS_DIR/.kafka-complete" ] && [ -z "${TLS_CERTIFICATES_NEW:-}" ] && return
+  log "making the Kafka TLS certificates in $TLS_DIR"
+  local dir=$TLS_DIR name
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$dir/kafka.ext"
+  for name in kafka-server expired; do
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+      -keyout "$dir/$name.key" -out "$dir/$name.csr" 2>/dev/null
+  done
+  openssl x509 -req -in "$dir/kafka-server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+    -CAcreateserial -days 3650 -extfile "$dir/kafka.ext" -out "$dir/kafka-server.pem" 2>/dev/null
+  # A negative validity: expired since the moment it was made.
+  openssl x509 -req -in "$dir/expired.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+    -CAcreateserial -days -1 -extfile "$dir/kafka.ext" -out "$dir/expired.pem" 2>/dev/null
+  rm -f "$dir"/kafka-server.csr "$dir"/expired.csr "$dir/kafka.ext"
+  chmod 600 "$dir"/*.key
+  touch "$dir/.kafka-complete"
+  KAFKA_CERTIFICATES_NEW=1
+}
+
+# tansu_private NAME LISTEN ADVERTISED [ARG..]: a memory-storage Tansu of
+# the TLS and SASL tests, unless its port answers.
+tansu_private() {
+  local name=$1 listen=$2 advertised=$3
+  shift 3
+  if port_open "$listen"; then log "$name answers on $listen"; return; fi
+  stop_own "$name" tansu
+  start_background "$name" "$listen" 30 env -u LISTENER_URL -u ADVERTISED_LISTENER_URL \
+    -u STORAGE_ENGINE -u CLUSTER_ID "$(tansu_bin)" broker \
+    --listener-url "tcp://127.0.0.1:$listen" --advertised-listener-url "tcp://127.0.0.1:$advertised" "$@"
+}
+
+kafka_tls() {
+  kafka_certificates
+  tansu_private tansu-tls 19093 9093
+  tansu_private tansu-client-certificate 19094 9094
+  tansu_private tansu-sasl 9096 9096 --authentication
+  local port missing=""
+  for port in $KAFKA_TLS_PORTS; do port_open "$port" || missing="$missing $port"; done
+  if [ -z "$missing" ] && [ -z "${KAFKA_CERTIFICATES_NEW:-}" ]; then
+    log "Kafka TLS fronts answer on $KAFKA_TLS_PORTS"
+    return
+  fi
+  command -v stunnel4 >/dev/null || apt_install stunnel4
+  stop_own stunnel-kafka stunnel4
+  local conf=$TLS_DIR/stunnel-kafka.conf
+  cat >"$conf" <<CONF
+foreground = yes
+pid =
+[kafka-tls]
+accept = 127.0.0.1:9093
+connect = 127.0.0.1:19093
+cert = $TLS_DIR/kafka-server.pem
+key = $TLS_DIR/kafka-server.key
+[kafka-client-certificate]
+accept = 127.0.0.1:9094
+connect = 127.0.0.1:19094
+cert = $TLS_DIR/kafka-server.pem
+key = $TLS_DIR/kafka-server.key
+CAfile = $TLS_DIR/ca.pem
+requireCert = yes
+verifyChain = yes
+[kafka-expired]
+accept = 127.0.0.1:9095
+connect = 127.0.0.1:19093
+cert = $TLS_DIR/expired.pem
+key = $TLS_DIR/expired.key
+[kafka-host-name]
+accept = 127.0.0.1:9097
+connect = 127.0.0.1:19093
+cert = $TLS_DIR/server.pem
+key = $TLS_DIR/server.key
+CONF
+  start_background stunnel-kafka 9093 30 stunnel4 "$conf"
+  for port in $KAFKA_TLS_PORTS; do
+    wait_port "$port" 10 || { log "stunnel did not open $port; see $SERVICES_DIR/stunnel-kafka.log"; exit 1; }
+  done
+}
+# --- end Kafka over TLS and SASL
+
 # --- Chromium ------------------------------------------------------------------
 # Debian's headless Chromium and its WebDriver, for the admin page's browser
 # test; the test starts a private chromedriver on a port of its own.
@@ -298,5 +397,6 @@ tls_certificates
 tls_fronts
 pgbouncer_service
 kafka
+kafka_tls
 chromium_browser
 log "all services answer"

@@ -18,11 +18,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
-use rdkafka::error::KafkaResult;
+use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
 use crate::offsets::{Offsets, PartitionKey};
+use crate::watch::Watch;
 
 /// How often a revoke looks whether deliveries in hand have settled.
 const SETTLE_POLL: Duration = Duration::from_millis(10);
@@ -32,9 +34,19 @@ pub(crate) struct Context {
     pub(crate) offsets: Arc<Mutex<Offsets>>,
     pub(crate) revoke_grace: Duration,
     pub(crate) request_timeout: Duration,
+    /// Names TLS and SASL failures in the log.
+    pub(crate) watch: Watch,
 }
 
-impl ClientContext for Context {}
+impl ClientContext for Context {
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        self.watch.log(level, facility, message);
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.watch.error(error, reason);
+    }
+}
 
 impl ConsumerContext for Context {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {

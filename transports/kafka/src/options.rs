@@ -5,14 +5,53 @@ use std::time::Duration;
 
 use rdkafka::ClientConfig;
 
-/// Where the brokers are, and any other librdkafka property the clients
-/// should use (TLS and SASL settings, for example).
-#[derive(Debug, Clone, PartialEq, Eq)]
+use crate::security::{self, KafkaSasl, KafkaTls};
+
+/// Where the brokers are, how to reach them (TLS, SASL), and any other
+/// librdkafka property the clients should use. The publisher, the source
+/// and the topology client all take these options.
+///
+/// ```
+/// use tidings_kafka::{ClientOptions, KafkaSasl, KafkaTls, SaslMechanism};
+///
+/// let client = ClientOptions::new("b-1.example.com:9096,b-2.example.com:9096")
+///     .tls(KafkaTls::default())
+///     .sasl(KafkaSasl::new(SaslMechanism::ScramSha512, "relay", "secret"))
+///     .property("ssl.endpoint.identification.algorithm", "https");
+/// ```
+#[derive(Clone, PartialEq, Eq)]
 pub struct ClientOptions {
     pub(crate) brokers: String,
     pub(crate) client_id: String,
     pub(crate) request_timeout: Duration,
+    pub(crate) tls: Option<KafkaTls>,
+    pub(crate) sasl: Option<KafkaSasl>,
     pub(crate) properties: BTreeMap<String, String>,
+}
+
+/// Passwords, in typed settings or in properties, stay out of the output.
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let properties: BTreeMap<&str, &str> = self
+            .properties
+            .iter()
+            .map(|(name, value)| {
+                let secret = name.contains("password") || name.contains("secret");
+                (
+                    name.as_str(),
+                    if secret { "<redacted>" } else { value.as_str() },
+                )
+            })
+            .collect();
+        f.debug_struct("ClientOptions")
+            .field("brokers", &self.brokers)
+            .field("client_id", &self.client_id)
+            .field("request_timeout", &self.request_timeout)
+            .field("tls", &self.tls)
+            .field("sasl", &self.sasl)
+            .field("properties", &properties)
+            .finish()
+    }
 }
 
 impl ClientOptions {
@@ -28,6 +67,8 @@ impl ClientOptions {
             brokers: brokers.into(),
             client_id: Self::DEFAULT_CLIENT_ID.to_owned(),
             request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
+            tls: None,
+            sasl: None,
             properties: BTreeMap::new(),
         }
     }
@@ -44,8 +85,23 @@ impl ClientOptions {
         self
     }
 
-    /// Sets any librdkafka property, for example `security.protocol`; it
-    /// overrides what the transport sets, so use it with care.
+    /// TLS to the brokers; none by default. With it, `security.protocol`
+    /// is `SSL`, or `SASL_SSL` with [`sasl`](Self::sasl) too.
+    pub fn tls(mut self, tls: KafkaTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// A SASL login; none by default. With it, `security.protocol` is
+    /// `SASL_SSL`, or `SASL_PLAINTEXT` without [`tls`](Self::tls).
+    pub fn sasl(mut self, sasl: KafkaSasl) -> Self {
+        self.sasl = Some(sasl);
+        self
+    }
+
+    /// Sets any librdkafka property (`sasl.oauthbearer.config`,
+    /// `ssl.cipher.suites`, ..); it overrides what the transport and the
+    /// typed settings set, so use it with care.
     pub fn property(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.properties.insert(name.into(), value.into());
         self
@@ -70,6 +126,9 @@ impl ClientOptions {
             );
         for (name, value) in own {
             config.set(*name, value);
+        }
+        for (name, value) in security::properties(self.tls.as_ref(), self.sasl.as_ref()) {
+            config.set(name, value);
         }
         for (name, value) in &self.properties {
             config.set(name, value);

@@ -11,8 +11,9 @@ use rdkafka::message::OwnedHeaders;
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer as _};
 use tidings_core::PublishError;
 
-use crate::error::{ClientError, publish_error};
+use crate::error::{ClientError, ConnectError, failed_connect, failed_publish, publish_error};
 use crate::options::{ClientOptions, PublisherOptions};
+use crate::watch::Watch;
 
 /// How long a topic found to exist is trusted without asking again.
 const KNOWN_FOR: Duration = Duration::from_secs(60);
@@ -32,7 +33,9 @@ pub(crate) struct Outgoing<'a> {
 /// The shared producer.
 #[derive(Clone)]
 pub(crate) struct Producer {
-    producer: FutureProducer,
+    producer: FutureProducer<Watch>,
+    watch: Watch,
+    brokers: String,
     known: Arc<Mutex<HashMap<String, Instant>>>,
     request_timeout: Duration,
     max_message_bytes: usize,
@@ -51,16 +54,36 @@ impl Producer {
         client: &ClientOptions,
         options: &PublisherOptions,
     ) -> Result<Self, ClientError> {
-        let producer = client
-            .config(&options.producer_properties())
-            .create()
+        let config = client.config(&options.producer_properties());
+        let watch = Watch::new(&config);
+        let producer = config
+            .create_with_context(watch.clone())
             .map_err(ClientError::Config)?;
         Ok(Self {
             producer,
+            watch,
+            brokers: client.brokers.clone(),
             known: Arc::default(),
             request_timeout: client.request_timeout,
             max_message_bytes: options.max_message_bytes,
         })
+    }
+
+    /// The watch on this producer's connections.
+    pub(crate) fn watch(&self) -> &Watch {
+        &self.watch
+    }
+
+    /// Asks the brokers for their metadata once: fails at once on a TLS or
+    /// SASL failure, or after the request timeout when no broker answers.
+    pub(crate) async fn connect(&self) -> Result<(), ConnectError> {
+        let producer = self.producer.clone();
+        let timeout = self.request_timeout;
+        self.watch
+            .request(move || producer.client().fetch_metadata(None, timeout))
+            .await
+            .map(drop)
+            .map_err(|failed| failed_connect(failed, &self.brokers))
     }
 
     /// Fails with `Unroutable` unless `topic` exists. A topic found once is
@@ -75,12 +98,11 @@ impl Producer {
         let producer = self.producer.clone();
         let name = topic.to_owned();
         let timeout = self.request_timeout;
-        let metadata = tokio::task::spawn_blocking(move || {
-            producer.client().fetch_metadata(Some(&name), timeout)
-        })
-        .await
-        .map_err(|e| PublishError::Transport(Box::new(e)))?
-        .map_err(|e| publish_error(e, topic, 0, self.max_message_bytes))?;
+        let metadata = self
+            .watch
+            .request(move || producer.client().fetch_metadata(Some(&name), timeout))
+            .await
+            .map_err(|failed| failed_publish(failed, topic, 0, self.max_message_bytes))?;
         let unroutable = || PublishError::Unroutable {
             destination: topic.to_owned(),
         };
@@ -154,7 +176,17 @@ impl Producer {
     ) -> Result<(), PublishError> {
         match delivery.await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err((error, _))) => Err(publish_error(error, topic, size, self.max_message_bytes)),
+            Ok(Err((error, _))) => {
+                let error = publish_error(error, topic, size, self.max_message_bytes);
+                // A record that timed out while a handshake or login
+                // failed says why.
+                match self.watch.recent() {
+                    Some(failure) if error.is_transient() => {
+                        Err(PublishError::Unavailable(Box::new(failure)))
+                    }
+                    _ => Err(error),
+                }
+            }
             Err(canceled) => Err(PublishError::Transport(Box::new(canceled))),
         }
     }

@@ -7,7 +7,7 @@ use tidings_core::port::error_chain;
 use tidings_core::port::trace_outcome;
 use tidings_core::{Envelope, PublishBatch, PublishError, Publisher};
 
-use crate::error::ClientError;
+use crate::error::{ClientError, ConnectError, SecurityError};
 use crate::names::validate_topic;
 use crate::options::{ClientOptions, PublisherOptions};
 use crate::producer::{Outgoing, Producer};
@@ -47,6 +47,33 @@ impl KafkaPublisher {
         })
     }
 
+    /// Asks the brokers for their metadata once, so a service fails at
+    /// startup rather than retrying its publishes: call it before running
+    /// a relay.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnectError::Security`] at once when TLS or SASL fails (a wrong
+    /// CA, an expired broker certificate, a refused client certificate or
+    /// password), its message naming the setting to fix;
+    /// [`ConnectError::Unreachable`] when no broker answers within the
+    /// request timeout.
+    ///
+    /// ```no_run
+    /// use tidings_kafka::{ClientOptions, KafkaPublisher, KafkaTls, PublisherOptions};
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = ClientOptions::new("kafka.example.com:9093")
+    ///     .tls(KafkaTls::default().ca_file("/etc/kafka/ca.pem"));
+    /// let publisher = KafkaPublisher::new(&client, PublisherOptions::default())?;
+    /// publisher.connect().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn connect(&self) -> Result<(), ConnectError> {
+        self.producer.connect().await
+    }
+
     /// Encodes `envelope` and hands it to librdkafka, after checking its
     /// topic.
     async fn enqueue(
@@ -80,6 +107,14 @@ impl KafkaPublisher {
                 Ok(()) => match self.producer.check_topic(topic).await {
                     Ok(()) => TopicCheck::Exists,
                     Err(PublishError::Unroutable { .. }) => TopicCheck::Missing,
+                    Err(PublishError::Unavailable(source)) => {
+                        match source.downcast::<SecurityError>() {
+                            Ok(failure) => TopicCheck::Refused(*failure),
+                            Err(source) => {
+                                TopicCheck::Unknown(error_chain(&PublishError::Unavailable(source)))
+                            }
+                        }
+                    }
                     Err(other) => TopicCheck::Unknown(error_chain(&other)),
                 },
             };
@@ -94,6 +129,8 @@ enum TopicCheck {
     Exists,
     Missing,
     Illegal(String),
+    /// TLS or SASL with the brokers failed.
+    Refused(SecurityError),
     /// The brokers could not say.
     Unknown(String),
 }
@@ -108,6 +145,7 @@ impl TopicCheck {
             Self::Illegal(reason) => Err(PublishError::Invalid {
                 reason: reason.clone(),
             }),
+            Self::Refused(failure) => Err(PublishError::Unavailable(Box::new(failure.clone()))),
             Self::Unknown(reason) => Err(PublishError::Unavailable(reason.clone().into())),
         }
     }

@@ -13,12 +13,13 @@ use tokio::sync::{mpsc, watch};
 
 use crate::acker::{KafkaAcker, Settling};
 use crate::context::Context;
-use crate::error::ClientError;
+use crate::error::{ClientError, ConnectError};
 use crate::names::{dead_letter_topic, retry_topic, validate_topic};
 use crate::offsets::{Offsets, PartitionKey, Ticket};
 use crate::options::{ClientOptions, SourceOptions};
 use crate::poll::PollLoop;
 use crate::producer::Producer;
+use crate::watch::Watch;
 
 /// How long a new subscription waits for the source's dropped consumers to
 /// leave their groups.
@@ -118,6 +119,18 @@ impl KafkaSource {
         }
     }
 
+    /// Asks the brokers for their metadata once, so a service fails at
+    /// startup rather than retrying its subscriptions.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnectError::Security`] at once when TLS or SASL fails, its
+    /// message naming the setting to fix; [`ConnectError::Unreachable`]
+    /// when no broker answers within the request timeout.
+    pub async fn connect(&self) -> Result<(), ConnectError> {
+        self.inner.producer.connect().await
+    }
+
     /// Whether `topic` exists, asked of the brokers.
     async fn exists(&self, topic: &str) -> Result<bool, SourceError> {
         match self.inner.producer.check_topic(topic).await {
@@ -160,14 +173,14 @@ impl Source for KafkaSource {
         }
         let inner = &self.inner;
         let offsets = Arc::new(Mutex::new(Offsets::default()));
+        let config = inner.client.config(&inner.options.consumer_properties());
         let context = Context {
             offsets: offsets.clone(),
             revoke_grace: inner.options.revoke_grace,
             request_timeout: inner.client.request_timeout,
+            watch: Watch::new(&config),
         };
-        let consumer: BaseConsumer<Context> = inner
-            .client
-            .config(&inner.options.consumer_properties())
+        let consumer: BaseConsumer<Context> = config
             .create_with_context(context)
             .map_err(|e| SourceError::Transport(Box::new(e)))?;
         let names: Vec<&str> = topics.iter().map(String::as_str).collect();

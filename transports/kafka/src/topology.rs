@@ -4,9 +4,11 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::error::RDKafkaErrorCode;
 
-use crate::error::{ClientError, TopologyError, topology_error};
+use crate::error::{ClientError, ConnectError, TopologyError, failed_topology};
 use crate::names::{dead_letter_topic, retry_topic, validate_with_companions};
-use crate::options::ClientOptions;
+use crate::options::{ClientOptions, PublisherOptions};
+use crate::producer::Producer;
+use crate::watch::Failed;
 
 /// How a topic and its companions are created.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +70,11 @@ impl Default for TopicOptions {
 /// ```
 pub struct Topology {
     admin: AdminClient<DefaultClientContext>,
+    /// A client beside the administration one, whose log librdkafka
+    /// delivers (it does not deliver the administration client's): it
+    /// connects to the same brokers with the same settings, so it meets
+    /// the same TLS and SASL failures.
+    watcher: Producer,
     options: AdminOptions,
 }
 
@@ -85,10 +92,27 @@ impl Topology {
     /// librdkafka refused the configuration.
     pub fn new(client: &ClientOptions) -> Result<Self, ClientError> {
         let admin = client.config(&[]).create().map_err(ClientError::Config)?;
+        let watcher = Producer::new(client, &PublisherOptions::default())?;
         let options = AdminOptions::new()
             .request_timeout(Some(client.request_timeout))
             .operation_timeout(Some(client.request_timeout));
-        Ok(Self { admin, options })
+        Ok(Self {
+            admin,
+            watcher,
+            options,
+        })
+    }
+
+    /// Asks the brokers for their metadata once, so a service fails at
+    /// startup rather than later.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnectError::Security`] at once when TLS or SASL fails, its
+    /// message naming the setting to fix; [`ConnectError::Unreachable`]
+    /// when no broker answers within the request timeout.
+    pub async fn connect(&self) -> Result<(), ConnectError> {
+        self.watcher.connect().await
     }
 
     /// Creates `topic`, its retry topic and its dead-letter topic; topics
@@ -96,8 +120,8 @@ impl Topology {
     ///
     /// # Errors
     ///
-    /// A name that is not legal, unreachable brokers, or a broker refusing
-    /// a topic.
+    /// A name that is not legal, unreachable brokers, a TLS or SASL
+    /// failure ([`TopologyError::Security`]), or a broker refusing a topic.
     pub async fn create(&self, topic: &str, options: &TopicOptions) -> Result<(), TopologyError> {
         validate_with_companions(topic).map_err(TopologyError::Name)?;
         let names = [
@@ -117,11 +141,16 @@ impl Topology {
                 }
             })
             .collect();
+        let created = async {
+            let results = self.admin.create_topics(&new, &self.options).await;
+            results.map_err(Failed::Kafka)
+        };
         let results = self
-            .admin
-            .create_topics(&new, &self.options)
+            .watcher
+            .watch()
+            .race(created)
             .await
-            .map_err(|e| topology_error(e, "create topic", topic))?;
+            .map_err(|failed| failed_topology(failed, "create topic", topic))?;
         for result in results {
             match result {
                 Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
@@ -157,11 +186,16 @@ impl Topology {
             dead_letter_topic(topic),
         ];
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let deleted = async {
+            let results = self.admin.delete_topics(&refs, &self.options).await;
+            results.map_err(Failed::Kafka)
+        };
         let results = self
-            .admin
-            .delete_topics(&refs, &self.options)
+            .watcher
+            .watch()
+            .race(deleted)
             .await
-            .map_err(|e| topology_error(e, "delete topic", topic))?;
+            .map_err(|failed| failed_topology(failed, "delete topic", topic))?;
         for result in results {
             match result {
                 Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}

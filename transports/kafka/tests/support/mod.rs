@@ -7,6 +7,7 @@
 pub mod e2e;
 pub mod foreign;
 pub mod private;
+pub mod secure;
 
 use std::time::Duration;
 
