@@ -148,6 +148,7 @@ pub(crate) fn store_to_inbox(error: StoreError) -> InboxError {
         StoreError::Conflict(e) => InboxError::Conflict(e),
         StoreError::Schema(s) => InboxError::Schema(s),
         StoreError::Invalid(s) => InboxError::Invalid(s),
+        StoreError::Misconfigured(s) => InboxError::Misconfigured(s),
         other => InboxError::Backend(other.into()),
     }
 }

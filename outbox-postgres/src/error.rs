@@ -15,6 +15,11 @@ enum Class {
     Conflict,
     /// A table, column or function the store needs does not exist.
     Schema,
+    /// A statement prepared by name was found already there or missing: a
+    /// pooler in transaction mode moved the connection to another server
+    /// session, and the store was not told
+    /// ([`Pooling::Transaction`](crate::Pooling::Transaction)).
+    Pooler,
     /// Anything else.
     Backend,
 }
@@ -47,6 +52,8 @@ fn classify_code(code: &str) -> Class {
         "57014" | "25P03" => Class::Conflict,
         // undefined table, column, function, schema
         "42P01" | "42703" | "42883" | "3F000" => Class::Schema,
+        // duplicate prepared statement, prepared statement does not exist
+        "42P05" | "26000" => Class::Pooler,
         _ => Class::Backend,
     }
 }
@@ -63,6 +70,16 @@ pub(crate) fn is_stale(error: &sqlx::Error) -> bool {
 
 const MIGRATE_HINT: &str = "run PgOutboxStore::migrate() to create or update the schema";
 
+/// What a [`Class::Pooler`] error says after the server's message.
+pub(crate) const POOLER_HINT: &str = "the connection goes through a pooler in transaction mode \
+     (PgBouncer pool_mode = transaction), which keeps no statement prepared by name across \
+     transactions; build the store with PgOutboxOptions::pooling(Pooling::Transaction)";
+
+/// The message of a [`Class::Pooler`] error.
+fn pooler_message(error: &sqlx::Error) -> String {
+    format!("{}; {POOLER_HINT}", error_chain(error))
+}
+
 /// Maps a driver error to the outbox store's error.
 pub(crate) fn store_error(error: sqlx::Error) -> StoreError {
     match classify(&error) {
@@ -70,6 +87,7 @@ pub(crate) fn store_error(error: sqlx::Error) -> StoreError {
         Class::Timeout => StoreError::Timeout,
         Class::Conflict => StoreError::Conflict(error.into()),
         Class::Schema => StoreError::Schema(format!("{}; {MIGRATE_HINT}", error_chain(&error))),
+        Class::Pooler => StoreError::Misconfigured(pooler_message(&error)),
         Class::Backend => StoreError::Backend(error.into()),
     }
 }
@@ -98,6 +116,7 @@ pub(crate) fn inbox_error(error: sqlx::Error) -> InboxError {
         Class::Unavailable | Class::Timeout => InboxError::Unavailable(error.into()),
         Class::Conflict => InboxError::Conflict(error.into()),
         Class::Schema => InboxError::Schema(format!("{}; {MIGRATE_HINT}", error_chain(&error))),
+        Class::Pooler => InboxError::Misconfigured(pooler_message(&error)),
         Class::Backend => InboxError::Backend(error.into()),
     }
 }
@@ -145,6 +164,8 @@ mod tests {
         assert_eq!(classify_code("23505"), Class::Conflict);
         assert_eq!(classify_code("42P01"), Class::Schema);
         assert_eq!(classify_code("22P02"), Class::Backend);
+        assert_eq!(classify_code("42P05"), Class::Pooler);
+        assert_eq!(classify_code("26000"), Class::Pooler);
     }
 
     #[test]

@@ -242,6 +242,7 @@ fn from_store(error: StoreError) -> InboxError {
         StoreError::Conflict(e) => InboxError::Conflict(e),
         StoreError::Schema(s) => InboxError::Schema(s),
         StoreError::Invalid(s) => InboxError::Invalid(s),
+        StoreError::Misconfigured(s) => InboxError::Misconfigured(s),
         other => InboxError::Backend(other.into()),
     }
 }

@@ -31,9 +31,14 @@ impl PgOutboxStore {
     /// has a name this store needs (its outbox table, `<table>_migrations`,
     /// `<table>_claims`, `<table>_*_idx`, and an inbox table or its
     /// `<inbox>_age_idx` that is not a tidings inbox); nothing is applied
-    /// then. Errors of the connection as elsewhere.
+    /// then. [`StoreError::Misconfigured`] when the pool reaches
+    /// PostgreSQL through a pooler in transaction mode and the store was
+    /// not built with [`Pooling::Transaction`](crate::Pooling::Transaction)
+    /// (checked when the pool has a second connection to spare). Errors of
+    /// the connection as elsewhere.
     #[instrument(skip_all, fields(db.system = "postgresql", db.namespace = %self.inner().names.schema), err)]
     pub async fn migrate(&self) -> Result<usize, StoreError> {
+        crate::pooling::detect_pooler(self).await?;
         let inner = self.inner();
         let sql = &inner.sql;
         let mut conn = inner.pool.acquire().await.map_err(store_error)?;
@@ -160,9 +165,12 @@ impl PgOutboxStore {
 
     /// The startup check: fails with [`StoreError::Schema`], naming what is
     /// missing, when the tables or the claim index do not exist or the
-    /// schema is older than this build needs.
+    /// schema is older than this build needs; with
+    /// [`StoreError::Misconfigured`] as [`migrate`](Self::migrate) does
+    /// behind an unannounced transaction pooler.
     #[instrument(skip_all, fields(db.system = "postgresql", db.namespace = %self.inner().names.schema), err)]
     pub async fn verify(&self) -> Result<(), StoreError> {
+        crate::pooling::detect_pooler(self).await?;
         let inner = self.inner();
         let names = &inner.names;
         let migrations = names.qualified(&names.migrations_table());

@@ -20,11 +20,13 @@
 //! transaction, and claim records and wake-up hints go through the pool.
 
 use std::ops::{Deref, DerefMut};
+use std::time::Duration;
 
 use sqlx::pool::PoolConnection;
-use sqlx::{PgConnection, PgPool, Postgres, Transaction};
+use sqlx::{Connection, PgConnection, PgPool, Postgres, Transaction};
 use tidings_core::StoreError;
 
+use crate::error::{POOLER_HINT, store_error};
 use crate::{ClaimMode, PgOutboxOptions, PgOutboxStore};
 
 /// How the store's pool reaches PostgreSQL.
@@ -119,4 +121,54 @@ impl PgOutboxStore {
             Pooling::Transaction => Session::Wrapped(self.pool().begin().await?),
         })
     }
+}
+
+/// How long the probe for an unannounced pooler waits for its second
+/// connection before giving up on the probe.
+const PROBE_ACQUIRE: Duration = Duration::from_secs(2);
+
+/// Finds a pooler in transaction mode that the store was not told about,
+/// before a statement prepared by name meets another client's: on a
+/// direct connection, or behind a pooler in session mode, a connection
+/// keeps its server session for life, while a transaction pooler hands
+/// the session one connection just left to the next client to ask. So
+/// one connection reads its session, a second opens a transaction (and
+/// is handed that session if a pooler stands between), and the first
+/// reads its session again. Skipped behind [`Pooling::Transaction`], and
+/// when the pool has no second connection to spare.
+pub(crate) async fn detect_pooler(store: &PgOutboxStore) -> Result<(), StoreError> {
+    let pool = store.pool();
+    if store.options().get_pooling() == Pooling::Transaction
+        || pool.options().get_max_connections() < 2
+    {
+        return Ok(());
+    }
+    let mut first = pool.acquire().await.map_err(store_error)?;
+    let Ok(second) = tokio::time::timeout(PROBE_ACQUIRE, pool.acquire()).await else {
+        return Ok(());
+    };
+    let mut second = second.map_err(store_error)?;
+    let before = session_of(&mut first).await?;
+    let mut held = second.begin().await.map_err(store_error)?;
+    session_of(&mut held).await?;
+    let after = session_of(&mut first).await?;
+    held.commit().await.map_err(store_error)?;
+    if before != after {
+        return Err(StoreError::Misconfigured(format!(
+            "one pooled connection reached server sessions {before} and {after} in turn: {POOLER_HINT}"
+        )));
+    }
+    Ok(())
+}
+
+/// The server session `conn` reaches, read in a transaction of its own.
+async fn session_of(conn: &mut PgConnection) -> Result<i32, StoreError> {
+    let mut tx = conn.begin().await.map_err(store_error)?;
+    let pid = sqlx::query_scalar(include_str!("../sql/pooling/backend_pid.sql"))
+        .persistent(false)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(store_error)?;
+    tx.commit().await.map_err(store_error)?;
+    Ok(pid)
 }

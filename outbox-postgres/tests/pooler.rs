@@ -12,15 +12,17 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool, Row};
-use support::pooler::{direct_options, pooled_options, pooled_pool_named, pooled_store_on};
-use support::{LISTENING_BACKENDS, ORDER_EVENTS, drop_schema};
+use support::pooler::{
+    direct_options, pooled_options, pooled_pool, pooled_pool_named, pooled_store_on,
+};
+use support::{LISTENING_BACKENDS, ORDER_EVENTS, SCHEMA_PREFIX, drop_schema};
 use tidings_consumer::{ConsumerOptions, HandlerError, TxHandle, handler_fn, run_consumer};
 use tidings_core::memory::{MemoryBroker, MemoryBrokerOptions};
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{InboxMark, InboxStore, Message, OutboxStore, QueueSpec, StoreError, Wakeup};
 use tidings_inbox::Inbox;
 use tidings_postgres::{
-    ClaimMode, PgContext, PgOutboxOptions, PgOutboxStore, PgWakeupListener, Pooling,
+    ClaimMode, CommitError, PgContext, PgOutboxOptions, PgOutboxStore, PgWakeupListener, Pooling,
 };
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{pgbouncer_url, service_missing};
@@ -439,4 +441,62 @@ async fn locked_claims_that_would_take_the_whole_pool_are_refused() {
     ] {
         PgOutboxStore::new(pool.clone(), fits).expect("these fit");
     }
+}
+
+/// A store on a pool through the pooler that was not told so: it
+/// prepares its statements by name.
+fn unannounced(pool: PgPool, schema: &str) -> PgOutboxStore {
+    let options = PgOutboxOptions::new().schema(schema);
+    PgOutboxStore::new(pool, options).expect("valid options")
+}
+
+/// Whether `error` is the misconfiguration that names the fix.
+fn names_the_fix(error: &StoreError) -> bool {
+    matches!(error, StoreError::Misconfigured(m) if m.contains("Pooling::Transaction"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_not_told_of_the_pooler_fails_at_migrate_naming_the_fix() {
+    let pool = pooled_pool(4).await;
+    let store = unannounced(pool, &unique_name(SCHEMA_PREFIX));
+    let error = store
+        .migrate()
+        .await
+        .expect_err("a pooler the store was not told of");
+    assert!(names_the_fix(&error), "{error}");
+    let error = store.verify().await.expect_err("the same at verify");
+    assert!(names_the_fix(&error), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_not_told_of_the_pooler_fails_at_staging_naming_the_fix() {
+    // Migrated as it should be; staged through a store that was not told.
+    let migrated = store(ClaimMode::Locked).await;
+    let pool = pooled_pool(4).await;
+    let store = unannounced(pool.clone(), migrated.options().get_schema());
+    let mut conns = [pool.acquire().await.unwrap(), pool.acquire().await.unwrap()];
+    let mut failure = None;
+    'rounds: for _ in 0..10 {
+        // Each connection prepares the store's statements by name in turn,
+        // on whichever server session the pooler hands it.
+        for conn in &mut conns {
+            let outcome = match store.begin_on(conn).await {
+                Ok(mut ctx) => {
+                    ctx.outbox().stage(&ORDER_EVENTS, "test.event", &1).unwrap();
+                    ctx.commit().await
+                }
+                Err(error) => Err(CommitError::Store(error)),
+            };
+            if let Err(error) = outcome {
+                failure = Some(error);
+                break 'rounds;
+            }
+        }
+    }
+    match failure {
+        Some(CommitError::Store(error)) => assert!(names_the_fix(&error), "{error}"),
+        other => panic!("expected a misconfiguration naming the fix, got {other:?}"),
+    }
+    drop(conns);
+    drop_schema(&migrated).await;
 }

@@ -182,6 +182,10 @@ pub enum InboxError {
     /// An invalid consumer name or request.
     #[error("invalid inbox request: {0}")]
     Invalid(String),
+    /// The store's settings do not fit the server it reaches; the message
+    /// names the setting that fixes it.
+    #[error("inbox store misconfigured: {0}")]
+    Misconfigured(String),
     /// Any other backend failure.
     #[error("inbox store failed")]
     Backend(#[source] BoxError),

@@ -272,6 +272,11 @@ pub enum StoreError {
     /// A request the store cannot serve (for example a hostile name).
     #[error("invalid outbox request: {0}")]
     Invalid(String),
+    /// The store's settings do not fit the server it reaches (for example
+    /// statements prepared by name behind a pooler that keeps none); the
+    /// message names the setting that fixes it.
+    #[error("outbox store misconfigured: {0}")]
+    Misconfigured(String),
     /// Any other backend failure.
     #[error("outbox store failed")]
     Backend(#[source] BoxError),
