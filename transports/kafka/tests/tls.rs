@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use support::e2e::{ConsumerRun, World, leak};
 use support::secure::{self, security_error};
-use tidings_core::{Envelope, PublishError, Publisher, Source, SourceError};
+use tidings_core::{Envelope, PublishError, PublisherExt, Source, SourceError};
 use tidings_kafka::{
     ClientOptions, ConnectError, KafkaPublisher, KafkaSasl, KafkaSource, KafkaTls,
     PublisherOptions, SaslMechanism, SecurityError, TopicOptions, Topology,
