@@ -16,13 +16,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/toolchain.sh
 
-target=$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+metadata=$(cargo metadata --no-deps --format-version 1)
+target=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' <<<"$metadata")
 # The crates marked `publish = false` stay out.
-mapfile -t unpublished < <(cargo metadata --no-deps --format-version 1 | python3 -c '
+mapfile -t unpublished < <(python3 -c '
 import json, sys
 for p in json.load(sys.stdin)["packages"]:
     if p["publish"] == []:
-        print(p["name"])')
+        print(p["name"])' <<<"$metadata")
 excluded=()
 for name in "${unpublished[@]}"; do excluded+=(--exclude "$name"); done
 
