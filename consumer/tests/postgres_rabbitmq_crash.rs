@@ -23,18 +23,19 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use sqlx::AssertSqlSafe;
+use support::harnessless::{self, leak, store_in};
 use support::postgres_rabbitmq::{Order, apply, options};
 use tidings_consumer::{Consumer, TxHandle, handler_fn};
 use tidings_core::relay::Relay;
 use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, OutboxSpec, QueueSpec, Source};
 use tidings_inbox::Inbox;
-use tidings_postgres::{PgContext, PgOutboxOptions, PgOutboxStore};
+use tidings_postgres::{PgContext, PgOutboxStore};
 use tidings_rabbitmq::{
     ConnectionOptions, PublisherOptions, QueueOptions, RabbitPublisher, RabbitSource,
     SourceOptions, Topology, dead_letter_queue,
 };
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{amqp_url, postgres_pool, service_missing};
+use tidings_testing::services::{amqp_url, service_missing};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
@@ -52,34 +53,12 @@ const KILL_AFTER: Duration = Duration::from_millis(150);
 const REACHED: &str = "poison reached";
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    match std::env::var(CHILD_ENV) {
-        Ok(config) => runtime.block_on(child(&config)),
-        Err(_) => {
-            let started = Instant::now();
-            let figures = runtime.block_on(a_message_that_kills_its_consumer_is_parked_alone());
-            let mut err = std::io::stderr();
-            writeln!(
-                err,
-                "test a_message_that_kills_its_consumer_is_parked_alone ... ok ({figures}, {:.1} s)",
-                started.elapsed().as_secs_f64()
-            )
-            .unwrap();
-        }
-    }
-}
-
-fn leak(text: String) -> &'static str {
-    Box::leak(text.into_boxed_str())
-}
-
-async fn store_in(schema: &str) -> PgOutboxStore {
-    let pool = postgres_pool(8).await;
-    PgOutboxStore::new(pool, PgOutboxOptions::new().schema(schema.to_owned())).unwrap()
+    harnessless::run(
+        CHILD_ENV,
+        "a_message_that_kills_its_consumer_is_parked_alone",
+        |config| async move { child(&config).await },
+        a_message_that_kills_its_consumer_is_parked_alone,
+    );
 }
 
 /// The parent: stages and relays the orders, runs children until the

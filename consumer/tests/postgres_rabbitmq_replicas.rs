@@ -22,18 +22,19 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use sqlx::AssertSqlSafe;
+use support::harnessless::{self, leak, store_in};
 use support::postgres_rabbitmq::{Order, options};
 use tidings_consumer::{Consumer, HandlerError, KeyOrder, TxHandle, handler_fn};
 use tidings_core::relay::Relay;
 use tidings_core::{Message, OutboxSpec, QueueSpec};
 use tidings_inbox::Inbox;
-use tidings_postgres::{PgContext, PgOutboxOptions, PgOutboxStore};
+use tidings_postgres::{PgContext, PgOutboxStore};
 use tidings_rabbitmq::{
     ConnectionOptions, PublisherOptions, QueueOptions, RabbitPublisher, RabbitSource,
     SourceOptions, Topology,
 };
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{amqp_url, postgres_pool, service_missing};
+use tidings_testing::services::{amqp_url, service_missing};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
@@ -51,34 +52,12 @@ const CONCURRENCY: usize = 4;
 const ACTIVE: &str = "active";
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    match std::env::var(CHILD_ENV) {
-        Ok(config) => runtime.block_on(child(&config)),
-        Err(_) => {
-            let started = Instant::now();
-            let figures = runtime.block_on(each_key_keeps_its_order_across_killed_replicas());
-            let mut err = std::io::stderr();
-            writeln!(
-                err,
-                "test each_key_keeps_its_order_across_killed_replicas ... ok ({figures}, {:.1} s)",
-                started.elapsed().as_secs_f64()
-            )
-            .unwrap();
-        }
-    }
-}
-
-fn leak(text: String) -> &'static str {
-    Box::leak(text.into_boxed_str())
-}
-
-async fn store_in(schema: &str) -> PgOutboxStore {
-    let pool = postgres_pool(8).await;
-    PgOutboxStore::new(pool, PgOutboxOptions::new().schema(schema.to_owned())).unwrap()
+    harnessless::run(
+        CHILD_ENV,
+        "each_key_keeps_its_order_across_killed_replicas",
+        |config| async move { child(&config).await },
+        each_key_keeps_its_order_across_killed_replicas,
+    );
 }
 
 /// A consumer child and its input; closing the input stops it.
