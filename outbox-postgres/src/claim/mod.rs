@@ -71,8 +71,8 @@
 //! and the pool stays the user's. There a batch's claim reads its rows in
 //! the binary format of the extended protocol, after its `BEGIN`, and its
 //! settle goes out with its `COMMIT` in the simple protocol ([`own`]):
-//! three round trips a batch (`docs/benchmarks.md`, *Claimed rows in the
-//! binary format*).
+//! three round trips a batch (`docs/benchmarks-history.md`, *Claimed rows
+//! in the binary format*).
 //! Claim records are written on one more connection of the store's, never
 //! on one a batch may hold: a settle waits for its record, and batches
 //! holding every connection would otherwise wait for each other.
