@@ -13,6 +13,7 @@ use tracing::{debug, instrument};
 use crate::announce::{Announcer, HintConnection, LocalWakeups, SenderGuard};
 use crate::audience::{Audience, Listeners};
 use crate::claim::connections::{ClaimConnections, RecordConnection};
+use crate::claim::keys::KeyCursors;
 use crate::error::store_error;
 use crate::listener::Source;
 use crate::names::TableNames;
@@ -45,6 +46,8 @@ pub(crate) struct Inner {
     hints: HintConnection,
     /// Where locked claims run.
     pub(crate) claims: ClaimConnections,
+    /// Where each per-key route's next claim starts its walk over keys.
+    pub(crate) keys: KeyCursors,
     /// Where locked claims write their records.
     pub(crate) records: RecordConnection,
     /// Who listened on the channel when last looked.
@@ -94,6 +97,7 @@ impl PgOutboxStore {
                 announcer: Announcer::default(),
                 hints: HintConnection::default(),
                 claims,
+                keys: KeyCursors::default(),
                 records: RecordConnection::default(),
                 audience: Audience::default(),
                 local: Arc::default(),

@@ -1,5 +1,7 @@
 //! Per-key claims beyond the conformance suite: hybrid-clock order within
-//! a key, and a requeued row that must wait for its key's row in flight.
+//! a key, a requeued row that must wait for its key's row in flight, every
+//! busy key served in turn, and claims that pass over the keys another
+//! claim holds.
 
 mod support;
 
@@ -39,9 +41,13 @@ fn event(route: &Route, n: u32, key: &str, hlc: Option<u64>) -> StagedEvent {
 }
 
 async fn claim(store: &PgOutboxStore, route: &Route) -> PgBatch {
+    claim_up_to(store, route, 10).await
+}
+
+async fn claim_up_to(store: &PgOutboxStore, route: &Route, limit: usize) -> PgBatch {
     let request = ClaimRequest {
         route,
-        limit: 10,
+        limit,
         lease: Duration::from_secs(60),
         after: None,
     };
@@ -146,5 +152,62 @@ async fn requeued_row_waits_for_its_key(mode: ClaimMode) {
         "requeue resets the attempts"
     );
     drop(third);
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_busy_key_gets_its_turn_in_locked_claims() {
+    busy_keys_take_turns(ClaimMode::Locked).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_busy_key_gets_its_turn_in_leased_claims() {
+    busy_keys_take_turns(ClaimMode::Leased).await;
+}
+
+/// Keys `a` and `b` hold six rows each, staged before one row of each of
+/// `c` to `h`: claims of two, each settled before the next, serve every
+/// key once before either busy key a second time, then go round again.
+async fn busy_keys_take_turns(mode: ClaimMode) {
+    let store = store_with(Retention::Delete, mode).await;
+    let route = route(false);
+    let busy = (0..12).map(|n| event(&route, n, ["a", "b"][n as usize % 2], None));
+    let quiet = ["c", "d", "e", "f", "g", "h"].into_iter().zip(12..);
+    let quiet = quiet.map(|(key, n)| event(&route, n, key, None));
+    commit(&store, busy.chain(quiet).collect()).await;
+
+    let mut keys = Vec::new();
+    for _ in 0..5 {
+        let batch = claim_up_to(&store, &route, 2).await;
+        assert_eq!(batch.records().len(), 2);
+        let claimed = batch.records().iter();
+        keys.extend(claimed.map(|r| r.envelope.ordering_key.clone().unwrap()));
+        settle(batch, Outcome::Published).await;
+    }
+    let expected = ["a", "b", "c", "d", "e", "f", "g", "h", "a", "b"];
+    assert_eq!(keys, expected, "each key once, then round again");
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_claim_passes_over_the_keys_another_claim_holds() {
+    let store = store_with(Retention::Delete, ClaimMode::Locked).await;
+    let route = route(false);
+    let keys = ["a", "b", "c", "d"];
+    let staged = (0..8).map(|n| event(&route, n, keys[n as usize % 4], None));
+    commit(&store, staged.collect()).await;
+
+    let first = claim_up_to(&store, &route, 2).await;
+    assert_eq!(numbers(&first), [0, 1]);
+    let second = claim_up_to(&store, &route, 4).await;
+    assert_eq!(
+        numbers(&second),
+        [2, 3],
+        "a and b are held; their rows 4 and 5 wait"
+    );
+    assert!(claim(&store, &route).await.records().is_empty());
+    settle(first, Outcome::Published).await;
+    assert_eq!(numbers(&claim(&store, &route).await), [4, 5]);
+    drop(second);
     drop_schema(&store).await;
 }

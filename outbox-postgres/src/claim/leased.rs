@@ -12,6 +12,7 @@ use tidings_core::{
 
 use crate::claim::outcomes::OutcomeColumns;
 use crate::claim::row::{RowDecoder, into_records};
+use crate::claim::statements::ClaimFrom;
 use crate::error::store_error;
 use crate::params::micros;
 use crate::{ClaimMode, PgOutboxStore};
@@ -37,6 +38,8 @@ pub(crate) async fn claim(
     .bind(lease.0)
     .bind(micros(request.lease))
     .bind(route.ordering == OrderingMode::PerKey);
+    let from = ClaimFrom::of(route, ClaimMode::Leased, None, &inner.keys);
+    let query = from.bind(query);
     let rows = RowDecoder::read(request.limit, query.fetch(&mut *session));
     let rows = rows.await.map_err(store_error)?;
     session.finish().await.map_err(store_error)?;
@@ -44,7 +47,9 @@ pub(crate) async fn claim(
     if !unreadable.is_empty() {
         return Err(unreadable.set_aside(store, &route.name, Some(lease)).await);
     }
-    Ok((lease, into_records(rows, route.hlc_ordering)))
+    let records = into_records(rows, route.hlc_ordering);
+    inner.keys.advance(&route.name, &records, request.limit);
+    Ok((lease, records))
 }
 
 /// Settles under the lease token: a row swept (and perhaps claimed again)

@@ -19,12 +19,13 @@ use tokio::task::JoinHandle;
 use tracing::warn;
 use uuid::Uuid;
 
-use crate::PgOutboxStore;
 use crate::claim::connections::ClaimConnection;
 use crate::claim::outcomes::{OutcomeColumns, Settled};
 use crate::claim::pooled::PooledClaim;
 use crate::claim::row::into_records;
+use crate::claim::statements::ClaimFrom;
 use crate::claim::{own, pooled, records};
+use crate::{ClaimMode, PgOutboxStore};
 
 /// The open transaction of a locked batch, on a claim connection, its
 /// rows' ids and its claim record.
@@ -91,15 +92,15 @@ pub(crate) async fn claim(
     request: ClaimRequest<'_>,
 ) -> Result<Claimed, StoreError> {
     let route = request.route;
-    // The locked claim binds a cursor as `$2` for the routes that fit one.
     let cursors = ClaimCursor::fits(route);
-    let after = cursors.then(|| request.after.map_or(i64::MIN, |cursor| cursor.0));
+    let after = request.after.map(|cursor| cursor.0);
+    let from = ClaimFrom::of(route, ClaimMode::Locked, after, &store.inner().keys);
     let (limit, lease) = (request.limit, request.lease);
     let (held, rows, unreadable) = if store.persistent() {
-        let (connection, rows, unreadable) = own::claim(store, route, limit, lease, after).await?;
+        let (connection, rows, unreadable) = own::claim(store, route, limit, lease, from).await?;
         (Held::Own(connection), rows, unreadable)
     } else {
-        let (claim, rows, unreadable) = pooled::claim(store, route, limit, lease, after).await?;
+        let (claim, rows, unreadable) = pooled::claim(store, route, limit, lease, from).await?;
         (Held::Pooled(claim), rows, unreadable)
     };
     if !unreadable.is_empty() {
@@ -131,9 +132,11 @@ pub(crate) async fn claim(
             record,
         })
     };
+    let records = into_records(rows, route.hlc_ordering);
+    store.inner().keys.advance(&route.name, &records, limit);
     Ok(Claimed {
         token,
-        records: into_records(rows, route.hlc_ordering),
+        records,
         locks,
         cursor,
     })

@@ -96,6 +96,7 @@
 
 pub(crate) mod batch;
 pub(crate) mod connections;
+pub(crate) mod keys;
 mod leased;
 mod literal;
 mod locked;

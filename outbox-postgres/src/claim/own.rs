@@ -34,7 +34,7 @@ use crate::claim::literal;
 use crate::claim::outcomes::{self, OutcomeColumns, Settled, settle_locked};
 use crate::claim::records;
 use crate::claim::row::{ClaimedRow, RowDecoder};
-use crate::claim::statements::{begin_statement, locked_claim};
+use crate::claim::statements::{ClaimFrom, begin_statement, locked_claim};
 use crate::claim::unreadable::Unreadable;
 use crate::error::{is_stale, store_error};
 
@@ -45,20 +45,20 @@ const SETTLE_PUBLISHED_KEPT: &str = "tidings_settle_published_kept";
 
 /// Opens a batch's transaction on one of the store's connections, unless
 /// the last settle on it began one ahead, and locks up to `limit`
-/// claimable rows of `route` in it, past row id `after` for a claim that
-/// takes a cursor; returns the rows decoded as they arrived, and those
-/// that could not be read.
+/// claimable rows of `route` in it, starting `from` where the claim says;
+/// returns the rows decoded as they arrived, and those that could not be
+/// read.
 pub(crate) async fn claim(
     store: &PgOutboxStore,
     route: &Route,
     limit: usize,
     lease: Duration,
-    after: Option<i64>,
+    from: ClaimFrom,
 ) -> Result<(ClaimConnection, Vec<ClaimedRow>, Unreadable), StoreError> {
     let inner = store.inner();
     let sql = inner.sql.claim.locked(route, limit, store.skipped_slot());
     let mut connection = inner.claims.take(&inner.pool, lease).await?;
-    let decoded = match run_claim(&mut connection, &sql, route, lease, after, limit).await {
+    let decoded = match run_claim(&mut connection, &sql, route, lease, from.clone(), limit).await {
         Ok(decoded) => decoded,
         // A connection kept idle may have been closed meanwhile, say by a
         // server restart, or its transaction begun ahead ended by the
@@ -68,7 +68,7 @@ pub(crate) async fn claim(
             drop(connection);
             inner.claims.forget_idle();
             connection = inner.claims.take(&inner.pool, lease).await?;
-            let decoded = run_claim(&mut connection, &sql, route, lease, after, limit).await;
+            let decoded = run_claim(&mut connection, &sql, route, lease, from, limit).await;
             decoded.map_err(store_error)?
         }
         Err(error) => return Err(store_error(error)),
@@ -90,7 +90,7 @@ async fn run_claim(
     sql: &SqlStr,
     route: &Route,
     lease: Duration,
-    after: Option<i64>,
+    from: ClaimFrom,
     limit: usize,
 ) -> Result<RowDecoder, sqlx::Error> {
     let begin = match connection.begun.take() {
@@ -104,7 +104,7 @@ async fn run_claim(
             .execute(&mut *conn)
             .await?;
     }
-    let query = locked_claim(sql.clone(), route, after).persistent(true);
+    let query = locked_claim(sql.clone(), route, from).persistent(true);
     RowDecoder::read(limit, query.fetch(conn)).await
 }
 

@@ -31,7 +31,7 @@ use crate::PgOutboxStore;
 use crate::claim::outcomes::{self, OutcomeColumns, Settled, settle_locked};
 use crate::claim::records;
 use crate::claim::row::{ClaimedRow, RowDecoder};
-use crate::claim::statements::{begin_statement, locked_claim};
+use crate::claim::statements::{ClaimFrom, begin_statement, locked_claim};
 use crate::claim::unreadable::Unreadable;
 use crate::error::store_error;
 
@@ -46,22 +46,22 @@ pub(crate) struct PooledClaim {
 }
 
 /// Opens a batch's transaction on a pooled connection and locks up to
-/// `limit` claimable rows of `route` in it, past row id `after` for a
-/// claim that takes a cursor; returns the rows decoded as they arrived,
-/// and those that could not be read.
+/// `limit` claimable rows of `route` in it, starting `from` where the
+/// claim says; returns the rows decoded as they arrived, and those that
+/// could not be read.
 pub(crate) async fn claim(
     store: &PgOutboxStore,
     route: &Route,
     limit: usize,
     lease: Duration,
-    after: Option<i64>,
+    from: ClaimFrom,
 ) -> Result<(PooledClaim, Vec<ClaimedRow>, Unreadable), StoreError> {
     let inner = store.inner();
     let permit = inner.claims.permit().await?;
     let begin = AssertSqlSafe(begin_statement(lease));
     let mut tx = inner.pool.begin_with(begin).await.map_err(store_error)?;
     let sql = inner.sql.claim.locked(route, limit, store.skipped_slot());
-    let query = locked_claim(sql, route, after).persistent(false);
+    let query = locked_claim(sql, route, from).persistent(false);
     let rows = RowDecoder::read(limit, query.fetch(&mut *tx));
     let (rows, unreadable) = rows.await.map_err(store_error)?.finish()?;
     let claim = PooledClaim {

@@ -17,6 +17,7 @@ use sqlx::{AssertSqlSafe, Postgres, SqlSafeStr, SqlStr};
 use tidings_core::{OrderingMode, Route};
 
 use crate::ClaimMode;
+use crate::claim::keys::KeyCursors;
 use crate::names::TableNames;
 use crate::params;
 
@@ -63,6 +64,13 @@ impl Kind {
     /// cursor to skip.
     fn takes_cursor(self) -> bool {
         self.locked && !self.per_key && !self.by_clock
+    }
+
+    /// Whether the claim walks the route's keys from a key cursor, binding
+    /// it after its other parameters: a per-key claim in staging order
+    /// (`claimable_per_key.sql`).
+    fn walks_keys(self) -> bool {
+        self.per_key && !self.by_clock
     }
 
     /// The position of the kind's template.
@@ -122,22 +130,30 @@ impl ClaimStatements {
             return sql.clone();
         }
         let written = params::limit(limit).to_string();
-        let (skip_rows, skip_target) = match skip {
-            Some(slot) => (
-                format!("and r.slot <> {slot}"),
-                format!("and o.slot <> {slot}"),
-            ),
-            None => (String::new(), String::new()),
-        };
         let after = match kind.takes_cursor() {
             true => "and r.id + 0 > $2",
             false => "",
         };
-        let text = self.templates[kind.index()]
+        // The key cursor follows the claim's other parameters: the route's
+        // name alone in a locked claim, four in a leased one.
+        let key_after = match kind.locked {
+            true => "$2",
+            false => "$5",
+        };
+        let mut text = self.templates[kind.index()]
             .replace("{limit}", &written)
             .replace("{after}", after)
-            .replace("{skip}", &skip_rows)
-            .replace("{skip_target}", &skip_target);
+            .replace("{key_after}", key_after);
+        let skips = [
+            ("{skip}", "r"),
+            ("{skip_target}", "o"),
+            ("{skip_head}", "x"),
+            ("{skip_keyless}", "o"),
+        ];
+        for (placeholder, alias) in skips {
+            let filter = skip.map_or(String::new(), |slot| format!("and {alias}.slot <> {slot}"));
+            text = text.replace(placeholder, &filter);
+        }
         // Safe: besides the store's validated, quoted names, the only text
         // written in is the decimal digits of integers.
         let sql = AssertSqlSafe(text).into_sql_str();
@@ -148,21 +164,62 @@ impl ClaimStatements {
     }
 }
 
-/// A locked claim `sql` ([`ClaimStatements::locked`]) of `route`, bound:
-/// the route's name, then, for a route that takes a cursor, the row id
-/// `after` which the claim starts (the lowest `bigint` to start from the
-/// oldest row). Rows come back in the binary format, which costs the
-/// server less to write and the relay less to read than text.
-pub(crate) fn locked_claim<'q>(
-    sql: SqlStr,
-    route: &'q Route,
-    after: Option<i64>,
-) -> Query<'q, Postgres, PgArguments> {
-    let query = sqlx::query(sql).bind(&route.name);
-    match after {
-        Some(after) => query.bind(after),
-        None => query,
+/// Where a claim starts, as its statement binds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ClaimFrom {
+    /// From the oldest row; nothing to bind.
+    Oldest,
+    /// Past a row id (the lowest `bigint` for the oldest row): a locked
+    /// claim of a route in staging order.
+    Row(i64),
+    /// Past an ordering key (the empty string for the first): a per-key
+    /// claim in staging order, which walks the keys.
+    Key(String),
+}
+
+impl ClaimFrom {
+    /// Where a claim of `route` in `mode` starts: past the row cursor
+    /// `after` where the claim takes one, past the route's key cursor in
+    /// `keys` where it walks the keys.
+    pub(crate) fn of(
+        route: &Route,
+        mode: ClaimMode,
+        after: Option<i64>,
+        keys: &KeyCursors,
+    ) -> Self {
+        let kind = Kind::of(route, mode);
+        if kind.takes_cursor() {
+            ClaimFrom::Row(after.unwrap_or(i64::MIN))
+        } else if kind.walks_keys() {
+            ClaimFrom::Key(keys.start(&route.name))
+        } else {
+            ClaimFrom::Oldest
+        }
     }
+
+    /// `query` with the start bound after its other parameters.
+    pub(crate) fn bind<'q>(
+        self,
+        query: Query<'q, Postgres, PgArguments>,
+    ) -> Query<'q, Postgres, PgArguments> {
+        match self {
+            ClaimFrom::Oldest => query,
+            ClaimFrom::Row(after) => query.bind(after),
+            ClaimFrom::Key(key) => query.bind(key),
+        }
+    }
+}
+
+/// A locked claim `sql` ([`ClaimStatements::locked`]) of `route`, bound:
+/// the route's name, then where the claim starts. Rows come back in the
+/// binary format, which costs the server less to write and the relay less
+/// to read than text.
+pub(crate) fn locked_claim(
+    sql: SqlStr,
+    route: &Route,
+    from: ClaimFrom,
+) -> Query<'_, Postgres, PgArguments> {
+    from.bind(sqlx::query(sql).bind(&route.name))
 }
 
 /// Opens a locked batch's transaction and bounds how long it may sit idle
@@ -212,6 +269,7 @@ mod tests {
         assert!(locked.as_str().contains("and r.id + 0 > $2"));
         assert!(!sql.as_str().contains("r.id + 0 >"), "{}", sql.as_str());
         assert!(Kind::of(route, ClaimMode::Locked).takes_cursor());
+        assert!(!Kind::of(route, ClaimMode::Locked).walks_keys());
         assert!(!Kind::of(route, ClaimMode::Leased).takes_cursor());
         assert_eq!(
             Kind::of(route, ClaimMode::Locked).takes_cursor(),
@@ -230,6 +288,30 @@ mod tests {
     }
 
     #[test]
+    fn a_per_key_claim_binds_its_key_cursor_after_the_other_parameters() {
+        static KEYED: OutboxSpec<u32> = OutboxSpec::json("keyed").to_queue("q").per_key();
+        let names = TableNames::new("s", "o", "i").expect("valid names");
+        let claims = ClaimStatements::new(&names);
+        let route = KEYED.route();
+        let locked = claims.locked(route, 10, Some(1));
+        let leased = claims.get(route, 10, ClaimMode::Leased, None);
+        assert!(locked.as_str().contains("$2::text"), "{}", locked.as_str());
+        assert!(leased.as_str().contains("$5::text"), "{}", leased.as_str());
+        for alias in ["x", "o"] {
+            assert!(locked.as_str().contains(&format!("and {alias}.slot <> 1")));
+        }
+        assert!(!leased.as_str().contains("slot"), "{}", leased.as_str());
+        assert!(Kind::of(route, ClaimMode::Leased).walks_keys());
+        let keys = KeyCursors::default();
+        let from = ClaimFrom::of(route, ClaimMode::Locked, Some(7), &keys);
+        assert_eq!(from, ClaimFrom::Key(String::new()));
+        let from = ClaimFrom::of(EVENTS.route(), ClaimMode::Locked, None, &keys);
+        assert_eq!(from, ClaimFrom::Row(i64::MIN));
+        let from = ClaimFrom::of(EVENTS.route(), ClaimMode::Leased, Some(7), &keys);
+        assert_eq!(from, ClaimFrom::Oldest);
+    }
+
+    #[test]
     fn the_idle_bound_is_the_lease_in_whole_milliseconds() {
         let sql = begin_statement;
         assert_eq!(
@@ -245,16 +327,21 @@ mod tests {
         let names = TableNames::new("s", "o", "i").expect("valid names");
         let claims = ClaimStatements::new(&names);
         for (index, template) in claims.templates.iter().enumerate() {
-            let sql = template
+            let mut sql = template
                 .replace("{limit}", "7")
                 .replace("{after}", "")
-                .replace("{skip}", "")
-                .replace("{skip_target}", "");
+                .replace("{key_after}", "$9");
+            for skip in ["{skip}", "{skip_target}", "{skip_head}", "{skip_keyless}"] {
+                sql = sql.replace(skip, "");
+            }
             assert!(!sql.contains('{'), "{sql}");
-            assert!(
-                sql.contains("limit 7\nfor update of r skip locked"),
-                "{sql}"
-            );
+            // A per-key claim in staging order locks the keys' heads as it
+            // walks them; the others lock what they select.
+            let walks = index % 4 == 2;
+            assert_eq!(sql.contains("with recursive"), walks, "{sql}");
+            assert_eq!(sql.contains("$9::text"), walks, "{sql}");
+            let locks = sql.contains("limit 7\nfor update of r skip locked");
+            assert_eq!(locks, !walks, "{sql}");
             assert_eq!(sql.contains("with picked"), index < 4, "{sql}");
             assert_eq!(sql.contains("not exists"), index % 4 >= 2, "{sql}");
             assert_eq!(sql.contains("r.hlc nulls first"), index % 2 == 1, "{sql}");
