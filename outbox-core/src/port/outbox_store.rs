@@ -199,7 +199,9 @@ pub trait OutboxStore: Clone + Send + Sync + 'static {
     /// hybrid-clock order where the route asks), stamping a fresh lease. With
     /// [`OrderingMode::PerKey`](crate::OrderingMode::PerKey) it claims only
     /// the oldest unfinished row of a key, and none while a row of that key
-    /// is in flight. An empty batch means nothing is claimable.
+    /// is in flight; which keys a claim serves first is the store's to
+    /// choose, as long as every key gets its turn. An empty batch means
+    /// nothing is claimable.
     fn claim(
         &self,
         request: ClaimRequest<'_>,
