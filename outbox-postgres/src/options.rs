@@ -64,6 +64,7 @@ pub struct PgOutboxOptions {
     remote_hints: bool,
     claim_mode: ClaimMode,
     claim_connections: usize,
+    per_key_claims: usize,
     pooling: Pooling,
     listen_options: Option<PgConnectOptions>,
     clock: SharedClock,
@@ -80,6 +81,8 @@ impl PgOutboxOptions {
     /// one relay draining pipelined at full speed; relays beyond it share
     /// them, each claim waiting for a connection a settle frees.
     pub const DEFAULT_CLAIM_CONNECTIONS: usize = 4;
+    /// Default [`per_key_claims`](Self::per_key_claims).
+    pub const DEFAULT_PER_KEY_CLAIMS: usize = 1;
 
     /// The defaults: `public.tidings_outbox` and `public.tidings_inbox`,
     /// a plain table, published rows deleted, hints to other processes' relays, locked
@@ -172,6 +175,35 @@ impl PgOutboxOptions {
         self
     }
 
+    /// The most locked claims of one per-key route that run at once,
+    /// across every relay on the table (at least one; one by default). A
+    /// claim finding every place taken waits up to about a second for one
+    /// to free, then takes nothing, and its relay tries again at its next
+    /// poll or wake-up; a claim that ends, settled or its relay dead,
+    /// frees its place at once, so relays standing by take over within
+    /// moments.
+    ///
+    /// Each per-key claim walks every key with unfinished rows and passes
+    /// over those another claim holds, so claims running side by side
+    /// share the keys but each pays for the whole walk: on one database,
+    /// a second place costs more than it adds (`tidings-bench scale-out`,
+    /// `docs/benchmarks.md`). More places can pay where publishing, not
+    /// the database, bounds a relay. The places are advisory locks of the
+    /// claims' transactions, keyed on the table and the route; leased
+    /// claims, which commit at once, are not limited.
+    ///
+    /// ```
+    /// use tidings_postgres::PgOutboxOptions;
+    ///
+    /// let options = PgOutboxOptions::new();
+    /// assert_eq!(options.get_per_key_claims(), 1);
+    /// assert_eq!(options.per_key_claims(0).get_per_key_claims(), 1);
+    /// ```
+    pub fn per_key_claims(mut self, max: usize) -> Self {
+        self.per_key_claims = max.max(1);
+        self
+    }
+
     /// How the pool reaches PostgreSQL ([`Pooling::Direct`] by default).
     /// Behind a pooler in transaction mode (PgBouncer's `pool_mode =
     /// transaction`, RDS Proxy, Supabase's pooler), set
@@ -246,6 +278,11 @@ impl PgOutboxOptions {
         self.claim_connections
     }
 
+    /// The [`per_key_claims`](Self::per_key_claims) setting.
+    pub fn get_per_key_claims(&self) -> usize {
+        self.per_key_claims
+    }
+
     /// How the pool reaches PostgreSQL.
     pub fn get_pooling(&self) -> Pooling {
         self.pooling
@@ -273,6 +310,7 @@ impl Default for PgOutboxOptions {
             remote_hints: true,
             claim_mode: ClaimMode::default(),
             claim_connections: Self::DEFAULT_CLAIM_CONNECTIONS,
+            per_key_claims: Self::DEFAULT_PER_KEY_CLAIMS,
             pooling: Pooling::default(),
             listen_options: None,
             clock: SystemClock::shared(),

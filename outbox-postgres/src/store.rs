@@ -82,7 +82,8 @@ impl PgOutboxStore {
                     .to_owned(),
             ));
         }
-        let sql = Statements::new(&names, options.get_layout());
+        let mut sql = Statements::new(&names, options.get_layout());
+        sql.claim = sql.claim.per_key_claims(options.get_per_key_claims());
         let hlc = HybridClock::new(options.get_clock().clone());
         let channel = names.channel();
         let claims = ClaimConnections::new(options.get_claim_connections());

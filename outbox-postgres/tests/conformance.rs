@@ -10,6 +10,11 @@ use tidings_core::StagedEvent;
 use tidings_postgres::{ClaimMode, Layout, PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_testing::store::StoreHarness;
 
+/// Places for the suite's per-key claims held side by side in one case:
+/// the suite checks what each claim takes, and `per_key.rs` how the
+/// places bound them.
+const PLACES: usize = 4;
+
 /// Remembers the stores it made so their schemas go after the case.
 struct Pg(PgOutboxOptions, Mutex<Vec<PgOutboxStore>>);
 
@@ -19,12 +24,16 @@ fn pg(retention: Retention) -> Pg {
 }
 
 fn pg_locked(retention: Retention) -> Pg {
-    let options = PgOutboxOptions::new().retention(retention);
+    let options = PgOutboxOptions::new()
+        .retention(retention)
+        .per_key_claims(PLACES);
     Pg(options.claim_mode(ClaimMode::Locked), Mutex::default())
 }
 
 fn pg_rotated(mode: ClaimMode) -> Pg {
-    let options = PgOutboxOptions::new().layout(Layout::Rotated);
+    let options = PgOutboxOptions::new()
+        .layout(Layout::Rotated)
+        .per_key_claims(PLACES);
     Pg(options.claim_mode(mode), Mutex::default())
 }
 

@@ -1,18 +1,18 @@
 //! Per-key claims beyond the conformance suite: hybrid-clock order within
 //! a key, a requeued row that must wait for its key's row in flight, every
-//! busy key served in turn, and claims that pass over the keys another
-//! claim holds.
+//! busy key served in turn, claims that pass over the keys another claim
+//! holds, and the places that bound how many locked claims run at once.
 
 mod support;
 
 use std::time::Duration;
 
-use support::{commit, drop_schema, store, store_with};
+use support::{commit, drop_schema, pool, store, store_on_options, store_with};
 use tidings_core::{
     ClaimRequest, ClaimedBatch, Envelope, Hlc, OrderingMode, OutboxStore, Outcome, Requeue,
     RetryPolicy, Route, Settlement, StagedEvent,
 };
-use tidings_postgres::{ClaimMode, PgBatch, PgOutboxStore, Retention};
+use tidings_postgres::{ClaimMode, PgBatch, PgOutboxOptions, PgOutboxStore, Retention};
 
 fn route(hlc_ordering: bool) -> Route {
     Route {
@@ -155,19 +155,17 @@ async fn requeued_row_waits_for_its_key(mode: ClaimMode) {
     drop_schema(&store).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_busy_key_gets_its_turn_in_locked_claims() {
-    busy_keys_take_turns(ClaimMode::Locked).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_busy_key_gets_its_turn_in_leased_claims() {
-    busy_keys_take_turns(ClaimMode::Leased).await;
-}
-
 /// Keys `a` and `b` hold six rows each, staged before one row of each of
 /// `c` to `h`: claims of two, each settled before the next, serve every
-/// key once before either busy key a second time, then go round again.
+/// key once before either busy key a second time, then go round again;
+/// locked and leased claims alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_busy_key_gets_its_turn() {
+    for mode in [ClaimMode::Locked, ClaimMode::Leased] {
+        busy_keys_take_turns(mode).await;
+    }
+}
+
 async fn busy_keys_take_turns(mode: ClaimMode) {
     let store = store_with(Retention::Delete, mode).await;
     let route = route(false);
@@ -185,13 +183,14 @@ async fn busy_keys_take_turns(mode: ClaimMode) {
         settle(batch, Outcome::Published).await;
     }
     let expected = ["a", "b", "c", "d", "e", "f", "g", "h", "a", "b"];
-    assert_eq!(keys, expected, "each key once, then round again");
+    assert_eq!(keys, expected, "{mode:?}: each key once, then round again");
     drop_schema(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_claim_passes_over_the_keys_another_claim_holds() {
-    let store = store_with(Retention::Delete, ClaimMode::Locked).await;
+    let options = PgOutboxOptions::new().per_key_claims(2);
+    let store = store_on_options(pool(8).await, options).await;
     let route = route(false);
     let keys = ["a", "b", "c", "d"];
     let staged = (0..8).map(|n| event(&route, n, keys[n as usize % 4], None));
@@ -209,5 +208,58 @@ async fn a_locked_claim_passes_over_the_keys_another_claim_holds() {
     settle(first, Outcome::Published).await;
     assert_eq!(numbers(&claim(&store, &route).await), [4, 5]);
     drop(second);
+    drop_schema(&store).await;
+}
+
+/// Two locked claims of a per-key route hold the two places of a store
+/// allowed two: a third takes nothing, though keys are free, until one of
+/// them settles. A store allowed one place (the default) takes nothing
+/// beside a claim holding it, and takes the place as soon as that claim
+/// ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locked_claims_of_a_per_key_route_wait_for_a_place() {
+    let options = PgOutboxOptions::new().per_key_claims(2);
+    let store = store_on_options(pool(8).await, options).await;
+    let route = route(false);
+    let keys = ["a", "b", "c", "d"];
+    let staged = (0..12).map(|n| event(&route, n, keys[n as usize % 4], None));
+    commit(&store, staged.collect()).await;
+
+    let first = claim_up_to(&store, &route, 1).await;
+    let second = claim_up_to(&store, &route, 1).await;
+    assert_eq!((numbers(&first), numbers(&second)), (vec![0], vec![1]));
+    assert!(
+        claim(&store, &route).await.records().is_empty(),
+        "both places are held"
+    );
+    settle(first, Outcome::Published).await;
+    let third = claim(&store, &route).await;
+    assert_eq!(numbers(&third), [2, 3, 4]);
+    settle(third, Outcome::Published).await;
+    settle(second, Outcome::Published).await;
+
+    let options = PgOutboxOptions::new().schema(store.options().get_schema());
+    let one = PgOutboxStore::new(pool(4).await, options).unwrap();
+    let holding = claim_up_to(&one, &route, 1).await;
+    assert_eq!(numbers(&holding), [8], "a, b, c and d are at 8, 5, 6 and 7");
+    let started = std::time::Instant::now();
+    assert!(
+        claim(&one, &route).await.records().is_empty(),
+        "the one place is held"
+    );
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900),
+        "gave up after {waited:?}"
+    );
+    let (waiter, route_again) = (one.clone(), route.clone());
+    let standing_by = tokio::spawn(async move { claim(&waiter, &route_again).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    settle(holding, Outcome::Published).await;
+    let taken_over = standing_by.await.unwrap();
+    assert!(started.elapsed() < Duration::from_millis(500));
+    assert_eq!(numbers(&taken_over), [5, 6, 7]);
+    settle(taken_over, Outcome::Published).await;
     drop_schema(&store).await;
 }

@@ -7,9 +7,9 @@ mod support;
 
 use std::sync::Mutex;
 
-use support::pooler::pooled_store;
+use support::pooler::{pooled_pool, pooled_store, pooled_store_on};
 use tidings_core::StagedEvent;
-use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
+use tidings_postgres::{ClaimMode, PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_testing::store::StoreHarness;
 
 /// Remembers the stores it made so their schemas go after the case.
@@ -23,7 +23,10 @@ impl StoreHarness for Pooled {
     type Store = PgOutboxStore;
 
     async fn store(&self) -> PgOutboxStore {
-        let store = pooled_store(self.0, self.1).await;
+        // Room for the suite's per-key claims held side by side, as in
+        // conformance.rs.
+        let options = PgOutboxOptions::new().retention(self.0).claim_mode(self.1);
+        let store = pooled_store_on(pooled_pool(8).await, options.per_key_claims(4)).await;
         self.2.lock().unwrap().push(store.clone());
         store
     }

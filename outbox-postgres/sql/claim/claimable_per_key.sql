@@ -15,10 +15,13 @@
 --
 -- Rows without a key are taken from among the route's oldest pending rows
 -- and counted first. The heads are locked inside the walk, so the claim
--- itself locks nothing more.
+-- itself locks nothing more. A locked claim takes one of the route's
+-- places first ({gate}, gate.sql) and takes nothing without one.
 from {outbox} as r
 where r.id in (
-    with recursive keyless as (
+    with recursive gate (open) as (
+        select {gate}
+    ), keyless as (
         select c.id
         from {outbox} as c
         where c.id in (
@@ -27,7 +30,7 @@ where r.id in (
                 select o.id, o.ordering_key
                 from {outbox} as o
                 where o.route = $1 and o.status = 'pending' and o.available_at <= now()
-                  {skip_keyless}
+                  {skip_o} and (select gate.open from gate)
                 order by o.id + 0
                 limit {limit}
             ) as n
@@ -36,6 +39,7 @@ where r.id in (
         for update of c skip locked
     ), walk (key, wrapped, head, found) as (
         select {key_after}::text, false, null::bigint, 0
+        where (select gate.open from gate)
         union all
         select k.key, k.wrapped, x.id, w.found + (x.id is not null)::int
         from walk as w
@@ -45,7 +49,7 @@ where r.id in (
                 select o.ordering_key as key, w.wrapped
                 from {outbox} as o
                 where o.route = $1 and o.ordering_key > w.key
-                  and o.status in ('pending', 'in_flight')
+                  and o.status in ('pending', 'in_flight') {skip_o}
                 order by o.ordering_key
                 limit 1
             )
@@ -54,7 +58,7 @@ where r.id in (
                 select o.ordering_key, true
                 from {outbox} as o
                 where not w.wrapped and o.route = $1 and o.ordering_key >= ''
-                  and o.status in ('pending', 'in_flight')
+                  and o.status in ('pending', 'in_flight') {skip_o}
                 order by o.ordering_key
                 limit 1
             )
@@ -64,7 +68,7 @@ where r.id in (
             select h.id
             from {outbox} as h
             where h.route = $1 and h.ordering_key = k.key
-              and h.status in ('pending', 'in_flight')
+              and h.status in ('pending', 'in_flight') {skip_h}
             order by h.id
             limit 1
         ) as h on true
@@ -73,7 +77,7 @@ where r.id in (
             select x.id
             from {outbox} as x
             where x.id = h.id and x.status = 'pending' and x.available_at <= now()
-              {skip_head}
+              {skip_x}
               and not exists (
                   select 1
                   from {outbox} as f

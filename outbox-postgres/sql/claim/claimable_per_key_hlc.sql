@@ -2,7 +2,7 @@
 -- order.
 from {outbox} as r
 where r.route = $1 and r.status = 'pending' and r.available_at <= now()
-  {skip}
+  {skip} and {gate}
   and (r.ordering_key is null or (
       r.ordering_key not in (
           select f.key_lock

@@ -16,10 +16,10 @@ use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, Postgres, SqlSafeStr, SqlStr};
 use tidings_core::{OrderingMode, Route};
 
-use crate::ClaimMode;
 use crate::claim::keys::KeyCursors;
 use crate::names::TableNames;
 use crate::params;
+use crate::{ClaimMode, PgOutboxOptions};
 
 /// Rendered statements kept per store; limits beyond these are rendered
 /// on every claim rather than kept.
@@ -33,6 +33,11 @@ pub(crate) struct ClaimStatements {
     /// By [`Kind::index`], with the store's names filled in and `{limit}`
     /// open.
     templates: Arc<[String; 8]>,
+    /// The places of a locked per-key claim, with the store's names
+    /// filled in and `{places}` open (see [`PgOutboxOptions::per_key_claims`](crate::PgOutboxOptions::per_key_claims)).
+    gate: Arc<str>,
+    /// How many such claims may run at once.
+    places: usize,
     rendered: Arc<Mutex<Vec<Rendered>>>,
 }
 
@@ -96,10 +101,20 @@ impl ClaimStatements {
             let claim = claims[index / 4];
             names.render(&claim.replace("{claimable}", &without_heading(selection)))
         });
+        let gate = names.render(include_str!("../../sql/claim/gate.sql"));
         Self {
             templates: Arc::new(templates),
+            gate: without_heading(&gate).into(),
+            places: PgOutboxOptions::DEFAULT_PER_KEY_CLAIMS,
             rendered: Arc::default(),
         }
+    }
+
+    /// These statements with at most `places` locked claims of a per-key
+    /// route at once.
+    pub(crate) fn per_key_claims(mut self, places: usize) -> Self {
+        self.places = places.max(1);
+        self
     }
 
     /// The claim of at most `limit` rows for `route`'s ordering mode,
@@ -140,15 +155,22 @@ impl ClaimStatements {
             true => "$2",
             false => "$5",
         };
+        // Only a locked claim's places outlast its statement.
+        let gate = match kind.locked && kind.per_key {
+            true => self.gate.replace("{places}", &self.places.to_string()),
+            false => "true".to_owned(),
+        };
         let mut text = self.templates[kind.index()]
             .replace("{limit}", &written)
             .replace("{after}", after)
-            .replace("{key_after}", key_after);
+            .replace("{key_after}", key_after)
+            .replace("{gate}", &gate);
         let skips = [
             ("{skip}", "r"),
             ("{skip_target}", "o"),
-            ("{skip_head}", "x"),
-            ("{skip_keyless}", "o"),
+            ("{skip_o}", "o"),
+            ("{skip_h}", "h"),
+            ("{skip_x}", "x"),
         ];
         for (placeholder, alias) in skips {
             let filter = skip.map_or(String::new(), |slot| format!("and {alias}.slot <> {slot}"));
@@ -297,10 +319,32 @@ mod tests {
         let leased = claims.get(route, 10, ClaimMode::Leased, None);
         assert!(locked.as_str().contains("$2::text"), "{}", locked.as_str());
         assert!(leased.as_str().contains("$5::text"), "{}", leased.as_str());
-        for alias in ["x", "o"] {
+        for alias in ["x", "h", "o"] {
             assert!(locked.as_str().contains(&format!("and {alias}.slot <> 1")));
         }
         assert!(!leased.as_str().contains("slot"), "{}", leased.as_str());
+        // Only a locked claim takes a place, of one by default.
+        let gate = "generate_series(0, 20 * 1 - 1) as attempt";
+        assert!(locked.as_str().contains(gate), "{}", locked.as_str());
+        assert!(
+            locked
+                .as_str()
+                .contains(r#"'tidings claims "s"."o" ' || $1"#)
+        );
+        assert!(!leased.as_str().contains("advisory"), "{}", leased.as_str());
+        let two = ClaimStatements::new(&names).per_key_claims(2);
+        let by_clock = Route {
+            hlc_ordering: true,
+            ..route.clone()
+        };
+        let locked = two.locked(&by_clock, 10, None);
+        assert!(
+            locked
+                .as_str()
+                .contains("generate_series(0, 20 * 2 - 1) as attempt")
+        );
+        let unordered = two.locked(EVENTS.route(), 10, None);
+        assert!(!unordered.as_str().contains("advisory"));
         assert!(Kind::of(route, ClaimMode::Leased).walks_keys());
         let keys = KeyCursors::default();
         let from = ClaimFrom::of(route, ClaimMode::Locked, Some(7), &keys);
@@ -330,8 +374,15 @@ mod tests {
             let mut sql = template
                 .replace("{limit}", "7")
                 .replace("{after}", "")
-                .replace("{key_after}", "$9");
-            for skip in ["{skip}", "{skip_target}", "{skip_head}", "{skip_keyless}"] {
+                .replace("{key_after}", "$9")
+                .replace("{gate}", "true");
+            for skip in [
+                "{skip}",
+                "{skip_target}",
+                "{skip_o}",
+                "{skip_h}",
+                "{skip_x}",
+            ] {
                 sql = sql.replace(skip, "");
             }
             assert!(!sql.contains('{'), "{sql}");
