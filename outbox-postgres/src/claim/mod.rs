@@ -7,11 +7,12 @@
 //! [`batch`] for a [`PgBatch`](batch::PgBatch), which claims in the store's
 //! [`ClaimMode`](crate::ClaimMode): [`leased`] or [`locked`]. Both run a
 //! statement of [`statements`], the claim templates with the batch's row
-//! limit written in, and read its rows back with [`row`], setting aside
-//! those no record can be read from ([`unreadable`]). A locked claim
-//! runs on one of the store's [`own`] connections ([`connections`]), or,
-//! behind a transaction pooler, on one of the pool's ([`pooled`]), and
-//! writes a claim record ([`records`]) beside it. Settling turns the
+//! limit written in, starting where the route's cursor says (a per-key
+//! route's is kept in [`keys`]), and read its rows back with [`row`],
+//! setting aside those no record can be read from ([`unreadable`]). A
+//! locked claim runs on one of the store's [`own`] connections
+//! ([`connections`]), or, behind a transaction pooler, on one of the
+//! pool's ([`pooled`]), and writes a claim record ([`records`]) beside it. Settling turns the
 //! relay's settlements into the columns the settle statements bind
 //! ([`outcomes`]) and writes them where the batch holds its rows.
 //!
@@ -48,6 +49,18 @@
 //! drain's next claim binds it and starts its index scan past it
 //! (`claimable.sql`). Rows left behind it are taken by the relay's claims
 //! from the oldest row, which it still makes now and then.
+//!
+//! # Per-key claims
+//!
+//! A per-key claim in staging order walks the route's keys rather than
+//! its rows: one step of the key index per key with unfinished rows,
+//! locking each key's head as it goes (`claimable_per_key.sql`), so a
+//! claim finding every key held by another costs a step a key, not the
+//! backlog. Its cursor ([`keys`]) gives every key its turn. Claims
+//! walking side by side would each walk every key, so a locked one first
+//! takes one of the route's places (`gate.sql`,
+//! [`per_key_claims`](crate::PgOutboxOptions::per_key_claims)): the
+//! relays beyond them stand by.
 //!
 //! # Claim records: crashes of locked claims
 //!
