@@ -30,6 +30,7 @@ mod raw_publish;
 mod raw_sweep;
 mod report;
 mod scenarios;
+mod sizes;
 mod telemetry;
 
 use args::Command;

@@ -6,7 +6,7 @@ use tidings_admin::{Admin, AdminStore, HandledEvent};
 
 use crate::args::InboxCommand;
 use crate::output;
-use crate::store_commands::report;
+use crate::output::report;
 
 /// Runs `command` on the inbox beside `admin`'s outbox.
 pub(crate) async fn run<S: AdminStore>(

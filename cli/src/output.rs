@@ -37,6 +37,16 @@ pub(crate) fn json(value: &impl Serialize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Prints `value` as JSON or `text` for people.
+pub(crate) fn report(json: bool, value: &impl Serialize, text: &str) -> anyhow::Result<()> {
+    if json {
+        self::json(value)
+    } else {
+        line(text);
+        Ok(())
+    }
+}
+
 /// A borderless table with `header`, numbers aligned right from column
 /// `numbers_from` on.
 pub(crate) fn table(header: &[&str], numbers_from: usize) -> Table {

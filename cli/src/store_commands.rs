@@ -9,6 +9,7 @@ use tidings_core::{FailedFilter, PurgeRequest, PurgeStatus};
 use crate::args::{
     BrokerArgs, Command, FailedArgs, FailedCommand, FinishedStatus, PurgeArgs, StoreArgs, StoreKind,
 };
+use crate::output::report;
 use crate::{connect, failed_commands, inbox_commands, output, page};
 
 /// Runs `command` on the store `args` name.
@@ -230,14 +231,4 @@ async fn purge<S: AdminStore>(admin: &Admin<S>, args: PurgeArgs, json: bool) -> 
         format!("deleted {} rows of {}", done.deleted, args.route)
     };
     report(json, &done, &text)
-}
-
-/// Prints `value` as JSON or `text` for people.
-pub(crate) fn report(json: bool, value: &impl serde::Serialize, text: &str) -> anyhow::Result<()> {
-    if json {
-        output::json(value)
-    } else {
-        output::line(text);
-        Ok(())
-    }
 }

@@ -8,7 +8,6 @@ use sqlx::AssertSqlSafe;
 use tidings_postgres::{PgOutboxStore, Retention};
 use uuid::Uuid;
 
-use crate::args::Sizes;
 use crate::clients::run_clients;
 use crate::consuming::{CONSUMER, PREFETCH, consume, create_invoices, insert_invoice_sql};
 use crate::cpu::CpuTime;
@@ -17,6 +16,7 @@ use crate::payload::{Payload, envelopes};
 use crate::raw_consume::receive_and_ack;
 use crate::raw_publish::RawPublisher;
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 const NAME: &str = "consume";
 /// The confirm window while filling the queue.

@@ -26,12 +26,12 @@ use tidings_postgres::{PgOutboxStore, Retention};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{SETUP_COMMAND, kafka_brokers};
 
-use crate::args::Sizes;
 use crate::consuming::{consume_from, create_invoices};
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
 use crate::payload::envelopes;
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 const NAME: &str = "drain-kafka";
 /// Partitions of every topic the scenario makes.

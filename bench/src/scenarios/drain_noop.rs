@@ -13,13 +13,13 @@ use std::time::Duration;
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
 
-use crate::args::Sizes;
 use crate::cpu::CpuTime;
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
 use crate::publishers::NoopPublisher;
 use crate::raw_drain;
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 const NAME: &str = "drain-noop";
 

@@ -16,13 +16,13 @@ use tidings_core::{OutboxSpec, PublisherExt};
 use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
 use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
 
-use crate::args::Sizes;
 use crate::cpu::CpuTime;
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
 use crate::payload::{Payload, envelopes};
 use crate::raw_publish::RawPublisher;
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 const NAME: &str = "drain-rabbitmq-pooled";
 

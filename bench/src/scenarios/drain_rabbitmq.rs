@@ -20,7 +20,6 @@ use tidings_core::{Envelope, OutboxSpec, PublisherExt};
 use tidings_postgres::{PgOutboxStore, Retention};
 use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
 
-use crate::args::Sizes;
 use crate::cpu::CpuTime;
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
@@ -28,6 +27,7 @@ use crate::payload::{Payload, envelopes};
 use crate::raw_publish::RawPublisher;
 use crate::raw_sweep::{self, Setting, Sweep};
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 const NAME: &str = "drain-rabbitmq";
 

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use tidings_postgres::Retention;
 
-use crate::args::Sizes;
 use crate::env::{Env, spec};
 use crate::load::{insert_published, stage_pending};
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 use super::relay_to_nothing;
 

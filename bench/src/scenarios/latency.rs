@@ -22,11 +22,11 @@ use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::args::Sizes;
 use crate::env::{Env, spec};
 use crate::payload::Payload;
 use crate::publishers::RecordingPublisher;
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 const NAME: &str = "latency";
 /// Producers committing concurrently at most.

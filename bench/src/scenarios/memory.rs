@@ -17,12 +17,12 @@ use tidings_rabbitmq::{ConnectionOptions, PublisherOptions, RabbitPublisher};
 use tidings_testing::services::{amqp_url, database_url};
 use tokio::process::Command;
 
-use crate::args::Sizes;
 use crate::consuming::{consume, create_invoices};
 use crate::env::{Env, connect_options, spec};
 use crate::load::stage_pending;
 use crate::payload::Payload;
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 const NAME: &str = "memory";
 /// What a child prints last: its peak RSS in kB.

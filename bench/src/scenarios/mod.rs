@@ -29,11 +29,11 @@ use tidings_core::OutboxSpec;
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_postgres::PgOutboxStore;
 
-use crate::args::Sizes;
 use crate::env::Env;
 use crate::payload::Payload;
 use crate::publishers::NoopPublisher;
 use crate::report::Figure;
+use crate::sizes::Sizes;
 
 /// Runs one child process of a scenario: the chaos scenario's relay or
 /// consumer, the scale-out scenario's relay, or the memory scenario's.
@@ -183,7 +183,7 @@ impl Scenario {
                 )
             }
             Some(s) => Ok(vec![s]),
-            None => bail!("unknown scenario {name}\n\n{}", crate::args::USAGE),
+            None => bail!("unknown scenario {name}"),
         }
     }
 

@@ -10,9 +10,9 @@
 //! side runs first as often as second; each side's rate is the mean of
 //! its four runs.
 
-use crate::args::Sizes;
 use crate::env::Env;
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 use crate::telemetry::set_exporting;
 
 use super::Scenario;

@@ -18,12 +18,12 @@ use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::database_url;
 
-use crate::args::Sizes;
 use crate::env::{Env, connect_options, spec};
 use crate::load::stage_pending;
 use crate::payload::{Payload, envelopes};
 use crate::raw_publish::RawPublisher;
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 const NAME: &str = "routes";
 /// Routes of the many-route sides.

@@ -20,12 +20,12 @@ use tidings_postgres::{PgOutboxStore, PgWakeupListener, Retention};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::args::Sizes;
 use crate::clients::run_clients;
 use crate::cpu::CpuTime;
 use crate::env::{Env, outbox_table, spec, table_in};
 use crate::payload::Payload;
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 const NAME: &str = "stage";
 /// Rounds each side runs, alternating: every order of the three sides

@@ -20,12 +20,12 @@ use tidings_testing::names::unique_name;
 use tidings_testing::services::database_url;
 use tokio_util::sync::CancellationToken;
 
-use crate::args::Sizes;
 use crate::env::{Env, connect_options, spec, stop_autovacuum_on, vacuum_on};
 use crate::load::stage_pending;
 use crate::payload::{Payload, envelopes};
 use crate::raw_publish::RawPublisher;
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 const NAME: &str = "tenants";
 /// Databases served by the shared relay.

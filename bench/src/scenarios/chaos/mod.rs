@@ -22,10 +22,10 @@ use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::args::Sizes;
 use crate::env::{Env, table_in};
 use crate::payload::Payload;
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 pub(crate) use children::run_child;
 

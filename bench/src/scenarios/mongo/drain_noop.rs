@@ -13,11 +13,11 @@ use tidings_mongo::mongodb::bson::spec::BinarySubtype;
 use tidings_mongo::mongodb::bson::{Binary, Bson, Document, doc};
 use uuid::Uuid;
 
-use crate::args::Sizes;
 use crate::env::spec;
 use crate::payload::Payload;
 use crate::publishers::NoopPublisher;
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 use super::documents::now_micros;
 use super::services::{database, drop_store, store};

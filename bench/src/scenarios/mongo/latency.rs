@@ -16,13 +16,13 @@ use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::args::Sizes;
 use crate::delays::{commit_to_publish, quantile};
 use crate::env::spec;
 use crate::payload::Payload;
 use crate::publishers::RecordingPublisher;
 use crate::report::{Figure, Goal};
 use crate::scenarios::latency::{Plan, warm_up_by};
+use crate::sizes::Sizes;
 
 use super::services::{database, drop_store, store};
 

@@ -10,11 +10,11 @@ use futures::FutureExt;
 
 use tidings_mongo::MongoOutboxStore;
 
-use crate::args::Sizes;
 use crate::clients::run_clients;
 use crate::env::spec;
 use crate::payload::Payload;
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 use super::documents::{order, pending_event};
 use super::services::{database, drop_store, orders, store};

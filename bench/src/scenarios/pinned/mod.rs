@@ -31,12 +31,12 @@ use tidings_postgres::{Layout, PgOutboxOptions, PgOutboxStore, Retention};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::args::Sizes;
 use crate::delays::{commit_to_publish, quantile};
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
 use crate::publishers::RecordingPublisher;
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 use super::latency::{Plan, produce, warm_up};
 use super::relay_to_nothing;

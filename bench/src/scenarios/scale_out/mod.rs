@@ -27,10 +27,10 @@ use tidings_testing::faults::ChildProcess;
 use tidings_testing::names::unique_name;
 use uuid::Uuid;
 
-use crate::args::Sizes;
 use crate::env::{Env, outbox_table};
 use crate::payload::Payload;
 use crate::report::{Figure, Goal};
+use crate::sizes::Sizes;
 
 use super::chaos::child_command;
 use children::Ordering;
