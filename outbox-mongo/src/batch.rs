@@ -9,8 +9,8 @@ use tracing::{instrument, warn};
 
 use crate::MongoOutboxStore;
 use crate::error::store_error;
+use crate::rerun::retrying;
 use crate::settle::{Plan, write_directly, write_in_transaction};
-use crate::txn::retrying;
 
 /// How often a settlement in a transaction runs again when a sweep touched
 /// its documents meanwhile.

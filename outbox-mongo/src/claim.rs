@@ -21,8 +21,8 @@ use tidings_core::{ClaimRequest, LeaseToken, OrderingMode, Route};
 use crate::MongoOutboxStore;
 use crate::error::TRANSIENT_TRANSACTION_ERROR;
 use crate::filters;
+use crate::rerun::retrying;
 use crate::schema::{field, int64, micros, micros_after, status, uuid};
-use crate::txn::retrying;
 
 /// How often an unordered claim looks again when racing relays took every
 /// candidate it found.

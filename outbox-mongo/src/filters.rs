@@ -198,7 +198,7 @@ pub(crate) fn id_under_lease(id: &Bson, lease: LeaseToken) -> Document {
 
 /// Fails an unreadable document with the reason; touches no field whose
 /// shape may be the problem beyond those it sets.
-pub(crate) fn park_corrupt(now: i64, reason: &str) -> Document {
+pub(crate) fn park_unreadable(now: i64, reason: &str) -> Document {
     doc! {
         "$set": {
             field::STATUS: status::FAILED,

@@ -11,11 +11,11 @@ use tidings_core::{
 use tracing::{debug, info, instrument};
 
 use crate::claim::claim;
-use crate::corrupt;
 use crate::document::record;
 use crate::error::{is_type_mismatch, store_error};
 use crate::filters;
 use crate::schema::{int64, micros, status};
+use crate::unreadable;
 use crate::{MongoBatch, MongoOutboxStore};
 
 impl OutboxStore for MongoOutboxStore {
@@ -39,7 +39,7 @@ impl OutboxStore for MongoOutboxStore {
             Ok(documents) => documents,
             Err(e) if is_type_mismatch(&e) => {
                 return Err(
-                    corrupt::set_aside_unstampable(self, &request.route.name, lease, e).await,
+                    unreadable::set_aside_unstampable(self, &request.route.name, lease, e).await,
                 );
             }
             Err(e) => return Err(store_error(e)),
@@ -53,7 +53,7 @@ impl OutboxStore for MongoOutboxStore {
             }
         }
         if !unreadable.is_empty() {
-            return Err(corrupt::set_aside(self, lease, unreadable).await);
+            return Err(unreadable::set_aside(self, lease, unreadable).await);
         }
         tracing::Span::current().record("claimed", records.len());
         Ok(MongoBatch::new(

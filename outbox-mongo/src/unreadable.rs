@@ -92,7 +92,7 @@ pub(crate) async fn set_aside_unstampable(
 /// Fails one document with the error as its reason.
 async fn park(store: &MongoOutboxStore, filter: Document, error: &StoreError, now: i64) {
     error!(error = %error, "unreadable outbox document failed; repair it and requeue it");
-    let update = filters::park_corrupt(now, &error.to_string());
+    let update = filters::park_unreadable(now, &error.to_string());
     if let Err(e) = store.outbox().update_one(filter, update).await {
         error!(error = %e, "failing an unreadable document failed");
     }
