@@ -7,8 +7,9 @@
 //! reach the async side through a bounded channel, whose capacity is the
 //! read-ahead.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
@@ -21,9 +22,9 @@ use tokio::sync::{mpsc, watch};
 
 use crate::acker::{KafkaAcker, Settling};
 use crate::context::Context;
+use crate::offsets::{PartitionKey, Ticket};
 use crate::options::SourceOptions;
 use crate::record::Record;
-use crate::source::{Item, Seen};
 
 /// How long one `poll` waits for a record.
 const POLL_TIMEOUT: Duration = Duration::from_millis(100);
@@ -217,6 +218,32 @@ impl PollLoop {
             let mut offsets = self.settling.offsets.lock().expect("offsets");
             for (partition, position) in &commits {
                 offsets.commit_failed(partition, *position);
+            }
+        }
+    }
+}
+
+/// A delivery on its way to the stream, with its place in the tracker.
+pub(crate) type Item = Result<(Ticket, Delivery<KafkaAcker>), SourceError>;
+
+/// The highest offset of each partition this source delivered, across its
+/// subscriptions: a record at or below it is a redelivery.
+#[derive(Debug, Default)]
+pub(crate) struct Seen(Mutex<HashMap<PartitionKey, i64>>);
+
+impl Seen {
+    /// Records the delivery of `offset`; whether it was delivered before.
+    pub(crate) fn delivered(&self, partition: &PartitionKey, offset: i64) -> bool {
+        let mut seen = self.0.lock().expect("seen offsets");
+        match seen.get_mut(partition) {
+            Some(highest) if *highest >= offset => true,
+            Some(highest) => {
+                *highest = offset;
+                false
+            }
+            None => {
+                seen.insert(partition.clone(), offset);
+                false
             }
         }
     }

@@ -1,6 +1,5 @@
 //! Consuming a topic in a consumer group.
 
-use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll};
@@ -15,9 +14,9 @@ use crate::acker::{KafkaAcker, Settling};
 use crate::context::Context;
 use crate::error::{ClientError, ConnectError};
 use crate::names::{dead_letter_topic, retry_topic, validate_topic};
-use crate::offsets::{Offsets, PartitionKey, Ticket};
+use crate::offsets::Offsets;
 use crate::options::{ClientOptions, SourceOptions};
-use crate::poll::PollLoop;
+use crate::poll::{Item, PollLoop, Seen};
 use crate::producer::Producer;
 use crate::watch::Watch;
 
@@ -214,9 +213,6 @@ impl Source for KafkaSource {
     }
 }
 
-/// A delivery on its way to the stream, with its place in the tracker.
-pub(crate) type Item = Result<(Ticket, Delivery<KafkaAcker>), SourceError>;
-
 /// The deliveries of one subscription. Dropping it leaves the group, after
 /// committing what was settled.
 #[derive(Debug)]
@@ -241,29 +237,6 @@ impl Stream for KafkaStream {
                 Poll::Ready(Some(Err(error))) => return Poll::Ready(Some(Err(error))),
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Pending => return Poll::Pending,
-            }
-        }
-    }
-}
-
-/// The highest offset of each partition this source delivered, across its
-/// subscriptions: a record at or below it is a redelivery.
-#[derive(Debug, Default)]
-pub(crate) struct Seen(Mutex<HashMap<PartitionKey, i64>>);
-
-impl Seen {
-    /// Records the delivery of `offset`; whether it was delivered before.
-    pub(crate) fn delivered(&self, partition: &PartitionKey, offset: i64) -> bool {
-        let mut seen = self.0.lock().expect("seen offsets");
-        match seen.get_mut(partition) {
-            Some(highest) if *highest >= offset => true,
-            Some(highest) => {
-                *highest = offset;
-                false
-            }
-            None => {
-                seen.insert(partition.clone(), offset);
-                false
             }
         }
     }

@@ -18,12 +18,12 @@ mod queue;
 mod shared;
 mod source;
 mod tls;
+mod tls_error;
 mod topology;
 mod verify;
 
 pub use acker::RabbitAcker;
 pub use error::TopologyError;
-pub use handshake::TlsError;
 pub use options::{
     ConnectionOptions, DestinationOptions, PublisherOptions, RoutingKey, SourceOptions,
     StreamOffset,
@@ -33,6 +33,7 @@ pub use publisher::RabbitPublisher;
 pub use shared::RabbitConnection;
 pub use source::{RabbitSource, RabbitStream};
 pub use tls::{Pem, TlsOptions};
+pub use tls_error::TlsError;
 
 /// The lapin this crate is built on.
 pub use lapin;

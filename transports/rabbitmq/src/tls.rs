@@ -8,7 +8,7 @@ use lapin::tcp::{OwnedIdentity, OwnedTLSConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::handshake::TlsError;
+use crate::tls_error::TlsError;
 
 /// PEM text, held in memory or read from a file.
 ///
