@@ -18,10 +18,9 @@
 use std::time::Duration;
 
 use tidings_rabbitmq::lapin::options::{BasicAckOptions, BasicPublishOptions};
-use tidings_rabbitmq::lapin::{BasicProperties, Channel, Confirmation, PublisherConfirm};
+use tidings_rabbitmq::lapin::{self, BasicProperties, Channel, Confirmation, PublisherConfirm};
 use tracing::warn;
 
-use super::rabbitmq::broker;
 use crate::AdminError;
 
 /// How many moves wait for their confirms at most before they are settled.
@@ -147,4 +146,9 @@ async fn confirmed(copy: Copy) -> Result<(), AdminError> {
             ))
         }
     }
+}
+
+/// A broker's error, as the admin API reports it.
+pub(super) fn broker(error: lapin::Error) -> AdminError {
+    AdminError::Broker(Box::new(error))
 }

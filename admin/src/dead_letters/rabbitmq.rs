@@ -27,7 +27,7 @@ use tidings_rabbitmq::lapin::types::FieldTable;
 use tidings_rabbitmq::lapin::{self, Channel, Connection, ConnectionProperties};
 
 use super::amqp_message::{keep_properties, read, replay_properties};
-use super::amqp_moves::Moves;
+use super::amqp_moves::{Moves, broker};
 use super::scan::{Action, DeadLetterQueues, Scan};
 use super::{DeadLetter, DeadLetterFilter, QueueDepth, ReplayOptions};
 use crate::AdminError;
@@ -204,10 +204,6 @@ async fn count(channel: &Channel, queue: &str, hint: &'static str) -> Result<u32
 
 fn is_not_found(error: &lapin::Error) -> bool {
     error.to_string().contains("NOT_FOUND")
-}
-
-pub(super) fn broker(error: lapin::Error) -> AdminError {
-    AdminError::Broker(Box::new(error))
 }
 
 impl DeadLetterQueues for RabbitDeadLetters {
