@@ -2,9 +2,7 @@
 
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
-
-use crate::envelope::truncate_to_micros;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A source of wall-clock time.
 pub trait Clock: Debug + Send + Sync + 'static {
@@ -69,6 +67,15 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> SystemTime {
         *self.lock()
+    }
+}
+
+/// Drops sub-microsecond precision, which databases do not keep, so a time
+/// read back equals the time written.
+pub fn truncate_to_micros(time: SystemTime) -> SystemTime {
+    match time.duration_since(UNIX_EPOCH) {
+        Ok(since) => UNIX_EPOCH + Duration::from_micros(since.as_micros() as u64),
+        Err(_) => time,
     }
 }
 

@@ -1,12 +1,13 @@
 //! The envelope: what every port moves.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::Hlc;
+use crate::clock::truncate_to_micros;
 
 /// Headers carried with a message, ordered by name.
 pub type Headers = BTreeMap<String, String>;
@@ -78,14 +79,5 @@ impl Envelope {
     /// The W3C trace context header, when the producer had one.
     pub fn traceparent(&self) -> Option<&str> {
         self.headers.get("traceparent").map(String::as_str)
-    }
-}
-
-/// Drops sub-microsecond precision, which databases do not keep, so a time
-/// read back equals the time written.
-pub fn truncate_to_micros(time: SystemTime) -> SystemTime {
-    match time.duration_since(UNIX_EPOCH) {
-        Ok(since) => UNIX_EPOCH + Duration::from_micros(since.as_micros() as u64),
-        Err(_) => time,
     }
 }

@@ -18,9 +18,9 @@ pub mod telemetry;
 mod wakeup;
 
 pub use backoff::Backoff;
-pub use clock::{Clock, ManualClock, SharedClock, SystemClock};
+pub use clock::{Clock, ManualClock, SharedClock, SystemClock, truncate_to_micros};
 pub use codec::{Codec, CodecError, JSON_CONTENT_TYPE, JsonCodec, RAW_CONTENT_TYPE, RawCodec};
-pub use envelope::{Envelope, Headers, truncate_to_micros};
+pub use envelope::{Envelope, Headers};
 pub use hlc::{DriftError, Hlc, HybridClock};
 pub use message::Message;
 pub use port::{

@@ -7,7 +7,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
-use crate::envelope::truncate_to_micros;
+use crate::clock::truncate_to_micros;
 
 /// The namespace of the event ids made from other producers' ids.
 const NAMESPACE: Uuid = uuid::uuid!("94d4490f-cbb2-437f-b7a0-7877edce4922");

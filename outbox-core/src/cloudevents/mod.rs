@@ -68,7 +68,8 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::Hlc;
-use crate::envelope::{Envelope, Headers, truncate_to_micros};
+use crate::clock::truncate_to_micros;
+use crate::envelope::{Envelope, Headers};
 
 pub use foreign::event_id_for;
 pub use structured::{STRUCTURED_CONTENT_TYPE, from_structured, is_structured};

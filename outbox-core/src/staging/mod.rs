@@ -23,7 +23,7 @@ pub use known_routes::KnownRoutes;
 
 use checks::{check_event_type, check_options};
 
-use crate::envelope::truncate_to_micros;
+use crate::clock::truncate_to_micros;
 use crate::{Codec, Envelope, HybridClock, OutboxSpec, SharedClock};
 
 /// An event staged in a transaction, waiting for its commit.
