@@ -32,20 +32,7 @@ use tidings_core::{Attempts, Codec, Envelope, InboxError, InboxStore};
 use crate::ConsumerOptions;
 use crate::handler::Handler;
 use crate::isolation::Turn;
-use crate::process::Pipeline;
-
-/// How the attempts on one delivery are counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Counted {
-    /// Nothing counts: no `max_deliveries`.
-    Off,
-    /// A first delivery: nothing counted up front.
-    First,
-    /// Counted by the inbox, this attempt included.
-    Inbox(Attempts),
-    /// The inbox counts nothing; the broker's count decides.
-    Broker,
-}
+use crate::process::{Counted, Pipeline};
 
 impl<T, C, H, I> Pipeline<T, C, H, I>
 where

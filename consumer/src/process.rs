@@ -7,14 +7,13 @@ use std::time::Instant;
 use tidings_core::port::error_chain;
 use tidings_core::telemetry::{self, Settle};
 use tidings_core::{
-    Acker, Codec, Delivery, Envelope, HybridClock, InboxStore, Message, Redelivery,
+    Acker, Attempts, Codec, Delivery, Envelope, HybridClock, InboxStore, Message, Redelivery,
 };
 use tidings_inbox::{Inbox, Marked};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 use tracing::Instrument;
 
-use crate::attempts::Counted;
 use crate::handler::{Handler, HandlerRequest, TxHandle};
 use crate::isolation::Isolation;
 use crate::report::Counters;
@@ -295,4 +294,17 @@ where
             tracing::error!(error = %error_chain(&e), "settling failed; the broker will redeliver");
         }
     }
+}
+
+/// How the attempts on one delivery are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Counted {
+    /// Nothing counts: no `max_deliveries`.
+    Off,
+    /// A first delivery: nothing counted up front.
+    First,
+    /// Counted by the inbox, this attempt included.
+    Inbox(Attempts),
+    /// The inbox counts nothing; the broker's count decides.
+    Broker,
 }
