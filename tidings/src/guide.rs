@@ -18,6 +18,7 @@ macro_rules! chapters {
 
 chapters! {
     introduction => "introduction.md",
+    glossary => "concepts/glossary.md",
     guarantees => "concepts/guarantees.md",
     crashes => "concepts/crashes.md",
     specs => "concepts/specs.md",
