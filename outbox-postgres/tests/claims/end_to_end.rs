@@ -3,7 +3,7 @@
 //! consumer whose inbox lives in the same database writes one invoice per
 //! order, skipping the duplicates.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! Several stores in one schema, names that clash with other tables, and
 //! the schemas PostgreSQL keeps for itself.
 
-mod support;
+use crate::support;
 
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{AssertSqlSafe, PgPool};

@@ -2,7 +2,7 @@
 //! claim mode, and on a rotated outbox; where several relays race, half of
 //! them claim in the other mode. Every case runs in a schema of its own.
 
-mod support;
+use crate::support;
 
 use std::sync::Mutex;
 
@@ -11,8 +11,8 @@ use tidings_postgres::{ClaimMode, Layout, PgOutboxOptions, PgOutboxStore, Retent
 use tidings_testing::store::StoreHarness;
 
 /// Places for the suite's per-key claims held side by side in one case:
-/// the suite checks what each claim takes, and `per_key.rs` how the
-/// places bound them.
+/// the suite checks what each claim takes, and `claims/per_key.rs` how
+/// the places bound them.
 const PLACES: usize = 4;
 
 /// Remembers the stores it made so their schemas go after the case.

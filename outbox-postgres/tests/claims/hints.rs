@@ -7,7 +7,7 @@
 //! Each test overhears its store's channel with a plain `LISTEN`, which
 //! holds no presence lock and so does not count as a listener itself.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! handler's transaction, duplicates skipped without aborting it,
 //! concurrent marks waiting for the first, attempt counts.
 
-mod support;
+use crate::support;
 
 use std::sync::Mutex;
 

@@ -5,7 +5,7 @@
 //! connection beyond its pool, and refuses locked claims that would take
 //! the whole pool. What the tests read back, they read directly.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! pooler), idempotent staging across slots, and a slot some transaction
 //! holds left alone.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

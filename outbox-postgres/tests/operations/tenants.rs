@@ -2,7 +2,7 @@
 //! broken for good (its schema dropped) does not stop the others, while
 //! without tenants such an error ends the run as a relay's would.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! pool, bounded in number, with their statements kept prepared, and
 //! replaced when the server closes them.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

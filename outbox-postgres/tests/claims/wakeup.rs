@@ -2,7 +2,7 @@
 //! LISTEN/NOTIFY within milliseconds, also after the listener's connection
 //! was lost; a commit through the listener's own store wakes it directly.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

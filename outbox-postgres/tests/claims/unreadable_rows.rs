@@ -4,7 +4,7 @@
 //! the next claim goes on past them: in every claim mode, directly and
 //! behind the pooler, and under a running relay.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

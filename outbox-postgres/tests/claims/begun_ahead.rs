@@ -2,7 +2,7 @@
 //! back full: taken by that claim, bounded by their lease, holding no
 //! snapshot, and never left open once a claim comes back short.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

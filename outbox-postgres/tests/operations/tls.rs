@@ -3,7 +3,7 @@
 //! for `localhost` signed by the setup command's test CA; a wrong root or
 //! host name fails at once, saying the certificate was refused.
 
-mod support;
+use crate::support;
 
 use std::str::FromStr;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! Staging through a `PgContext`: the events commit with the caller's
 //! statements, in one insert, or not at all.
 
-mod support;
+use crate::support;
 
 use sqlx::{AssertSqlSafe, Connection};
 use support::{ORDER_EVENTS, drop_schema, row_count, stage_with_id, store};

@@ -2,7 +2,7 @@
 //! until they settle, given back when the batch is dropped or sits idle
 //! past its lease, and counted as crashes when their claim dies unsettled.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! state from one transaction to the next, in each claim mode; and the
 //! inbox conformance suite.
 
-mod support;
+use crate::support;
 
 use std::sync::Mutex;
 

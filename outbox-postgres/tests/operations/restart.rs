@@ -2,7 +2,7 @@
 //! private throwaway cluster on a port of its own, so tests sharing the
 //! main server are not disturbed.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,6 @@
 //! Table names, migrations and the startup check.
 
-mod support;
+use crate::support;
 
 use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgPoolOptions;

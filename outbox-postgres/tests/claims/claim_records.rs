@@ -3,7 +3,7 @@
 //! records naming their rows one by one, as written before ranges, are
 //! still read.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

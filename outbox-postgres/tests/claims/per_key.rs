@@ -3,7 +3,7 @@
 //! busy key served in turn, and the places that bound how many locked
 //! claims run at once, each passing over the keys the others hold.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
