@@ -2,7 +2,7 @@
 //! suite of `tidings-testing`, and what only this backend shows (attempts
 //! per delivery, the dead-letter queue's depth, timeouts).
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};

@@ -1,9 +1,9 @@
 //! What `KeyOrder::Strict` does on the in-memory store and broker at its
 //! edges: a delivery failing past its strict attempts, and shutdown while
 //! a key is held. Order under failures at scale is in the consumer suite
-//! (`memory.rs`).
+//! (`suite.rs`).
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};

@@ -2,7 +2,7 @@
 //! with the PostgreSQL inbox: what staging refuses is refused with a typed
 //! error, and no header can park its event or fail a neighbour.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! What the consumer reports through the `metrics` facade: deliveries by
 //! outcome and how long handlers ran.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::Arc;

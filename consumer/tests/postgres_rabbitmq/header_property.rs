@@ -6,7 +6,7 @@
 //! `TIDINGS_HEADER_EVENTS` sets the events per run (300 by default) and
 //! `PROPTEST_CASES` the runs (1 by default).
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

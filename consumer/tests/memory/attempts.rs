@@ -1,7 +1,7 @@
 //! Poison parking counts handler attempts, not broker deliveries: on the
 //! in-memory store and broker.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::Arc;

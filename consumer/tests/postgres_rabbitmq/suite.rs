@@ -2,7 +2,7 @@
 //! the consumer suite of `tidings-testing` on classic and quorum queues,
 //! with the broker closing the connection, and what only RabbitMQ shows.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

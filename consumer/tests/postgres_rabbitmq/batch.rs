@@ -1,7 +1,7 @@
 //! Batches (`ConsumerOptions::max_batch`) on a real RabbitMQ queue with the
 //! PostgreSQL inbox.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};

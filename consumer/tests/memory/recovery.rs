@@ -1,7 +1,7 @@
 //! The consumer runner on the in-memory store and broker: shutdown and
 //! restart, a lost source, causal order of reactions.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};

@@ -1,7 +1,7 @@
 //! Batches (`ConsumerOptions::max_batch`) on the in-memory store and
 //! broker: shared transactions, rollback to one at a time, key order.
 
-mod support;
+use crate::support;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};

@@ -1,6 +1,6 @@
 //! How a handler's database errors are read, on PostgreSQL and RabbitMQ.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
