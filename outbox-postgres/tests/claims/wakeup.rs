@@ -1,0 +1,188 @@
+//! The wake-up: a commit in another process wakes the relay through
+//! LISTEN/NOTIFY within milliseconds, also after the listener's connection
+//! was lost; a commit through the listener's own store wakes it directly.
+
+use crate::support;
+
+use std::time::{Duration, Instant};
+
+use support::{ORDER_EVENTS, drop_schema, listening_backend, store};
+use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
+use tidings_postgres::{PgOutboxStore, Retention};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+const POLL_INTERVAL: Duration = Duration::from_secs(10);
+const WAKE_LATENCY: Duration = Duration::from_millis(100);
+
+/// A relay loop: claims when woken, otherwise every 10 s, and reports when
+/// it claimed something.
+fn relay(
+    store: PgOutboxStore,
+    wakeup: Wakeup,
+    cancel: CancellationToken,
+) -> (mpsc::UnboundedReceiver<Instant>, JoinHandle<()>) {
+    let (claimed, rx) = mpsc::unbounded_channel();
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = wakeup.notified() => {}
+                _ = tokio::time::sleep(POLL_INTERVAL) => {}
+            }
+            let request = ClaimRequest {
+                route: ORDER_EVENTS.route(),
+                limit: 10,
+                lease: Duration::from_secs(60),
+                after: None,
+            };
+            let batch = store.claim(request).await.expect("claim");
+            if batch.records().is_empty() {
+                continue;
+            }
+            let _ = claimed.send(Instant::now());
+            let done = batch
+                .records()
+                .iter()
+                .map(|r| Settlement {
+                    event_id: r.envelope.event_id,
+                    outcome: Outcome::Published,
+                })
+                .collect();
+            batch.settle(done).await.expect("settle");
+        }
+    });
+    (rx, task)
+}
+
+/// Opens `n` pooled connections at once, so later acquires find them idle.
+async fn warm_pool(store: &PgOutboxStore, n: usize) {
+    let connections = futures::future::try_join_all((0..n).map(|_| store.pool().acquire()));
+    drop(connections.await.unwrap());
+}
+
+/// A second store on the same table, standing for a producer in another
+/// process: its commits reach the listener only by `NOTIFY`.
+fn other_process(store: &PgOutboxStore) -> PgOutboxStore {
+    PgOutboxStore::new(store.pool().clone(), store.options().clone()).unwrap()
+}
+
+/// Runs two events through the relay untimed: the first batch's settle
+/// opens the connection that claim records are written on, and the second
+/// is claimed only once that settle is done.
+async fn warm_relay(store: &PgOutboxStore, claimed: &mut mpsc::UnboundedReceiver<Instant>) {
+    for n in 1000..1002 {
+        commit_and_time_claim(store, claimed, n).await;
+    }
+}
+
+async fn commit_and_time_claim(
+    store: &PgOutboxStore,
+    claimed: &mut mpsc::UnboundedReceiver<Instant>,
+    n: u64,
+) -> Duration {
+    let mut ctx = store.begin().await.unwrap();
+    ctx.outbox()
+        .stage(&ORDER_EVENTS, "order.placed", &n)
+        .unwrap();
+    ctx.commit().await.unwrap();
+    // Measured from the moment the commit is acknowledged.
+    let committed = Instant::now();
+    let at = tokio::time::timeout(Duration::from_secs(5), claimed.recv())
+        .await
+        .expect("claimed before the poll interval")
+        .unwrap();
+    at - committed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::print_stderr)] // reports the latency
+async fn a_committed_event_is_claimed_within_100_ms_despite_a_10_s_poll() {
+    let store = store(Retention::Delete).await;
+    let wakeup = Wakeup::new();
+    let cancel = CancellationToken::new();
+    let listener = store.listener(wakeup.clone()).spawn(cancel.clone());
+    let (mut claimed, relay) = relay(store.clone(), wakeup, cancel.clone());
+    listening_backend(&store, None).await;
+    // A relay runs for long: measure it warm, with the pool's connections
+    // open (a new one costs a TLS handshake, about 90 ms in a debug build)
+    // and the statements prepared.
+    warm_pool(&store, 4).await;
+    let producer = other_process(&store);
+    warm_relay(&producer, &mut claimed).await;
+
+    let mut slowest = Duration::ZERO;
+    for n in 0..5 {
+        let latency = commit_and_time_claim(&producer, &mut claimed, n).await;
+        assert!(latency < WAKE_LATENCY, "claimed {latency:?} after commit");
+        slowest = slowest.max(latency);
+    }
+    eprintln!("slowest of 5 commit-to-claim latencies: {slowest:?}");
+    cancel.cancel();
+    relay.await.unwrap();
+    listener.await.unwrap();
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listener_reconnects_after_losing_its_connection() {
+    let store = store(Retention::Delete).await;
+    let wakeup = Wakeup::new();
+    let cancel = CancellationToken::new();
+    let listener = store.listener(wakeup.clone()).spawn(cancel.clone());
+    let (mut claimed, relay) = relay(store.clone(), wakeup, cancel.clone());
+    let first = listening_backend(&store, None).await;
+    warm_pool(&store, 4).await;
+    // The producer's first hint opens its connection; measure it warm.
+    let producer = other_process(&store);
+    warm_relay(&producer, &mut claimed).await;
+
+    // Only this test's own listening session is terminated.
+    let terminated: bool = sqlx::query_scalar("select pg_terminate_backend($1)")
+        .bind(first)
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert!(terminated);
+    let second = listening_backend(&store, Some(first)).await;
+    assert_ne!(first, second);
+
+    let latency = commit_and_time_claim(&producer, &mut claimed, 1).await;
+    assert!(latency < WAKE_LATENCY, "claimed {latency:?} after commit");
+    cancel.cancel();
+    relay.await.unwrap();
+    listener.await.unwrap();
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_through_the_listeners_own_store_wakes_it_in_process() {
+    let store = store(Retention::Delete).await;
+    let wakeup = Wakeup::new();
+    let cancel = CancellationToken::new();
+    // Made but never run: no LISTEN, so only the in-process wake-up can
+    // reach the relay before its 10 s poll.
+    let listener = store.listener(wakeup.clone());
+    let (mut claimed, relay) = relay(store.clone(), wakeup, cancel.clone());
+    warm_pool(&store, 4).await;
+    warm_relay(&store, &mut claimed).await;
+
+    for n in 0..3 {
+        let latency = commit_and_time_claim(&store.clone(), &mut claimed, n).await;
+        assert!(latency < WAKE_LATENCY, "claimed {latency:?} after commit");
+    }
+
+    // Without the listener the store has no one to wake.
+    drop(listener);
+    let mut ctx = store.begin().await.unwrap();
+    ctx.outbox()
+        .stage(&ORDER_EVENTS, "order.placed", &9)
+        .unwrap();
+    ctx.commit().await.unwrap();
+    let woken = tokio::time::timeout(Duration::from_millis(500), claimed.recv()).await;
+    assert!(woken.is_err(), "a dropped listener was still woken");
+    cancel.cancel();
+    relay.await.unwrap();
+    drop_schema(&store).await;
+}
