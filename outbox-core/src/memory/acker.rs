@@ -1,4 +1,5 @@
-//! Consuming from the in-memory broker.
+//! Consuming from the in-memory broker: its subscriptions, their streams
+//! and the acker of each delivery.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -6,11 +7,11 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use tokio::time::Instant;
 
-use super::broker::{BrokerState, MemoryBroker, Stored};
+use super::broker::{BrokerState, MEMORY_SYSTEM, MemoryBroker, Stored};
 use crate::cloudevents::from_attributes;
 use crate::{
     AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, FIRST_FAILURE_HEADER, PARKED_AT_HEADER,
-    PARKED_DELIVERIES_HEADER, Redelivery, SourceError,
+    PARKED_DELIVERIES_HEADER, Redelivery, Source, SourceError,
 };
 
 /// The headers the acker records its delivery bookkeeping in, which a
@@ -24,6 +25,24 @@ const BOOKKEEPING: [&str; 3] = [
 /// How long a waiting stream sleeps before looking again, should a wake-up
 /// be missed.
 const IDLE_RECHECK: Duration = Duration::from_millis(100);
+
+impl Source for MemoryBroker {
+    type Acker = MemoryAcker;
+    type Stream = MemoryStream;
+
+    async fn subscribe(&self, queue: &str) -> Result<MemoryStream, SourceError> {
+        if !self.lock().queues.contains_key(queue) {
+            return Err(SourceError::NotFound {
+                queue: queue.to_owned(),
+            });
+        }
+        Ok(MemoryStream::new(self.clone(), queue.to_owned()))
+    }
+
+    fn messaging_system(&self) -> &'static str {
+        MEMORY_SYSTEM
+    }
+}
 
 /// Deliveries from one queue of a [`MemoryBroker`].
 pub struct MemoryStream {

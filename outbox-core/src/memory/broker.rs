@@ -8,9 +8,8 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::acker::MemoryStream;
 use crate::cloudevents::to_attributes;
-use crate::{Envelope, PublishBatch, PublishError, Publisher, Source, SourceError};
+use crate::{Envelope, PublishBatch, PublishError, Publisher};
 
 /// Suffix of the dead-letter queue [`MemoryBroker::declare_queue`] creates
 /// beside each queue.
@@ -194,24 +193,6 @@ impl Publisher for MemoryBroker {
         let results = batch.envelopes().iter().map(|e| self.accept(e)).collect();
         self.inner.notify.notify_waiters();
         results
-    }
-
-    fn messaging_system(&self) -> &'static str {
-        MEMORY_SYSTEM
-    }
-}
-
-impl Source for MemoryBroker {
-    type Acker = super::MemoryAcker;
-    type Stream = MemoryStream;
-
-    async fn subscribe(&self, queue: &str) -> Result<MemoryStream, SourceError> {
-        if !self.lock().queues.contains_key(queue) {
-            return Err(SourceError::NotFound {
-                queue: queue.to_owned(),
-            });
-        }
-        Ok(MemoryStream::new(self.clone(), queue.to_owned()))
     }
 
     fn messaging_system(&self) -> &'static str {
