@@ -40,6 +40,14 @@ pub struct MemoryContext {
     writes: Vec<(String, String, Bytes)>,
 }
 
+impl MemoryStore {
+    /// Opens a unit of work: staged events, inbox marks and table writes
+    /// become visible together on [`MemoryContext::commit`], or not at all.
+    pub fn begin(&self) -> MemoryContext {
+        MemoryContext::new(self.clone())
+    }
+}
+
 impl MemoryContext {
     pub(super) fn new(store: MemoryStore) -> Self {
         let outbox = OutboxBuffer::new(store.inner.clock.clone(), store.inner.hlc.clone());

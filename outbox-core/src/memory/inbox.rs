@@ -1,19 +1,12 @@
 //! The in-memory inbox and its attempt counts.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use uuid::Uuid;
 
 use super::context::{CommitError, MemoryContext};
-use super::store::MemoryStore;
+use super::store::{AttemptCount, MemoryStore};
 use crate::{Attempts, InboxError, InboxMark, InboxStore};
-
-/// The attempts counted for one consumer and event, and when last counted.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct AttemptCount {
-    attempts: Attempts,
-    touched: SystemTime,
-}
 
 impl InboxStore for MemoryStore {
     type Tx = MemoryContext;

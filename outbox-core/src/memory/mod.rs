@@ -32,6 +32,7 @@ mod broker;
 mod claim;
 mod context;
 mod inbox;
+mod outbox;
 mod rows;
 mod store;
 

@@ -1,23 +1,23 @@
 //! The in-memory store: outbox rows, inbox marks and business tables behind
 //! one lock, so a unit of work commits atomically.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use uuid::Uuid;
 
-use super::batch::MemoryBatch;
-use super::claim;
-use super::context::MemoryContext;
-use super::inbox::AttemptCount;
 use super::rows::{RouteRows, Status};
 use crate::relay::Relays;
-use crate::{
-    ClaimCursor, ClaimRequest, HybridClock, LeaseToken, OutboxStats, OutboxStore, PurgeRequest,
-    PurgeStatus, Requeue, SharedClock, StoreError, SystemClock, Wakeup,
-};
+use crate::{Attempts, HybridClock, SharedClock, SystemClock, Wakeup};
+
+/// The attempts counted for one consumer and event, and when last counted.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct AttemptCount {
+    pub(super) attempts: Attempts,
+    pub(super) touched: SystemTime,
+}
 
 /// What happens to a row once it is published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -25,7 +25,8 @@ pub enum Retention {
     /// Delete it at once (the default).
     #[default]
     Delete,
-    /// Keep it, marked published, until [`OutboxStore::purge`] removes it.
+    /// Keep it, marked published, until
+    /// [`OutboxStore::purge`](crate::OutboxStore::purge) removes it.
     Keep,
 }
 
@@ -89,12 +90,6 @@ impl MemoryStore {
         }
     }
 
-    /// Opens a unit of work: staged events, inbox marks and table writes
-    /// become visible together on [`MemoryContext::commit`], or not at all.
-    pub fn begin(&self) -> MemoryContext {
-        MemoryContext::new(self.clone())
-    }
-
     /// The steps that relay this store's routes to `publisher`, woken by
     /// its commits: add routes with [`Relays::route`], then the whole to a
     /// plan with [`LifecyclePlan::steps`](crate::lifecycle::LifecyclePlan::steps).
@@ -150,152 +145,5 @@ impl MemoryStore {
 
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl OutboxStore for MemoryStore {
-    type Batch = MemoryBatch;
-
-    async fn claim(&self, request: ClaimRequest<'_>) -> Result<MemoryBatch, StoreError> {
-        let now = self.now();
-        let lease = LeaseToken::new();
-        let expires_at = now + request.lease;
-        let mut state = self.lock();
-        let Some(rows) = state.routes.get_mut(request.route.name.as_ref()) else {
-            return Ok(MemoryBatch::new(
-                self.clone(),
-                &request.route.name,
-                lease,
-                Vec::new(),
-            ));
-        };
-        let cursors = ClaimCursor::fits(request.route);
-        let after = request.after.filter(|_| cursors);
-        let after = after.and_then(|cursor| u64::try_from(cursor.0).ok());
-        let chosen = claim::select(rows, request.route, request.limit, now, after);
-        let cursor = chosen.last().filter(|_| cursors);
-        let cursor = cursor.and_then(|seq| i64::try_from(*seq).ok().map(ClaimCursor));
-        let mut records = Vec::with_capacity(chosen.len());
-        for seq in chosen {
-            if let Some(row) = rows.rows.get_mut(&seq) {
-                row.status = Status::InFlight { lease, expires_at };
-                row.started += 1;
-                records.push(row.record());
-            }
-        }
-        let batch = MemoryBatch::new(self.clone(), &request.route.name, lease, records);
-        Ok(batch.going_on_past(cursor))
-    }
-
-    async fn sweep_expired(&self, route: &str, limit: usize) -> Result<u64, StoreError> {
-        let now = self.now();
-        let mut state = self.lock();
-        let Some(rows) = state.routes.get_mut(route) else {
-            return Ok(0);
-        };
-        let expired = rows
-            .rows
-            .values_mut()
-            .filter(
-                |r| matches!(r.status, Status::InFlight { expires_at, .. } if expires_at <= now),
-            )
-            .take(limit);
-        let mut swept = 0;
-        for row in expired {
-            row.status = Status::Pending;
-            row.available_at = now;
-            swept += 1;
-        }
-        Ok(swept)
-    }
-
-    async fn requeue_failed(&self, route: &str, which: Requeue) -> Result<u64, StoreError> {
-        let now = self.now();
-        let mut state = self.lock();
-        let Some(rows) = state.routes.get_mut(route) else {
-            return Ok(0);
-        };
-        let wanted: Option<HashSet<Uuid>> = match which {
-            Requeue::Ids(ids) => Some(ids.into_iter().collect()),
-            Requeue::All => None,
-        };
-        let mut requeued = 0;
-        for row in rows.rows.values_mut() {
-            let chosen = wanted
-                .as_ref()
-                .is_none_or(|w| w.contains(&row.envelope.event_id));
-            if row.status == Status::Failed && chosen {
-                row.status = Status::Pending;
-                row.available_at = now;
-                row.started = 0;
-                row.finished = 0;
-                row.finished_at = None;
-                requeued += 1;
-            }
-        }
-        Ok(requeued)
-    }
-
-    async fn delete_failed(&self, route: &str, ids: &[Uuid]) -> Result<u64, StoreError> {
-        let mut state = self.lock();
-        let Some(rows) = state.routes.get_mut(route) else {
-            return Ok(0);
-        };
-        let wanted: HashSet<Uuid> = ids.iter().copied().collect();
-        let doomed: Vec<Uuid> = rows
-            .rows
-            .values()
-            .filter(|r| r.status == Status::Failed && wanted.contains(&r.envelope.event_id))
-            .map(|r| r.envelope.event_id)
-            .collect();
-        for id in &doomed {
-            rows.remove(*id);
-        }
-        Ok(doomed.len() as u64)
-    }
-
-    async fn purge(&self, route: &str, request: PurgeRequest) -> Result<u64, StoreError> {
-        let cutoff = self.now().checked_sub(request.older_than);
-        let status = match request.status {
-            PurgeStatus::Published => Status::Published,
-            PurgeStatus::Failed => Status::Failed,
-        };
-        let mut state = self.lock();
-        let Some(rows) = state.routes.get_mut(route) else {
-            return Ok(0);
-        };
-        let doomed: Vec<Uuid> = rows
-            .rows
-            .values()
-            .filter(|r| r.status == status)
-            .filter(|r| matches!((r.finished_at, cutoff), (Some(at), Some(cut)) if at <= cut))
-            .take(request.limit)
-            .map(|r| r.envelope.event_id)
-            .collect();
-        for id in &doomed {
-            rows.remove(*id);
-        }
-        Ok(doomed.len() as u64)
-    }
-
-    async fn stats(&self, route: &str) -> Result<OutboxStats, StoreError> {
-        let now = self.now();
-        let state = self.lock();
-        let Some(rows) = state.routes.get(route) else {
-            return Ok(OutboxStats::default());
-        };
-        let oldest = rows
-            .rows
-            .values()
-            .filter(|r| r.status == Status::Pending)
-            .map(|r| r.envelope.occurred_at)
-            .min();
-        Ok(OutboxStats {
-            pending: rows.count(|r| r.status == Status::Pending),
-            in_flight: rows.count(|r| matches!(r.status, Status::InFlight { .. })),
-            failed: rows.count(|r| r.status == Status::Failed),
-            published: rows.count(|r| r.status == Status::Published),
-            oldest_pending_age: oldest.map(|t| now.duration_since(t).unwrap_or(Duration::ZERO)),
-        })
     }
 }
