@@ -3,8 +3,6 @@
 use rdkafka::error::{KafkaError, RDKafkaErrorCode as Code};
 use tidings_core::{AckError, PublishError, SourceError};
 
-use crate::watch::Failed;
-
 /// Creating or deleting topics failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -202,6 +200,15 @@ pub(crate) fn publish_error(
         code if is_unreachable(code) => PublishError::Unavailable(Box::new(error)),
         _ => PublishError::Transport(Box::new(error)),
     }
+}
+
+/// A request that failed.
+#[derive(Debug)]
+pub(crate) enum Failed {
+    Security(SecurityError),
+    Kafka(KafkaError),
+    /// The thread running it panicked.
+    Lost(tokio::task::JoinError),
 }
 
 /// A failed publish request, explained by a TLS or SASL failure where

@@ -4,11 +4,11 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::error::RDKafkaErrorCode;
 
+use crate::error::Failed;
 use crate::error::{ClientError, ConnectError, TopologyError, failed_topology};
 use crate::names::{dead_letter_topic, retry_topic, validate_with_companions};
 use crate::options::{ClientOptions, PublisherOptions};
 use crate::producer::Producer;
-use crate::watch::Failed;
 
 /// How a topic and its companions are created.
 #[derive(Debug, Clone, PartialEq, Eq)]

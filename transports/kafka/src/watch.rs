@@ -14,7 +14,7 @@ use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode as Code};
 use rdkafka::{ClientConfig, ClientContext};
 
 use crate::diagnose::{Probe, Problem};
-use crate::error::SecurityError;
+use crate::error::{Failed, SecurityError};
 
 /// How long a failure explains a failed request.
 const RECENT: Duration = Duration::from_secs(60);
@@ -29,15 +29,6 @@ const WATCH_POLL: Duration = Duration::from_millis(25);
 pub(crate) struct Watch {
     last: Arc<Mutex<Option<(Instant, SecurityError)>>>,
     probe: Arc<Probe>,
-}
-
-/// A request that failed.
-#[derive(Debug)]
-pub(crate) enum Failed {
-    Security(SecurityError),
-    Kafka(KafkaError),
-    /// The thread running it panicked.
-    Lost(tokio::task::JoinError),
 }
 
 impl Watch {

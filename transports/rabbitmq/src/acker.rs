@@ -14,10 +14,10 @@ use tidings_core::{
 
 use crate::ack_window::AckWindow;
 use crate::error::{ack_error, ack_publish_error, publish_error};
+use crate::names::{dead_letter_exchange, delay_queue};
 use crate::properties::{
     DEAD_LETTER_REASON_HEADER, PRIOR_DELIVERIES_HEADER, QUORUM_DELIVERY_COUNT,
 };
-use crate::topology::{dead_letter_exchange, delay_queue};
 
 /// The longest dead-letter reason kept in the header, in bytes.
 const MAX_REASON_LEN: usize = 4096;

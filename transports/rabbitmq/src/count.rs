@@ -16,8 +16,8 @@
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable};
 
+use crate::names::delay_queue;
 use crate::properties::{PRIOR_DELIVERIES_HEADER, QUORUM_DELIVERY_COUNT, number, text};
-use crate::topology::delay_queue;
 
 /// How many times this message was delivered, this time included.
 pub(crate) fn delivery_count(properties: &BasicProperties, redelivered: bool, queue: &str) -> u32 {

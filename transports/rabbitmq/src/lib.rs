@@ -9,6 +9,7 @@ mod exchanges;
 mod handshake;
 mod inequivalent;
 mod lanes;
+mod names;
 mod options;
 mod outgoing;
 mod pending_acks;
@@ -37,7 +38,6 @@ pub use tls_error::TlsError;
 
 /// The lapin this crate is built on.
 pub use lapin;
+pub use names::{dead_letter_exchange, dead_letter_queue, delay_queue, exchange_name};
 pub use queue::{DeadLetterOptions, Overflow, QueueKind, QueueOptions, QueueOptionsError};
-pub use topology::{
-    Topology, TopologyMode, dead_letter_exchange, dead_letter_queue, delay_queue, exchange_name,
-};
+pub use topology::{Topology, TopologyMode};

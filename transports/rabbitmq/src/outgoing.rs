@@ -5,9 +5,9 @@ use lapin::{BasicProperties, Confirmation};
 use tidings_core::{Envelope, PublishError, reserved};
 
 use crate::error::{Cause, cause, names_exchange};
+use crate::names::exchange_name;
 use crate::options::{PublisherOptions, RoutingKey};
 use crate::properties::{encode, short};
-use crate::topology::exchange_name;
 
 /// A message ready to send, with its place in the batch.
 pub(crate) struct Outgoing<'a> {

@@ -13,6 +13,7 @@ use tidings_core::{OutboxSpec, QueueSpec};
 use crate::connection::Connector;
 use crate::error::{Cause, TopologyError, cause};
 use crate::inequivalent;
+use crate::names::{dead_letter_exchange, dead_letter_queue, delay_queue, exchange_name};
 use crate::options::ConnectionOptions;
 use crate::queue::QueueOptions;
 use crate::queue::arguments::{
@@ -36,27 +37,6 @@ pub enum TopologyMode {
     /// does not. A passive declare cannot read a queue's arguments or
     /// bindings, so those are the operator's to get right.
     Verify,
-}
-
-/// The exchange [`Topology`] declares for `queue`: named after it.
-pub fn exchange_name(queue: &str) -> String {
-    queue.to_owned()
-}
-
-/// The dead-letter exchange of `queue`: `<queue>.dlx`.
-pub fn dead_letter_exchange(queue: &str) -> String {
-    format!("{queue}.dlx")
-}
-
-/// The dead-letter queue of `queue`: `<queue>.dlq`.
-pub fn dead_letter_queue(queue: &str) -> String {
-    format!("{queue}.dlq")
-}
-
-/// The delay queue of `queue`: `<queue>.delay`. Messages wait there for
-/// their per-message TTL, then the broker dead-letters them back to `queue`.
-pub fn delay_queue(queue: &str) -> String {
-    format!("{queue}.delay")
 }
 
 /// Declares and deletes the exchanges and queues a spec needs.

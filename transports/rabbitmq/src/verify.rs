@@ -7,7 +7,7 @@ use lapin::{Channel, ExchangeKind};
 
 use crate::connection::Connector;
 use crate::error::{Cause, TopologyError, cause};
-use crate::topology::{dead_letter_exchange, dead_letter_queue, delay_queue, exchange_name};
+use crate::names::{dead_letter_exchange, dead_letter_queue, delay_queue, exchange_name};
 
 /// A queue or an exchange.
 #[derive(Clone, Copy)]
