@@ -4,8 +4,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::error::RDKafkaErrorCode;
 
-use crate::error::Failed;
-use crate::error::{ClientError, ConnectError, TopologyError, failed_topology};
+use crate::error::{ClientError, ConnectError, Failed, TopologyError, failed_topology};
 use crate::names::{dead_letter_topic, retry_topic, validate_with_companions};
 use crate::options::{ClientOptions, PublisherOptions};
 use crate::producer::Producer;
