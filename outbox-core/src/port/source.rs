@@ -92,8 +92,8 @@ pub trait Acker: Send + 'static {
     ///
     /// [`AckError::Unavailable`] when the channel or connection is gone;
     /// [`AckError::Expired`] when the broker no longer knows the delivery;
-    /// [`AckError::Unsupported`] when the transport cannot delay a redelivery
-    /// as asked; [`AckError::Transport`] for any other broker failure.
+    /// [`AckError::Transport`] for any other broker failure. The broker then
+    /// redelivers the message as it would have.
     fn nack(self, redelivery: Redelivery) -> impl Future<Output = Result<(), AckError>> + Send;
 
     /// Moves the message to the queue's dead-letter queue with a reason.
@@ -160,9 +160,8 @@ impl<A: Acker> Delivery<A> {
     ///
     /// The acker's [`AckError`]: [`AckError::Unavailable`] when the channel or
     /// connection is gone, [`AckError::Expired`] when the broker no longer
-    /// knows the delivery, [`AckError::Unsupported`] when the transport cannot
-    /// delay a redelivery as asked, [`AckError::Transport`] for any other
-    /// broker failure.
+    /// knows the delivery, [`AckError::Transport`] for any other broker
+    /// failure.
     pub async fn nack(self, redelivery: Redelivery) -> Result<(), AckError> {
         self.acker.nack(redelivery).await
     }
