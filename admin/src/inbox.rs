@@ -32,9 +32,9 @@ impl<S: AdminStore> Admin<S> {
     ///
     /// # Errors
     ///
-    /// [`AdminError::Store`] when the inbox cannot be read (an invalid consumer
-    /// name, or the database unavailable); [`AdminError::Inbox`] when the
-    /// attempt counts cannot be read.
+    /// [`AdminError::Store`] when the inbox's marks cannot be read;
+    /// [`AdminError::Inbox`] when its attempt counts cannot be read, or
+    /// `consumer` is not a legal name.
     pub async fn handled(
         &self,
         consumer: &str,

@@ -166,8 +166,9 @@ impl<S: InboxStore> Inbox<S> {
     /// # Errors
     ///
     /// [`InboxError::Conflict`] when a concurrent transaction committed the same
-    /// mark or conflicting writes first; [`InboxError::Unavailable`] when the
-    /// database cannot be reached; [`InboxError::Backend`] for any other
+    /// mark or conflicting writes first; [`InboxError::Invalid`] when an event
+    /// the handler staged in `tx` is refused; [`InboxError::Unavailable`] when
+    /// the database cannot be reached; [`InboxError::Backend`] for any other
     /// database error. Nothing of the transaction is applied.
     pub async fn commit(&self, tx: S::Tx) -> Result<(), InboxError> {
         self.store.commit(tx).await

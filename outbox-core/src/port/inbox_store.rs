@@ -111,8 +111,9 @@ pub trait InboxStore: Clone + Send + Sync + 'static {
     /// # Errors
     ///
     /// [`InboxError::Conflict`] when a concurrent transaction committed the same
-    /// mark or conflicting writes first; [`InboxError::Unavailable`] when the
-    /// database cannot be reached; [`InboxError::Backend`] for any other
+    /// mark or conflicting writes first; [`InboxError::Invalid`] when an event
+    /// the handler staged in `tx` is refused; [`InboxError::Unavailable`] when
+    /// the database cannot be reached; [`InboxError::Backend`] for any other
     /// database error. Nothing of the transaction is applied.
     fn commit(&self, tx: Self::Tx) -> impl Future<Output = Result<(), InboxError>> + Send;
 

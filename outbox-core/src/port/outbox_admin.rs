@@ -135,7 +135,6 @@ pub trait OutboxAdmin: OutboxStore {
     ///
     /// # Errors
     ///
-    /// [`StoreError::Invalid`] when `consumer` is not a legal name;
     /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the database
     /// cannot be reached in time; [`StoreError::Schema`] when the inbox table is
     /// missing; [`StoreError::Backend`] for any other database error.
