@@ -215,7 +215,7 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     /// # Errors
     ///
     /// The [`StoreError`] of the claim or the settlement (see
-    /// [`OutboxStore::claim`](crate::OutboxStore::claim) and
+    /// [`OutboxStore::claim`] and
     /// [`ClaimedBatch::settle`](crate::port::ClaimedBatch::settle)). Publish
     /// failures are no error: they are settled as retries or failures.
     pub async fn run_pass(&self) -> Result<PassReport, StoreError> {
