@@ -29,6 +29,12 @@ impl<S: AdminStore> Admin<S> {
     /// Whether `consumer` handled `event_id`: when, and the attempts the
     /// inbox counts on it. An event not handled is an answer, not an
     /// error, and so is a consumer the inbox has never seen.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Store`] when the inbox's marks cannot be read;
+    /// [`AdminError::Inbox`] when its attempt counts cannot be read, or
+    /// `consumer` is not a legal name.
     pub async fn handled(
         &self,
         consumer: &str,

@@ -46,6 +46,12 @@ impl<S: AdminStore> Admin<S> {
     }
 
     /// Brings the schema (tables or indexes) up to date; says what it did.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Store`] when the schema cannot be brought up to date: a
+    /// schema problem naming a table or index that clashes with the store's
+    /// names, or the database unavailable.
     pub async fn migrate(&self) -> Result<String, AdminError> {
         Ok(self.store.migrate_schema().await?)
     }
@@ -60,11 +66,19 @@ impl<S: AdminStore> Admin<S> {
     }
 
     /// Every route with rows, in name order.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Store`] when the store cannot be read.
     pub async fn routes(&self) -> Result<Vec<String>, AdminError> {
         Ok(self.store.routes().await?)
     }
 
     /// Every route's backlog and every consumer's inbox.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Store`] when the store cannot be read.
     pub async fn status(&self) -> Result<Status, AdminError> {
         let mut routes = Vec::new();
         for route in self.store.routes().await? {
@@ -89,6 +103,11 @@ impl<S: AdminStore> Admin<S> {
     }
 
     /// Failed rows of `route` matching `filter`, oldest failure first.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::UnknownRoute`] when the store has no row of `route`;
+    /// [`AdminError::Store`] when the store cannot be read.
     pub async fn failed(
         &self,
         route: &str,
@@ -211,6 +230,13 @@ impl<S: AdminStore> Admin<S> {
     /// Deletes finished rows of `route` in batches of `request.limit`,
     /// calling `progress(deleted, matched)` after each; dry, only counts
     /// them.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Invalid`] when `request.limit` is 0;
+    /// [`AdminError::UnknownRoute`] when the store has no row of `route`;
+    /// [`AdminError::Store`] when a count or a delete fails, leaving the rows
+    /// deleted before it deleted.
     pub async fn purge(
         &self,
         route: &str,

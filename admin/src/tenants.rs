@@ -77,6 +77,10 @@ impl<S: AdminStore> Tenants<S> {
     }
 
     /// Every tenant's status, in tenant order.
+    ///
+    /// # Errors
+    ///
+    /// The first tenant's [`AdminError::Store`] when its store cannot be read.
     pub async fn status(&self) -> Result<Vec<TenantStatus>, AdminError> {
         let mut all = Vec::with_capacity(self.admins.len());
         for (tenant, admin) in &self.admins {

@@ -21,6 +21,13 @@ use crate::{ConsumerOptions, ConsumerReport, QueueRef};
 /// delivery, dedupes it through `inbox`, runs `handler` in the inbox's
 /// transaction and settles it. Source failures (a dropped connection) are
 /// logged and the queue is subscribed again with backoff.
+///
+/// # Errors
+///
+/// [`SpecError::EmptyName`], [`SpecError::NameTooLong`] or
+/// [`SpecError::IllegalName`] when the queue's name is not a legal name;
+/// nothing is consumed then. Failures while consuming are logged and
+/// retried, never returned.
 pub async fn run_consumer<S, T, C, H, I>(
     source: S,
     queue: impl Into<QueueRef<T, C>>,
@@ -84,6 +91,11 @@ where
 {
     /// A consumer without an inbox (for idempotent handlers); add one with
     /// [`inbox`](Self::inbox).
+    ///
+    /// # Errors
+    ///
+    /// [`SpecError::EmptyName`], [`SpecError::NameTooLong`] or
+    /// [`SpecError::IllegalName`] when the queue's name is not a legal name.
     pub fn new(source: S, queue: impl Into<QueueRef<T, C>>, handler: H) -> Result<Self, SpecError> {
         let queue = queue.into();
         queue.validate()?;

@@ -41,6 +41,12 @@ impl Billing {
     /// Behind a transaction pooler such as PgBouncer, set
     /// `DATABASE_POOLING=transaction`, and `DATABASE_LISTEN_URL` to the
     /// server's own address so the relay hears commits at once.
+    ///
+    /// # Errors
+    ///
+    /// When the database cannot be reached, `DATABASE_LISTEN_URL` does not
+    /// parse, the store refuses the schema name, or dropping, migrating or
+    /// creating the schema's tables fails.
     pub async fn open(schema: &'static str) -> anyhow::Result<Self> {
         let url = std::env::var("DATABASE_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
@@ -88,6 +94,11 @@ impl Billing {
 
     /// Places the orders, each with its event of `spec` in one
     /// transaction; one in five rolls back. Returns how many committed.
+    ///
+    /// # Errors
+    ///
+    /// When a transaction cannot be opened, an insert, the staging of an event
+    /// or a commit or rollback fails; orders committed before it stay.
     pub async fn place_orders(&self, spec: &OutboxSpec<OrderPlaced>) -> anyhow::Result<i64> {
         let insert = format!(
             "insert into {} (amount_cents) values ($1) returning id",
@@ -162,6 +173,10 @@ impl Billing {
     }
 
     /// Invoices written so far.
+    ///
+    /// # Errors
+    ///
+    /// When the invoices table cannot be read.
     pub async fn invoices(&self) -> anyhow::Result<i64> {
         let sql = format!("select count(*) from {}", self.table("invoices"));
         Ok(sqlx::query_scalar(AssertSqlSafe(sql))
@@ -173,6 +188,11 @@ impl Billing {
     /// Runs `plan` while placing the orders, until every committed order
     /// has its invoice or 30 s pass; prints what `consumer` reports and
     /// fails when an invoice is missing.
+    ///
+    /// # Errors
+    ///
+    /// When placing the orders fails, a step is still running once the plan's
+    /// shutdown timeout has passed, or an invoice is missing after 30 s.
     pub async fn run(
         &self,
         plan: LifecyclePlan,

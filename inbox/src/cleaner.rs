@@ -59,6 +59,14 @@ impl<S: InboxStore> InboxCleaner<S> {
     }
 
     /// One cleanup, batch after batch; returns how many marks went.
+    ///
+    /// # Errors
+    ///
+    /// The [`InboxError`] of the first purge that fails:
+    /// [`InboxError::Unavailable`] when the database cannot be reached,
+    /// [`InboxError::Schema`] when the inbox or attempts table is missing,
+    /// [`InboxError::Backend`] for any other database error. Marks deleted
+    /// before it stay deleted.
     pub async fn clean(&self) -> Result<u64, InboxError> {
         let mut deleted = 0;
         loop {

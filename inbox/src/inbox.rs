@@ -25,6 +25,11 @@ pub struct Inbox<S> {
 impl<S: InboxStore> Inbox<S> {
     /// The inbox of `consumer` (a name like a queue name: letters, digits,
     /// `.`, `_`, `-`).
+    ///
+    /// # Errors
+    ///
+    /// [`SpecError::EmptyName`], [`SpecError::NameTooLong`] or
+    /// [`SpecError::IllegalName`] when `consumer` is not a legal name.
     pub fn new(store: S, consumer: impl Into<String>) -> Result<Self, SpecError> {
         let consumer = consumer.into();
         validate_name("consumer", &consumer)?;
@@ -42,6 +47,16 @@ impl<S: InboxStore> Inbox<S> {
     }
 
     /// Opens a transaction and marks `event_id` in it.
+    ///
+    /// # Errors
+    ///
+    /// The store's [`InboxError`] when the transaction cannot be opened, the
+    /// mark fails or the rollback of a duplicate fails: [`InboxError::Conflict`]
+    /// when a concurrent transaction marks the same event,
+    /// [`InboxError::Unavailable`] when the database cannot be reached,
+    /// [`InboxError::Schema`] when the inbox table is missing,
+    /// [`InboxError::Backend`] for any other database error. A transaction
+    /// whose mark failed is rolled back.
     #[tracing::instrument(skip_all, fields(consumer = %self.consumer, messaging.message.id = %event_id), err)]
     pub async fn begin(&self, event_id: Uuid) -> Result<Marked<S::Tx>, InboxError> {
         let mut tx = self.store.begin().await?;
@@ -63,12 +78,25 @@ impl<S: InboxStore> Inbox<S> {
     /// Opens a transaction without marking anything, for several events
     /// to share: mark each with [`mark`](Self::mark) before its handler
     /// runs.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Unavailable`] when the database cannot be reached;
+    /// [`InboxError::Misconfigured`] when the store's settings do not fit the
+    /// server; [`InboxError::Backend`] for any other database error.
     pub async fn open(&self) -> Result<S::Tx, InboxError> {
         self.store.begin().await
     }
 
     /// Marks `event_id` in a transaction from [`open`](Self::open). A
     /// duplicate leaves `tx` usable for the next event.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Conflict`] when a concurrent transaction marks the same
+    /// event; [`InboxError::Unavailable`] when the database cannot be reached;
+    /// [`InboxError::Schema`] when the inbox table is missing;
+    /// [`InboxError::Backend`] for any other database error.
     pub async fn mark(&self, tx: &mut S::Tx, event_id: Uuid) -> Result<InboxMark, InboxError> {
         self.store.mark(tx, &self.consumer, event_id).await
     }
@@ -76,18 +104,38 @@ impl<S: InboxStore> Inbox<S> {
     /// Counts a handler attempt starting on `event_id`, committed at once;
     /// returns the attempts so far, this one included, or `None` where the
     /// store counts none. See [`InboxStore`]'s section on attempts.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Conflict`] when a concurrent write of the same count
+    /// conflicts; [`InboxError::Unavailable`] when the database cannot be
+    /// reached; [`InboxError::Schema`] when the attempts table is missing;
+    /// [`InboxError::Backend`] for any other database error.
     pub async fn start_attempt(&self, event_id: Uuid) -> Result<Option<Attempts>, InboxError> {
         self.store.start_attempt(&self.consumer, event_id).await
     }
 
     /// The attempts counted so far on `event_id`, counting none; `None`
     /// where the store counts none.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Unavailable`] when the database cannot be reached;
+    /// [`InboxError::Schema`] when the attempts table is missing;
+    /// [`InboxError::Backend`] for any other database error.
     pub async fn attempts(&self, event_id: Uuid) -> Result<Option<Attempts>, InboxError> {
         self.store.attempts(&self.consumer, event_id).await
     }
 
     /// Counts an attempt on `event_id` that ended without a commit; its
     /// start too unless [`start_attempt`](Self::start_attempt) counted it.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Conflict`] when a concurrent write of the same count
+    /// conflicts; [`InboxError::Unavailable`] when the database cannot be
+    /// reached; [`InboxError::Schema`] when the attempts table is missing;
+    /// [`InboxError::Backend`] for any other database error.
     pub async fn finish_attempt(
         &self,
         event_id: Uuid,
@@ -100,6 +148,13 @@ impl<S: InboxStore> Inbox<S> {
 
     /// Deletes the attempts counted for `event_id` within `tx`, so they go
     /// when the handler's work commits.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Conflict`] when a concurrent write of the same count
+    /// conflicts; [`InboxError::Unavailable`] when the database cannot be
+    /// reached; [`InboxError::Schema`] when the attempts table is missing;
+    /// [`InboxError::Backend`] for any other database error.
     pub async fn clear_attempts(&self, tx: &mut S::Tx, event_id: Uuid) -> Result<(), InboxError> {
         self.store
             .clear_attempts(tx, &self.consumer, event_id)
@@ -107,12 +162,26 @@ impl<S: InboxStore> Inbox<S> {
     }
 
     /// Commits the handler's writes with the mark.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Conflict`] when a concurrent transaction committed the same
+    /// mark or conflicting writes first; [`InboxError::Invalid`] when an event
+    /// the handler staged in `tx` is refused; [`InboxError::Unavailable`] when
+    /// the database cannot be reached; [`InboxError::Backend`] for any other
+    /// database error. Nothing of the transaction is applied.
     pub async fn commit(&self, tx: S::Tx) -> Result<(), InboxError> {
         self.store.commit(tx).await
     }
 
     /// Discards the handler's writes and the mark, so a redelivery runs the
     /// handler again.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Unavailable`] when the database cannot be reached;
+    /// [`InboxError::Backend`] for any other database error. The handler's
+    /// writes and the mark are discarded either way.
     pub async fn rollback(&self, tx: S::Tx) -> Result<(), InboxError> {
         self.store.rollback(tx).await
     }

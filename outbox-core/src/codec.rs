@@ -20,9 +20,18 @@ pub trait Codec<T>: Send + Sync {
     fn content_type(&self) -> &'static str;
 
     /// Encodes a payload.
+    ///
+    /// # Errors
+    ///
+    /// [`CodecError::Encode`] when the value cannot be serialized in the
+    /// codec's format.
     fn encode(&self, value: &T) -> Result<Bytes, CodecError>;
 
     /// Decodes a payload.
+    ///
+    /// # Errors
+    ///
+    /// [`CodecError::Decode`] when the bytes are not a valid encoding of `T`.
     fn decode(&self, bytes: &[u8]) -> Result<T, CodecError>;
 }
 

@@ -92,6 +92,11 @@ impl HybridClock {
     /// Merges a stamp seen on a consumed message; the result and every later
     /// stamp are greater than it. A stamp further ahead of local time than
     /// the allowed drift is refused and changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`DriftError`] when `remote` is further ahead of local wall time than the
+    /// allowed drift; the clock is left unchanged.
     pub fn observe(&self, remote: Hlc) -> Result<Hlc, DriftError> {
         let wall = self.wall_ms();
         if remote.physical_ms() > wall {

@@ -96,6 +96,11 @@ pub fn owner_of(name: &str) -> Option<&'static ReservedNames> {
 /// words staging uses; for transports that check the headers of events
 /// they are given.
 ///
+/// # Errors
+///
+/// The refusal, in staging's words, naming the first reserved name and its
+/// owner.
+///
 /// ```
 /// use tidings_core::reserved::{self, ENVELOPE};
 ///

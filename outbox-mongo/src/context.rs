@@ -71,6 +71,16 @@ impl MongoContext {
     /// an explicit id is idempotent. Only a chosen id can be stored
     /// already, so the read that looks for them is made only when one was
     /// chosen; freshly generated ids go straight to the insert.
+    ///
+    /// # Errors
+    ///
+    /// [`CommitError::Stage`] when a staged event's ordering key or headers are
+    /// invalid or two staged events share an id; [`CommitError::Store`] when the
+    /// insert fails: [`StoreError::Conflict`] when a concurrent transaction
+    /// wrote the same documents or stored one of the events first,
+    /// [`StoreError::Unavailable`] when the database cannot be reached,
+    /// [`StoreError::Backend`] for any other database error. The transaction
+    /// stays open; abort it.
     #[instrument(skip_all, fields(db.system = "mongodb", events = self.outbox.len()), err)]
     pub async fn flush(&mut self) -> Result<u64, CommitError> {
         let ids_chosen = self.outbox.ids_chosen();
@@ -158,6 +168,14 @@ impl MongoContext {
     }
 
     /// Inserts the staged events and commits the transaction.
+    ///
+    /// # Errors
+    ///
+    /// The errors of [`flush`](Self::flush), and [`CommitError::Store`] when
+    /// the commit fails ([`StoreError::Conflict`] on a write conflict,
+    /// [`StoreError::Unavailable`] when the database cannot be reached,
+    /// [`StoreError::Backend`] for any other database error). Nothing of the
+    /// transaction is written either way.
     #[instrument(skip_all, fields(db.system = "mongodb"), err)]
     pub async fn commit(mut self) -> Result<(), CommitError> {
         self.flush().await?;
@@ -168,6 +186,12 @@ impl MongoContext {
     }
 
     /// Aborts the transaction and discards the staged events.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] when the database cannot be reached (the
+    /// server then aborts the transaction itself when it times out);
+    /// [`StoreError::Backend`] for any other database error.
     #[instrument(skip_all, fields(db.system = "mongodb"), err)]
     pub async fn rollback(mut self) -> Result<(), StoreError> {
         self.session.abort_transaction().await.map_err(store_error)
@@ -175,6 +199,10 @@ impl MongoContext {
 
     /// Inserts the staged events and hands the session back, its
     /// transaction still open, for callers that commit it themselves.
+    ///
+    /// # Errors
+    ///
+    /// The errors of [`flush`](Self::flush).
     pub async fn into_session(mut self) -> Result<ClientSession, CommitError> {
         self.flush().await?;
         Ok(self.session)

@@ -106,6 +106,13 @@ fn declared() -> Vec<Declared> {
 impl MongoOutboxStore {
     /// Creates the collections' indexes where missing. Idempotent, and safe
     /// to run from several processes at once.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the database
+    /// cannot be reached in time; [`StoreError::Backend`] for any other database
+    /// error, such as an index of the same name with other keys. Indexes
+    /// created before the failure stay.
     #[instrument(skip_all, fields(db.system = "mongodb"), err)]
     pub async fn ensure_indexes(&self) -> Result<(), StoreError> {
         for target in TARGETS {
@@ -138,8 +145,15 @@ impl MongoOutboxStore {
         Ok(())
     }
 
-    /// The startup check where an operator creates the indexes: fails with
-    /// [`StoreError::Schema`] naming every missing collection or index.
+    /// The startup check where an operator creates the indexes: every
+    /// collection and index this build needs exists.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Schema`] naming every missing collection or index;
+    /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the
+    /// database cannot be reached in time; [`StoreError::Backend`] for any
+    /// other database error.
     #[instrument(skip_all, fields(db.system = "mongodb"), err)]
     pub async fn verify(&self) -> Result<(), StoreError> {
         let mut problems = Vec::new();

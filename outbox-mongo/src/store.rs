@@ -43,7 +43,10 @@ struct Inner {
 }
 
 impl MongoOutboxStore {
-    /// A store in `database` with `options`. Fails with
+    /// A store in `database` with `options`.
+    ///
+    /// # Errors
+    ///
     /// [`StoreError::Invalid`] when a collection name is unusable (see
     /// [`MAX_COLLECTION_NAME_LEN`](crate::MAX_COLLECTION_NAME_LEN)).
     pub fn new(database: Database, options: MongoOutboxOptions) -> Result<Self, StoreError> {
@@ -66,6 +69,11 @@ impl MongoOutboxStore {
     }
 
     /// Starts a session with a transaction, ready for staging.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] when the database cannot be reached;
+    /// [`StoreError::Backend`] for any other database error.
     #[instrument(skip_all, fields(db.system = "mongodb"), err)]
     pub async fn begin(&self) -> Result<MongoContext, StoreError> {
         let session = self
@@ -78,6 +86,12 @@ impl MongoOutboxStore {
     }
 
     /// Starts a transaction on a session the caller holds.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] when the database cannot be reached;
+    /// [`StoreError::Backend`] for any other database error, such as a session
+    /// already in a transaction.
     #[instrument(skip_all, fields(db.system = "mongodb"), err)]
     pub async fn begin_on(&self, mut session: ClientSession) -> Result<MongoContext, StoreError> {
         session.start_transaction().await.map_err(store_error)?;

@@ -35,6 +35,14 @@ impl MongoOutboxStore {
     /// the transaction it cannot repeat. End it with
     /// [`CommitError::abandon`] to abort without a retry.
     ///
+    /// # Errors
+    ///
+    /// [`CommitError::Abandoned`] when the closure abandons the
+    /// transaction; the closure's own error otherwise; the errors of
+    /// [`MongoContext::commit`] for the insert and the commit. A conflict
+    /// is returned only once reruns have gone on past the transaction
+    /// timeout.
+    ///
     /// ```no_run
     /// # use futures::FutureExt;
     /// # use mongodb::bson::doc;

@@ -70,6 +70,16 @@ impl<'c> PgContext<'c> {
     /// statement that also queues the relays' wake-up hint (unless no
     /// listener exists), without committing. Returns how many rows were
     /// inserted (an event id already stored for its route is skipped).
+    ///
+    /// # Errors
+    ///
+    /// [`CommitError::Stage`] when a staged event's ordering key or headers are
+    /// invalid or two staged events share an id; [`CommitError::Store`] when the
+    /// insert fails ([`StoreError::Unavailable`] when the database cannot be
+    /// reached, [`StoreError::Schema`] when the outbox table is missing,
+    /// [`StoreError::Conflict`] when a concurrent transaction conflicts,
+    /// [`StoreError::Backend`] for any other database error). The transaction
+    /// stays open; roll it back.
     #[instrument(skip_all, fields(db.system = "postgresql", events = self.outbox.len()), err)]
     pub async fn flush(&mut self) -> Result<u64, CommitError> {
         self.write(true).await
@@ -185,6 +195,16 @@ impl<'c> PgContext<'c> {
 
     /// Writes the staged events and commits the transaction (or, on a
     /// connection already in a transaction, releases the savepoint).
+    ///
+    /// # Errors
+    ///
+    /// [`CommitError::Stage`] when a staged event's ordering key or headers are
+    /// invalid or two staged events share an id; [`CommitError::Store`] when the
+    /// insert or the commit fails ([`StoreError::Unavailable`] when the database
+    /// cannot be reached, [`StoreError::Schema`] when the outbox table is
+    /// missing, [`StoreError::Conflict`] when a concurrent transaction
+    /// conflicts, [`StoreError::Backend`] for any other database error). Nothing
+    /// of the transaction is written either way.
     #[instrument(skip_all, fields(db.system = "postgresql"), err)]
     pub async fn commit(mut self) -> Result<(), CommitError> {
         self.write(!self.announce_after_commit).await?;
@@ -202,6 +222,12 @@ impl<'c> PgContext<'c> {
     }
 
     /// Discards the transaction and the staged events.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] when the connection is lost (the server then
+    /// discards the transaction itself); [`StoreError::Backend`] for any other
+    /// database error.
     #[instrument(skip_all, fields(db.system = "postgresql"), err)]
     pub async fn rollback(self) -> Result<(), StoreError> {
         self.tx.rollback().await.map_err(store_error)
@@ -209,6 +235,10 @@ impl<'c> PgContext<'c> {
 
     /// Writes the staged events and hands the still-open transaction back,
     /// for callers that commit it themselves.
+    ///
+    /// # Errors
+    ///
+    /// The errors of [`flush`](Self::flush).
     #[instrument(skip_all, fields(db.system = "postgresql"), err)]
     pub async fn into_transaction(mut self) -> Result<Transaction<'c, Postgres>, CommitError> {
         self.flush().await?;

@@ -163,11 +163,17 @@ impl PgOutboxStore {
         }
     }
 
-    /// The startup check: fails with [`StoreError::Schema`], naming what is
-    /// missing, when the tables or the claim index do not exist or the
-    /// schema is older than this build needs; with
+    /// The startup check: the tables, the claim index and the schema's
+    /// version and layout are what this build needs.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Schema`], naming what is missing, when the tables or
+    /// the claim index do not exist, the schema is older than this build
+    /// needs, or the outbox is laid out otherwise than the options say;
     /// [`StoreError::Misconfigured`] as [`migrate`](Self::migrate) does
-    /// behind an unannounced transaction pooler.
+    /// behind an unannounced transaction pooler; [`StoreError::Unavailable`]
+    /// when the database cannot be reached.
     #[instrument(skip_all, fields(db.system = "postgresql", db.namespace = %self.inner().names.schema), err)]
     pub async fn verify(&self) -> Result<(), StoreError> {
         crate::pooling::detect_pooler(self).await?;

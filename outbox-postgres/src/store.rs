@@ -63,11 +63,16 @@ pub(crate) struct Inner {
 }
 
 impl PgOutboxStore {
-    /// A store on `pool` with `options`. Fails with
+    /// A store on `pool` with `options`.
+    ///
+    /// # Errors
+    ///
     /// [`StoreError::Invalid`] when a schema or table name is not a plain
     /// lower-case identifier of at most
-    /// [`MAX_IDENTIFIER_LEN`](crate::MAX_IDENTIFIER_LEN) bytes, or when a
-    /// [rotated](Layout::Rotated) outbox would keep published rows.
+    /// [`MAX_IDENTIFIER_LEN`](crate::MAX_IDENTIFIER_LEN) bytes, when a
+    /// [rotated](Layout::Rotated) outbox would keep published rows, or when
+    /// locked claims behind a transaction pooler would take every
+    /// connection of the pool.
     pub fn new(pool: PgPool, options: PgOutboxOptions) -> Result<Self, StoreError> {
         pooling::check(&pool, &options)?;
         let names = TableNames::new(
@@ -113,6 +118,12 @@ impl PgOutboxStore {
     /// [`commit`](PgContext::commit) wakes relays right after committing,
     /// rather than by a `NOTIFY` inside the transaction, which would
     /// serialise it with every other staging commit.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] when the database cannot be reached;
+    /// [`StoreError::Timeout`] when no pooled connection comes free in time;
+    /// [`StoreError::Backend`] for any other database error.
     #[instrument(skip_all, fields(db.system = "postgresql"), err)]
     pub async fn begin(&self) -> Result<PgContext<'static>, StoreError> {
         let tx = self.inner.pool.begin().await.map_err(store_error)?;
@@ -122,6 +133,11 @@ impl PgOutboxStore {
     /// Opens a transaction on a connection the caller holds: a plain one,
     /// or one already in a transaction, where this opens a savepoint that
     /// [`PgContext::commit`] releases into the caller's transaction.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] when the connection is lost;
+    /// [`StoreError::Backend`] for any other database error.
     #[instrument(skip_all, fields(db.system = "postgresql"), err)]
     pub async fn begin_on<'c>(
         &self,

@@ -59,6 +59,11 @@ impl std::fmt::Debug for RabbitDeadLetters {
 impl RabbitDeadLetters {
     /// Connects to the broker at `url` (`amqp://` or `amqps://`), under
     /// the connection name [`CONNECTION_NAME`](Self::CONNECTION_NAME).
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Broker`] when the broker cannot be reached or refuses the
+    /// connection (a bad URL, credentials or certificate included).
     pub async fn connect(url: &str) -> Result<Self, AdminError> {
         Self::connect_as(url, Self::CONNECTION_NAME).await
     }
@@ -68,6 +73,11 @@ impl RabbitDeadLetters {
 
     /// Connects to the broker at `url` under `connection_name`, the name
     /// the broker's management tools list the connection by.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Broker`] when the broker cannot be reached or refuses the
+    /// connection (a bad URL, credentials or certificate included).
     pub async fn connect_as(url: &str, connection_name: &str) -> Result<Self, AdminError> {
         let properties =
             ConnectionProperties::default().with_connection_name(connection_name.into());

@@ -30,6 +30,12 @@ pub trait Scan: Sync {
     /// Takes every message of the dead-letter queue of `queue` once,
     /// acting on those matching (up to the filter's limit); returns them
     /// and how many the action was done to.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::UnknownQueue`] when the dead-letter queue, or for a replay
+    /// `queue` itself, does not exist; [`AdminError::Broker`] when the broker
+    /// fails or goes away, leaving the messages not yet acted on in place.
     fn scan(
         &self,
         queue: &str,
@@ -66,6 +72,11 @@ pub trait DeadLetterQueues: Scan {
     fn depth(&self, queue: &str) -> impl Future<Output = Result<QueueDepth, AdminError>> + Send;
 
     /// The dead letters of `queue` matching `filter`, left in place.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::UnknownQueue`] when the dead-letter queue of `queue` does
+    /// not exist; [`AdminError::Broker`] when the broker fails or goes away.
     fn list(
         &self,
         queue: &str,
@@ -124,6 +135,12 @@ pub trait DeadLetterQueues: Scan {
     }
 
     /// Removes each dead letter of `queue` matching `filter`.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::UnknownQueue`] when the dead-letter queue of `queue` does
+    /// not exist; [`AdminError::Broker`] when the broker goes away, leaving the
+    /// dead letters not yet removed in place.
     fn purge(
         &self,
         queue: &str,

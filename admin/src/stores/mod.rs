@@ -21,8 +21,20 @@ pub trait AdminStore: OutboxAdmin {
     fn inbox_store(&self) -> Self::Inbox;
 
     /// Brings the schema up to date; says what it did.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Schema`] when a table or index in the way has a name the
+    /// store needs; [`StoreError::Misconfigured`] behind a transaction pooler
+    /// the store was not told of; [`StoreError::Unavailable`] when the database
+    /// cannot be reached.
     fn migrate_schema(&self) -> impl Future<Output = Result<String, StoreError>> + Send;
 
     /// Checks that the schema is what this build needs.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Schema`] naming what is missing or out of date;
+    /// [`StoreError::Unavailable`] when the database cannot be reached.
     fn verify_schema(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
 }

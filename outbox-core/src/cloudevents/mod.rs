@@ -179,6 +179,14 @@ pub fn to_attributes(envelope: &Envelope) -> BTreeMap<String, String> {
 
 /// Rebuilds an envelope from a message's attributes and body, in binary or
 /// structured mode, whoever produced it (see the module docs).
+///
+/// # Errors
+///
+/// [`AttributeError::Missing`] when the specversion, id, source or type
+/// attribute is absent; [`AttributeError::Invalid`] when one does not parse
+/// (a specversion other than 1.0, an empty id, a malformed time, attempts
+/// count or clock stamp); [`AttributeError::Structured`] when a
+/// structured-mode body is not a CloudEvents JSON object.
 pub fn from_message<'a, I>(attributes: I, payload: Bytes) -> Result<Envelope, AttributeError>
 where
     I: IntoIterator<Item = (&'a str, &'a str)>,
@@ -205,6 +213,13 @@ where
 ///
 /// Attribute names are matched case-insensitively, under any binding's
 /// prefix; attributes that are not the envelope's own become headers.
+///
+/// # Errors
+///
+/// [`AttributeError::Missing`] when the specversion, id, source or type
+/// attribute is absent; [`AttributeError::Invalid`] when the specversion is
+/// not 1.0, the id is empty, or the time, attempts count or clock stamp does
+/// not parse.
 pub fn from_attributes<'a, I>(attributes: I, payload: Bytes) -> Result<Envelope, AttributeError>
 where
     I: IntoIterator<Item = (&'a str, &'a str)>,

@@ -33,6 +33,13 @@ pub(super) fn looks_structured(body: &[u8]) -> bool {
 /// as binary-mode ones would, its `data` (JSON or text) or `data_base64`
 /// as the payload.
 ///
+/// # Errors
+///
+/// [`AttributeError::Structured`] when the body is not a JSON object, holds
+/// both `data` and `data_base64`, or its `data_base64` is not a base64
+/// string; otherwise the errors of [`from_attributes`](super::from_attributes)
+/// for its attributes.
+///
 /// ```
 /// use tidings_core::cloudevents::from_structured;
 ///

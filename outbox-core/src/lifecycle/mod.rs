@@ -115,6 +115,11 @@ impl LifecyclePlan {
 
     /// Runs every step until `signal` completes (or every step finishes on
     /// its own), then stops them in reverse order within the deadline.
+    ///
+    /// # Errors
+    ///
+    /// [`LifecycleError`], naming them, when steps are still running once the
+    /// shutdown timeout has passed.
     pub async fn run_until(self, signal: impl Future<Output = ()>) -> Result<(), LifecycleError> {
         let cancel = CancellationToken::new();
         let trigger = cancel.clone();
@@ -131,6 +136,11 @@ impl LifecyclePlan {
 
     /// Runs every step until `cancel` fires (or every step finishes), then
     /// stops them in reverse order within the deadline.
+    ///
+    /// # Errors
+    ///
+    /// [`LifecycleError`], naming them, when steps are still running once the
+    /// shutdown timeout has passed.
     pub async fn run(self, cancel: CancellationToken) -> Result<(), LifecycleError> {
         let mut running: Vec<(String, CancellationToken, JoinHandle<Ended>)> = Vec::new();
         for (name, step) in self.steps {

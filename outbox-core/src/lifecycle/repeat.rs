@@ -11,6 +11,11 @@ use crate::port::{Transient, error_chain};
 /// Runs `tick` every `interval` until `cancel` fires. A transient failure is
 /// logged and the next tick tries again; a permanent one ends the step with
 /// it, so the plan restarts it with backoff.
+///
+/// # Errors
+///
+/// The first error of `tick` that is not transient, as a [`StepError`]; a
+/// transient one is logged and retried at the next tick.
 pub async fn repeat<F, Fut, E>(
     what: &str,
     interval: Duration,

@@ -19,6 +19,11 @@ pub type StepError = BoxError;
 /// step is done.
 pub trait Step: Send + Sync + 'static {
     /// Runs the step until `cancel` fires.
+    ///
+    /// # Errors
+    ///
+    /// A [`StepError`] when the step fails and should be run again after a
+    /// backoff.
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>>;
 }
 

@@ -91,6 +91,13 @@ impl MemoryContext {
 
     /// Applies everything atomically, or nothing with the reason.
     ///
+    /// # Errors
+    ///
+    /// [`CommitError::Stage`] when a staged event's options are invalid or two
+    /// staged events share an id; [`CommitError::InboxConflict`] when another
+    /// unit of work committed one of this context's inbox marks first. Nothing
+    /// is applied either way.
+    ///
     /// The context is consumed, so staging after commit does not compile:
     ///
     /// ```compile_fail

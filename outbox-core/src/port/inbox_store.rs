@@ -73,6 +73,12 @@ pub trait InboxStore: Clone + Send + Sync + 'static {
     type Tx: Send + 'static;
 
     /// Opens a transaction.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Unavailable`] when the database cannot be reached;
+    /// [`InboxError::Misconfigured`] when the store's settings do not fit the
+    /// server; [`InboxError::Backend`] for any other database error.
     fn begin(&self) -> impl Future<Output = Result<Self::Tx, InboxError>> + Send;
 
     /// Records the event for the consumer within `tx`. A duplicate leaves
@@ -85,6 +91,14 @@ pub trait InboxStore: Clone + Send + Sync + 'static {
     /// [`commit`](Self::commit) (the in-memory store); the consumer retries
     /// a conflict and then sees the duplicate. The inbox conformance suite
     /// of `tidings-testing` holds every store to this.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Invalid`] when `consumer` is not a legal name;
+    /// [`InboxError::Conflict`] when a concurrent transaction marks the same
+    /// event (see above); [`InboxError::Unavailable`] when the database cannot
+    /// be reached; [`InboxError::Schema`] when the inbox table is missing;
+    /// [`InboxError::Backend`] for any other database error.
     fn mark(
         &self,
         tx: &mut Self::Tx,
@@ -93,9 +107,23 @@ pub trait InboxStore: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<InboxMark, InboxError>> + Send;
 
     /// Commits the mark and the handler's writes.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Conflict`] when a concurrent transaction committed the same
+    /// mark or conflicting writes first; [`InboxError::Invalid`] when an event
+    /// the handler staged in `tx` is refused; [`InboxError::Unavailable`] when
+    /// the database cannot be reached; [`InboxError::Backend`] for any other
+    /// database error. Nothing of the transaction is applied.
     fn commit(&self, tx: Self::Tx) -> impl Future<Output = Result<(), InboxError>> + Send;
 
     /// Discards the mark and the handler's writes.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Unavailable`] when the database cannot be reached;
+    /// [`InboxError::Backend`] for any other database error. The transaction's
+    /// writes are discarded either way.
     fn rollback(&self, tx: Self::Tx) -> impl Future<Output = Result<(), InboxError>> + Send;
 
     /// Counts an attempt of `consumer`'s handler starting on `event_id`, in
@@ -103,6 +131,14 @@ pub trait InboxStore: Clone + Send + Sync + 'static {
     /// count survives the handler's process dying. Returns the attempts
     /// counted so far, this one included, or `None` from a store that does
     /// not count attempts (the consumer then parks on the broker's count).
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Invalid`] when `consumer` is not a legal name;
+    /// [`InboxError::Conflict`] when a concurrent write of the same count
+    /// conflicts; [`InboxError::Unavailable`] when the database cannot be
+    /// reached; [`InboxError::Schema`] when the attempts table is missing;
+    /// [`InboxError::Backend`] for any other database error.
     fn start_attempt(
         &self,
         consumer: &str,
@@ -113,6 +149,13 @@ pub trait InboxStore: Clone + Send + Sync + 'static {
     /// none were, or `None` from a store that does not count attempts. The
     /// consumer reads them before a redelivery's start, to run a message
     /// whose handler was running when its process died alone.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Invalid`] when `consumer` is not a legal name;
+    /// [`InboxError::Unavailable`] when the database cannot be reached;
+    /// [`InboxError::Schema`] when the attempts table is missing;
+    /// [`InboxError::Backend`] for any other database error.
     fn attempts(
         &self,
         consumer: &str,
@@ -123,6 +166,14 @@ pub trait InboxStore: Clone + Send + Sync + 'static {
     /// write committed at once. `start_counted` says whether
     /// [`start_attempt`](Self::start_attempt) counted its start; when it
     /// did not (a first delivery), the start is counted now as well.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Invalid`] when `consumer` is not a legal name;
+    /// [`InboxError::Conflict`] when a concurrent write of the same count
+    /// conflicts; [`InboxError::Unavailable`] when the database cannot be
+    /// reached; [`InboxError::Schema`] when the attempts table is missing;
+    /// [`InboxError::Backend`] for any other database error.
     fn finish_attempt(
         &self,
         consumer: &str,
@@ -134,6 +185,14 @@ pub trait InboxStore: Clone + Send + Sync + 'static {
     /// goes when the handler's work commits and stays if it rolls back.
     /// Called only for events with a counted start, so a first delivery
     /// pays nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Invalid`] when `consumer` is not a legal name;
+    /// [`InboxError::Conflict`] when a concurrent write of the same count
+    /// conflicts; [`InboxError::Unavailable`] when the database cannot be
+    /// reached; [`InboxError::Schema`] when the attempts table is missing;
+    /// [`InboxError::Backend`] for any other database error.
     fn clear_attempts(
         &self,
         tx: &mut Self::Tx,
@@ -157,6 +216,13 @@ pub trait InboxStore: Clone + Send + Sync + 'static {
     /// `age` ago (those of events that were parked or never came back);
     /// returns how many of both went. Redeliveries older than the window
     /// are no longer detected.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Invalid`] when `consumer` is not a legal name;
+    /// [`InboxError::Unavailable`] when the database cannot be reached;
+    /// [`InboxError::Schema`] when the inbox or attempts table is missing;
+    /// [`InboxError::Backend`] for any other database error.
     fn purge_older_than(
         &self,
         consumer: &str,
@@ -200,6 +266,12 @@ impl InboxError {
     /// Refuses a consumer name that is not a legal name (see
     /// [`validate_name`](crate::spec::validate_name)), as every inbox store
     /// does before it touches its data.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Invalid`] when `consumer` is empty, longer than
+    /// [`MAX_NAME_LEN`](crate::spec::MAX_NAME_LEN) bytes or holds a character
+    /// outside `[A-Za-z0-9._-]`.
     ///
     /// ```
     /// use tidings_core::InboxError;

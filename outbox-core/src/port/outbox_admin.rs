@@ -85,9 +85,22 @@ pub trait OutboxAdmin: OutboxStore {
     /// when it was first staged (a store that records them), and each
     /// route with at least one row, so a route whose rows were all
     /// published and deleted is still listed.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the database
+    /// cannot be reached in time; [`StoreError::Schema`] when the outbox table
+    /// is missing; [`StoreError::Backend`] for any other database error.
     fn routes(&self) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
 
     /// Failed rows of `route` matching `filter`, oldest failure first.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the database
+    /// cannot be reached in time; [`StoreError::Schema`] when the outbox table
+    /// is missing; [`StoreError::Corrupt`] when a failed row cannot be read;
+    /// [`StoreError::Backend`] for any other database error.
     fn failed(
         &self,
         route: &str,
@@ -96,6 +109,12 @@ pub trait OutboxAdmin: OutboxStore {
 
     /// How many rows [`OutboxStore::purge`] would delete with `request` if
     /// repeated until done (the request's limit is ignored).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the database
+    /// cannot be reached in time; [`StoreError::Schema`] when the outbox table
+    /// is missing; [`StoreError::Backend`] for any other database error.
     fn count_purgeable(
         &self,
         route: &str,
@@ -103,10 +122,22 @@ pub trait OutboxAdmin: OutboxStore {
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
     /// The inbox's marks per consumer, in consumer order.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the database
+    /// cannot be reached in time; [`StoreError::Schema`] when the inbox table is
+    /// missing; [`StoreError::Backend`] for any other database error.
     fn consumers(&self) -> impl Future<Output = Result<Vec<ConsumerStats>, StoreError>> + Send;
 
     /// How long ago `consumer` marked `event_id` handled, or `None` when
     /// its inbox has no such mark (never handled, or the mark was purged).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the database
+    /// cannot be reached in time; [`StoreError::Schema`] when the inbox table is
+    /// missing; [`StoreError::Backend`] for any other database error.
     fn mark_age(
         &self,
         consumer: &str,

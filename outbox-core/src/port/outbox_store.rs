@@ -140,6 +140,15 @@ pub trait ClaimedBatch: Send + 'static {
     /// fenced on the lease. Rows without an outcome stay claimed until the
     /// lease expires (a leased batch) or are released untouched (a locked
     /// one, whose transaction commits).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the database
+    /// cannot be reached in time; [`StoreError::Conflict`] when a concurrent
+    /// transaction conflicts (a locked batch whose transaction the server ended
+    /// past its lease, say); [`StoreError::Backend`] for any other database
+    /// error. A mark refused because the lease was lost is no error: it is
+    /// reported in [`SettleReport::lost`].
     fn settle(
         self,
         settlements: Vec<Settlement>,
@@ -202,6 +211,16 @@ pub trait OutboxStore: Clone + Send + Sync + 'static {
     /// is in flight; which keys a claim serves first is the store's to
     /// choose, as long as every key gets its turn. An empty batch means
     /// nothing is claimable.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the database
+    /// cannot be reached in time; [`StoreError::Conflict`] when a concurrent
+    /// claim conflicts; [`StoreError::Schema`] when the outbox table or an index
+    /// it needs is missing; [`StoreError::Corrupt`] when a claimed row cannot be
+    /// read (the store fails it in place, so the next claim goes past it);
+    /// [`StoreError::Misconfigured`] when the store's settings do not fit the
+    /// server; [`StoreError::Backend`] for any other database error.
     fn claim(
         &self,
         request: ClaimRequest<'_>,
@@ -212,6 +231,13 @@ pub trait OutboxStore: Clone + Send + Sync + 'static {
     /// exceed attempts finished). A store whose claims hold rows by locks
     /// in an open transaction, released when a relay dies, counts the crash
     /// of each such claim here instead; the result counts both.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the database
+    /// cannot be reached in time; [`StoreError::Conflict`] when a concurrent
+    /// transaction conflicts; [`StoreError::Schema`] when the outbox table is
+    /// missing; [`StoreError::Backend`] for any other database error.
     fn sweep_expired(
         &self,
         route: &str,
@@ -219,6 +245,13 @@ pub trait OutboxStore: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
     /// Moves failed rows back to pending with fresh attempt counters.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the database
+    /// cannot be reached in time; [`StoreError::Conflict`] when a concurrent
+    /// transaction conflicts; [`StoreError::Schema`] when the outbox table is
+    /// missing; [`StoreError::Backend`] for any other database error.
     fn requeue_failed(
         &self,
         route: &str,
@@ -228,6 +261,13 @@ pub trait OutboxStore: Clone + Send + Sync + 'static {
     /// Deletes the failed rows of `route` among `ids`, and only those: a
     /// pending, in-flight or published row named is left alone. Returns how
     /// many went; an empty `ids` deletes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the database
+    /// cannot be reached in time; [`StoreError::Conflict`] when a concurrent
+    /// transaction conflicts; [`StoreError::Schema`] when the outbox table is
+    /// missing; [`StoreError::Backend`] for any other database error.
     fn delete_failed(
         &self,
         route: &str,
@@ -235,6 +275,13 @@ pub trait OutboxStore: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
     /// Deletes finished rows.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the database
+    /// cannot be reached in time; [`StoreError::Conflict`] when a concurrent
+    /// transaction conflicts; [`StoreError::Schema`] when the outbox table is
+    /// missing; [`StoreError::Backend`] for any other database error.
     fn purge(
         &self,
         route: &str,
@@ -243,6 +290,12 @@ pub trait OutboxStore: Clone + Send + Sync + 'static {
 
     /// Depth, in-flight, failed and retained counts and the oldest pending
     /// age of a route.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the database
+    /// cannot be reached in time; [`StoreError::Schema`] when the outbox table
+    /// is missing; [`StoreError::Backend`] for any other database error.
     fn stats(&self, route: &str) -> impl Future<Output = Result<OutboxStats, StoreError>> + Send;
 }
 

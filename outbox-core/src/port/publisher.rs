@@ -71,6 +71,13 @@ pub trait Publisher: Clone + Send + Sync + 'static {
 /// both methods go through [`Publisher::send`].
 pub trait PublisherExt: Publisher {
     /// Publishes one envelope to `envelope.destination`.
+    ///
+    /// # Errors
+    ///
+    /// The [`PublishError`] the publisher reports for the envelope (see its
+    /// variants; [`is_transient`](PublishError::is_transient) tells whether a
+    /// later attempt may succeed); [`PublishError::Invalid`] when the publisher
+    /// answers with no result.
     fn publish(
         &self,
         envelope: &Envelope,
@@ -100,6 +107,10 @@ impl<P: Publisher> PublisherExt for P {}
 /// Logs one publish's outcome the way every transport does: `debug` when
 /// accepted, `info` with the error and its class when not. Returns the
 /// outcome unchanged.
+///
+/// # Errors
+///
+/// Returns `outcome` unchanged, so its error when it holds one.
 pub fn trace_outcome(
     envelope: &Envelope,
     outcome: Result<(), PublishError>,

@@ -45,6 +45,12 @@ pub trait Source: Clone + Send + Sync + 'static {
     type Stream: Stream<Item = Result<Delivery<Self::Acker>, SourceError>> + Send + Unpin + 'static;
 
     /// Starts consuming `queue`.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::NotFound`] when `queue` does not exist;
+    /// [`SourceError::Unavailable`] when the broker cannot be reached;
+    /// [`SourceError::Transport`] for any other broker failure.
     fn subscribe(
         &self,
         queue: &str,
@@ -71,12 +77,34 @@ pub enum Redelivery {
 /// settled twice.
 pub trait Acker: Send + 'static {
     /// Removes the message from the queue.
+    ///
+    /// # Errors
+    ///
+    /// [`AckError::Unavailable`] when the channel or connection is gone;
+    /// [`AckError::Expired`] when the broker no longer knows the delivery;
+    /// [`AckError::Transport`] for any other broker failure. The broker then
+    /// redelivers the message.
     fn ack(self) -> impl Future<Output = Result<(), AckError>> + Send;
 
     /// Returns the message for redelivery.
+    ///
+    /// # Errors
+    ///
+    /// [`AckError::Unavailable`] when the channel or connection is gone;
+    /// [`AckError::Expired`] when the broker no longer knows the delivery;
+    /// [`AckError::Transport`] for any other broker failure. The broker then
+    /// redelivers the message as it would have.
     fn nack(self, redelivery: Redelivery) -> impl Future<Output = Result<(), AckError>> + Send;
 
     /// Moves the message to the queue's dead-letter queue with a reason.
+    ///
+    /// # Errors
+    ///
+    /// [`AckError::Unavailable`] when the channel or connection is gone;
+    /// [`AckError::Expired`] when the broker no longer knows the delivery;
+    /// [`AckError::Unsupported`] when the transport has no dead-letter queue
+    /// for it; [`AckError::Transport`] for any other broker failure, such as a
+    /// dead-letter queue that refuses the message.
     fn dead_letter(self, reason: String) -> impl Future<Output = Result<(), AckError>> + Send;
 }
 
@@ -115,16 +143,38 @@ impl<A: Acker> Delivery<A> {
     }
 
     /// Acks the delivery.
+    ///
+    /// # Errors
+    ///
+    /// The acker's [`AckError`]: [`AckError::Unavailable`] when the channel or
+    /// connection is gone, [`AckError::Expired`] when the broker no longer
+    /// knows the delivery, [`AckError::Transport`] for any other broker
+    /// failure.
     pub async fn ack(self) -> Result<(), AckError> {
         self.acker.ack().await
     }
 
     /// Nacks the delivery for redelivery.
+    ///
+    /// # Errors
+    ///
+    /// The acker's [`AckError`]: [`AckError::Unavailable`] when the channel or
+    /// connection is gone, [`AckError::Expired`] when the broker no longer
+    /// knows the delivery, [`AckError::Transport`] for any other broker
+    /// failure.
     pub async fn nack(self, redelivery: Redelivery) -> Result<(), AckError> {
         self.acker.nack(redelivery).await
     }
 
     /// Dead-letters the delivery.
+    ///
+    /// # Errors
+    ///
+    /// The acker's [`AckError`]: [`AckError::Unavailable`] when the channel or
+    /// connection is gone, [`AckError::Expired`] when the broker no longer
+    /// knows the delivery, [`AckError::Unsupported`] when the transport has no
+    /// dead-letter queue for it, [`AckError::Transport`] for any other broker
+    /// failure.
     pub async fn dead_letter(self, reason: impl Into<String>) -> Result<(), AckError> {
         self.acker.dead_letter(reason.into()).await
     }

@@ -65,6 +65,14 @@ impl<S: OutboxStore> Cleaner<S> {
     }
 
     /// One cleanup; returns how many rows were deleted.
+    ///
+    /// # Errors
+    ///
+    /// The [`StoreError`] of the first purge that fails:
+    /// [`StoreError::Unavailable`] or [`StoreError::Timeout`] when the database
+    /// cannot be reached in time, [`StoreError::Schema`] when the outbox table
+    /// is missing, [`StoreError::Backend`] for any other database error. Rows
+    /// deleted before it stay deleted.
     pub async fn clean(&self) -> Result<u64, StoreError> {
         let mut deleted = 0;
         let windows = [

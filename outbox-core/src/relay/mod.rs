@@ -132,11 +132,25 @@ pub struct Relay<S, P> {
 impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     /// A relay for `spec`'s route; fails when the spec is unusable (no
     /// destination, illegal names, an impossible retry policy).
+    ///
+    /// # Errors
+    ///
+    /// [`SpecError::NoDestination`] when the spec has no destination;
+    /// [`SpecError::EmptyName`], [`SpecError::NameTooLong`] or
+    /// [`SpecError::IllegalName`] when its name or destination is not a legal
+    /// name; [`SpecError::InvalidRetry`] when its retry policy cannot work.
     pub fn new<T, C>(store: S, publisher: P, spec: &OutboxSpec<T, C>) -> Result<Self, SpecError> {
         Self::for_route(store, publisher, spec.route().clone())
     }
 
     /// A relay for an untyped route.
+    ///
+    /// # Errors
+    ///
+    /// [`SpecError::NoDestination`] when the route has no destination;
+    /// [`SpecError::EmptyName`], [`SpecError::NameTooLong`] or
+    /// [`SpecError::IllegalName`] when its name or destination is not a legal
+    /// name; [`SpecError::InvalidRetry`] when its retry policy cannot work.
     pub fn for_route(store: S, publisher: P, route: Route) -> Result<Self, SpecError> {
         route.validate()?;
         Ok(Self {
@@ -197,6 +211,13 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     }
 
     /// Claims, publishes and settles one batch.
+    ///
+    /// # Errors
+    ///
+    /// The [`StoreError`] of the claim or the settlement (see
+    /// [`OutboxStore::claim`] and
+    /// [`ClaimedBatch::settle`](crate::port::ClaimedBatch::settle)). Publish
+    /// failures are no error: they are settled as retries or failures.
     pub async fn run_pass(&self) -> Result<PassReport, StoreError> {
         Ok(self.pass().await?.0)
     }
@@ -216,6 +237,11 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     /// Runs passes until nothing more may wait (a short batch; on a per-key
     /// route, an empty one); returns the sum. On an unordered route the
     /// passes overlap (see the module docs).
+    ///
+    /// # Errors
+    ///
+    /// The [`StoreError`] of the first claim or settlement that fails (see
+    /// [`run_pass`](Self::run_pass)); passes already done stay done.
     pub async fn drain(&self) -> Result<PassReport, StoreError> {
         if self.pipelines() {
             return pipeline::drain_parallel(
@@ -241,6 +267,12 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     /// backoff, as is a claim that met a row it could not read (the store
     /// fails that row in place, so the next claim goes past it); a
     /// permanent error (a missing table) ends the run with it.
+    ///
+    /// # Errors
+    ///
+    /// The first [`StoreError`] that is not recoverable (see
+    /// [`StoreError::is_recoverable`]), such as [`StoreError::Schema`] when
+    /// the outbox table is missing.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), StoreError> {
         let mut failures = 0;
         let mut sweeps = self.config.sweep_interval.map(SweepClock::new);

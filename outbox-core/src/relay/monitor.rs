@@ -51,6 +51,14 @@ impl<S: OutboxStore> Monitor<S> {
     }
 
     /// Reads the route's stats once and sets the gauges.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`](crate::StoreError::Unavailable) or
+    /// [`StoreError::Timeout`](crate::StoreError::Timeout) when the database
+    /// cannot be reached in time; [`StoreError::Schema`](crate::StoreError::Schema)
+    /// when the outbox table is missing; [`StoreError::Backend`](crate::StoreError::Backend)
+    /// for any other database error. The gauges keep their last values.
     pub async fn observe(&self) -> Result<(), crate::StoreError> {
         let stats = self.store.stats(&self.route).await?;
         let labels = &self.labels;

@@ -47,6 +47,15 @@ impl<S: OutboxStore> Sweeper<S> {
     }
 
     /// One sweep; returns how many rows went back to pending.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`](crate::StoreError::Unavailable) or
+    /// [`StoreError::Timeout`](crate::StoreError::Timeout) when the database
+    /// cannot be reached in time; [`StoreError::Conflict`](crate::StoreError::Conflict)
+    /// when a concurrent transaction conflicts; [`StoreError::Schema`](crate::StoreError::Schema)
+    /// when the outbox table is missing; [`StoreError::Backend`](crate::StoreError::Backend)
+    /// for any other database error.
     pub async fn sweep(&self) -> Result<u64, crate::StoreError> {
         sweep(&self.store, &self.route, self.limit).await
     }

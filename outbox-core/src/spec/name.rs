@@ -8,6 +8,11 @@ pub const MAX_NAME_LEN: usize = 120;
 /// `[A-Za-z0-9._-]`, starting with a letter or digit.
 ///
 /// `kind` says what the name is for and appears in the error.
+///
+/// # Errors
+///
+/// [`SpecError::EmptyName`], [`SpecError::NameTooLong`] or
+/// [`SpecError::IllegalName`] when `name` breaks one of these rules.
 pub fn validate_name(kind: &'static str, name: &str) -> Result<(), SpecError> {
     if name.is_empty() {
         return Err(SpecError::EmptyName { kind });

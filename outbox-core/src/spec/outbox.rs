@@ -37,6 +37,13 @@ pub struct Route {
 
 impl Route {
     /// Checks names and the retry policy.
+    ///
+    /// # Errors
+    ///
+    /// [`SpecError::NoDestination`] when the route has no destination;
+    /// [`SpecError::EmptyName`], [`SpecError::NameTooLong`] or
+    /// [`SpecError::IllegalName`] when its name or destination is not a legal
+    /// name; [`SpecError::InvalidRetry`] when its retry policy cannot work.
     pub fn validate(&self) -> Result<(), SpecError> {
         validate_name("outbox", &self.name)?;
         let destination = self.require_destination()?;
@@ -51,6 +58,10 @@ impl Route {
     }
 
     /// The destination, or the error saying there is none.
+    ///
+    /// # Errors
+    ///
+    /// [`SpecError::NoDestination`] when the route has none.
     pub fn require_destination(&self) -> Result<&str, SpecError> {
         self.destination
             .as_deref()
@@ -167,11 +178,24 @@ impl<T, C> OutboxSpec<T, C> {
     }
 
     /// Checks the spec: legal names, a destination, a workable retry policy.
+    ///
+    /// # Errors
+    ///
+    /// [`SpecError::NoDestination`] when the spec has no destination;
+    /// [`SpecError::EmptyName`], [`SpecError::NameTooLong`] or
+    /// [`SpecError::IllegalName`] when its name or destination is not a legal
+    /// name; [`SpecError::InvalidRetry`] when its retry policy cannot work.
     pub fn validate(&self) -> Result<(), SpecError> {
         self.route.validate()
     }
 
     /// Checks that this spec relays to `queue`.
+    ///
+    /// # Errors
+    ///
+    /// The errors of [`validate`](Self::validate) for either spec, and
+    /// [`SpecError::DestinationMismatch`] when this spec relays somewhere other
+    /// than `queue`.
     pub fn check_pair<Q>(&self, queue: &QueueSpec<T, Q>) -> Result<(), SpecError> {
         self.validate()?;
         queue.validate()?;

@@ -48,6 +48,11 @@ impl<T, C> QueueSpec<T, C> {
     }
 
     /// Checks the name.
+    ///
+    /// # Errors
+    ///
+    /// [`SpecError::EmptyName`], [`SpecError::NameTooLong`] or
+    /// [`SpecError::IllegalName`] when the queue's name is not a legal name.
     pub fn validate(&self) -> Result<(), SpecError> {
         validate_name("queue", &self.name)
     }
@@ -55,6 +60,10 @@ impl<T, C> QueueSpec<T, C> {
 
 impl<T, C: Codec<T>> QueueSpec<T, C> {
     /// Decodes a payload received on this queue.
+    ///
+    /// # Errors
+    ///
+    /// [`CodecError::Decode`] when `payload` does not decode into `T`.
     pub fn decode(&self, payload: &[u8]) -> Result<T, CodecError> {
         self.codec.decode(payload)
     }

@@ -59,6 +59,13 @@ impl OutboxBuffer {
 
     /// Encodes `payload` with the spec's codec and buffers an event of type
     /// `event_type`. Set options on the returned [`Staged`].
+    ///
+    /// # Errors
+    ///
+    /// [`StageError::Spec`] when the spec is unusable (an illegal name, no
+    /// destination, an impossible retry policy); [`StageError::EventType`] when
+    /// `event_type` is empty, longer than 200 characters or holds control
+    /// characters; [`StageError::Codec`] when the payload does not encode.
     pub fn stage<T, C: Codec<T>>(
         &mut self,
         spec: &OutboxSpec<T, C>,
@@ -124,6 +131,13 @@ impl OutboxBuffer {
 
     /// Checks the options set on every staged event and empties the
     /// buffer. Backends call this when committing.
+    ///
+    /// # Errors
+    ///
+    /// [`StageError::OrderingKey`], [`StageError::ReservedHeader`],
+    /// [`StageError::Header`] or [`StageError::Headers`] when an event's
+    /// ordering key or headers are invalid; [`StageError::DuplicateEventId`]
+    /// when two events of one route share an id. The buffer is left as it was.
     pub fn take(&mut self) -> Result<Vec<StagedEvent>, StageError> {
         for event in &self.staged {
             check_options(&event.envelope)?;

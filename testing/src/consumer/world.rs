@@ -54,6 +54,11 @@ pub trait ConsumerWorld: Send + Sync + 'static {
     fn publish(&self, envelope: &Envelope) -> impl Future<Output = ()> + Send;
 
     /// Adds one to order `id`'s effects within `tx`.
+    ///
+    /// # Errors
+    ///
+    /// A [`HandlerError`] when the write fails; the consumer under test then
+    /// treats the delivery as a failed attempt.
     fn apply(
         &self,
         tx: &TxHandle<WorldTx<Self>>,

@@ -120,6 +120,10 @@ pub async fn claim_leased<S: OutboxStore>(
 
 /// Claims up to `limit` rows with a long lease and returns the store's
 /// answer as it is, for a test of a claim that fails.
+///
+/// # Errors
+///
+/// The store's [`StoreError`] for the claim, unchanged.
 pub async fn try_claim<S: OutboxStore>(
     store: &S,
     route: &Route,

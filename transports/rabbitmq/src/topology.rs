@@ -108,6 +108,10 @@ impl Topology {
     }
 
     /// Declares what the consumer of `spec` reads from.
+    ///
+    /// # Errors
+    ///
+    /// The errors of [`declare_queue`](Self::declare_queue) for the spec's name.
     pub async fn declare_queue_spec<T, C>(
         &self,
         spec: &QueueSpec<T, C>,
@@ -117,6 +121,11 @@ impl Topology {
     }
 
     /// Declares the destination queue of `spec`.
+    ///
+    /// # Errors
+    ///
+    /// [`TopologyError::Name`] when the spec has no destination; otherwise the
+    /// errors of [`declare_queue`](Self::declare_queue) for the destination.
     pub async fn declare_outbox_spec<T, C>(
         &self,
         spec: &OutboxSpec<T, C>,
@@ -183,6 +192,13 @@ impl Topology {
 
     /// Deletes everything [`declare_queue`](Self::declare_queue) declared,
     /// messages included.
+    ///
+    /// # Errors
+    ///
+    /// [`TopologyError::Name`] when `queue` is not a legal name;
+    /// [`TopologyError::Connect`] when the broker cannot be reached;
+    /// [`TopologyError::Broker`] when the broker refuses a delete, naming the
+    /// queue or exchange; what was deleted before it stays deleted.
     #[tracing::instrument(skip_all, fields(messaging.system = "rabbitmq", messaging.destination.name = queue), err)]
     pub async fn delete_queue(&self, queue: &str) -> Result<(), TopologyError> {
         validate_name("queue", queue)?;

@@ -119,6 +119,11 @@ fn plain_text(raw: Option<&HashMap<String, MessageAttributeValue>>) -> BTreeMap<
 /// [`REPLAYED_REASON_HEADER`] and the parking record dropped (the copy
 /// starts a fresh count), repacked to fit SQS's ten; or why they do not
 /// fit.
+///
+/// # Errors
+///
+/// Why, in words, when the text attributes cannot be packed into the slots
+/// SQS leaves beside the binary ones.
 pub fn replay_attributes(
     raw: Option<&HashMap<String, MessageAttributeValue>>,
 ) -> Result<HashMap<String, MessageAttributeValue>, String> {

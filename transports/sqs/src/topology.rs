@@ -30,6 +30,12 @@ pub fn dead_letter_queue(queue: &str) -> String {
 
 /// Checks a queue name against SQS's rules: 1 to 80 characters of
 /// `A-Za-z0-9_-`, plus the `.fifo` suffix of a FIFO queue.
+///
+/// # Errors
+///
+/// [`SpecError::EmptyName`] or [`SpecError::NameTooLong`] when `queue` is
+/// empty or longer than 80 characters; [`SpecError::IllegalName`] when it
+/// holds a character SQS does not allow.
 pub fn validate_queue_name(queue: &str) -> Result<(), SpecError> {
     tidings_core::spec::validate_name("queue", queue)?;
     if queue.len() > MAX_QUEUE_NAME_LEN {
@@ -137,6 +143,10 @@ impl Topology {
     }
 
     /// Creates the queue the consumer of `spec` reads.
+    ///
+    /// # Errors
+    ///
+    /// The errors of [`declare_queue`](Self::declare_queue) for the spec's name.
     pub async fn declare_queue_spec<T, C>(
         &self,
         spec: &QueueSpec<T, C>,
@@ -146,6 +156,11 @@ impl Topology {
     }
 
     /// Creates the destination queue of `spec`.
+    ///
+    /// # Errors
+    ///
+    /// [`TopologyError::Name`] when the spec has no destination; otherwise the
+    /// errors of [`declare_queue`](Self::declare_queue) for the destination.
     pub async fn declare_outbox_spec<T, C>(
         &self,
         spec: &OutboxSpec<T, C>,
@@ -156,6 +171,13 @@ impl Topology {
     }
 
     /// Creates `queue` (and its dead-letter queue); returns its URL.
+    ///
+    /// # Errors
+    ///
+    /// [`TopologyError::Name`] when `queue`, or the name of its dead-letter
+    /// queue, is not a legal SQS queue name; [`TopologyError::Sqs`] when SQS
+    /// refuses a request or does not answer in time, such as a queue that
+    /// exists with other attributes.
     #[tracing::instrument(skip_all, fields(messaging.system = "aws_sqs", messaging.destination.name = queue), err)]
     pub async fn declare_queue(
         &self,
@@ -184,6 +206,12 @@ impl Topology {
     /// Deletes `queue` and the dead-letter queue
     /// [`declare_queue`](Self::declare_queue) created for it, messages
     /// included; queues that do not exist are skipped.
+    ///
+    /// # Errors
+    ///
+    /// [`TopologyError::Name`] when `queue` is not a legal SQS queue name;
+    /// [`TopologyError::Sqs`] when SQS refuses a delete or does not answer in
+    /// time; a queue deleted before it stays deleted.
     #[tracing::instrument(skip_all, fields(messaging.system = "aws_sqs", messaging.destination.name = queue), err)]
     pub async fn delete_queue(&self, queue: &str) -> Result<(), TopologyError> {
         validate_queue_name(queue)?;

@@ -143,6 +143,11 @@ type Turn = (usize, Result<(PassReport, bool), StoreError>);
 impl<S: OutboxStore, P: Publisher> SharedRelay<S, P> {
     /// Runs passes, in turn and at most [`passes`](Self::passes) at once,
     /// until no route has more waiting; returns the sum.
+    ///
+    /// # Errors
+    ///
+    /// The [`StoreError`] of the first pass that fails, once the passes running
+    /// have finished; no new pass starts after it.
     pub async fn drain(&self) -> Result<PassReport, StoreError> {
         let mut slots = self.slots();
         let mut running = FuturesUnordered::new();
@@ -179,6 +184,12 @@ impl<S: OutboxStore, P: Publisher> SharedRelay<S, P> {
     /// off and tries again so that one tenant's broken store does not
     /// stop the others. Passes running when `cancel` fires are finished,
     /// never abandoned with their claims.
+    ///
+    /// # Errors
+    ///
+    /// The first [`StoreError`] that is not recoverable (see
+    /// [`StoreError::is_recoverable`]) on a route serving no tenant, such as
+    /// [`StoreError::Schema`] when the outbox table is missing.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), StoreError> {
         let mut slots = self.slots();
         let mut running = FuturesUnordered::new();
