@@ -14,7 +14,8 @@ exists (
             hashtext('tidings claims {outbox} ' || $1), attempt % {places}
         ) then true
         when attempt % {places} < {places} - 1 then false
-        -- Every place taken: a moment's wait before the next round.
+        -- Every place taken: a moment's wait before the next round. The
+        -- wait names `attempt` so that it runs each round, not once.
         else (select false from pg_sleep(0.05 * sign(attempt + 1)))
     end
     limit 1

@@ -12,9 +12,10 @@
 //! setting aside those no record can be read from ([`unreadable`]). A
 //! locked claim runs on one of the store's [`own`] connections
 //! ([`connections`]), or, behind a transaction pooler, on one of the
-//! pool's ([`pooled`]), and writes a claim record ([`records`]) beside it. Settling turns the
-//! relay's settlements into the columns the settle statements bind
-//! ([`outcomes`]) and writes them where the batch holds its rows.
+//! pool's ([`pooled`]), and writes a claim record ([`records`]) beside it.
+//! Settling turns the relay's settlements into the columns the settle
+//! statements bind ([`outcomes`]) and writes them where the batch holds
+//! its rows.
 //!
 //! # Locked and leased claims
 //!

@@ -33,8 +33,9 @@ pub(crate) struct ClaimStatements {
     /// By [`Kind::index`], with the store's names filled in and `{limit}`
     /// open.
     templates: Arc<[String; 8]>,
-    /// The places of a locked per-key claim, with the store's names
-    /// filled in and `{places}` open (see [`PgOutboxOptions::per_key_claims`](crate::PgOutboxOptions::per_key_claims)).
+    /// The places of a locked per-key claim (`gate.sql`, see
+    /// [`PgOutboxOptions::per_key_claims`]), with the store's names filled
+    /// in and `{places}` open.
     gate: Arc<str>,
     /// How many such claims may run at once.
     places: usize,
