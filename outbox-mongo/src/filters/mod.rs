@@ -1,5 +1,5 @@
 //! Every filter, update and pipeline document the store sends, each built
-//! by one named function.
+//! by one named function; the inbox's are in [`inbox`].
 
 use std::collections::BTreeMap;
 
@@ -8,6 +8,13 @@ use tidings_core::{FailedFilter, LeaseToken};
 use uuid::Uuid;
 
 use crate::schema::{field, status, uuid, uuids};
+
+mod inbox;
+
+pub(crate) use inbox::{
+    attempt_count, attempt_of, attempts_older, consumers_pipeline, inbox_insert, inbox_mark,
+    inbox_older,
+};
 
 /// Documents of these events, per route: what staging skips. One route,
 /// the usual case, is asked without `$or`, a shape the test stand-in
@@ -332,23 +339,6 @@ pub(crate) fn failure_order() -> Document {
     doc! { field::FINISHED_AT: 1, field::SEQ: 1 }
 }
 
-/// Counts the inbox's marks per consumer, with each one's oldest.
-pub(crate) fn consumers_pipeline() -> Vec<Document> {
-    vec![
-        doc! { "$group": {
-            "_id": format!("${}", field::CONSUMER),
-            "marks": { "$sum": 1 },
-            "oldest": { "$min": format!("${}", field::MARKED_AT) },
-        } },
-        doc! { "$sort": { "_id": 1 } },
-    ]
-}
-
-/// An inbox mark.
-pub(crate) fn inbox_mark(consumer: &str, event_id: Uuid) -> Document {
-    doc! { field::CONSUMER: consumer, field::EVENT_ID: uuid(event_id) }
-}
-
 /// The record of one route, keyed by its name.
 pub(crate) fn route_record(route: &str) -> Document {
     doc! { "_id": route }
@@ -358,36 +348,6 @@ pub(crate) fn route_record(route: &str) -> Document {
 /// existing record changes nothing.
 pub(crate) fn route_insert(now: i64) -> Document {
     doc! { "$setOnInsert": { field::FIRST_STAGED_AT: now } }
-}
-
-/// Records an inbox mark only when it is new: an upsert that matches an
-/// existing mark changes nothing and raises no error.
-pub(crate) fn inbox_insert(now: i64) -> Document {
-    doc! { "$setOnInsert": { field::MARKED_AT: now } }
-}
-
-/// A consumer's marks recorded at or before `cutoff`.
-pub(crate) fn inbox_older(consumer: &str, cutoff: i64) -> Document {
-    doc! { field::CONSUMER: consumer, field::MARKED_AT: { "$lte": cutoff } }
-}
-
-/// The attempt count of a consumer and event.
-pub(crate) fn attempt_of(consumer: &str, event_id: Uuid) -> Document {
-    doc! { field::CONSUMER: consumer, field::EVENT_ID: uuid(event_id) }
-}
-
-/// Adds `started` starts and `finished` ends to an attempt count, creating
-/// it (with both fields) when missing.
-pub(crate) fn attempt_count(started: i32, finished: i32, now: i64) -> Document {
-    doc! {
-        "$inc": { field::ATTEMPTS_STARTED: started, field::ATTEMPTS_FINISHED: finished },
-        "$set": { field::TOUCHED_AT: now },
-    }
-}
-
-/// A consumer's attempt counts last changed at or before `cutoff`.
-pub(crate) fn attempts_older(consumer: &str, cutoff: i64) -> Document {
-    doc! { field::CONSUMER: consumer, field::TOUCHED_AT: { "$lte": cutoff } }
 }
 
 /// The change stream's pipeline: inserts only, which is what staging does,
