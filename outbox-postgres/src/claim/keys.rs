@@ -31,13 +31,13 @@ impl KeyCursors {
         cursors.get(route).cloned().unwrap_or_default()
     }
 
-    /// Moves `route`'s cursor after a claim of at most `limit` that took
-    /// `records`.
-    pub(crate) fn advance(&self, route: &str, records: &[OutboxRecord], limit: usize) {
+    /// Moves `route`'s cursor after a claim of at most `limit` that walked
+    /// the keys past `from` and took `records`.
+    pub(crate) fn advance(&self, route: &str, from: &str, records: &[OutboxRecord], limit: usize) {
         let keys = records.iter().map(|r| r.envelope.ordering_key.as_deref());
+        let next = next_start(from, keys, limit);
         let mut cursors = self.by_route.lock().unwrap_or_else(|e| e.into_inner());
-        let from = cursors.get(route).map_or("", String::as_str);
-        match next_start(from, keys, limit) {
+        match next {
             Some(key) => cursors.insert(route.to_owned(), key),
             None => cursors.remove(route),
         };
@@ -78,7 +78,7 @@ mod tests {
         );
         let cursors = KeyCursors::default();
         assert_eq!(cursors.start("r"), "");
-        cursors.advance("r", &[], 0);
+        cursors.advance("r", "", &[], 0);
         assert_eq!(cursors.start("r"), "");
     }
 

@@ -39,7 +39,7 @@ pub(crate) async fn claim(
     .bind(micros(request.lease))
     .bind(route.ordering == OrderingMode::PerKey);
     let from = ClaimFrom::of(route, ClaimMode::Leased, None, &inner.keys);
-    let query = from.bind(query);
+    let query = from.clone().bind(query);
     let rows = RowDecoder::read(request.limit, query.fetch(&mut *session));
     let rows = rows.await.map_err(store_error)?;
     session.finish().await.map_err(store_error)?;
@@ -48,7 +48,7 @@ pub(crate) async fn claim(
         return Err(unreadable.set_aside(store, &route.name, Some(lease)).await);
     }
     let records = into_records(rows, route.hlc_ordering);
-    inner.keys.advance(&route.name, &records, request.limit);
+    from.advance(&inner.keys, route, &records, request.limit);
     Ok((lease, records))
 }
 

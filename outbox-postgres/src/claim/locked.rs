@@ -97,10 +97,12 @@ pub(crate) async fn claim(
     let from = ClaimFrom::of(route, ClaimMode::Locked, after, &store.inner().keys);
     let (limit, lease) = (request.limit, request.lease);
     let (held, rows, unreadable) = if store.persistent() {
-        let (connection, rows, unreadable) = own::claim(store, route, limit, lease, from).await?;
+        let (connection, rows, unreadable) =
+            own::claim(store, route, limit, lease, from.clone()).await?;
         (Held::Own(connection), rows, unreadable)
     } else {
-        let (claim, rows, unreadable) = pooled::claim(store, route, limit, lease, from).await?;
+        let (claim, rows, unreadable) =
+            pooled::claim(store, route, limit, lease, from.clone()).await?;
         (Held::Pooled(claim), rows, unreadable)
     };
     if !unreadable.is_empty() {
@@ -133,7 +135,7 @@ pub(crate) async fn claim(
         })
     };
     let records = into_records(rows, route.hlc_ordering);
-    store.inner().keys.advance(&route.name, &records, limit);
+    from.advance(&store.inner().keys, route, &records, limit);
     Ok(Claimed {
         token,
         records,

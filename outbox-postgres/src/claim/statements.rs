@@ -14,7 +14,7 @@ use std::time::Duration;
 use sqlx::postgres::PgArguments;
 use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, Postgres, SqlSafeStr, SqlStr};
-use tidings_core::{OrderingMode, Route};
+use tidings_core::{OrderingMode, OutboxRecord, Route};
 
 use crate::claim::keys::KeyCursors;
 use crate::names::TableNames;
@@ -217,6 +217,21 @@ impl ClaimFrom {
             ClaimFrom::Key(keys.start(&route.name))
         } else {
             ClaimFrom::Oldest
+        }
+    }
+
+    /// Moves the route's key cursor in `keys` past a claim of at most
+    /// `limit` that started here and took `records`; nothing for a claim
+    /// that did not walk the keys.
+    pub(crate) fn advance(
+        &self,
+        keys: &KeyCursors,
+        route: &Route,
+        records: &[OutboxRecord],
+        limit: usize,
+    ) {
+        if let ClaimFrom::Key(from) = self {
+            keys.advance(&route.name, from, records, limit);
         }
     }
 

@@ -13,6 +13,7 @@ use tidings_core::{
     RetryPolicy, Route, Settlement, StagedEvent,
 };
 use tidings_postgres::{ClaimMode, PgBatch, PgOutboxOptions, PgOutboxStore, Retention};
+use tidings_testing::store::numbers;
 
 fn route(hlc_ordering: bool) -> Route {
     Route {
@@ -52,19 +53,6 @@ async fn claim_up_to(store: &PgOutboxStore, route: &Route, limit: usize) -> PgBa
         after: None,
     };
     store.claim(request).await.unwrap()
-}
-
-fn numbers(batch: &PgBatch) -> Vec<u32> {
-    batch
-        .records()
-        .iter()
-        .map(|r| {
-            std::str::from_utf8(&r.envelope.payload)
-                .unwrap()
-                .parse()
-                .unwrap()
-        })
-        .collect()
 }
 
 async fn settle(batch: PgBatch, outcome: Outcome) {
