@@ -11,7 +11,7 @@ use tidings_testing::names::unique_name;
 use tidings_testing::services::postgres_pool;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-static ORDERS: OutboxSpec<u32> = OutboxSpec::json("order-events").to_queue("orders");
+static ORDERS: OutboxSpec<u32> = OutboxSpec::json("order-events").destination("orders");
 
 /// A migrated store in a fresh schema (a tenant's database, here) with
 /// `pending` rows staged.

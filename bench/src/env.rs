@@ -241,5 +241,5 @@ pub(crate) fn table_in(store: &PgOutboxStore, name: &str) -> String {
 /// An outbox spec with a fresh route relaying to `queue`.
 pub(crate) fn spec(queue: &'static str) -> &'static OutboxSpec<Payload> {
     let route: &'static str = Box::leak(unique_name("bench-events").into_boxed_str());
-    Box::leak(Box::new(OutboxSpec::json(route).to_queue(queue)))
+    Box::leak(Box::new(OutboxSpec::json(route).destination(queue)))
 }

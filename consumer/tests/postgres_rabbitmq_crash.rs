@@ -124,8 +124,9 @@ async fn a_message_that_kills_its_consumer_is_parked_alone() -> String {
 /// Stages the orders through the outbox in a few transactions and relays
 /// them all to the queue.
 async fn stage_and_relay(store: &PgOutboxStore, queue: &'static str) {
-    let spec: &'static OutboxSpec<Order> =
-        Box::leak(Box::new(OutboxSpec::json("order-events").to_queue(queue)));
+    let spec: &'static OutboxSpec<Order> = Box::leak(Box::new(
+        OutboxSpec::json("order-events").destination(queue),
+    ));
     for chunk in (0..ORDERS).collect::<Vec<_>>().chunks(250) {
         let mut ctx = store.begin().await.unwrap();
         for id in chunk {

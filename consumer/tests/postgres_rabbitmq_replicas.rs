@@ -154,7 +154,9 @@ async fn each_key_keeps_its_order_across_killed_replicas() -> String {
 /// Stages the orders, each key's in id order, in a few transactions.
 async fn stage(store: &PgOutboxStore, queue: &'static str) -> &'static OutboxSpec<Order> {
     let spec: &'static OutboxSpec<Order> = Box::leak(Box::new(
-        OutboxSpec::json("order-events").to_queue(queue).per_key(),
+        OutboxSpec::json("order-events")
+            .destination(queue)
+            .per_key(),
     ));
     for chunk in (0..ORDERS).collect::<Vec<_>>().chunks(300) {
         let mut ctx = store.begin().await.unwrap();

@@ -36,8 +36,9 @@ async fn staging_relay_and_handler_share_the_business_transactions_trace() {
     exporter();
     let world = World::new(QueueKind::Quorum).await;
     let queue = world.queue.name();
-    let spec: &'static OutboxSpec<Order> =
-        Box::leak(Box::new(OutboxSpec::json("order-events").to_queue(queue)));
+    let spec: &'static OutboxSpec<Order> = Box::leak(Box::new(
+        OutboxSpec::json("order-events").destination(queue),
+    ));
 
     let root = tracing::info_span!("place_order");
     let event_id = async {

@@ -17,6 +17,16 @@ impl Backoff {
         Self { base, max }
     }
 
+    /// The first delay, before jitter.
+    pub const fn get_base(&self) -> Duration {
+        self.base
+    }
+
+    /// The cap no delay exceeds.
+    pub const fn get_max(&self) -> Duration {
+        self.max
+    }
+
     /// The delay before retry `attempt` (1-based) without jitter: the upper
     /// bound of [`delay`](Self::delay).
     pub fn ceiling(&self, attempt: u32) -> Duration {

@@ -5,7 +5,7 @@ use tidings_core::memory::{CommitError, MemoryStore};
 use tidings_core::{OutboxSpec, StageError};
 use uuid::Uuid;
 
-static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events").to_queue("events-q");
+static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events").destination("events-q");
 
 #[test]
 fn commit_applies_writes_and_events_together() {

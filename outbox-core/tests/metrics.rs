@@ -7,9 +7,9 @@ use tidings_core::OutboxSpec;
 use tidings_core::memory::{MemoryBroker, MemoryStore};
 use tidings_core::relay::{Monitor, Relay, Tenant};
 
-static EVENTS: OutboxSpec<u32> = OutboxSpec::json("metered").to_queue("metered-q");
+static EVENTS: OutboxSpec<u32> = OutboxSpec::json("metered").destination("metered-q");
 /// Routed to a queue the broker does not have: every publish fails for good.
-static LOST: OutboxSpec<u32> = OutboxSpec::json("lost").to_queue("nowhere");
+static LOST: OutboxSpec<u32> = OutboxSpec::json("lost").destination("nowhere");
 
 /// Every metric of `route` by name, from one snapshot (taking one drains
 /// the recorder).
@@ -117,7 +117,7 @@ fn the_relay_counts_events_it_fails() {
 #[test]
 fn a_tenants_relay_and_monitor_label_their_metrics_with_it() {
     static TENANT_EVENTS: OutboxSpec<u32> =
-        OutboxSpec::json("tenant-metered").to_queue("tenant-metered-q");
+        OutboxSpec::json("tenant-metered").destination("tenant-metered-q");
     let tenant = Tenant::new("acme");
     let recorder = recorded(async {
         let store = MemoryStore::new();

@@ -7,7 +7,7 @@ use tidings_core::memory::MemoryStore;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::layer::SubscriberExt;
 
-static EVENTS: OutboxSpec<u32> = OutboxSpec::json("traced").to_queue("traced-q");
+static EVENTS: OutboxSpec<u32> = OutboxSpec::json("traced").destination("traced-q");
 
 fn subscriber() -> impl tracing::Subscriber + Send + Sync {
     let provider = SdkTracerProvider::builder()

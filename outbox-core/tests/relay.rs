@@ -10,15 +10,17 @@ use support::{Answer, Gate, Scripted};
 use tidings_core::memory::{MemoryBroker, MemoryStore};
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{
-    ClaimRequest, ClaimedBatch, ManualClock, OutboxSpec, OutboxStore, Requeue, RetryPolicy,
+    Backoff, ClaimRequest, ClaimedBatch, ManualClock, OutboxSpec, OutboxStore, Requeue, RetryPolicy,
 };
 use tokio_util::sync::CancellationToken;
 
-const RETRY: RetryPolicy = RetryPolicy::new()
-    .max_attempts(5)
-    .base_delay(Duration::from_secs(1))
-    .max_backoff(Duration::from_secs(60));
-static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events").to_queue("events-q").retry(RETRY);
+const RETRY: RetryPolicy = RetryPolicy::new().max_attempts(5).backoff(Backoff::new(
+    Duration::from_secs(1),
+    Duration::from_secs(60),
+));
+static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events")
+    .destination("events-q")
+    .retry(RETRY);
 
 fn store() -> (ManualClock, MemoryStore) {
     let clock = ManualClock::starting_now();
@@ -50,7 +52,7 @@ async fn transient_failures_reschedule_with_growing_delay() {
     let (clock, store) = store();
     stage(&store, 1);
     let relay = Relay::new(store.clone(), Scripted::always(Answer::Transient), &EVENTS).unwrap();
-    let backoff = RETRY.backoff();
+    let backoff = RETRY.get_backoff();
 
     for attempt in 1..=4 {
         let report = relay.run_pass().await.unwrap();
@@ -104,7 +106,7 @@ async fn max_attempts_fail_the_row() {
 
     for _ in 1..RETRY.get_max_attempts() {
         assert_eq!(relay.run_pass().await.unwrap().rescheduled, 1);
-        clock.advance(RETRY.get_max_backoff());
+        clock.advance(RETRY.get_backoff().get_max());
     }
     let last = relay.run_pass().await.unwrap();
     assert_eq!((last.rescheduled, last.failed), (0, 1));
@@ -244,13 +246,13 @@ async fn a_spec_without_destination_is_refused() {
     let err = Relay::new(MemoryStore::new(), MemoryBroker::new(), &NOWHERE).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "outbox spec \"nowhere\" has no destination; call .to_queue(..)"
+        "route \"nowhere\" has no destination; call OutboxSpec::destination(..)"
     );
 }
 
 #[tokio::test]
 async fn a_per_key_backlog_drains_completely() {
-    static KEYED: OutboxSpec<u32> = OutboxSpec::json("keyed").to_queue("keyed-q").per_key();
+    static KEYED: OutboxSpec<u32> = OutboxSpec::json("keyed").destination("keyed-q").per_key();
     let store = MemoryStore::new();
     let mut ctx = store.begin();
     for n in 0..50u32 {

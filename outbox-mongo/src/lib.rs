@@ -27,7 +27,7 @@ pub use inbox::MongoInboxStore;
 pub use names::MAX_COLLECTION_NAME_LEN;
 pub use options::{MongoOutboxOptions, Retention};
 pub use store::MongoOutboxStore;
-pub use watch::MongoWatcher;
+pub use watch::MongoWakeupSource;
 
 /// The driver this crate is built on, for building the client and the
 /// documents of your own operations with the same version.

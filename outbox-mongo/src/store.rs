@@ -12,7 +12,7 @@ use tracing::instrument;
 
 use crate::error::store_error;
 use crate::names::CollectionNames;
-use crate::{MongoContext, MongoInboxStore, MongoOutboxOptions, MongoWatcher, Retention};
+use crate::{MongoContext, MongoInboxStore, MongoOutboxOptions, MongoWakeupSource, Retention};
 
 /// The outbox (and inbox) store on MongoDB.
 ///
@@ -116,15 +116,15 @@ impl MongoOutboxStore {
     ) -> tidings_core::relay::Relays<Self, P> {
         let wakeup = Wakeup::new();
         let watcher: std::sync::Arc<dyn tidings_core::lifecycle::Step> =
-            std::sync::Arc::new(self.watcher(wakeup.clone()));
+            std::sync::Arc::new(self.wakeup_source(wakeup.clone()));
         tidings_core::relay::Relays::new(self.clone(), publisher)
-            .wakeup(wakeup, Some(("watcher", watcher)))
+            .wakeup(wakeup, Some(("wakeup source", watcher)))
     }
 
     /// A watcher waking `wakeup` whenever an event is staged into this
     /// store's outbox.
-    pub fn watcher(&self, wakeup: Wakeup) -> MongoWatcher {
-        MongoWatcher::new(self.inner.outbox.clone(), wakeup)
+    pub fn wakeup_source(&self, wakeup: Wakeup) -> MongoWakeupSource {
+        MongoWakeupSource::new(self.inner.outbox.clone(), wakeup)
     }
 
     /// The inbox store on this store's inbox collection; its transactions

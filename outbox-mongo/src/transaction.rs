@@ -47,7 +47,7 @@ impl MongoOutboxStore {
     /// # use futures::FutureExt;
     /// # use mongodb::bson::doc;
     /// # use tidings_core::OutboxSpec;
-    /// # static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
+    /// # static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
     /// # async fn run(store: tidings_mongo::MongoOutboxStore) -> Result<(), tidings_mongo::CommitError> {
     /// let orders = store.database().collection("orders");
     /// let id = store

@@ -8,8 +8,8 @@ use mongodb::Collection;
 use mongodb::bson::Document;
 use mongodb::change_stream::event::ResumeToken;
 use mongodb::error::Error as MongoError;
-use tidings_core::Wakeup;
 use tidings_core::lifecycle::{Step, StepError};
+use tidings_core::{Backoff, Wakeup};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -29,11 +29,10 @@ use crate::filters;
 /// the relay's polling floor delivers meanwhile. No error ever leaves the
 /// watcher.
 #[derive(Debug)]
-pub struct MongoWatcher {
+pub struct MongoWakeupSource {
     collection: Collection<Document>,
     wakeup: Wakeup,
-    reconnect_delay: Duration,
-    max_reconnect_delay: Duration,
+    reconnect_backoff: Backoff,
     unsupported_recheck: Duration,
 }
 
@@ -44,45 +43,49 @@ enum Ended {
     Unsupported(MongoError),
 }
 
-impl MongoWatcher {
-    /// Default first delay before opening the stream again.
-    pub const DEFAULT_RECONNECT_DELAY: Duration = Duration::from_millis(100);
-    /// Default cap of the reconnect backoff.
-    pub const DEFAULT_MAX_RECONNECT_DELAY: Duration = Duration::from_secs(5);
+impl MongoWakeupSource {
+    /// Default [`reconnect_backoff`](Self::reconnect_backoff): 100 ms, doubling up
+    /// to 5 s.
+    pub const DEFAULT_RECONNECT_BACKOFF: Backoff =
+        Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
     /// Default pause before trying again on a server without change
     /// streams.
     pub const DEFAULT_UNSUPPORTED_RECHECK: Duration = Duration::from_secs(60);
 
     /// A watcher on `collection`. Usually made by
-    /// [`MongoOutboxStore::watcher`](crate::MongoOutboxStore::watcher).
+    /// [`MongoOutboxStore::wakeup_source`](crate::MongoOutboxStore::wakeup_source).
     pub fn new(collection: Collection<Document>, wakeup: Wakeup) -> Self {
         Self {
             collection,
             wakeup,
-            reconnect_delay: Self::DEFAULT_RECONNECT_DELAY,
-            max_reconnect_delay: Self::DEFAULT_MAX_RECONNECT_DELAY,
+            reconnect_backoff: Self::DEFAULT_RECONNECT_BACKOFF,
             unsupported_recheck: Self::DEFAULT_UNSUPPORTED_RECHECK,
         }
     }
 
-    /// The first delay before opening the stream again; it doubles up to
-    /// [`max_reconnect_delay`](Self::max_reconnect_delay).
-    pub fn reconnect_delay(mut self, delay: Duration) -> Self {
-        self.reconnect_delay = delay;
-        self
-    }
-
-    /// The cap of the reconnect backoff.
-    pub fn max_reconnect_delay(mut self, delay: Duration) -> Self {
-        self.max_reconnect_delay = delay;
+    /// How long to wait between attempts to open the stream again after it
+    /// failed; defaults to [`DEFAULT_RECONNECT_BACKOFF`](Self::DEFAULT_RECONNECT_BACKOFF).
+    pub fn reconnect_backoff(mut self, backoff: Backoff) -> Self {
+        self.reconnect_backoff = backoff;
         self
     }
 
     /// How long to rely on polling alone before trying again where the
-    /// server refused a change stream.
+    /// server refused a change stream; defaults to
+    /// [`DEFAULT_UNSUPPORTED_RECHECK`](Self::DEFAULT_UNSUPPORTED_RECHECK).
     pub fn unsupported_recheck(mut self, pause: Duration) -> Self {
         self.unsupported_recheck = pause;
         self
+    }
+
+    /// The [`reconnect_backoff`](Self::reconnect_backoff) setting.
+    pub fn get_reconnect_backoff(&self) -> Backoff {
+        self.reconnect_backoff
+    }
+
+    /// The [`unsupported_recheck`](Self::unsupported_recheck) setting.
+    pub fn get_unsupported_recheck(&self) -> Duration {
+        self.unsupported_recheck
     }
 
     /// Runs [`watch`](Self::watch) on a new task.
@@ -94,9 +97,9 @@ impl MongoWatcher {
     /// fails. As a lifecycle [`Step`], the watcher does the same.
     pub async fn watch(&self, cancel: CancellationToken) {
         let mut token = None;
-        let mut delay = self.reconnect_delay;
+        let mut failures = 0;
         loop {
-            let pause = match self.session(&cancel, &mut token, &mut delay).await {
+            let pause = match self.session(&cancel, &mut token, &mut failures).await {
                 Ended::Cancelled => return,
                 Ended::Unsupported(error) => {
                     info!(collection = self.collection.name(), %error, "change streams unavailable; the relay polls");
@@ -106,10 +109,10 @@ impl MongoWatcher {
                     if resume_point_lost(&error) {
                         token = None;
                     }
+                    failures += 1;
+                    let delay = self.reconnect_backoff.delay(failures);
                     warn!(collection = self.collection.name(), %error, retry_in = ?delay, "change stream lost");
-                    let pause = delay;
-                    delay = (delay * 2).min(self.max_reconnect_delay);
-                    pause
+                    delay
                 }
             };
             // Whatever was inserted meanwhile went unannounced.
@@ -122,12 +125,13 @@ impl MongoWatcher {
     }
 
     /// Opens the stream (after `token` where there is one) and wakes on
-    /// each insert until it fails or `cancel` fires.
+    /// each insert until it fails or `cancel` fires. Once open, `failures`
+    /// counts again from none.
     async fn session(
         &self,
         cancel: &CancellationToken,
         token: &mut Option<ResumeToken>,
-        delay: &mut Duration,
+        failures: &mut u32,
     ) -> Ended {
         let open = self
             .collection
@@ -142,7 +146,7 @@ impl MongoWatcher {
             },
         };
         debug!(collection = self.collection.name(), "watching");
-        *delay = self.reconnect_delay;
+        *failures = 0;
         self.wakeup.wake();
         loop {
             let next = tokio::select! {
@@ -164,7 +168,7 @@ impl MongoWatcher {
     }
 }
 
-impl Step for MongoWatcher {
+impl Step for MongoWakeupSource {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
         Box::pin(async move {
             self.watch(cancel).await;

@@ -48,7 +48,7 @@ impl MongoRabbit {
             .await
             .unwrap_or_else(|e| service_missing("RabbitMQ", &amqp, &e));
         let publisher = RabbitPublisher::new(
-            ConnectionOptions::new(amqp).reconnect(QUICK),
+            ConnectionOptions::new(amqp).reconnect_backoff(QUICK),
             PublisherOptions::default(),
         );
         Self {
@@ -68,7 +68,7 @@ impl ConsumerWorld for MongoRabbit {
     fn source(&self) -> RabbitSource {
         let connection = ConnectionOptions::new(amqp_url())
             .connection_name(self.connection_name.clone())
-            .reconnect(QUICK);
+            .reconnect_backoff(QUICK);
         RabbitSource::new(connection, SourceOptions::default().prefetch(16))
     }
 

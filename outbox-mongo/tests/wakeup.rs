@@ -11,9 +11,9 @@ use mongodb::Client;
 use mongodb::bson::{Document, doc};
 use support::server::PrivateServer;
 use support::{ORDER_EVENTS, client_on, drop_collections, store, store_in};
-use tidings_core::Wakeup;
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayOptions};
+use tidings_core::{Backoff, Wakeup};
 use tidings_mongo::{MongoOutboxStore, Retention};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -38,8 +38,11 @@ fn relay_and_watcher(
     broker.declare_queue(QUEUE);
     let wakeup = Wakeup::new();
     let watcher = store
-        .watcher(wakeup.clone())
-        .reconnect_delay(Duration::from_millis(50))
+        .wakeup_source(wakeup.clone())
+        .reconnect_backoff(Backoff::new(
+            Duration::from_millis(50),
+            Duration::from_secs(5),
+        ))
         .spawn(cancel.clone());
     let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)
         .unwrap()

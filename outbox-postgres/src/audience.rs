@@ -5,7 +5,7 @@
 //! other one sending one. Both are wasted when nobody listens: a service
 //! whose relays run in the staging process (woken directly at commit), or
 //! one staging while its relays are down. So every
-//! [`PgWakeupListener`](crate::PgWakeupListener) holds a shared advisory lock keyed on
+//! [`PgWakeupSource`](crate::PgWakeupSource) holds a shared advisory lock keyed on
 //! its channel while it listens (a session lock, gone with its connection),
 //! and a store looks for those locks in `pg_locks` at most once every
 //! [`RECHECK`]. Until its first look, and whenever the last one is older

@@ -25,7 +25,7 @@ pub use context::PgContext;
 pub use error::CommitError;
 pub use inbox::PgInboxStore;
 pub use layout::{Layout, MAX_MOVED, SLOT_SECONDS, SLOTS};
-pub use listener::PgWakeupListener;
+pub use listener::PgWakeupSource;
 pub use names::MAX_IDENTIFIER_LEN;
 pub use options::{ClaimMode, PgOutboxOptions, Retention};
 pub use pooling::Pooling;

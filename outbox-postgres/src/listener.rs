@@ -6,8 +6,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgListener as SqlxListener, PgPoolOptions};
-use tidings_core::Wakeup;
 use tidings_core::lifecycle::{Step, StepError};
+use tidings_core::{Backoff, Wakeup};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -24,7 +24,7 @@ const WITHDRAW_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Listens on a store's channel and calls [`Wakeup::wake`] on every
 /// notification, so a relay claims within milliseconds of a commit. One
-/// made by [`PgOutboxStore::listener`](crate::PgOutboxStore::listener) is
+/// made by [`PgOutboxStore::wakeup_source`](crate::PgOutboxStore::wakeup_source) is
 /// also woken directly by that store's commits in this process, and skips
 /// their notifications when they arrive.
 ///
@@ -39,12 +39,11 @@ const WITHDRAW_TIMEOUT: Duration = Duration::from_secs(1);
 /// their hints are heard: a store sends none while no listener outside its
 /// own process holds one.
 #[derive(Debug)]
-pub struct PgWakeupListener {
+pub struct PgWakeupSource {
     source: Source,
     channel: String,
     wakeup: Wakeup,
-    reconnect_delay: Duration,
-    max_reconnect_delay: Duration,
+    reconnect_backoff: Backoff,
     /// The hints of the store whose commits wake this listener directly.
     own: Option<OwnHints>,
 }
@@ -77,20 +76,20 @@ enum Ended {
     PoolClosed,
 }
 
-impl PgWakeupListener {
+impl PgWakeupSource {
     /// The first key of the shared advisory lock a listening session
     /// holds; the second is `hashtext(channel)`. In `pg_locks` a listener
     /// shows as `locktype = 'advisory'`, `classid` this number, `objid`
     /// that hash and `objsubid = 2`.
     pub const PRESENCE_LOCK_SPACE: i32 = LOCK_SPACE;
 
-    /// Default first delay before reconnecting.
-    pub const DEFAULT_RECONNECT_DELAY: Duration = Duration::from_millis(100);
-    /// Default cap of the reconnect backoff.
-    pub const DEFAULT_MAX_RECONNECT_DELAY: Duration = Duration::from_secs(5);
+    /// Default [`reconnect_backoff`](Self::reconnect_backoff): 100 ms, doubling up
+    /// to 5 s.
+    pub const DEFAULT_RECONNECT_BACKOFF: Backoff =
+        Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
 
     /// A listener on `channel`, taking its connection from `pool`. Usually
-    /// made by [`PgOutboxStore::listener`](crate::PgOutboxStore::listener).
+    /// made by [`PgOutboxStore::wakeup_source`](crate::PgOutboxStore::wakeup_source).
     pub fn new(pool: PgPool, channel: impl Into<String>, wakeup: Wakeup) -> Self {
         Self::from_source(Source::Pool(pool), channel.into(), wakeup)
     }
@@ -101,8 +100,7 @@ impl PgWakeupListener {
             source,
             channel,
             wakeup,
-            reconnect_delay: Self::DEFAULT_RECONNECT_DELAY,
-            max_reconnect_delay: Self::DEFAULT_MAX_RECONNECT_DELAY,
+            reconnect_backoff: Self::DEFAULT_RECONNECT_BACKOFF,
             own: None,
         }
     }
@@ -117,17 +115,16 @@ impl PgWakeupListener {
         self
     }
 
-    /// The first delay before reconnecting; it doubles up to
-    /// [`max_reconnect_delay`](Self::max_reconnect_delay).
-    pub fn reconnect_delay(mut self, delay: Duration) -> Self {
-        self.reconnect_delay = delay;
+    /// How long to wait between attempts to reconnect after the connection
+    /// is lost; defaults to [`DEFAULT_RECONNECT_BACKOFF`](Self::DEFAULT_RECONNECT_BACKOFF).
+    pub fn reconnect_backoff(mut self, backoff: Backoff) -> Self {
+        self.reconnect_backoff = backoff;
         self
     }
 
-    /// The cap of the reconnect backoff.
-    pub fn max_reconnect_delay(mut self, delay: Duration) -> Self {
-        self.max_reconnect_delay = delay;
-        self
+    /// The [`reconnect_backoff`](Self::reconnect_backoff) setting.
+    pub fn get_reconnect_backoff(&self) -> Backoff {
+        self.reconnect_backoff
     }
 
     /// The channel listened on.
@@ -154,9 +151,11 @@ impl PgWakeupListener {
             cancel.cancelled().await;
             return;
         }
-        let mut delay = self.reconnect_delay;
+        let mut failures = 0;
         loop {
-            match self.session(&cancel, &mut delay).await {
+            failures += 1;
+            let delay = self.reconnect_backoff.delay(failures);
+            match self.session(&cancel, &mut failures).await {
                 Ended::Cancelled => return,
                 Ended::PoolClosed => {
                     info!(channel = %self.channel, "pool closed; listener stops");
@@ -172,13 +171,13 @@ impl PgWakeupListener {
                 _ = cancel.cancelled() => return,
                 _ = tokio::time::sleep(delay) => {}
             }
-            delay = (delay * 2).min(self.max_reconnect_delay);
         }
     }
 
     /// Connects, listens and wakes on each notification until the
-    /// connection fails or `cancel` fires.
-    async fn session(&self, cancel: &CancellationToken, delay: &mut Duration) -> Ended {
+    /// connection fails or `cancel` fires. Once connected, `failures` counts
+    /// again from none.
+    async fn session(&self, cancel: &CancellationToken, failures: &mut u32) -> Ended {
         let connect = async {
             let mut listener = self.connect().await?;
             // Reconnect in this loop, with backoff, not inside sqlx.
@@ -199,7 +198,7 @@ impl PgWakeupListener {
             return ended(error);
         }
         debug!(channel = %self.channel, "listening");
-        *delay = self.reconnect_delay;
+        *failures = 0;
         self.wakeup.wake();
         let ended = self.receive(&mut listener, cancel).await;
         if let Some(own) = &self.own {
@@ -297,7 +296,7 @@ impl PgWakeupListener {
     }
 }
 
-impl Step for PgWakeupListener {
+impl Step for PgWakeupSource {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
         Box::pin(async move {
             self.listen(cancel).await;

@@ -20,7 +20,7 @@ use crate::names::TableNames;
 use crate::rotation::RotationClock;
 use crate::sql::Statements;
 use crate::{
-    Layout, PgContext, PgInboxStore, PgOutboxOptions, PgWakeupListener, Pooling, Retention, pooling,
+    Layout, PgContext, PgInboxStore, PgOutboxOptions, PgWakeupSource, Pooling, Retention, pooling,
 };
 
 /// The outbox (and inbox) store on PostgreSQL.
@@ -165,16 +165,16 @@ impl PgOutboxStore {
     ) -> tidings_core::relay::Relays<Self, P> {
         let wakeup = Wakeup::new();
         let listener: std::sync::Arc<dyn tidings_core::lifecycle::Step> =
-            std::sync::Arc::new(self.listener(wakeup.clone()));
+            std::sync::Arc::new(self.wakeup_source(wakeup.clone()));
         tidings_core::relay::Relays::new(self.clone(), publisher)
-            .wakeup(wakeup, Some(("listener", listener)))
+            .wakeup(wakeup, Some(("wakeup source", listener)))
     }
 
     /// A listener waking `wakeup` whenever a transaction staging into this
     /// store's table commits. Commits through this store (or its clones)
     /// wake it directly, without waiting for their `NOTIFY`, as long as the
     /// listener exists; those from other processes arrive by `NOTIFY`.
-    pub fn listener(&self, wakeup: Wakeup) -> PgWakeupListener {
+    pub fn wakeup_source(&self, wakeup: Wakeup) -> PgWakeupSource {
         let registration = self.inner.local.register(wakeup.clone());
         let options = &self.inner.options;
         let source = match (options.get_listen_options(), options.get_pooling()) {
@@ -182,7 +182,7 @@ impl PgOutboxStore {
             (None, Pooling::Direct) => Source::Pool(self.inner.pool.clone()),
             (None, Pooling::Transaction) => Source::Nowhere,
         };
-        PgWakeupListener::from_source(source, self.inner.channel.clone(), wakeup)
+        PgWakeupSource::from_source(source, self.inner.channel.clone(), wakeup)
             .skip_own_hints(self.inner.token.clone(), registration)
     }
 

@@ -69,7 +69,7 @@ pub mod kafka {
 /// ```
 /// use tidings::prelude::*;
 ///
-/// static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
+/// static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
 /// static ORDERS: QueueSpec<u64> = QueueSpec::json("orders");
 /// EVENTS.check_pair(&ORDERS).unwrap();
 /// ```

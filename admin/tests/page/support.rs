@@ -23,7 +23,7 @@ use tidings_testing::services::{amqp_url, postgres_pool, service_missing};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use uuid::Uuid;
 
-pub(crate) static ORDERS: OutboxSpec<u32> = OutboxSpec::json("order-events").to_queue("orders");
+pub(crate) static ORDERS: OutboxSpec<u32> = OutboxSpec::json("order-events").destination("orders");
 pub(crate) const TOKEN: &str = "a-long-random-token";
 
 /// A migrated store in a fresh schema with `pending` pending rows and

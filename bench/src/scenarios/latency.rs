@@ -89,7 +89,7 @@ async fn measure(
         .options(RelayOptions::default().batch_size(sizes.batch_size))
         .wakeup(wakeup.clone());
     let cancel = CancellationToken::new();
-    let listener = store.listener(wakeup).spawn(cancel.clone());
+    let listener = store.wakeup_source(wakeup).spawn(cancel.clone());
     let relay = tokio::spawn({
         let cancel = cancel.clone();
         async move { relay.run(cancel).await }

@@ -111,7 +111,7 @@ pub(crate) async fn run_child(args: Vec<String>) -> anyhow::Result<String> {
     match arg(0)? {
         "relay" => {
             let spec: &'static OutboxSpec<Payload> = Box::leak(Box::new(
-                OutboxSpec::json(leak(arg(2)?)).to_queue(leak(arg(3)?)),
+                OutboxSpec::json(leak(arg(2)?)).destination(leak(arg(3)?)),
             ));
             let count: usize = arg(4)?.parse()?;
             let publisher = RabbitPublisher::new(connection, PublisherOptions::default());

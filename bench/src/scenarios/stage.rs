@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use sqlx::AssertSqlSafe;
 use tidings_core::Wakeup;
-use tidings_postgres::{PgOutboxStore, PgWakeupListener, Retention};
+use tidings_postgres::{PgOutboxStore, PgWakeupSource, Retention};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -106,7 +106,7 @@ async fn measure(stores: &Stores, sizes: &Sizes) -> anyhow::Result<Took> {
     // wake it directly, so it hints.
     let cancel = CancellationToken::new();
     let heard = &stores.heard;
-    let listener = PgWakeupListener::new(heard.pool().clone(), heard.channel(), Wakeup::new())
+    let listener = PgWakeupSource::new(heard.pool().clone(), heard.channel(), Wakeup::new())
         .spawn(cancel.clone());
     let result = rounds(stores, sizes).await;
     cancel.cancel();

@@ -22,12 +22,13 @@ use tidings_testing::services::{amqp_url, database_url, mongodb_url, service_mis
 use uuid::Uuid;
 
 /// The route of most seeded events.
-pub(crate) static ORDERS: OutboxSpec<u32> = OutboxSpec::json("order-events").to_queue("orders");
+pub(crate) static ORDERS: OutboxSpec<u32> = OutboxSpec::json("order-events").destination("orders");
 /// A second route.
 pub(crate) static INVOICES: OutboxSpec<u32> =
-    OutboxSpec::json("invoice-events").to_queue("invoices");
+    OutboxSpec::json("invoice-events").destination("invoices");
 /// A third route.
-pub(crate) static REFUNDS: OutboxSpec<u32> = OutboxSpec::json("refund-events").to_queue("refunds");
+pub(crate) static REFUNDS: OutboxSpec<u32> =
+    OutboxSpec::json("refund-events").destination("refunds");
 
 /// `tidings` with every service address given, and no setting taken from
 /// the test's own environment.

@@ -100,7 +100,7 @@ pub(crate) async fn declare_with_delivery_limit(prefix: &str) -> &'static str {
 pub(crate) fn rabbit_source() -> RabbitSource {
     let backoff = Backoff::new(Duration::from_millis(20), Duration::from_millis(200));
     RabbitSource::new(
-        ConnectionOptions::new(amqp_url()).reconnect(backoff),
+        ConnectionOptions::new(amqp_url()).reconnect_backoff(backoff),
         SourceOptions::default(),
     )
 }

@@ -20,7 +20,7 @@ async fn specs_named_at_run_time_are_staged_relayed_and_consumed() {
     let env = format!("env{}", std::process::id());
     let queue_name = format!("{env}-orders");
     let events: OutboxSpec<u32> =
-        OutboxSpec::json_named(format!("{env}-order-events")).to_queue_named(queue_name.clone());
+        OutboxSpec::json_named(format!("{env}-order-events")).destination_named(queue_name.clone());
     let orders: QueueSpec<u32> = QueueSpec::json_named(queue_name.clone());
     events.check_pair(&orders).unwrap();
 

@@ -158,7 +158,7 @@ async fn a_lost_source_is_resubscribed_and_nothing_is_lost_or_doubled() {
 #[tokio::test]
 async fn reactions_sort_after_their_cause_with_a_shared_hybrid_clock() {
     static REACTIONS: tidings_core::OutboxSpec<u32> = tidings_core::OutboxSpec::json("reactions")
-        .to_queue("invoices")
+        .destination("invoices")
         .hlc_ordering();
     let (store, broker) = setup();
     let mut cause = order(1, None);

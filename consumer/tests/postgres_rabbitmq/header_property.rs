@@ -107,7 +107,7 @@ async fn check(cases: Vec<Headers>) {
     let world = World::new(QueueKind::Quorum).await;
     let spec: &'static OutboxSpec<Order> = Box::leak(Box::new(
         OutboxSpec::json("order-events")
-            .to_queue(world.queue.name())
+            .destination(world.queue.name())
             .retry(RetryPolicy::new().max_attempts(3)),
     ));
     let (total, mut refused) = (cases.len(), 0);

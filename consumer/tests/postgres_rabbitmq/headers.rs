@@ -22,7 +22,7 @@ use tidings_testing::services::amqp_url;
 /// attempts, as a cautious user would set them.
 fn spec(world: &World) -> &'static OutboxSpec<Order> {
     let spec = OutboxSpec::json("order-events")
-        .to_queue(world.queue.name())
+        .destination(world.queue.name())
         .retry(RetryPolicy::new().max_attempts(3));
     Box::leak(Box::new(spec))
 }

@@ -64,9 +64,9 @@ impl World {
         let connection_name = unique_name("tidings-consumer-test");
         let connection = ConnectionOptions::new(amqp.clone())
             .connection_name(connection_name.clone())
-            .reconnect(QUICK);
+            .reconnect_backoff(QUICK);
         let publisher = RabbitPublisher::new(
-            ConnectionOptions::new(amqp).reconnect(QUICK),
+            ConnectionOptions::new(amqp).reconnect_backoff(QUICK),
             PublisherOptions::default(),
         );
         let source = RabbitSource::new(connection, SourceOptions::default().prefetch(16));
@@ -138,7 +138,7 @@ impl World {
     pub(crate) fn source_with_prefetch(&self, prefetch: u16) -> RabbitSource {
         let connection = ConnectionOptions::new(amqp_url())
             .connection_name(self.connection_name.clone())
-            .reconnect(QUICK);
+            .reconnect_backoff(QUICK);
         RabbitSource::new(connection, SourceOptions::default().prefetch(prefetch))
     }
 

@@ -28,7 +28,7 @@ use tidings::prelude::*;
 use tidings_examples::billing::{Billing, OrderPlaced};
 
 static ORDER_EVENTS: OutboxSpec<OrderPlaced> = OutboxSpec::json("order-events")
-    .to_queue("tidings-example-orders")
+    .destination("tidings-example-orders")
     .per_key();
 static ORDERS: QueueSpec<OrderPlaced> = QueueSpec::json("tidings-example-orders");
 

@@ -37,7 +37,7 @@ struct OrderPlaced {
 }
 
 static ORDER_EVENTS: OutboxSpec<OrderPlaced> = OutboxSpec::json("order-events")
-    .to_queue("orders")
+    .destination("orders")
     .per_key();
 
 const SCHEMA: &str = "tidings_example";
@@ -99,7 +99,7 @@ async fn main() -> anyhow::Result<()> {
         .options(RelayOptions::default().poll_interval(Duration::from_secs(10)))
         .wakeup(wakeup.clone());
     let plan = LifecyclePlan::new()
-        .step("listener", store.listener(wakeup))
+        .step("wakeup source", store.wakeup_source(wakeup))
         .step("relay", relay);
 
     // Orders are placed while the plan runs: with a 10 s polling floor,

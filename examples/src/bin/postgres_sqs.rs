@@ -28,7 +28,7 @@ use tidings::sqs::{
 use tidings_examples::billing::{Billing, OrderPlaced};
 
 static ORDER_EVENTS: OutboxSpec<OrderPlaced> = OutboxSpec::json("order-events")
-    .to_queue("tidings-example-orders.fifo")
+    .destination("tidings-example-orders.fifo")
     .per_key();
 static ORDERS: QueueSpec<OrderPlaced> = QueueSpec::json("tidings-example-orders.fifo");
 

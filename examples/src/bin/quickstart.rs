@@ -34,7 +34,7 @@ struct OrderPlaced {
 }
 
 static ORDER_EVENTS: OutboxSpec<OrderPlaced> = OutboxSpec::json("order-events")
-    .to_queue("orders")
+    .destination("orders")
     .per_key();
 static ORDERS: QueueSpec<OrderPlaced> = QueueSpec::json("orders");
 

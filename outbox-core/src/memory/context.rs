@@ -102,7 +102,7 @@ impl MemoryContext {
     ///
     /// ```compile_fail
     /// # use tidings_core::{memory::MemoryStore, OutboxSpec};
-    /// # static EVENTS: OutboxSpec<u32> = OutboxSpec::json("e").to_queue("q");
+    /// # static EVENTS: OutboxSpec<u32> = OutboxSpec::json("e").destination("q");
     /// let mut ctx = MemoryStore::new().begin();
     /// ctx.commit().unwrap();
     /// ctx.outbox().stage(&EVENTS, "late", &1);

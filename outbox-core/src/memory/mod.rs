@@ -10,7 +10,7 @@
 //! use tidings_core::memory::MemoryStore;
 //! use tidings_core::OutboxSpec;
 //!
-//! static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
+//! static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
 //!
 //! # tokio_test_block_on(async {
 //! let store = MemoryStore::new();

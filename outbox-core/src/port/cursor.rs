@@ -41,8 +41,8 @@ impl ClaimCursor {
     /// ```
     /// use tidings_core::{ClaimCursor, OutboxSpec};
     ///
-    /// static ORDERS: OutboxSpec<u64> = OutboxSpec::json("orders").to_queue("orders");
-    /// static BY_KEY: OutboxSpec<u64> = OutboxSpec::json("orders").to_queue("orders").per_key();
+    /// static ORDERS: OutboxSpec<u64> = OutboxSpec::json("orders").destination("orders");
+    /// static BY_KEY: OutboxSpec<u64> = OutboxSpec::json("orders").destination("orders").per_key();
     /// assert!(ClaimCursor::fits(ORDERS.route()));
     /// assert!(!ClaimCursor::fits(BY_KEY.route()));
     /// ```

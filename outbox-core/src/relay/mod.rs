@@ -64,7 +64,7 @@
 //! use tidings_core::relay::Relay;
 //! use tidings_core::OutboxSpec;
 //!
-//! static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
+//! static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let store = MemoryStore::new();
@@ -185,7 +185,7 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     /// use tidings_core::memory::{MemoryBroker, MemoryStore};
     /// use tidings_core::relay::{Relay, Tenant};
     ///
-    /// static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
+    /// static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
     ///
     /// # fn main() -> Result<(), tidings_core::SpecError> {
     /// let acme = MemoryStore::new();

@@ -258,7 +258,7 @@ fn decide(id: Uuid, attempts: u32, result: Result<(), PublishError>, route: &Rou
             reason: format!("gave up after {attempts} attempts: {chain}"),
         };
     }
-    let delay = route.retry.backoff().delay(attempts);
+    let delay = route.retry.get_backoff().delay(attempts);
     tracing::info!(messaging.message.id = %id, attempts, retry_in = ?delay, error = %chain, "publish failed; rescheduling");
     Outcome::Retry {
         delay,

@@ -19,8 +19,8 @@ use crate::{OutboxSpec, OutboxStore, Publisher, SpecError, Wakeup};
 /// use tidings_core::lifecycle::LifecyclePlan;
 /// use tidings_core::memory::{MemoryBroker, MemoryStore};
 ///
-/// static ORDER_EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
-/// static INVOICE_EVENTS: OutboxSpec<u64> = OutboxSpec::json("invoice-events").to_queue("invoices");
+/// static ORDER_EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
+/// static INVOICE_EVENTS: OutboxSpec<u64> = OutboxSpec::json("invoice-events").destination("invoices");
 ///
 /// # fn main() -> Result<(), tidings_core::SpecError> {
 /// let store = MemoryStore::new();
@@ -96,8 +96,8 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
     /// # use tidings_core::OutboxSpec;
     /// # use tidings_core::lifecycle::LifecyclePlan;
     /// # use tidings_core::memory::{MemoryBroker, MemoryStore};
-    /// # static ORDER_EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
-    /// # static INVOICE_EVENTS: OutboxSpec<u64> = OutboxSpec::json("invoice-events").to_queue("invoices");
+    /// # static ORDER_EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
+    /// # static INVOICE_EVENTS: OutboxSpec<u64> = OutboxSpec::json("invoice-events").destination("invoices");
     /// # fn main() -> Result<(), tidings_core::SpecError> {
     /// let store = MemoryStore::new();
     /// let relays = store

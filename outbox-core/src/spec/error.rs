@@ -7,7 +7,7 @@ pub enum SpecError {
     /// A name is empty.
     #[error("{kind} name is empty")]
     EmptyName {
-        /// What the name is for (`outbox`, `queue`, `destination`).
+        /// What the name is for (`route`, `queue`, `destination`).
         kind: &'static str,
     },
     /// A name is longer than [`MAX_NAME_LEN`](super::MAX_NAME_LEN).
@@ -38,29 +38,27 @@ pub enum SpecError {
         at: usize,
     },
     /// An outbox spec has no destination, so its events cannot be relayed.
-    #[error("outbox spec {outbox:?} has no destination; call .to_queue(..)")]
+    #[error("route {route:?} has no destination; call OutboxSpec::destination(..)")]
     NoDestination {
-        /// The outbox spec's name.
-        outbox: String,
+        /// The route: the outbox spec's name.
+        route: String,
     },
     /// An outbox spec's destination does not match the queue spec it is
     /// paired with.
-    #[error(
-        "outbox spec {outbox:?} relays to {destination:?}, but the queue spec is named {queue:?}"
-    )]
+    #[error("route {route:?} relays to {destination:?}, but the queue spec is named {queue:?}")]
     DestinationMismatch {
-        /// The outbox spec's name.
-        outbox: String,
+        /// The route: the outbox spec's name.
+        route: String,
         /// Where it relays to.
         destination: String,
         /// The queue spec's name.
         queue: String,
     },
     /// A retry policy that cannot work.
-    #[error("retry policy of {outbox:?} is invalid: {reason}")]
+    #[error("retry policy of {route:?} is invalid: {reason}")]
     InvalidRetry {
-        /// The outbox spec's name.
-        outbox: String,
+        /// The route: the outbox spec's name.
+        route: String,
         /// What is wrong.
         reason: &'static str,
     },

@@ -14,7 +14,7 @@
 //! struct OrderPlaced { id: u64 }
 //!
 //! static ORDER_EVENTS: OutboxSpec<OrderPlaced> =
-//!     OutboxSpec::json("order-events").to_queue("orders").per_key();
+//!     OutboxSpec::json("order-events").destination("orders").per_key();
 //! static ORDERS: QueueSpec<OrderPlaced> = QueueSpec::json("orders");
 //!
 //! ORDER_EVENTS.check_pair(&ORDERS).unwrap();

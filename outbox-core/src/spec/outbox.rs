@@ -45,12 +45,12 @@ impl Route {
     /// [`SpecError::IllegalName`] when its name or destination is not a legal
     /// name; [`SpecError::InvalidRetry`] when its retry policy cannot work.
     pub fn validate(&self) -> Result<(), SpecError> {
-        validate_name("outbox", &self.name)?;
+        validate_name("route", &self.name)?;
         let destination = self.require_destination()?;
         validate_name("destination", destination)?;
         if let Some(reason) = self.retry.problem() {
             return Err(SpecError::InvalidRetry {
-                outbox: self.name.to_string(),
+                route: self.name.to_string(),
                 reason,
             });
         }
@@ -66,7 +66,7 @@ impl Route {
         self.destination
             .as_deref()
             .ok_or_else(|| SpecError::NoDestination {
-                outbox: self.name.to_string(),
+                route: self.name.to_string(),
             })
     }
 }
@@ -77,17 +77,17 @@ impl Route {
 /// Built with `const fn`s so it can be a `static` shared by producer and
 /// relay; where a name is known only at run time (an environment's
 /// prefix, say), [`json_named`](Self::json_named) and
-/// [`to_queue_named`](Self::to_queue_named) take an owned one. Typed only
+/// [`destination_named`](Self::destination_named) take an owned one. Typed only
 /// at the edge: staging encodes `T` with the codec; the relay sees bytes.
 ///
 /// ```
 /// use tidings_core::OutboxSpec;
 ///
-/// static ORDER_EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
+/// static ORDER_EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
 ///
 /// let env = "staging";
 /// let events: OutboxSpec<u64> =
-///     OutboxSpec::json_named(format!("{env}-order-events")).to_queue_named(format!("{env}-orders"));
+///     OutboxSpec::json_named(format!("{env}-order-events")).destination_named(format!("{env}-orders"));
 /// assert_eq!(events.name(), "staging-order-events");
 /// # assert_eq!(ORDER_EVENTS.name(), "order-events");
 /// ```
@@ -127,19 +127,19 @@ impl<T, C> OutboxSpec<T, C> {
         }
     }
 
-    /// Relays events to the queue named `queue`; it must equal the name of
-    /// the consumer's [`QueueSpec`].
-    pub const fn to_queue(mut self, queue: &'static str) -> Self {
+    /// Relays events to `destination`: a queue on RabbitMQ and SQS, a topic
+    /// on Kafka. It must equal the name of the consumer's [`QueueSpec`].
+    pub const fn destination(mut self, destination: &'static str) -> Self {
         // The name it replaces cannot be dropped in a `const fn`; forgetting
         // it leaks nothing, as a const-built spec holds only borrowed names.
-        let replaced = self.route.destination.replace(Cow::Borrowed(queue));
+        let replaced = self.route.destination.replace(Cow::Borrowed(destination));
         std::mem::forget(replaced);
         self
     }
 
-    /// Relays events to the queue named `queue`, named at run time.
-    pub fn to_queue_named(mut self, queue: impl Into<Cow<'static, str>>) -> Self {
-        self.route.destination = Some(queue.into());
+    /// Relays events to `destination`, named at run time.
+    pub fn destination_named(mut self, destination: impl Into<Cow<'static, str>>) -> Self {
+        self.route.destination = Some(destination.into());
         self
     }
 
@@ -202,7 +202,7 @@ impl<T, C> OutboxSpec<T, C> {
         let destination = self.route.require_destination()?;
         if destination != queue.name() {
             return Err(SpecError::DestinationMismatch {
-                outbox: self.route.name.to_string(),
+                route: self.route.name.to_string(),
                 destination: destination.to_owned(),
                 queue: queue.name().to_owned(),
             });
@@ -230,11 +230,11 @@ impl<T, C: fmt::Debug> fmt::Debug for OutboxSpec<T, C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::RawCodec;
+    use crate::{Backoff, RawCodec};
     use std::time::Duration;
 
     static SPEC: OutboxSpec<u32> = OutboxSpec::json("order-events")
-        .to_queue("orders")
+        .destination("orders")
         .per_key();
 
     #[test]
@@ -252,19 +252,19 @@ mod tests {
         assert_eq!(
             spec.validate(),
             Err(SpecError::NoDestination {
-                outbox: "order-events".into()
+                route: "order-events".into()
             })
         );
     }
 
     #[test]
     fn illegal_names_are_reported() {
-        let spec: OutboxSpec<u32> = OutboxSpec::json("order events").to_queue("orders");
+        let spec: OutboxSpec<u32> = OutboxSpec::json("order events").destination("orders");
         assert!(matches!(
             spec.validate(),
-            Err(SpecError::IllegalName { kind: "outbox", .. })
+            Err(SpecError::IllegalName { kind: "route", .. })
         ));
-        let spec: OutboxSpec<u32> = OutboxSpec::json("orders").to_queue("q;drop");
+        let spec: OutboxSpec<u32> = OutboxSpec::json("orders").destination("q;drop");
         assert!(matches!(
             spec.validate(),
             Err(SpecError::IllegalName {
@@ -272,21 +272,21 @@ mod tests {
                 ..
             })
         ));
-        let spec: OutboxSpec<u32> = OutboxSpec::json("").to_queue("orders");
-        assert_eq!(
-            spec.validate(),
-            Err(SpecError::EmptyName { kind: "outbox" })
-        );
+        let spec: OutboxSpec<u32> = OutboxSpec::json("").destination("orders");
+        assert_eq!(spec.validate(), Err(SpecError::EmptyName { kind: "route" }));
     }
 
     #[test]
     fn bad_retry_policies_are_reported() {
         for retry in [
             RetryPolicy::new().max_attempts(0),
-            RetryPolicy::new().base_delay(Duration::ZERO),
-            RetryPolicy::new().max_backoff(Duration::from_millis(1)),
+            RetryPolicy::new().backoff(Backoff::new(Duration::ZERO, Duration::from_secs(1))),
+            RetryPolicy::new().backoff(Backoff::new(
+                Duration::from_secs(1),
+                Duration::from_millis(1),
+            )),
         ] {
-            let spec: OutboxSpec<u32> = OutboxSpec::json("e").to_queue("q").retry(retry);
+            let spec: OutboxSpec<u32> = OutboxSpec::json("e").destination("q").retry(retry);
             assert!(matches!(
                 spec.validate(),
                 Err(SpecError::InvalidRetry { .. })
@@ -302,7 +302,7 @@ mod tests {
         assert_eq!(
             SPEC.check_pair(&other),
             Err(SpecError::DestinationMismatch {
-                outbox: "order-events".into(),
+                route: "order-events".into(),
                 destination: "orders".into(),
                 queue: "payments".into(),
             })
@@ -312,7 +312,7 @@ mod tests {
     #[test]
     fn custom_codec_specs_are_const() {
         static RAW: OutboxSpec<Vec<u8>, RawCodec> =
-            OutboxSpec::with_codec("blobs", RawCodec).to_queue("blobs");
+            OutboxSpec::with_codec("blobs", RawCodec).destination("blobs");
         assert_eq!(RAW.content_type(), "application/octet-stream");
     }
 }

@@ -86,7 +86,7 @@ mod tests {
 
     use super::*;
 
-    static SPEC: OutboxSpec<u32> = OutboxSpec::json("order-events").to_queue("orders");
+    static SPEC: OutboxSpec<u32> = OutboxSpec::json("order-events").destination("orders");
 
     fn buffer() -> OutboxBuffer {
         let clock: SharedClock = Arc::new(ManualClock::starting_now());

@@ -244,7 +244,7 @@ mod tests {
     use crate::{ManualClock, OrderingMode, SpecError};
     use std::sync::Arc;
 
-    static SPEC: OutboxSpec<u32> = OutboxSpec::json("order-events").to_queue("orders");
+    static SPEC: OutboxSpec<u32> = OutboxSpec::json("order-events").destination("orders");
 
     fn buffer() -> OutboxBuffer {
         let clock: SharedClock = Arc::new(ManualClock::starting_now());
@@ -314,7 +314,7 @@ mod tests {
     #[test]
     fn payloads_that_do_not_encode_fail_at_stage() {
         static MAPS: OutboxSpec<std::collections::HashMap<(u8, u8), u8>> =
-            OutboxSpec::json("maps").to_queue("maps");
+            OutboxSpec::json("maps").destination("maps");
         let mut buf = buffer();
         let payload = [((1, 2), 3)].into_iter().collect();
         assert!(matches!(
@@ -334,7 +334,7 @@ mod tests {
 
     #[test]
     fn hlc_ordering_stamps_events() {
-        static HLC: OutboxSpec<u32> = OutboxSpec::json("e").to_queue("q").hlc_ordering();
+        static HLC: OutboxSpec<u32> = OutboxSpec::json("e").destination("q").hlc_ordering();
         let mut buf = buffer();
         buf.stage(&HLC, "t", &1).unwrap();
         buf.stage(&HLC, "t", &2).unwrap();

@@ -22,10 +22,10 @@ pub(crate) const DATABASE: &str = "tidings_test";
 
 /// The spec most tests stage through.
 pub(crate) static ORDER_EVENTS: OutboxSpec<u64> =
-    OutboxSpec::json("order-events").to_queue("orders");
+    OutboxSpec::json("order-events").destination("orders");
 /// A per-key spec.
 pub(crate) static KEYED_EVENTS: OutboxSpec<u64> = OutboxSpec::json("keyed-events")
-    .to_queue("orders")
+    .destination("orders")
     .per_key();
 
 /// Sends the crate's logs to the test's output (shown when it fails);

@@ -81,7 +81,7 @@ async fn two_relays_drain_through_two_claim_connections() {
     // while claiming its next batch: a batch whose next claim waits is
     // settled at once, giving its connection back.
     static INVOICE_EVENTS: OutboxSpec<u64> =
-        OutboxSpec::json("invoice-events").to_queue("invoices");
+        OutboxSpec::json("invoice-events").destination("invoices");
     let store = store_on_options(pool(2).await, locked(2)).await;
     stage_to(&store, &ORDER_EVENTS, 250).await;
     stage_to(&store, &INVOICE_EVENTS, 250).await;
@@ -176,7 +176,7 @@ async fn claims_of_many_sizes(store: &PgOutboxStore) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_route_name_is_sent_as_a_value_whatever_it_holds() {
     static HOSTILE: OutboxSpec<u64> =
-        OutboxSpec::json(r"x\'); drop table orders; --").to_queue("orders");
+        OutboxSpec::json(r"x\'); drop table orders; --").destination("orders");
     let store = store_on_options(pool(2).await, locked(1)).await;
     stage_to(&store, &ORDER_EVENTS, 1).await;
     let batch = try_claim(&store, HOSTILE.route(), 10)
@@ -190,7 +190,7 @@ async fn a_route_name_is_sent_as_a_value_whatever_it_holds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_byte_of_a_payload_comes_back_as_staged() {
     static RAW: OutboxSpec<Vec<u8>, RawCodec> =
-        OutboxSpec::with_codec("raw-events", RawCodec).to_queue("raw");
+        OutboxSpec::with_codec("raw-events", RawCodec).destination("raw");
     let store = store_on_options(pool(2).await, locked(1)).await;
     let payload: Vec<u8> = (0..=255).chain((0..=255).rev()).collect();
     let mut ctx = store.begin().await.unwrap();

@@ -18,7 +18,7 @@ use tidings_postgres::{PgContext, PgOutboxStore, Retention};
 use tokio_util::sync::CancellationToken;
 
 static ORDER_EVENTS: OutboxSpec<i64> = OutboxSpec::json("order-events")
-    .to_queue("orders")
+    .destination("orders")
     .per_key();
 static ORDERS: QueueSpec<i64> = QueueSpec::json("orders");
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use sqlx::postgres::PgListener as Eavesdropper;
 use support::{ORDER_EVENTS, drop_schema, listening_backend, listening_backends, store};
 use tidings_core::Wakeup;
-use tidings_postgres::{PgOutboxStore, PgWakeupListener, Retention};
+use tidings_postgres::{PgOutboxStore, PgWakeupSource, Retention};
 use tokio_util::sync::CancellationToken;
 
 /// Longer than a store trusts its last look at who listens.
@@ -58,8 +58,8 @@ async fn commit_in_callers_transaction(store: &PgOutboxStore, n: u64) {
 }
 
 /// A listener the store did not make, as one in another process is.
-fn listener_elsewhere(store: &PgOutboxStore) -> PgWakeupListener {
-    PgWakeupListener::new(store.pool().clone(), store.channel(), Wakeup::new())
+fn listener_elsewhere(store: &PgOutboxStore) -> PgWakeupSource {
+    PgWakeupSource::new(store.pool().clone(), store.channel(), Wakeup::new())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,7 +95,7 @@ async fn the_stores_own_listener_is_woken_without_a_hint() {
     let store = store(Retention::Delete).await;
     let wakeup = Wakeup::new();
     let cancel = CancellationToken::new();
-    let listener = store.listener(wakeup.clone()).spawn(cancel.clone());
+    let listener = store.wakeup_source(wakeup.clone()).spawn(cancel.clone());
     listening_backend(&store, None).await;
     let mut spy = eavesdropper(&store).await;
     for n in 0..3 {

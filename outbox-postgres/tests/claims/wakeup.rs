@@ -102,7 +102,7 @@ async fn a_committed_event_is_claimed_within_100_ms_despite_a_10_s_poll() {
     let store = store(Retention::Delete).await;
     let wakeup = Wakeup::new();
     let cancel = CancellationToken::new();
-    let listener = store.listener(wakeup.clone()).spawn(cancel.clone());
+    let listener = store.wakeup_source(wakeup.clone()).spawn(cancel.clone());
     let (mut claimed, relay) = relay(store.clone(), wakeup, cancel.clone());
     listening_backend(&store, None).await;
     // A relay runs for long: measure it warm, with the pool's connections
@@ -130,7 +130,7 @@ async fn the_listener_reconnects_after_losing_its_connection() {
     let store = store(Retention::Delete).await;
     let wakeup = Wakeup::new();
     let cancel = CancellationToken::new();
-    let listener = store.listener(wakeup.clone()).spawn(cancel.clone());
+    let listener = store.wakeup_source(wakeup.clone()).spawn(cancel.clone());
     let (mut claimed, relay) = relay(store.clone(), wakeup, cancel.clone());
     let first = listening_backend(&store, None).await;
     warm_pool(&store, 4).await;
@@ -163,7 +163,7 @@ async fn a_commit_through_the_listeners_own_store_wakes_it_in_process() {
     let cancel = CancellationToken::new();
     // Made but never run: no LISTEN, so only the in-process wake-up can
     // reach the relay before its 10 s poll.
-    let listener = store.listener(wakeup.clone());
+    let listener = store.wakeup_source(wakeup.clone());
     let (mut claimed, relay) = relay(store.clone(), wakeup, cancel.clone());
     warm_pool(&store, 4).await;
     warm_relay(&store, &mut claimed).await;

@@ -22,7 +22,7 @@ use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{InboxMark, InboxStore, Message, OutboxStore, QueueSpec, StoreError, Wakeup};
 use tidings_inbox::Inbox;
 use tidings_postgres::{
-    ClaimMode, CommitError, PgContext, PgOutboxOptions, PgOutboxStore, PgWakeupListener, Pooling,
+    ClaimMode, CommitError, PgContext, PgOutboxOptions, PgOutboxStore, PgWakeupSource, Pooling,
 };
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{pgbouncer_url, service_missing};
@@ -164,7 +164,7 @@ fn run_relay(store: &PgOutboxStore, cancel: &CancellationToken) -> MemoryBroker 
         .wakeup(wakeup.clone());
     let token = cancel.clone();
     tokio::spawn(async move { relay.run(token).await });
-    store.listener(wakeup).spawn(cancel.clone());
+    store.wakeup_source(wakeup).spawn(cancel.clone());
     broker
 }
 
@@ -226,7 +226,7 @@ async fn without_a_direct_connection_the_listener_still_hears_its_own_process() 
 /// The backends holding a listener's presence lock on the store's channel.
 async fn listening(direct: &PgPool, store: &PgOutboxStore) -> Vec<i32> {
     sqlx::query_scalar(LISTENING_BACKENDS)
-        .bind(PgWakeupListener::PRESENCE_LOCK_SPACE)
+        .bind(PgWakeupSource::PRESENCE_LOCK_SPACE)
         .bind(store.channel())
         .fetch_all(direct)
         .await
@@ -377,7 +377,7 @@ async fn the_store_opens_no_connection_beyond_its_pool() {
     let direct = PgPoolOptions::new()
         .max_connections(1)
         .connect_lazy_with(direct_options());
-    PgWakeupListener::new(direct, store.channel(), Wakeup::new()).spawn(cancel.clone());
+    PgWakeupSource::new(direct, store.channel(), Wakeup::new()).spawn(cancel.clone());
     let broker = MemoryBroker::new();
     broker.declare_queue(ORDERS.name());
     let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS)

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use sqlx::postgres::PgPoolOptions;
 use support::cluster::PrivateCluster;
 use support::{LISTENING_BACKENDS, ORDER_EVENTS};
-use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
-use tidings_postgres::{PgOutboxOptions, PgOutboxStore, PgWakeupListener};
+use tidings_core::{Backoff, ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
+use tidings_postgres::{PgOutboxOptions, PgOutboxStore, PgWakeupSource};
 use tidings_testing::eventually::eventually;
 use tidings_testing::services::service_missing;
 use tokio::sync::mpsc;
@@ -62,7 +62,7 @@ fn relay(
 async fn wait_for_listener(store: &PgOutboxStore) {
     let listening = || async {
         let found: Result<Vec<i32>, _> = sqlx::query_scalar(LISTENING_BACKENDS)
-            .bind(PgWakeupListener::PRESENCE_LOCK_SPACE)
+            .bind(PgWakeupSource::PRESENCE_LOCK_SPACE)
             .bind(store.channel())
             .fetch_all(store.pool())
             .await;
@@ -103,8 +103,11 @@ async fn the_listener_reconnects_after_the_database_restarts() {
     let wakeup = Wakeup::new();
     let cancel = CancellationToken::new();
     let listener = store
-        .listener(wakeup.clone())
-        .max_reconnect_delay(Duration::from_millis(500))
+        .wakeup_source(wakeup.clone())
+        .reconnect_backoff(Backoff::new(
+            Duration::from_millis(100),
+            Duration::from_millis(500),
+        ))
         .spawn(cancel.clone());
     let mut claimed = relay(store.clone(), wakeup, cancel.clone());
     wait_for_listener(&store).await;

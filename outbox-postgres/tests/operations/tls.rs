@@ -13,7 +13,7 @@ use sqlx::{PgPool, Row};
 use support::cluster::PrivateCluster;
 use support::{LISTENING_BACKENDS, ORDER_EVENTS};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
-use tidings_postgres::{PgOutboxOptions, PgOutboxStore, PgWakeupListener};
+use tidings_postgres::{PgOutboxOptions, PgOutboxStore, PgWakeupSource};
 use tidings_testing::services::{service_missing, tls_file};
 use tokio_util::sync::CancellationToken;
 
@@ -73,7 +73,7 @@ async fn a_store_on_a_verify_full_pool_stages_relays_and_listens_over_tls() {
     // pools, with their settings.
     let wakeup = Wakeup::new();
     let cancel = CancellationToken::new();
-    let listener = relay.listener(wakeup.clone()).spawn(cancel.clone());
+    let listener = relay.wakeup_source(wakeup.clone()).spawn(cancel.clone());
     wait_until_listening(&relay).await;
     let notified = tokio::spawn({
         let wakeup = wakeup.clone();
@@ -134,7 +134,7 @@ async fn wait_until_listening(store: &PgOutboxStore) {
     let started = Instant::now();
     loop {
         let listening: Vec<i32> = sqlx::query_scalar(LISTENING_BACKENDS)
-            .bind(PgWakeupListener::PRESENCE_LOCK_SPACE)
+            .bind(PgWakeupSource::PRESENCE_LOCK_SPACE)
             .bind(store.channel())
             .fetch_all(store.pool())
             .await

@@ -25,10 +25,10 @@ pub(crate) const SCHEMA_PREFIX: &str = "tidings_test";
 
 /// The spec most tests stage through.
 pub(crate) static ORDER_EVENTS: OutboxSpec<u64> =
-    OutboxSpec::json("order-events").to_queue("orders");
+    OutboxSpec::json("order-events").destination("orders");
 /// A per-key spec.
 pub(crate) static KEYED_EVENTS: OutboxSpec<u64> = OutboxSpec::json("keyed-events")
-    .to_queue("orders")
+    .destination("orders")
     .per_key();
 
 /// A pool on `DATABASE_URL`; fails the test with the setup command when the
@@ -210,7 +210,7 @@ pub(crate) const LISTENING_BACKENDS: &str = "select pid from pg_locks \
 /// found by the presence lock each holds while it listens.
 pub(crate) async fn listening_backends(store: &PgOutboxStore) -> Vec<i32> {
     sqlx::query_scalar(LISTENING_BACKENDS)
-        .bind(tidings_postgres::PgWakeupListener::PRESENCE_LOCK_SPACE)
+        .bind(tidings_postgres::PgWakeupSource::PRESENCE_LOCK_SPACE)
         .bind(store.channel())
         .fetch_all(store.pool())
         .await

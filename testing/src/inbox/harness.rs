@@ -4,7 +4,8 @@ use tidings_core::{InboxStore, OutboxSpec};
 
 /// The route of the events the suite's handlers stage in the inbox's
 /// transaction, standing for the handler's own writes.
-pub static REACTIONS: OutboxSpec<u64> = OutboxSpec::json("inbox-reactions").to_queue("reactions");
+pub static REACTIONS: OutboxSpec<u64> =
+    OutboxSpec::json("inbox-reactions").destination("reactions");
 
 /// What an inbox store gives the inbox conformance suite.
 pub trait InboxHarness: Send + Sync + 'static {

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tidings_core::relay::{Relay, RelayOptions, SharedRelay, Tenant};
 use tidings_core::{
-    Envelope, OrderingMode, OutboxStore, PublishBatch, PublishError, Publisher, RetryPolicy, Route,
+    Backoff, Envelope, OrderingMode, OutboxStore, PublishBatch, PublishError, Publisher,
+    RetryPolicy, Route,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -91,9 +92,10 @@ impl Flaky {
 /// Stages `routes` fresh routes on `store`, alternately unordered and per
 /// key, [`PER_ROUTE`] events each, retrying fast; returns them.
 async fn staged_routes<H: StoreHarness>(h: &H, store: &H::Store, routes: u32) -> Vec<Route> {
-    let retry = RetryPolicy::new()
-        .base_delay(Duration::from_millis(5))
-        .max_backoff(Duration::from_millis(20));
+    let retry = RetryPolicy::new().backoff(Backoff::new(
+        Duration::from_millis(5),
+        Duration::from_millis(20),
+    ));
     let mut staged = Vec::new();
     for n in 0..routes {
         let ordering = match n % 2 {

@@ -25,8 +25,9 @@ struct Order {
 async fn staging_relay_and_handler_share_the_business_transactions_trace() {
     exporter();
     let topic: &'static str = Box::leak(create_topic("traced", 1).await.into_boxed_str());
-    let outbox: &'static OutboxSpec<Order> =
-        Box::leak(Box::new(OutboxSpec::json("order-events").to_queue(topic)));
+    let outbox: &'static OutboxSpec<Order> = Box::leak(Box::new(
+        OutboxSpec::json("order-events").destination(topic),
+    ));
     let queue: &'static QueueSpec<Order> = Box::leak(Box::new(QueueSpec::json(topic)));
     let store = MemoryStore::new();
 

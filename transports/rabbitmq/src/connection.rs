@@ -75,7 +75,7 @@ impl Connector {
             }
             Err(error) => {
                 state.failures += 1;
-                let delay = self.options.reconnect.delay(state.failures);
+                let delay = self.options.reconnect_backoff.delay(state.failures);
                 state.next_attempt = Some(Instant::now() + delay);
                 state.last_error = Some(error.clone());
                 tracing::error!(

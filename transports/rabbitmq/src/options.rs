@@ -12,7 +12,7 @@ use crate::tls::TlsOptions;
 pub struct ConnectionOptions {
     pub(crate) url: String,
     pub(crate) connection_name: String,
-    pub(crate) reconnect: Backoff,
+    pub(crate) reconnect_backoff: Backoff,
     pub(crate) connect_timeout: Duration,
     pub(crate) tls: TlsOptions,
 }
@@ -22,7 +22,7 @@ impl ConnectionOptions {
     pub const DEFAULT_CONNECTION_NAME: &'static str = "tidings";
     /// Default [`reconnect`](Self::reconnect) schedule: from 100 ms, doubling,
     /// capped at 10 s.
-    pub const DEFAULT_RECONNECT: Backoff =
+    pub const DEFAULT_RECONNECT_BACKOFF: Backoff =
         Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
 
     /// Default [`connect_timeout`](Self::connect_timeout): 10 s.
@@ -35,7 +35,7 @@ impl ConnectionOptions {
         Self {
             url: url.into(),
             connection_name: Self::DEFAULT_CONNECTION_NAME.to_owned(),
-            reconnect: Self::DEFAULT_RECONNECT,
+            reconnect_backoff: Self::DEFAULT_RECONNECT_BACKOFF,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
             tls: TlsOptions::default(),
         }
@@ -50,8 +50,8 @@ impl ConnectionOptions {
 
     /// The delay schedule between reconnect attempts after the connection
     /// drops.
-    pub fn reconnect(mut self, backoff: Backoff) -> Self {
-        self.reconnect = backoff;
+    pub fn reconnect_backoff(mut self, backoff: Backoff) -> Self {
+        self.reconnect_backoff = backoff;
         self
     }
 

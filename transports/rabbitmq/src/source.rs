@@ -238,7 +238,7 @@ async fn resubscribe(state: &mut State) -> Result<(), SourceError> {
             .source
             .connector
             .options()
-            .reconnect
+            .reconnect_backoff
             .delay(state.failures);
         tokio::time::sleep(delay).await;
         match state.source.open(&state.queue).await {

@@ -102,7 +102,7 @@ pub struct SourceOptions {
     pub(crate) visibility_timeout: Option<Duration>,
     pub(crate) heartbeat: bool,
     pub(crate) request_timeout: Duration,
-    pub(crate) retry: Backoff,
+    pub(crate) retry_backoff: Backoff,
     pub(crate) dead_letter_queues: HashMap<String, String>,
 }
 
@@ -116,7 +116,7 @@ impl SourceOptions {
     pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
     /// Default [`retry`](Self::retry) schedule: from 200 ms, doubling,
     /// capped at 10 s.
-    pub const DEFAULT_RETRY: Backoff =
+    pub const DEFAULT_RETRY_BACKOFF: Backoff =
         Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
 
     /// Messages asked for per `ReceiveMessage` call, 1 to 10. Messages
@@ -159,8 +159,8 @@ impl SourceOptions {
     }
 
     /// The waits between `ReceiveMessage` calls after they failed.
-    pub fn retry(mut self, backoff: Backoff) -> Self {
-        self.retry = backoff;
+    pub fn retry_backoff(mut self, backoff: Backoff) -> Self {
+        self.retry_backoff = backoff;
         self
     }
 
@@ -185,7 +185,7 @@ impl Default for SourceOptions {
             visibility_timeout: None,
             heartbeat: true,
             request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
-            retry: Self::DEFAULT_RETRY,
+            retry_backoff: Self::DEFAULT_RETRY_BACKOFF,
             dead_letter_queues: HashMap::new(),
         }
     }

@@ -121,7 +121,7 @@ async fn next(mut state: State) -> Option<(Item, State)> {
             return None;
         }
         if state.failures > 0 {
-            let delay = state.ctx.options.retry.delay(state.failures);
+            let delay = state.ctx.options.retry_backoff.delay(state.failures);
             tokio::time::sleep(delay).await;
         }
         match receive(&state.ctx).await {

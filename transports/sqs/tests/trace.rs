@@ -28,7 +28,7 @@ async fn staging_relay_and_handler_share_the_business_transactions_trace() {
     .await;
     let name: &'static str = Box::leak(queue.clone().into_boxed_str());
     let outbox: &'static OutboxSpec<Order> =
-        Box::leak(Box::new(OutboxSpec::json("order-events").to_queue(name)));
+        Box::leak(Box::new(OutboxSpec::json("order-events").destination(name)));
     let store = MemoryStore::new();
 
     let event_id = tracing::info_span!("place_order").in_scope(|| {

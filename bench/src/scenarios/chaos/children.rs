@@ -29,7 +29,7 @@ const LEASE: Duration = Duration::from_secs(2);
 /// The per-key route of the run.
 pub(super) fn spec(route: &str, queue: &str) -> OutboxSpec<Payload> {
     OutboxSpec::json_named(route.to_owned())
-        .to_queue_named(queue.to_owned())
+        .destination_named(queue.to_owned())
         .per_key()
 }
 

@@ -60,7 +60,7 @@ async fn measure(
         .options(RelayOptions::default().batch_size(sizes.batch_size))
         .wakeup(wakeup.clone());
     let cancel = CancellationToken::new();
-    let watcher = store.watcher(wakeup).spawn(cancel.clone());
+    let watcher = store.wakeup_source(wakeup).spawn(cancel.clone());
     let relay = tokio::spawn({
         let cancel = cancel.clone();
         async move { relay.run(cancel).await }

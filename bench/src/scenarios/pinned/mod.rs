@@ -168,7 +168,7 @@ async fn measure(store: &PgOutboxStore, sizes: &Sizes) -> anyhow::Result<Run> {
         .options(RelayOptions::default().batch_size(sizes.batch_size))
         .wakeup(wakeup.clone());
     let cancel = CancellationToken::new();
-    let listener = store.listener(wakeup).spawn(cancel.clone());
+    let listener = store.wakeup_source(wakeup).spawn(cancel.clone());
     let relay = tokio::spawn({
         let cancel = cancel.clone();
         async move { relay.run(cancel).await }

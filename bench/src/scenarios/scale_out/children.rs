@@ -55,7 +55,7 @@ impl Ordering {
 
 /// The route of a round, relaying to `queue`.
 pub(super) fn spec(route: &str, queue: &str, ordering: Ordering) -> OutboxSpec<Payload> {
-    let spec = OutboxSpec::json_named(route.to_owned()).to_queue_named(queue.to_owned());
+    let spec = OutboxSpec::json_named(route.to_owned()).destination_named(queue.to_owned());
     match ordering {
         Ordering::Unordered => spec,
         Ordering::PerKey => spec.per_key(),

@@ -56,8 +56,11 @@ struct OrderPlaced {
 /// The queue the events go to, named by `ORDERS_QUEUE`.
 static QUEUE: LazyLock<String> =
     LazyLock::new(|| env_or("ORDERS_QUEUE", "tidings-example-axum-orders"));
-static ORDER_EVENTS: LazyLock<OutboxSpec<OrderPlaced>> =
-    LazyLock::new(|| OutboxSpec::json("order-events").to_queue(&QUEUE).per_key());
+static ORDER_EVENTS: LazyLock<OutboxSpec<OrderPlaced>> = LazyLock::new(|| {
+    OutboxSpec::json("order-events")
+        .destination(&QUEUE)
+        .per_key()
+});
 static ORDERS: LazyLock<QueueSpec<OrderPlaced>> = LazyLock::new(|| QueueSpec::json(&QUEUE));
 
 #[tokio::main]

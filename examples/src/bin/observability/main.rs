@@ -47,7 +47,7 @@ use billing::OrderPlaced;
 static QUEUE: LazyLock<String> =
     LazyLock::new(|| env_or("ORDERS_QUEUE", "tidings-example-observability"));
 static ORDER_EVENTS: LazyLock<OutboxSpec<OrderPlaced>> =
-    LazyLock::new(|| OutboxSpec::json("order-events").to_queue(&QUEUE));
+    LazyLock::new(|| OutboxSpec::json("order-events").destination(&QUEUE));
 static ORDERS: LazyLock<QueueSpec<OrderPlaced>> = LazyLock::new(|| QueueSpec::json(&QUEUE));
 
 #[tokio::main]

@@ -6,18 +6,20 @@ use std::time::Duration;
 use crate::memory::{MemoryBatch, MemoryStore};
 use crate::relay::{Relay, RelayOptions};
 use crate::{
-    ClaimRequest, Envelope, OutboxSpec, OutboxStats, OutboxStore, PublishBatch, PublishError,
-    Publisher, PurgeRequest, Requeue, RetryPolicy, StoreError,
+    Backoff, ClaimRequest, Envelope, OutboxSpec, OutboxStats, OutboxStore, PublishBatch,
+    PublishError, Publisher, PurgeRequest, Requeue, RetryPolicy, StoreError,
 };
 
-static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events").to_queue("events-q");
+static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events").destination("events-q");
 
 /// Retried a millisecond after a failure.
-static RETRIED: OutboxSpec<u32> = OutboxSpec::json("retried").to_queue("retried-q").retry(
-    RetryPolicy::new()
-        .base_delay(Duration::from_millis(1))
-        .max_backoff(Duration::from_millis(1)),
-);
+static RETRIED: OutboxSpec<u32> =
+    OutboxSpec::json("retried")
+        .destination("retried-q")
+        .retry(RetryPolicy::new().backoff(Backoff::new(
+            Duration::from_millis(1),
+            Duration::from_millis(1),
+        )));
 
 /// Accepts everything and keeps the payloads in arrival order.
 #[derive(Clone, Default)]

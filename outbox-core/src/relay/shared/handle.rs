@@ -19,7 +19,7 @@ use crate::{OutboxStore, Publisher};
 /// use tidings_core::memory::{MemoryBroker, MemoryStore};
 /// use tidings_core::relay::{Relay, SharedRelay, Tenant};
 ///
-/// static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
+/// static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
 ///
 /// # fn main() -> Result<(), tidings_core::SpecError> {
 /// let relay: SharedRelay<MemoryStore, MemoryBroker> = SharedRelay::new();

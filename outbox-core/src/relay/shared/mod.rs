@@ -54,8 +54,8 @@ use slots::Slots;
 /// use tidings_core::memory::{MemoryBroker, MemoryStore};
 /// use tidings_core::relay::{Relay, SharedRelay};
 ///
-/// static ORDER_EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").to_queue("orders");
-/// static INVOICE_EVENTS: OutboxSpec<u64> = OutboxSpec::json("invoice-events").to_queue("invoices");
+/// static ORDER_EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
+/// static INVOICE_EVENTS: OutboxSpec<u64> = OutboxSpec::json("invoice-events").destination("invoices");
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let (store, broker) = (MemoryStore::new(), MemoryBroker::new());

@@ -4,7 +4,7 @@ use tidings_core::{ClaimCursor, OutboxSpec};
 
 use super::*;
 
-static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events").to_queue("q");
+static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events").destination("q");
 
 #[test]
 fn the_limit_is_written_in_and_every_placeholder_filled() {
@@ -47,7 +47,7 @@ fn the_limit_is_written_in_and_every_placeholder_filled() {
 
 #[test]
 fn a_per_key_claim_binds_its_key_cursor_after_the_other_parameters() {
-    static KEYED: OutboxSpec<u32> = OutboxSpec::json("keyed").to_queue("q").per_key();
+    static KEYED: OutboxSpec<u32> = OutboxSpec::json("keyed").destination("q").per_key();
     let names = TableNames::new("s", "o", "i").expect("valid names");
     let claims = ClaimStatements::new(&names);
     let route = KEYED.route();

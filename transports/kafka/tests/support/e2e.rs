@@ -90,7 +90,7 @@ impl World {
     /// The outbox spec of the world's topic.
     pub fn spec(&self) -> &'static OutboxSpec<Order> {
         Box::leak(Box::new(
-            OutboxSpec::json("order-events").to_queue(self.topic),
+            OutboxSpec::json("order-events").destination(self.topic),
         ))
     }
 

@@ -37,7 +37,7 @@ pub fn connection(role: &str) -> ConnectionOptions {
 pub fn named(name: &str) -> ConnectionOptions {
     ConnectionOptions::new(amqp_url())
         .connection_name(name)
-        .reconnect(tidings_core::Backoff::new(
+        .reconnect_backoff(tidings_core::Backoff::new(
             Duration::from_millis(50),
             Duration::from_millis(500),
         ))

@@ -63,7 +63,7 @@ pub async fn declare(client: &Client, queue: &str, options: QueueOptions) {
 pub fn source_options() -> SourceOptions {
     SourceOptions::default()
         .wait_time(Duration::from_secs(2))
-        .retry(Backoff::new(
+        .retry_backoff(Backoff::new(
             Duration::from_millis(100),
             Duration::from_secs(1),
         ))
