@@ -28,6 +28,34 @@ use crate::{ConsumerOptions, ConsumerReport, QueueRef};
 /// [`SpecError::IllegalName`] when the queue's name is not a legal name;
 /// nothing is consumed then. Failures while consuming are logged and
 /// retried, never returned.
+///
+/// ```
+/// use tidings_consumer::{ConsumerOptions, HandlerError, TxHandle, handler_fn, run_consumer};
+/// use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
+/// use tidings_core::{Message, QueueSpec};
+/// use tidings_inbox::Inbox;
+/// use tokio_util::sync::CancellationToken;
+///
+/// static ORDERS: QueueSpec<u64> = QueueSpec::json("orders");
+///
+/// async fn bill(msg: Message<u64>, tx: TxHandle<MemoryContext>) -> Result<(), HandlerError> {
+///     tx.lock().await.insert("invoices", msg.payload.to_string(), "billed");
+///     Ok(())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), tidings_core::SpecError> {
+/// let broker = MemoryBroker::new();
+/// broker.declare_queue("orders");
+/// let inbox = Inbox::new(MemoryStore::new(), "billing")?;
+/// let cancel = CancellationToken::new();
+/// cancel.cancel(); // here, to return at once; a service cancels it on shutdown
+/// let options = ConsumerOptions::default();
+/// let report = run_consumer(broker, &ORDERS, handler_fn(bill), inbox, options, cancel).await?;
+/// assert_eq!(report.processed, 0);
+/// # Ok(())
+/// # }
+/// ```
 pub async fn run_consumer<S, T, C, H, I>(
     source: S,
     queue: impl Into<QueueRef<T, C>>,

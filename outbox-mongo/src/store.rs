@@ -49,6 +49,18 @@ impl MongoOutboxStore {
     ///
     /// [`StoreError::Invalid`] when a collection name is unusable (see
     /// [`MAX_COLLECTION_NAME_LEN`](crate::MAX_COLLECTION_NAME_LEN)).
+    ///
+    /// ```no_run
+    /// use tidings_mongo::mongodb::Client;
+    /// use tidings_mongo::{MongoOutboxOptions, MongoOutboxStore};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = Client::with_uri_str("mongodb://127.0.0.1:27017/?replicaSet=rs0").await?;
+    /// let store = MongoOutboxStore::new(client.database("shop"), MongoOutboxOptions::new())?;
+    /// store.ensure_indexes().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(database: Database, options: MongoOutboxOptions) -> Result<Self, StoreError> {
         let names = CollectionNames::new(options.get_collection(), options.get_inbox_collection())?;
         let clock = options.get_clock().clone();
@@ -105,11 +117,28 @@ impl MongoOutboxStore {
     }
 
     /// The steps that relay this store's routes to `publisher`: a
-    /// [`watcher`](Self::watcher) waking them on inserts, and a relay and a
+    /// [wake-up source](Self::wakeup_source) waking them on inserts, and a relay and a
     /// backlog monitor per route added with
     /// [`Relays::route`](tidings_core::relay::Relays::route). Add the whole
     /// to a plan with
     /// [`LifecyclePlan::steps`](tidings_core::lifecycle::LifecyclePlan::steps).
+    ///
+    /// ```no_run
+    /// use tidings_core::OutboxSpec;
+    /// use tidings_core::lifecycle::LifecyclePlan;
+    /// use tidings_core::memory::MemoryBroker;
+    /// use tidings_mongo::MongoOutboxStore;
+    ///
+    /// static ORDER_EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
+    ///
+    /// # async fn run(store: MongoOutboxStore) -> Result<(), Box<dyn std::error::Error>> {
+    /// // Any transport's publisher; the in-memory broker stands in here.
+    /// let publisher = MemoryBroker::new();
+    /// let plan = LifecyclePlan::new().steps(store.relays(publisher).route(&ORDER_EVENTS)?);
+    /// plan.run_until(async { tokio::signal::ctrl_c().await.ok(); }).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn relays<P: tidings_core::Publisher + Clone>(
         &self,
         publisher: P,
@@ -121,7 +150,7 @@ impl MongoOutboxStore {
             .wakeup(wakeup, Some(("wakeup source", watcher)))
     }
 
-    /// A watcher waking `wakeup` whenever an event is staged into this
+    /// A wake-up source: a change-stream watcher waking `wakeup` whenever an event is staged into this
     /// store's outbox.
     pub fn wakeup_source(&self, wakeup: Wakeup) -> MongoWakeupSource {
         MongoWakeupSource::new(self.inner.outbox.clone(), wakeup)

@@ -220,7 +220,7 @@ impl PgOutboxOptions {
         self
     }
 
-    /// Where [listeners](crate::PgOutboxStore::listener) connect, when not
+    /// Where [wake-up sources](crate::PgOutboxStore::wakeup_source) connect, when not
     /// through the pool: a direct connection to the server (none by
     /// default). Behind a pooler in transaction mode, which cannot carry a
     /// `LISTEN`, give the server's own address here; without it, a

@@ -73,6 +73,18 @@ impl PgOutboxStore {
     /// [rotated](Layout::Rotated) outbox would keep published rows, or when
     /// locked claims behind a transaction pooler would take every
     /// connection of the pool.
+    ///
+    /// ```no_run
+    /// use tidings_postgres::sqlx::postgres::PgPoolOptions;
+    /// use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let pool = PgPoolOptions::new().connect("postgres://postgres@127.0.0.1/shop").await?;
+    /// let store = PgOutboxStore::new(pool, PgOutboxOptions::new().schema("shop"))?;
+    /// store.migrate().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(pool: PgPool, options: PgOutboxOptions) -> Result<Self, StoreError> {
         pooling::check(&pool, &options)?;
         let names = TableNames::new(
@@ -154,11 +166,28 @@ impl PgOutboxStore {
     }
 
     /// The steps that relay this store's routes to `publisher`: a
-    /// [`listener`](Self::listener) waking them on commits, and a relay and
+    /// [wake-up source](Self::wakeup_source) waking them on commits, and a relay and
     /// a backlog monitor per route added with
     /// [`Relays::route`](tidings_core::relay::Relays::route). Add the whole
     /// to a plan with
     /// [`LifecyclePlan::steps`](tidings_core::lifecycle::LifecyclePlan::steps).
+    ///
+    /// ```no_run
+    /// use tidings_core::OutboxSpec;
+    /// use tidings_core::lifecycle::LifecyclePlan;
+    /// use tidings_core::memory::MemoryBroker;
+    /// use tidings_postgres::PgOutboxStore;
+    ///
+    /// static ORDER_EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
+    ///
+    /// # async fn run(store: PgOutboxStore) -> Result<(), Box<dyn std::error::Error>> {
+    /// // Any transport's publisher; the in-memory broker stands in here.
+    /// let publisher = MemoryBroker::new();
+    /// let plan = LifecyclePlan::new().steps(store.relays(publisher).route(&ORDER_EVENTS)?);
+    /// plan.run_until(async { tokio::signal::ctrl_c().await.ok(); }).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn relays<P: tidings_core::Publisher + Clone>(
         &self,
         publisher: P,
@@ -170,7 +199,7 @@ impl PgOutboxStore {
             .wakeup(wakeup, Some(("wakeup source", listener)))
     }
 
-    /// A listener waking `wakeup` whenever a transaction staging into this
+    /// A wake-up source: a listener waking `wakeup` whenever a transaction staging into this
     /// store's table commits. Commits through this store (or its clones)
     /// wake it directly, without waiting for their `NOTIFY`, as long as the
     /// listener exists; those from other processes arrive by `NOTIFY`.

@@ -96,6 +96,15 @@ struct Round<'a> {
 
 impl RabbitPublisher {
     /// A publisher with its own connection, opened on first publish.
+    ///
+    /// ```
+    /// use tidings_rabbitmq::{ConnectionOptions, PublisherOptions, RabbitPublisher};
+    ///
+    /// let connection = ConnectionOptions::new("amqp://guest:guest@127.0.0.1:5672/%2f")
+    ///     .connection_name("orders-relay");
+    /// let publisher = RabbitPublisher::new(connection, PublisherOptions::default());
+    /// # drop(publisher);
+    /// ```
     pub fn new(connection: ConnectionOptions, options: PublisherOptions) -> Self {
         Self::on(Connector::new(connection), options)
     }

@@ -55,6 +55,15 @@ impl std::fmt::Debug for RabbitSource {
 
 impl RabbitSource {
     /// A source with its own connection, opened on first subscribe.
+    ///
+    /// ```
+    /// use tidings_rabbitmq::{ConnectionOptions, RabbitSource, SourceOptions};
+    ///
+    /// let connection = ConnectionOptions::new("amqp://guest:guest@127.0.0.1:5672/%2f")
+    ///     .connection_name("billing");
+    /// let source = RabbitSource::new(connection, SourceOptions::default());
+    /// # drop(source);
+    /// ```
     pub fn new(connection: ConnectionOptions, options: SourceOptions) -> Self {
         Self::on(Connector::new(connection), options)
     }

@@ -64,6 +64,15 @@ type Outcome = (usize, Result<(), PublishError>);
 impl SqsPublisher {
     /// A publisher over `client` (configured with region, credentials and,
     /// for a local stand-in, an endpoint URL).
+    ///
+    /// ```
+    /// use tidings_sqs::{PublisherOptions, SqsPublisher, local_client};
+    ///
+    /// // Against AWS: `aws_sdk_sqs::Client::new(&aws_config::load_from_env().await)`.
+    /// let client = local_client("http://127.0.0.1:9324");
+    /// let publisher = SqsPublisher::new(client, PublisherOptions::default());
+    /// # drop(publisher);
+    /// ```
     pub fn new(client: Client, options: PublisherOptions) -> Self {
         Self {
             inner: Arc::new(Inner {

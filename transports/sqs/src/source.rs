@@ -53,6 +53,14 @@ impl std::fmt::Debug for SqsSource {
 
 impl SqsSource {
     /// A source over `client`.
+    ///
+    /// ```
+    /// use tidings_sqs::{SourceOptions, SqsSource, local_client};
+    ///
+    /// let client = local_client("http://127.0.0.1:9324");
+    /// let source = SqsSource::new(client, SourceOptions::default());
+    /// # drop(source);
+    /// ```
     pub fn new(client: Client, options: SourceOptions) -> Self {
         Self {
             queues: Queues::new(client),
