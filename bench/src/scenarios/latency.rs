@@ -10,18 +10,14 @@
 //! The clock starts when `commit` returns to the producer; a publish seen
 //! earlier than that counts as zero.
 
-use std::collections::HashMap;
-use std::future::Future;
 use std::time::{Duration, Instant};
 
-use futures::future::try_join_all;
-use tidings_core::Wakeup;
-use tidings_core::relay::{Relay, RelayOptions};
 use tidings_postgres::{PgOutboxStore, Retention};
 use tokio::time::MissedTickBehavior;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::woken::{Plan, Run, WokenRelay, warm_up_by};
+use crate::delays::quantile;
 use crate::env::{Env, spec};
 use crate::payload::Payload;
 use crate::publishers::RecordingPublisher;
@@ -29,12 +25,6 @@ use crate::report::{Figure, Goal};
 use crate::sizes::Sizes;
 
 const NAME: &str = "latency";
-/// Producers committing concurrently at most.
-const MAX_PRODUCERS: u32 = 4;
-/// Transactions one producer commits per second at most; above
-/// `MAX_PRODUCERS` times this, transactions carry several events, since a
-/// shared 2-core machine commits only several hundred per second.
-const MAX_TX_PER_PRODUCER: u32 = 100;
 /// How soon a warm-up event must be published to count the relay as ready.
 const WARM_UP_WAIT: Duration = Duration::from_millis(20);
 /// How long the relay gets to publish the last events after producing stops.
@@ -83,49 +73,22 @@ async fn measure(
     sizes: &Sizes,
 ) -> anyhow::Result<Vec<Figure>> {
     let spec = spec("bench-latency");
-    let publisher = RecordingPublisher::default();
-    let wakeup = Wakeup::new();
-    let relay = Relay::new(store.clone(), publisher.clone(), spec)?
-        .options(RelayOptions::default().batch_size(sizes.batch_size))
-        .wakeup(wakeup.clone());
-    let cancel = CancellationToken::new();
-    let listener = store.wakeup_source(wakeup).spawn(cancel.clone());
-    let relay = tokio::spawn({
-        let cancel = cancel.clone();
-        async move { relay.run(cancel).await }
-    });
+    let relay = WokenRelay::start(store, spec, sizes.batch_size, |wakeup, cancel| {
+        store.wakeup_source(wakeup).spawn(cancel)
+    })?;
     let producers = match wake {
         Wake::InProcess => store.clone(),
         Wake::Notify => PgOutboxStore::new(store.pool().clone(), store.options().clone())?,
     };
-    warm_up(&producers, spec, &publisher).await?;
-
+    warm_up(&producers, spec, relay.publisher()).await?;
     let plan = Plan::new(rate);
-    let started = Instant::now();
-    let committed = try_join_all((0..plan.producers).map(|p| {
-        let store = producers.clone();
-        tokio::spawn(produce(store, spec, plan, sizes.latency_duration, p))
-    }))
-    .await?
-    .into_iter()
-    .collect::<anyhow::Result<Vec<_>>>()?;
-    let produced_for = started.elapsed();
-    let committed: HashMap<Uuid, Instant> = committed.into_iter().flatten().collect();
-
-    let deadline = Instant::now() + SETTLE;
-    while publisher.count() < committed.len() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    cancel.cancel();
-    relay.await??;
-    listener.await?;
-    Ok(figures(
-        plan,
-        wake,
-        &committed,
-        &publisher.take(),
-        produced_for,
-    ))
+    let duration = sizes.latency_duration;
+    let run = relay
+        .measure(plan, SETTLE, |p| {
+            produce(producers.clone(), spec, plan, duration, p)
+        })
+        .await?;
+    Ok(figures(plan, wake, &run))
 }
 
 /// Commits events until one is published within [`WARM_UP_WAIT`]: the
@@ -143,60 +106,6 @@ pub(super) async fn warm_up(
         Ok(())
     };
     warm_up_by(stage_one, publisher, WARM_UP_WAIT).await
-}
-
-/// Commits an event with `stage_one` until one is published within
-/// `wait`, whatever the store; gives up after [`SETTLE`]. What was
-/// published so far is forgotten.
-pub(super) async fn warm_up_by<F, Fut>(
-    mut stage_one: F,
-    publisher: &RecordingPublisher,
-    wait: Duration,
-) -> anyhow::Result<()>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<()>>,
-{
-    let deadline = Instant::now() + SETTLE;
-    while Instant::now() < deadline {
-        stage_one().await?;
-        let committed = Instant::now();
-        let before = publisher.count();
-        while publisher.count() == before && committed.elapsed() < wait {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        if committed.elapsed() < wait {
-            // Let the relay settle that pass and go idle.
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            publisher.take();
-            return Ok(());
-        }
-    }
-    anyhow::bail!("the relay never published a warm-up event within {wait:?}")
-}
-
-/// How a rate is produced.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Plan {
-    rate: u32,
-    pub(super) producers: u32,
-    pub(super) events_per_tx: u32,
-    pub(super) interval: Duration,
-}
-
-impl Plan {
-    pub(super) fn new(rate: u32) -> Self {
-        let rate = rate.max(1);
-        let events_per_tx = rate.div_ceil(MAX_PRODUCERS * MAX_TX_PER_PRODUCER);
-        let producers = rate.div_ceil(events_per_tx * MAX_TX_PER_PRODUCER);
-        let interval = f64::from(events_per_tx * producers) / f64::from(rate);
-        Self {
-            rate,
-            producers,
-            events_per_tx,
-            interval: Duration::from_secs_f64(interval),
-        }
-    }
 }
 
 /// Commits events at `rate` per second for `duration`; returns each event
@@ -229,23 +138,7 @@ pub(super) async fn produce(
     Ok(committed)
 }
 
-fn figures(
-    plan: Plan,
-    wake: Wake,
-    committed: &HashMap<Uuid, Instant>,
-    published: &[(Uuid, Instant)],
-    produced_for: Duration,
-) -> Vec<Figure> {
-    let mut delays: Vec<Duration> = published
-        .iter()
-        .filter_map(|(id, at)| committed.get(id).map(|c| at.saturating_duration_since(*c)))
-        .collect();
-    delays.sort();
-    let missing = committed.len().saturating_sub(delays.len());
-    let at = |q: f64| {
-        let i = ((delays.len() as f64 * q).ceil() as usize).saturating_sub(1);
-        delays.get(i).copied().unwrap_or_default()
-    };
+fn figures(plan: Plan, wake: Wake, run: &Run) -> Vec<Figure> {
     let rate = plan.rate;
     let label = |what: &str| format!("{what} at {rate}/s, {}", wake.label());
     let committed_rate = format!(
@@ -255,13 +148,21 @@ fn figures(
         plan.events_per_tx
     );
     let mut out = vec![
-        Figure::rate(NAME, &committed_rate, committed.len(), produced_for),
-        Figure::millis(NAME, &label("commit-to-publish p50"), at(0.5)),
-        Figure::millis(NAME, &label("commit-to-publish p99"), at(0.99)),
+        Figure::rate(NAME, &committed_rate, run.committed, run.produced_for),
+        Figure::millis(
+            NAME,
+            &label("commit-to-publish p50"),
+            quantile(&run.delays, 0.5),
+        ),
+        Figure::millis(
+            NAME,
+            &label("commit-to-publish p99"),
+            quantile(&run.delays, 0.99),
+        ),
         Figure::new(
             NAME,
             &label("committed but unpublished"),
-            missing as f64,
+            run.unpublished() as f64,
             "",
         )
         .goal(Goal::Equal(0.0)),

@@ -21,6 +21,7 @@ mod routes;
 mod scale_out;
 mod stage;
 mod tenants;
+mod woken;
 
 use std::time::{Duration, Instant};
 

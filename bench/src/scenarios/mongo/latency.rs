@@ -4,24 +4,20 @@
 //! p50 and p99 and counts staged against published. The publisher notes
 //! when each event reaches it, so the figure is the relay's own delay.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
-use futures::future::try_join_all;
-use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{OutboxSpec, Wakeup};
+use tidings_core::OutboxSpec;
 use tidings_mongo::MongoOutboxStore;
 use tokio::time::MissedTickBehavior;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::delays::{commit_to_publish, quantile};
+use crate::delays::quantile;
 use crate::env::spec;
 use crate::payload::Payload;
 use crate::publishers::RecordingPublisher;
 use crate::report::{Figure, Goal};
-use crate::scenarios::latency::{Plan, warm_up_by};
+use crate::scenarios::woken::{Plan, WokenRelay, warm_up_by};
 use crate::sizes::Sizes;
 
 use super::services::{database, drop_store, store};
@@ -54,65 +50,38 @@ async fn measure(
     sizes: &Sizes,
 ) -> anyhow::Result<Vec<Figure>> {
     let spec = spec("bench-mongo-latency");
-    let publisher = RecordingPublisher::default();
-    let wakeup = Wakeup::new();
-    let relay = Relay::new(store.clone(), publisher.clone(), spec)?
-        .options(RelayOptions::default().batch_size(sizes.batch_size))
-        .wakeup(wakeup.clone());
-    let cancel = CancellationToken::new();
-    let watcher = store.wakeup_source(wakeup).spawn(cancel.clone());
-    let relay = tokio::spawn({
-        let cancel = cancel.clone();
-        async move { relay.run(cancel).await }
-    });
-    warm_up(store, spec, &publisher).await?;
-
+    let relay = WokenRelay::start(store, spec, sizes.batch_size, |wakeup, cancel| {
+        store.wakeup_source(wakeup).spawn(cancel)
+    })?;
+    warm_up(store, spec, relay.publisher()).await?;
     let plan = Plan::new(rate);
-    let started = Instant::now();
-    let committed = try_join_all((0..plan.producers).map(|p| {
-        tokio::spawn(produce(
-            store.clone(),
-            spec,
-            plan,
-            sizes.latency_duration,
-            p,
-        ))
-    }))
-    .await?
-    .into_iter()
-    .collect::<anyhow::Result<Vec<_>>>()?;
-    let produced_for = started.elapsed();
-    let committed: HashMap<Uuid, Instant> = committed.into_iter().flatten().collect();
-    let deadline = Instant::now() + SETTLE;
-    while publisher.count() < committed.len() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    cancel.cancel();
-    relay.await??;
-    watcher.await?;
-    let delays = commit_to_publish(&committed, &publisher.take());
+    let duration = sizes.latency_duration;
+    let run = relay
+        .measure(plan, SETTLE, |p| {
+            produce(store.clone(), spec, plan, duration, p)
+        })
+        .await?;
     let label = |what: &str| format!("{what} at {rate}/s");
     let committed_rate = format!(
         "committed rate at {rate}/s ({} producers, {} events per transaction)",
         plan.producers, plan.events_per_tx
     );
-    let unpublished = committed.len().saturating_sub(delays.len());
     Ok(vec![
-        Figure::rate(NAME, &committed_rate, committed.len(), produced_for),
+        Figure::rate(NAME, &committed_rate, run.committed, run.produced_for),
         Figure::millis(
             NAME,
             &label("commit-to-publish p50"),
-            quantile(&delays, 0.5),
+            quantile(&run.delays, 0.5),
         ),
         Figure::millis(
             NAME,
             &label("commit-to-publish p99"),
-            quantile(&delays, 0.99),
+            quantile(&run.delays, 0.99),
         ),
         Figure::new(
             NAME,
             &label("committed but unpublished"),
-            unpublished as f64,
+            run.unpublished() as f64,
             "",
         )
         .goal(Goal::Equal(0.0)),

@@ -21,25 +21,19 @@
 
 mod snapshot;
 
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures::future::try_join_all;
-use tidings_core::Wakeup;
-use tidings_core::relay::{Relay, RelayOptions};
 use tidings_postgres::{Layout, PgOutboxOptions, PgOutboxStore, Retention};
-use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
-use crate::delays::{commit_to_publish, quantile};
+use crate::delays::quantile;
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
-use crate::publishers::RecordingPublisher;
 use crate::report::{Figure, Goal};
 use crate::sizes::Sizes;
 
-use super::latency::{Plan, produce, warm_up};
+use super::latency::{produce, warm_up};
 use super::relay_to_nothing;
+use super::woken::{Plan, WokenRelay};
 use snapshot::{Snapshot, dead_tuples};
 
 const NAME: &str = "pinned";
@@ -162,49 +156,28 @@ async fn run_once(env: &Env, sizes: &Sizes, layout: Layout, pin: bool) -> anyhow
 /// The steady run, then the drain of a backlog on a second route.
 async fn measure(store: &PgOutboxStore, sizes: &Sizes) -> anyhow::Result<Run> {
     let spec = spec("bench-pinned");
-    let publisher = RecordingPublisher::default();
-    let wakeup = Wakeup::new();
-    let relay = Relay::new(store.clone(), publisher.clone(), spec)?
-        .options(RelayOptions::default().batch_size(sizes.batch_size))
-        .wakeup(wakeup.clone());
-    let cancel = CancellationToken::new();
-    let listener = store.wakeup_source(wakeup).spawn(cancel.clone());
-    let relay = tokio::spawn({
-        let cancel = cancel.clone();
-        async move { relay.run(cancel).await }
-    });
-    warm_up(store, spec, &publisher).await?;
-
+    let relay = WokenRelay::start(store, spec, sizes.batch_size, |wakeup, cancel| {
+        store.wakeup_source(wakeup).spawn(cancel)
+    })?;
+    warm_up(store, spec, relay.publisher()).await?;
     let plan = Plan::new(sizes.pinned_rate);
-    let started = Instant::now();
-    let committed = try_join_all((0..plan.producers).map(|p| {
-        let store = store.clone();
-        tokio::spawn(produce(store, spec, plan, sizes.pinned_duration, p))
-    }))
-    .await?
-    .into_iter()
-    .collect::<anyhow::Result<Vec<_>>>()?;
-    let produced_for = started.elapsed();
-    let committed: HashMap<Uuid, Instant> = committed.into_iter().flatten().collect();
-    let deadline = Instant::now() + SETTLE;
-    while publisher.count() < committed.len() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    cancel.cancel();
-    relay.await??;
-    listener.await?;
-    let delays = commit_to_publish(&committed, &publisher.take());
+    let duration = sizes.pinned_duration;
+    let steady = relay
+        .measure(plan, SETTLE, |p| {
+            produce(store.clone(), spec, plan, duration, p)
+        })
+        .await?;
 
     let backlog = (sizes.drain_events / 5).max(10);
     let backlog_spec = crate::env::spec("bench-pinned-backlog");
     stage_pending(store, backlog_spec, backlog).await?;
     let drain_took = relay_to_nothing(store, backlog_spec, sizes, backlog).await?;
     Ok(Run {
-        committed: committed.len(),
-        produced_for,
-        unpublished: committed.len().saturating_sub(delays.len()),
-        p50: quantile(&delays, 0.5),
-        p99: quantile(&delays, 0.99),
+        committed: steady.committed,
+        produced_for: steady.produced_for,
+        unpublished: steady.unpublished(),
+        p50: quantile(&steady.delays, 0.5),
+        p99: quantile(&steady.delays, 0.99),
         backlog,
         drain_took,
         dead_tuples: 0,

@@ -1,0 +1,178 @@
+//! The run the latency scenarios share, whatever the store: a relay woken
+//! by the store's wake-up source publishes to a recording publisher while
+//! producers commit at a planned rate, and the run ends once every
+//! committed event is published or the settle time is up.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use futures::future::try_join_all;
+use tidings_core::relay::{Relay, RelayOptions};
+use tidings_core::{OutboxSpec, OutboxStore, StoreError, Wakeup};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::delays::commit_to_publish;
+use crate::payload::Payload;
+use crate::publishers::RecordingPublisher;
+
+/// Producers committing concurrently at most.
+const MAX_PRODUCERS: u32 = 4;
+/// Transactions one producer commits per second at most; above
+/// `MAX_PRODUCERS` times this, transactions carry several events, since a
+/// shared 2-core machine commits only several hundred per second.
+const MAX_TX_PER_PRODUCER: u32 = 100;
+/// How long a warm-up may take before the relay counts as broken.
+const WARM_UP_LIMIT: Duration = Duration::from_secs(10);
+
+/// How a rate is produced.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Plan {
+    pub(super) rate: u32,
+    pub(super) producers: u32,
+    pub(super) events_per_tx: u32,
+    pub(super) interval: Duration,
+}
+
+impl Plan {
+    pub(super) fn new(rate: u32) -> Self {
+        let rate = rate.max(1);
+        let events_per_tx = rate.div_ceil(MAX_PRODUCERS * MAX_TX_PER_PRODUCER);
+        let producers = rate.div_ceil(events_per_tx * MAX_TX_PER_PRODUCER);
+        let interval = f64::from(events_per_tx * producers) / f64::from(rate);
+        Self {
+            rate,
+            producers,
+            events_per_tx,
+            interval: Duration::from_secs_f64(interval),
+        }
+    }
+}
+
+/// What one run measured.
+#[derive(Debug)]
+pub(super) struct Run {
+    /// Events committed.
+    pub(super) committed: usize,
+    /// How long the producers took.
+    pub(super) produced_for: Duration,
+    /// The commit-to-publish delay of each published event, sorted.
+    pub(super) delays: Vec<Duration>,
+}
+
+impl Run {
+    /// Committed events never published.
+    pub(super) fn unpublished(&self) -> usize {
+        self.committed.saturating_sub(self.delays.len())
+    }
+}
+
+/// A relay of `spec` running on `store`, woken by the wake-up source that
+/// `source` spawns.
+pub(super) struct WokenRelay {
+    publisher: RecordingPublisher,
+    cancel: CancellationToken,
+    relay: JoinHandle<Result<(), StoreError>>,
+    source: JoinHandle<()>,
+}
+
+impl WokenRelay {
+    pub(super) fn start<S>(
+        store: &S,
+        spec: &'static OutboxSpec<Payload>,
+        batch_size: usize,
+        source: impl FnOnce(Wakeup, CancellationToken) -> JoinHandle<()>,
+    ) -> anyhow::Result<Self>
+    where
+        S: OutboxStore + Clone + 'static,
+    {
+        let publisher = RecordingPublisher::default();
+        let wakeup = Wakeup::new();
+        let relay = Relay::new(store.clone(), publisher.clone(), spec)?
+            .options(RelayOptions::default().batch_size(batch_size))
+            .wakeup(wakeup.clone());
+        let cancel = CancellationToken::new();
+        let source = source(wakeup, cancel.clone());
+        let relay = tokio::spawn({
+            let cancel = cancel.clone();
+            async move { relay.run(cancel).await }
+        });
+        Ok(Self {
+            publisher,
+            cancel,
+            relay,
+            source,
+        })
+    }
+
+    /// The publisher the relay publishes to.
+    pub(super) fn publisher(&self) -> &RecordingPublisher {
+        &self.publisher
+    }
+
+    /// Runs `plan.producers` producers, each `produce(n)` returning the
+    /// events it committed and when; waits up to `settle` for the relay to
+    /// publish them all, then stops it.
+    pub(super) async fn measure<F, Fut>(
+        self,
+        plan: Plan,
+        settle: Duration,
+        produce: F,
+    ) -> anyhow::Result<Run>
+    where
+        F: Fn(u32) -> Fut,
+        Fut: Future<Output = anyhow::Result<Vec<(Uuid, Instant)>>> + Send + 'static,
+    {
+        let started = Instant::now();
+        let committed = try_join_all((0..plan.producers).map(|p| tokio::spawn(produce(p))))
+            .await?
+            .into_iter()
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let produced_for = started.elapsed();
+        let committed: HashMap<Uuid, Instant> = committed.into_iter().flatten().collect();
+        let deadline = Instant::now() + settle;
+        while self.publisher.count() < committed.len() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.cancel.cancel();
+        self.relay.await??;
+        self.source.await?;
+        Ok(Run {
+            committed: committed.len(),
+            produced_for,
+            delays: commit_to_publish(&committed, &self.publisher.take()),
+        })
+    }
+}
+
+/// Commits an event with `stage_one` until one is published within
+/// `wait`, whatever the store; gives up after [`WARM_UP_LIMIT`]. What was
+/// published so far is forgotten.
+pub(super) async fn warm_up_by<F, Fut>(
+    mut stage_one: F,
+    publisher: &RecordingPublisher,
+    wait: Duration,
+) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let deadline = Instant::now() + WARM_UP_LIMIT;
+    while Instant::now() < deadline {
+        stage_one().await?;
+        let committed = Instant::now();
+        let before = publisher.count();
+        while publisher.count() == before && committed.elapsed() < wait {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        if committed.elapsed() < wait {
+            // Let the relay settle that pass and go idle.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            publisher.take();
+            return Ok(());
+        }
+    }
+    anyhow::bail!("the relay never published a warm-up event within {wait:?}")
+}
