@@ -1,9 +1,12 @@
 //! Filling an outbox before a drain: pending events staged through
 //! tidings, published rows written in bulk.
 
+use std::future::Future;
+
 use sqlx::AssertSqlSafe;
 use tidings_core::OutboxSpec;
 use tidings_postgres::PgOutboxStore;
+use uuid::Uuid;
 
 use crate::env::outbox_table;
 use crate::payload::Payload;
@@ -11,21 +14,48 @@ use crate::payload::Payload;
 /// Events staged per transaction while loading.
 const LOAD_CHUNK: usize = 500;
 
+/// A store the scenarios stage into through tidings, whatever its
+/// database.
+pub(crate) trait Staging: Clone + Send + Sync + 'static {
+    /// Stages `count` events of `spec`, their payloads numbered from
+    /// `first`, in one transaction, commits it and returns their ids.
+    fn commit_events(
+        &self,
+        spec: &'static OutboxSpec<Payload>,
+        first: i64,
+        count: usize,
+    ) -> impl Future<Output = anyhow::Result<Vec<Uuid>>> + Send;
+}
+
+impl Staging for PgOutboxStore {
+    async fn commit_events(
+        &self,
+        spec: &'static OutboxSpec<Payload>,
+        first: i64,
+        count: usize,
+    ) -> anyhow::Result<Vec<Uuid>> {
+        let mut ctx = self.begin().await?;
+        let mut ids = Vec::with_capacity(count);
+        for n in first..first + count as i64 {
+            let staged = ctx.outbox().stage(spec, "order.placed", &Payload::new(n))?;
+            ids.push(staged.envelope().event_id);
+        }
+        ctx.commit().await?;
+        Ok(ids)
+    }
+}
+
 /// Stages `count` events of `spec` in transactions of [`LOAD_CHUNK`].
 pub(crate) async fn stage_pending(
-    store: &PgOutboxStore,
+    store: &impl Staging,
     spec: &'static OutboxSpec<Payload>,
     count: usize,
 ) -> anyhow::Result<()> {
     let mut n = 0;
     while n < count {
-        let mut ctx = store.begin().await?;
-        for _ in 0..LOAD_CHUNK.min(count - n) {
-            ctx.outbox()
-                .stage(spec, "order.placed", &Payload::new(n as i64))?;
-            n += 1;
-        }
-        ctx.commit().await?;
+        let chunk = LOAD_CHUNK.min(count - n);
+        store.commit_events(spec, n as i64, chunk).await?;
+        n += chunk;
     }
     Ok(())
 }

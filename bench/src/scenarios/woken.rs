@@ -11,12 +11,15 @@ use futures::future::try_join_all;
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{OutboxSpec, OutboxStore, StoreError, Wakeup};
 use tokio::task::JoinHandle;
+use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::delays::commit_to_publish;
+use crate::delays::{commit_to_publish, quantile};
+use crate::load::Staging;
 use crate::payload::Payload;
 use crate::publishers::RecordingPublisher;
+use crate::report::{Figure, Goal};
 
 /// Producers committing concurrently at most.
 const MAX_PRODUCERS: u32 = 4;
@@ -67,6 +70,63 @@ impl Run {
     pub(super) fn unpublished(&self) -> usize {
         self.committed.saturating_sub(self.delays.len())
     }
+
+    /// The run's figures for scenario `name`, each labelled with the rate
+    /// and `condition` (`""`, or `", how"`).
+    pub(super) fn figures(&self, name: &'static str, plan: Plan, condition: &str) -> Vec<Figure> {
+        let at = format!("at {}/s{condition}", plan.rate);
+        let label = |what: &str| format!("{what} {at}");
+        let committed_rate = format!(
+            "committed rate {at} ({} producers, {} events per transaction)",
+            plan.producers, plan.events_per_tx
+        );
+        vec![
+            Figure::rate(name, &committed_rate, self.committed, self.produced_for),
+            Figure::millis(
+                name,
+                &label("commit-to-publish p50"),
+                quantile(&self.delays, 0.5),
+            ),
+            Figure::millis(
+                name,
+                &label("commit-to-publish p99"),
+                quantile(&self.delays, 0.99),
+            ),
+            Figure::new(
+                name,
+                &label("committed but unpublished"),
+                self.unpublished() as f64,
+                "",
+            )
+            .goal(Goal::Equal(0.0)),
+        ]
+    }
+}
+
+/// Commits the plan's events per transaction into `store` at the plan's
+/// rate for `duration`, as producer number `producer`. Returns each event
+/// id with when its commit returned.
+pub(super) async fn produce(
+    store: impl Staging,
+    spec: &'static OutboxSpec<Payload>,
+    plan: Plan,
+    duration: Duration,
+    producer: u32,
+) -> anyhow::Result<Vec<(Uuid, Instant)>> {
+    let mut ticks = tokio::time::interval(plan.interval);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Burst);
+    let end = Instant::now() + duration;
+    let mut committed = Vec::new();
+    let mut n = i64::from(producer) << 32;
+    let per_tx = plan.events_per_tx as usize;
+    while Instant::now() < end {
+        ticks.tick().await;
+        let ids = store.commit_events(spec, n, per_tx).await?;
+        n += per_tx as i64;
+        let now = Instant::now();
+        committed.extend(ids.into_iter().map(|id| (id, now)));
+    }
+    Ok(committed)
 }
 
 /// A relay of `spec` running on `store`, woken by the wake-up source that
@@ -147,21 +207,18 @@ impl WokenRelay {
     }
 }
 
-/// Commits an event with `stage_one` until one is published within
-/// `wait`, whatever the store; gives up after [`WARM_UP_LIMIT`]. What was
-/// published so far is forgotten.
-pub(super) async fn warm_up_by<F, Fut>(
-    mut stage_one: F,
+/// Commits an event into `store` until one is published within `wait`:
+/// the wake-up source is listening and the relay idle. Gives up after
+/// [`WARM_UP_LIMIT`]. What was published so far is forgotten.
+pub(super) async fn warm_up(
+    store: &impl Staging,
+    spec: &'static OutboxSpec<Payload>,
     publisher: &RecordingPublisher,
     wait: Duration,
-) -> anyhow::Result<()>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<()>>,
-{
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + WARM_UP_LIMIT;
     while Instant::now() < deadline {
-        stage_one().await?;
+        store.commit_events(spec, -1, 1).await?;
         let committed = Instant::now();
         let before = publisher.count();
         while publisher.count() == before && committed.elapsed() < wait {

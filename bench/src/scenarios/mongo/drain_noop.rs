@@ -14,6 +14,7 @@ use tidings_mongo::mongodb::bson::{Binary, Bson, Document, doc};
 use uuid::Uuid;
 
 use crate::env::spec;
+use crate::load::stage_pending;
 use crate::payload::Payload;
 use crate::publishers::NoopPublisher;
 use crate::report::{Figure, Goal};
@@ -23,8 +24,6 @@ use super::documents::now_micros;
 use super::services::{database, drop_store, store};
 
 const NAME: &str = "mongo-drain-noop";
-/// Events staged per transaction while loading.
-const LOAD_CHUNK: usize = 500;
 
 pub(in crate::scenarios) async fn run(
     sizes: &Sizes,
@@ -63,25 +62,6 @@ pub(in crate::scenarios) async fn run(
     drop_store(&raw).await?;
     drop_store(&relayed).await?;
     result
-}
-
-/// Stages `count` events of `spec` in transactions of [`LOAD_CHUNK`].
-async fn stage_pending(
-    store: &MongoOutboxStore,
-    spec: &'static OutboxSpec<Payload>,
-    count: usize,
-) -> anyhow::Result<()> {
-    let mut n = 0;
-    while n < count {
-        let mut ctx = store.begin().await?;
-        for _ in 0..LOAD_CHUNK.min(count - n) {
-            ctx.outbox()
-                .stage(spec, "order.placed", &Payload::new(n as i64))?;
-            n += 1;
-        }
-        ctx.commit().await?;
-    }
-    Ok(())
 }
 
 /// The raw limit, in three round trips a batch: read the oldest due

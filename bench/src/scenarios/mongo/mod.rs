@@ -12,3 +12,4 @@ pub(super) mod drain_noop;
 pub(super) mod latency;
 mod services;
 pub(super) mod stage;
+mod staging;

@@ -31,9 +31,9 @@ use crate::load::stage_pending;
 use crate::report::{Figure, Goal};
 use crate::sizes::Sizes;
 
-use super::latency::{produce, warm_up};
+use super::latency::WARM_UP_WAIT;
 use super::relay_to_nothing;
-use super::woken::{Plan, WokenRelay};
+use super::woken::{Plan, WokenRelay, produce, warm_up};
 use snapshot::{Snapshot, dead_tuples};
 
 const NAME: &str = "pinned";
@@ -159,7 +159,7 @@ async fn measure(store: &PgOutboxStore, sizes: &Sizes) -> anyhow::Result<Run> {
     let relay = WokenRelay::start(store, spec, sizes.batch_size, |wakeup, cancel| {
         store.wakeup_source(wakeup).spawn(cancel)
     })?;
-    warm_up(store, spec, relay.publisher()).await?;
+    warm_up(store, spec, relay.publisher(), WARM_UP_WAIT).await?;
     let plan = Plan::new(sizes.pinned_rate);
     let duration = sizes.pinned_duration;
     let steady = relay
