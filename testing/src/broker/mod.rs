@@ -22,7 +22,7 @@ pub use settlement::*;
 #[macro_export]
 macro_rules! broker_conformance {
     ($harness:expr) => {
-        $crate::broker_conformance!(@cases $harness;
+        $crate::conformance_cases!([broker], $crate::broker::BrokerHarness::teardown, $harness;
             round_trip_keeps_every_envelope_field,
             batch_publish_delivers_every_message,
             missing_destination_fails_permanently,
@@ -33,15 +33,5 @@ macro_rules! broker_conformance {
             dead_letter_lands_in_the_dead_letter_queue,
             unsettled_delivery_is_redelivered,
         );
-    };
-    (@cases $harness:expr; $($case:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                let harness = $harness;
-                $crate::broker::$case(&harness).await;
-                $crate::broker::BrokerHarness::teardown(&harness).await;
-            }
-        )*
     };
 }

@@ -8,7 +8,9 @@ use tidings_consumer::{HandlerError, TxHandle, handler_fn};
 use tidings_core::Message;
 
 use super::world::run_until;
-use super::world::{ConsumerWorld, Effects, Order, WorldTx, consumer, counting, options, order};
+use super::world::{
+    ConsumerWorld, Effects, Order, WorldTx, answering, consumer, counting, options, order,
+};
 
 const ONCE: Effects = Effects { orders: 1, most: 1 };
 
@@ -35,18 +37,9 @@ pub async fn a_failing_handler_leaves_nothing_and_succeeds_on_redelivery<W: Cons
 ) {
     world.publish(&order(world.as_ref(), 7, None)).await;
     let calls = Arc::new(AtomicU32::new(0));
-    let handler = handler_fn({
-        let (world, calls) = (world.clone(), calls.clone());
-        move |msg: Message<Order>, tx: TxHandle<WorldTx<W>>| {
-            let (world, calls) = (world.clone(), calls.clone());
-            async move {
-                world.apply(&tx, msg.payload.id).await?;
-                match calls.fetch_add(1, SeqCst) {
-                    0 | 1 => Err(HandlerError::transient("downstream hiccup")),
-                    _ => Ok(()),
-                }
-            }
-        }
+    let handler = answering(world, &calls, |call| match call {
+        0 | 1 => Err(HandlerError::transient("downstream hiccup")),
+        _ => Ok(()),
     });
     let consumer = consumer(world.as_ref(), handler, options().attempts(1));
     let report =
@@ -112,16 +105,8 @@ pub async fn a_permanent_error_parks_at_once_and_leaves_nothing<W: ConsumerWorld
     let sent = order(world.as_ref(), 7, None);
     world.publish(&sent).await;
     let calls = Arc::new(AtomicU32::new(0));
-    let handler = handler_fn({
-        let (world, calls) = (world.clone(), calls.clone());
-        move |msg: Message<Order>, tx: TxHandle<WorldTx<W>>| {
-            let (world, calls) = (world.clone(), calls.clone());
-            async move {
-                world.apply(&tx, msg.payload.id).await?;
-                calls.fetch_add(1, SeqCst);
-                Err(HandlerError::permanent("card declined"))
-            }
-        }
+    let handler = answering(world, &calls, |_| {
+        Err(HandlerError::permanent("card declined"))
     });
     let failing = consumer(world.as_ref(), handler, options());
     let report = run_until::<W, _, _, _>(failing, |report| async move { report.parked == 1 }).await;

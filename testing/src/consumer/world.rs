@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -108,10 +109,27 @@ pub fn order(world: &impl ConsumerWorld, id: u32, key: Option<&str>) -> Envelope
 
 /// A handler that applies each order's effect, and nothing else.
 pub fn counting<W: ConsumerWorld>(world: &Arc<W>) -> impl Handler<Order, WorldTx<W>> {
-    let world = world.clone();
+    answering(world, &Arc::default(), |_| Ok(()))
+}
+
+/// A handler that applies each order's effect, then answers what
+/// `answer(n)` says, `n` counting its calls before this one in `calls`.
+pub fn answering<W, F>(
+    world: &Arc<W>,
+    calls: &Arc<AtomicU32>,
+    answer: F,
+) -> impl Handler<Order, WorldTx<W>> + use<W, F>
+where
+    W: ConsumerWorld,
+    F: Fn(u32) -> Result<(), HandlerError> + Clone + Send + Sync + 'static,
+{
+    let (world, calls) = (world.clone(), calls.clone());
     handler_fn(move |msg: Message<Order>, tx: TxHandle<WorldTx<W>>| {
-        let world = world.clone();
-        async move { world.apply(&tx, msg.payload.id).await }
+        let (world, calls, answer) = (world.clone(), calls.clone(), answer.clone());
+        async move {
+            world.apply(&tx, msg.payload.id).await?;
+            answer(calls.fetch_add(1, SeqCst))
+        }
     })
 }
 

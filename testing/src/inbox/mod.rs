@@ -18,7 +18,7 @@ pub use marks::*;
 #[macro_export]
 macro_rules! inbox_conformance {
     ($harness:expr) => {
-        $crate::inbox_conformance!(@cases $harness;
+        $crate::conformance_cases!([inbox], $crate::inbox::InboxHarness::teardown, $harness;
             a_duplicate_is_reported_and_leaves_the_transaction_usable,
             a_rollback_takes_the_mark_with_it,
             concurrent_marks_of_one_event_commit_once,
@@ -31,15 +31,5 @@ macro_rules! inbox_conformance {
             a_start_outlives_a_transaction_that_never_ends,
             retention_purges_stale_attempt_counts,
         );
-    };
-    (@cases $harness:expr; $($case:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                let harness = $harness;
-                $crate::inbox::$case(&harness).await;
-                $crate::inbox::InboxHarness::teardown(&harness).await;
-            }
-        )*
     };
 }

@@ -7,6 +7,7 @@ use tidings_core::{
     ClaimCursor, ClaimRequest, ClaimedBatch, Envelope, Hlc, OrderingMode, OutboxStore, Outcome,
     RetryPolicy, Route, Settlement, StagedEvent, StoreError,
 };
+use uuid::Uuid;
 
 use crate::eventually::eventually;
 use crate::names::unique_name;
@@ -77,6 +78,15 @@ pub fn numbers<B: ClaimedBatch>(batch: &B) -> Vec<u32> {
                 .parse()
                 .unwrap()
         })
+        .collect()
+}
+
+/// The event ids of a batch's records, in claim order.
+pub fn event_ids<B: ClaimedBatch>(batch: &B) -> Vec<Uuid> {
+    batch
+        .records()
+        .iter()
+        .map(|r| r.envelope.event_id)
         .collect()
 }
 

@@ -6,7 +6,7 @@ use tidings_core::{ClaimedBatch, OrderingMode, OutboxStore, Outcome, Settlement}
 
 use super::StoreHarness;
 use super::fixtures::{
-    SHORT_LEASE, claim, claim_leased, claim_within, event, numbers, route, settle_all,
+    SHORT_LEASE, claim, claim_leased, claim_within, event, event_ids, numbers, route, settle_all,
 };
 use crate::eventually::eventually;
 
@@ -114,11 +114,7 @@ pub async fn failed_rows_stay_until_requeued<H: StoreHarness>(h: &H) {
         .await;
 
     let batch = claim(&store, &route, 10).await;
-    let ids: Vec<_> = batch
-        .records()
-        .iter()
-        .map(|r| r.envelope.event_id)
-        .collect();
+    let ids = event_ids(&batch);
     let settlements = settle_all(
         &batch,
         Outcome::Failed {
@@ -167,11 +163,7 @@ pub async fn delete_failed_takes_only_the_failed_rows_named<H: StoreHarness>(h: 
     h.commit(&store, events).await;
 
     let batch = claim(&store, &route, 3).await;
-    let claimed: Vec<_> = batch
-        .records()
-        .iter()
-        .map(|r| r.envelope.event_id)
-        .collect();
+    let claimed = event_ids(&batch);
     let outcomes = [
         Outcome::Failed {
             reason: "poison: one".into(),
@@ -228,11 +220,7 @@ pub async fn mixed_outcomes_settle_in_one_call<H: StoreHarness>(h: &H) {
         .await;
 
     let batch = claim(&store, &route, 10).await;
-    let ids: Vec<_> = batch
-        .records()
-        .iter()
-        .map(|r| r.envelope.event_id)
-        .collect();
+    let ids = event_ids(&batch);
     let outcomes = [
         Outcome::Published,
         Outcome::Retry {

@@ -17,8 +17,8 @@ mod shared;
 
 pub use claims::*;
 pub use fixtures::{
-    LONG_LEASE, SHORT_LEASE, claim, claim_after, claim_leased, claim_within, event, full_event,
-    keyed, numbers, route, settle_all, try_claim,
+    LONG_LEASE, SHORT_LEASE, claim, claim_after, claim_leased, claim_within, event, event_ids,
+    full_event, keyed, numbers, route, settle_all, try_claim,
 };
 pub use harness::StoreHarness;
 pub use maintenance::*;
@@ -50,7 +50,7 @@ macro_rules! store_conformance {
         $crate::store_conformance!(@common $harness;);
     };
     (@common $harness:expr; $($leased:ident),* $(,)?) => {
-        $crate::store_conformance!(@cases $harness;
+        $crate::conformance_cases!([store], $crate::store::StoreHarness::teardown, $harness;
             claim_returns_rows_oldest_first_with_every_field,
             claim_respects_limit_and_skips_claimed_rows,
             a_claim_past_a_cursor_leaves_earlier_rows_to_one_without,
@@ -78,15 +78,5 @@ macro_rules! store_conformance {
             a_shared_relay_serves_tenants_added_and_removed_while_it_runs,
             $($leased),*
         );
-    };
-    (@cases $harness:expr; $($case:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                let harness = $harness;
-                $crate::store::$case(&harness).await;
-                $crate::store::StoreHarness::teardown(&harness).await;
-            }
-        )*
     };
 }

@@ -41,22 +41,12 @@ pub trait ForeignProducer: BrokerHarness {
 #[macro_export]
 macro_rules! foreign_producer_conformance {
     ($harness:expr) => {
-        $crate::foreign_producer_conformance!(@cases $harness;
+        $crate::conformance_cases!([broker::foreign], $crate::broker::BrokerHarness::teardown, $harness;
             foreign_binary_events_are_read,
             foreign_structured_events_are_read,
             foreign_times_with_offsets_are_read,
             unreadable_foreign_events_are_parked_with_the_reason,
         );
-    };
-    (@cases $harness:expr; $($case:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                let harness = $harness;
-                $crate::broker::foreign::$case(&harness).await;
-                $crate::broker::BrokerHarness::teardown(&harness).await;
-            }
-        )*
     };
 }
 
