@@ -5,9 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
-use tidings_consumer::{
-    ConsumerOptions, ConsumerReport, HandlerError, KeyOrder, TxHandle, handler_fn,
-};
+use tidings_consumer::{ConsumerReport, HandlerError, KeyOrder, TxHandle, handler_fn};
 use tidings_core::Message;
 
 use super::world::{ConsumerWorld, Effects, Order, WorldTx, consumer, options, order, run_until};
@@ -79,7 +77,11 @@ impl Outcome {
 /// Publishes the events in id order, each under its key, and consumes them
 /// until every one succeeded. A failing event writes its effect first and
 /// then fails, so its rollback is checked too.
-async fn run<W: ConsumerWorld>(world: &Arc<W>, options: ConsumerOptions) -> Outcome {
+async fn run<W: ConsumerWorld>(world: &Arc<W>, key_order: KeyOrder, max_batch: usize) -> Outcome {
+    let options = options()
+        .key_order(key_order)
+        .concurrency(4)
+        .max_batch(max_batch);
     for id in 0..EVENTS {
         let key = format!("k{}", id % KEYS);
         world.publish(&order(world.as_ref(), id, Some(&key))).await;
@@ -147,11 +149,7 @@ async fn run<W: ConsumerWorld>(world: &Arc<W>, options: ConsumerOptions) -> Outc
 }
 
 async fn strict_keeps_every_key_in_order<W: ConsumerWorld>(world: &Arc<W>, max_batch: usize) {
-    let options = options()
-        .key_order(KeyOrder::Strict)
-        .concurrency(4)
-        .max_batch(max_batch);
-    let outcome = run(world, options).await;
+    let outcome = run(world, KeyOrder::Strict, max_batch).await;
     outcome.assert_every_event_once();
     assert_eq!(
         outcome.out_of_order(),
@@ -163,11 +161,7 @@ async fn strict_keeps_every_key_in_order<W: ConsumerWorld>(world: &Arc<W>, max_b
 }
 
 async fn serial_reorders_only_what_it_nacked<W: ConsumerWorld>(world: &Arc<W>, max_batch: usize) {
-    let options = options()
-        .key_order(KeyOrder::Serial)
-        .concurrency(4)
-        .max_batch(max_batch);
-    let outcome = run(world, options).await;
+    let outcome = run(world, KeyOrder::Serial, max_batch).await;
     outcome.assert_every_event_once();
     assert!(outcome.report.failed > 0, "nothing was nacked");
     let unexpected: Vec<_> = outcome

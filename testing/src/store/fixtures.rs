@@ -90,6 +90,18 @@ pub fn event_ids<B: ClaimedBatch>(batch: &B) -> Vec<Uuid> {
         .collect()
 }
 
+/// The rows of `batch` settled with `outcomes`, in claim order.
+pub fn settle_each<B: ClaimedBatch>(
+    batch: &B,
+    outcomes: impl IntoIterator<Item = Outcome>,
+) -> Vec<Settlement> {
+    event_ids(batch)
+        .into_iter()
+        .zip(outcomes)
+        .map(|(event_id, outcome)| Settlement { event_id, outcome })
+        .collect()
+}
+
 /// The same outcome for every row of `batch`.
 pub fn settle_all<B: ClaimedBatch>(batch: &B, outcome: Outcome) -> Vec<Settlement> {
     batch

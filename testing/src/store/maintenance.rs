@@ -70,39 +70,20 @@ pub async fn purge_deletes_finished_rows_in_batches<H: StoreHarness>(h: &H) {
     .await;
     settle_every(claim(&store, &route, 1).await, Outcome::Published).await;
 
-    let failed = |older_than, limit| PurgeRequest {
-        status: PurgeStatus::Failed,
-        older_than,
-        limit,
-    };
-    assert_eq!(
-        store
-            .purge(&route.name, failed(Duration::from_secs(3600), 10))
-            .await
-            .unwrap(),
-        0
-    );
-    assert_eq!(
-        store
-            .purge(&route.name, failed(Duration::ZERO, 2))
-            .await
-            .unwrap(),
-        2
-    );
-    assert_eq!(
-        store
-            .purge(&route.name, failed(Duration::ZERO, 2))
-            .await
-            .unwrap(),
-        1
-    );
-    assert_eq!(
-        store
-            .purge(&route.name, failed(Duration::ZERO, 2))
-            .await
-            .unwrap(),
-        0
-    );
+    // Nothing is old enough; then batches of two take the three failed rows.
+    let calls = [(3600, 10, 0), (0, 2, 2), (0, 2, 1), (0, 2, 0)];
+    for (older_than, limit, purged) in calls {
+        let failed = PurgeRequest {
+            status: PurgeStatus::Failed,
+            older_than: Duration::from_secs(older_than),
+            limit,
+        };
+        let deleted = store.purge(&route.name, failed).await.unwrap();
+        assert_eq!(
+            deleted, purged,
+            "purging failed rows older than {older_than} s, {limit} at most"
+        );
+    }
 
     let retained = store.stats(&route.name).await.unwrap().published;
     let published = PurgeRequest {

@@ -2,11 +2,12 @@
 
 use std::time::Duration;
 
-use tidings_core::{ClaimedBatch, OrderingMode, OutboxStore, Outcome, Settlement};
+use tidings_core::{ClaimedBatch, OrderingMode, OutboxStore, Outcome};
 
 use super::StoreHarness;
 use super::fixtures::{
     SHORT_LEASE, claim, claim_leased, claim_within, event, event_ids, numbers, route, settle_all,
+    settle_each,
 };
 use crate::eventually::eventually;
 
@@ -173,14 +174,7 @@ pub async fn delete_failed_takes_only_the_failed_rows_named<H: StoreHarness>(h: 
         },
         Outcome::Published,
     ];
-    let settlements = claimed
-        .iter()
-        .zip(outcomes)
-        .map(|(id, outcome)| Settlement {
-            event_id: *id,
-            outcome,
-        })
-        .collect();
+    let settlements = settle_each(&batch, outcomes);
     batch.settle(settlements).await.unwrap();
     let in_flight = claim(&store, &route, 1).await;
     let busy = in_flight.records()[0].envelope.event_id;
@@ -220,7 +214,6 @@ pub async fn mixed_outcomes_settle_in_one_call<H: StoreHarness>(h: &H) {
         .await;
 
     let batch = claim(&store, &route, 10).await;
-    let ids = event_ids(&batch);
     let outcomes = [
         Outcome::Published,
         Outcome::Retry {
@@ -231,14 +224,7 @@ pub async fn mixed_outcomes_settle_in_one_call<H: StoreHarness>(h: &H) {
             reason: "never".into(),
         },
     ];
-    let settlements = ids
-        .iter()
-        .zip(outcomes)
-        .map(|(id, outcome)| Settlement {
-            event_id: *id,
-            outcome,
-        })
-        .collect();
+    let settlements = settle_each(&batch, outcomes);
     let report = batch.settle(settlements).await.unwrap();
     assert_eq!(
         (report.published, report.rescheduled, report.failed),
