@@ -19,14 +19,12 @@ use crate::params::{limit, micros};
 impl OutboxAdmin for PgOutboxStore {
     #[instrument(skip_all, fields(db.system = "postgresql"), err)]
     async fn routes(&self) -> Result<Vec<String>, StoreError> {
-        let mut session = self.session().await.map_err(store_error)?;
-        let routes = sqlx::query_scalar(self.inner().sql.routes.clone())
-            .persistent(self.persistent())
-            .fetch_all(&mut *session)
-            .await
-            .map_err(store_error)?;
-        session.finish().await.map_err(store_error)?;
-        Ok(routes)
+        let rows = self
+            .fetch_alone(sqlx::query(self.inner().sql.routes.clone()))
+            .await?;
+        rows.iter()
+            .map(|row| row.try_get(0).map_err(store_error))
+            .collect()
     }
 
     #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]
@@ -35,18 +33,16 @@ impl OutboxAdmin for PgOutboxStore {
         route: &str,
         filter: &FailedFilter,
     ) -> Result<Vec<FailedRow>, StoreError> {
-        let mut session = self.session().await.map_err(store_error)?;
-        let rows = sqlx::query(self.inner().sql.failed_rows.clone())
-            .persistent(self.persistent())
-            .bind(route)
-            .bind(filter.event_type.as_deref())
-            .bind(micros(filter.older_than.unwrap_or_default()))
-            .bind(filter.ids.as_deref())
-            .bind(limit(filter.limit))
-            .fetch_all(&mut *session)
-            .await
-            .map_err(store_error)?;
-        session.finish().await.map_err(store_error)?;
+        let rows = self
+            .fetch_alone(
+                sqlx::query(self.inner().sql.failed_rows.clone())
+                    .bind(route)
+                    .bind(filter.event_type.as_deref())
+                    .bind(micros(filter.older_than.unwrap_or_default()))
+                    .bind(filter.ids.as_deref())
+                    .bind(limit(filter.limit)),
+            )
+            .await?;
         rows.iter().map(failed_row).collect()
     }
 
@@ -71,13 +67,9 @@ impl OutboxAdmin for PgOutboxStore {
 
     #[instrument(skip_all, fields(db.system = "postgresql"), err)]
     async fn consumers(&self) -> Result<Vec<ConsumerStats>, StoreError> {
-        let mut session = self.session().await.map_err(store_error)?;
-        let rows = sqlx::query(self.inner().sql.inbox_consumers.clone())
-            .persistent(self.persistent())
-            .fetch_all(&mut *session)
-            .await
-            .map_err(store_error)?;
-        session.finish().await.map_err(store_error)?;
+        let rows = self
+            .fetch_alone(sqlx::query(self.inner().sql.inbox_consumers.clone()))
+            .await?;
         rows.iter()
             .map(|row| {
                 let marks: i64 = row.try_get("marks").map_err(store_error)?;

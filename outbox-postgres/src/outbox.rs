@@ -35,16 +35,13 @@ impl OutboxStore for PgOutboxStore {
     #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]
     async fn sweep_expired(&self, route: &str, limit_rows: usize) -> Result<u64, StoreError> {
         let inner = self.inner();
-        let mut session = self.session().await.map_err(store_error)?;
-        let swept = sqlx::query(inner.sql.sweep.clone())
-            .persistent(self.persistent())
-            .bind(route)
-            .bind(limit(limit_rows))
-            .execute(&mut *session)
-            .await
-            .map_err(store_error)?
-            .rows_affected();
-        session.finish().await.map_err(store_error)?;
+        let swept = self
+            .execute_alone(
+                sqlx::query(inner.sql.sweep.clone())
+                    .bind(route)
+                    .bind(limit(limit_rows)),
+            )
+            .await?;
         if swept > 0 {
             debug!(swept, "expired leases returned to pending");
         }
@@ -60,17 +57,14 @@ impl OutboxStore for PgOutboxStore {
             Requeue::Ids(ids) => (false, ids),
         };
         let inner = self.inner();
-        let mut session = self.session().await.map_err(store_error)?;
-        let requeued = sqlx::query(inner.sql.requeue.clone())
-            .persistent(self.persistent())
-            .bind(route)
-            .bind(all)
-            .bind::<&[Uuid]>(&ids)
-            .execute(&mut *session)
-            .await
-            .map_err(store_error)?
-            .rows_affected();
-        session.finish().await.map_err(store_error)?;
+        let requeued = self
+            .execute_alone(
+                sqlx::query(inner.sql.requeue.clone())
+                    .bind(route)
+                    .bind(all)
+                    .bind::<&[Uuid]>(&ids),
+            )
+            .await?;
         info!(requeued, "failed rows requeued");
         Ok(requeued)
     }
@@ -82,18 +76,15 @@ impl OutboxStore for PgOutboxStore {
             PurgeStatus::Failed => "failed",
         };
         let inner = self.inner();
-        let mut session = self.session().await.map_err(store_error)?;
-        let purged = sqlx::query(inner.sql.purge.clone())
-            .persistent(self.persistent())
-            .bind(route)
-            .bind(status)
-            .bind(micros(request.older_than))
-            .bind(limit(request.limit))
-            .execute(&mut *session)
-            .await
-            .map_err(store_error)?
-            .rows_affected();
-        session.finish().await.map_err(store_error)?;
+        let purged = self
+            .execute_alone(
+                sqlx::query(inner.sql.purge.clone())
+                    .bind(route)
+                    .bind(status)
+                    .bind(micros(request.older_than))
+                    .bind(limit(request.limit)),
+            )
+            .await?;
         debug!(purged, status, "finished rows purged");
         Ok(purged)
     }
@@ -104,16 +95,13 @@ impl OutboxStore for PgOutboxStore {
             return Ok(0);
         }
         let inner = self.inner();
-        let mut session = self.session().await.map_err(store_error)?;
-        let deleted = sqlx::query(inner.sql.delete_failed.clone())
-            .persistent(self.persistent())
-            .bind(route)
-            .bind(ids)
-            .execute(&mut *session)
-            .await
-            .map_err(store_error)?
-            .rows_affected();
-        session.finish().await.map_err(store_error)?;
+        let deleted = self
+            .execute_alone(
+                sqlx::query(inner.sql.delete_failed.clone())
+                    .bind(route)
+                    .bind(ids),
+            )
+            .await?;
         info!(deleted, "failed rows deleted");
         Ok(deleted)
     }

@@ -23,6 +23,8 @@ use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::query::Query;
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Transaction};
 use tidings_core::StoreError;
 
@@ -121,7 +123,34 @@ impl PgOutboxStore {
             Pooling::Transaction => Session::Wrapped(self.pool().begin().await?),
         })
     }
+
+    /// Runs `query` on a session of its own; the rows it affected.
+    pub(crate) async fn execute_alone(&self, query: PgQuery<'_>) -> Result<u64, StoreError> {
+        let mut session = self.session().await.map_err(store_error)?;
+        let done = query
+            .persistent(self.persistent())
+            .execute(&mut *session)
+            .await
+            .map_err(store_error)?;
+        session.finish().await.map_err(store_error)?;
+        Ok(done.rows_affected())
+    }
+
+    /// Runs `query` on a session of its own; the rows it returned.
+    pub(crate) async fn fetch_alone(&self, query: PgQuery<'_>) -> Result<Vec<PgRow>, StoreError> {
+        let mut session = self.session().await.map_err(store_error)?;
+        let rows = query
+            .persistent(self.persistent())
+            .fetch_all(&mut *session)
+            .await
+            .map_err(store_error)?;
+        session.finish().await.map_err(store_error)?;
+        Ok(rows)
+    }
 }
+
+/// A statement with its arguments bound.
+pub(crate) type PgQuery<'q> = Query<'q, Postgres, PgArguments>;
 
 /// How long the probe for an unannounced pooler waits for its second
 /// connection before giving up on the probe.

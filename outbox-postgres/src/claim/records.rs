@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use sqlx::postgres::PgArguments;
 use sqlx::query::Query;
-use sqlx::{PgConnection, Postgres, Row};
+use sqlx::{PgConnection, Postgres, Row, SqlStr};
 use tidings_core::StoreError;
 use tracing::debug;
 use uuid::Uuid;
@@ -103,22 +103,20 @@ pub(crate) async fn count_crashes(
         return Ok(0);
     }
     let named: Vec<i64> = expired.iter().flat_map(|(_, ids)| ids).copied().collect();
-    let counted: HashSet<i64> = ids_of(
-        sqlx::query(inner.sql.count_crashes.clone())
+    let mut ids_of = async |sql: &SqlStr| -> Result<HashSet<i64>, StoreError> {
+        let rows = sqlx::query(sql.clone())
             .persistent(store.persistent())
             .bind(route)
             .bind(&named)
             .fetch_all(&mut *tx)
-            .await,
-    )?;
-    let pending: HashSet<i64> = ids_of(
-        sqlx::query(inner.sql.claims_pending.clone())
-            .persistent(store.persistent())
-            .bind(route)
-            .bind(&named)
-            .fetch_all(&mut *tx)
-            .await,
-    )?;
+            .await
+            .map_err(store_error)?;
+        rows.iter()
+            .map(|row| row.try_get("id").map_err(store_error))
+            .collect()
+    };
+    let counted = ids_of(&inner.sql.count_crashes).await?;
+    let pending = ids_of(&inner.sql.claims_pending).await?;
     for (token, ids) in &expired {
         let held: Vec<i64> = ids
             .iter()
@@ -161,16 +159,6 @@ pub(crate) fn id_ranges(ids: &[i64]) -> (Vec<i64>, Vec<i64>) {
         }
     }
     (first, last)
-}
-
-/// The `id` column of the rows a statement returned.
-fn ids_of(
-    rows: Result<Vec<sqlx::postgres::PgRow>, sqlx::Error>,
-) -> Result<HashSet<i64>, StoreError> {
-    rows.map_err(store_error)?
-        .iter()
-        .map(|row| row.try_get("id").map_err(store_error))
-        .collect()
 }
 
 #[cfg(test)]
