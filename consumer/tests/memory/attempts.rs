@@ -15,7 +15,6 @@ use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, PublisherExt, Source};
 use tidings_inbox::Inbox;
 use tidings_testing::broker::{next, next_within};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 /// Takes `times` deliveries of the queue's head and drops them unsettled, as
 /// a consumer process that died with them prefetched would: the broker
@@ -111,22 +110,14 @@ async fn without_an_inbox_the_broker_count_parks() {
     let consumer = Consumer::new(broker.clone(), &ORDERS, handler)
         .unwrap()
         .options(options().max_deliveries(3));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let cancel = cancel.clone();
-        async move {
-            consumer.run(cancel).await;
-            consumer.report()
-        }
-    });
+    let running = RunningConsumer::start(consumer);
     let parked = loop {
         let parked = parked(&broker).await;
         if !parked.is_empty() {
             break parked;
         }
     };
-    cancel.cancel();
-    let report = task.await.unwrap();
+    let report = running.stop().await;
     assert_eq!((report.processed, report.parked), (0, 1));
     assert_eq!(calls.load(SeqCst), 0);
     assert!(

@@ -15,7 +15,6 @@ use tidings_consumer::{Consumer, HandlerError, KeyOrder, TxHandle, handler_fn};
 use tidings_core::memory::MemoryContext;
 use tidings_core::{Backoff, Message, PublisherExt};
 use tidings_inbox::Inbox;
-use tokio_util::sync::CancellationToken;
 
 #[tokio::test]
 async fn a_delivery_failing_past_its_strict_attempts_is_parked_and_frees_its_key() {
@@ -90,21 +89,13 @@ async fn shutdown_leaves_a_held_key_unsettled_for_redelivery() {
         .unwrap()
         .inbox(Inbox::new(store.clone(), "billing").unwrap())
         .options(options);
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let cancel = cancel.clone();
-        async move {
-            consumer.run(cancel).await;
-            consumer.report()
-        }
-    });
+    let running = RunningConsumer::start(consumer);
     while calls.load(SeqCst) == 0 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     tokio::time::sleep(Duration::from_millis(50)).await;
     let stopping = Instant::now();
-    cancel.cancel();
-    let report = task.await.unwrap();
+    let report = running.stop().await;
     assert!(
         stopping.elapsed() < Duration::from_secs(2),
         "shutdown waited out the backoff: {:?}",

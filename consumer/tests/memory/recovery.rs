@@ -131,20 +131,12 @@ async fn a_lost_source_is_resubscribed_and_nothing_is_lost_or_doubled() {
         .unwrap()
         .inbox(inbox)
         .options(options());
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let cancel = cancel.clone();
-        async move {
-            consumer.run(cancel).await;
-            consumer.report()
-        }
-    });
+    let running = RunningConsumer::start(consumer);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while effects(&store).len() < 50 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    cancel.cancel();
-    let report = task.await.unwrap();
+    let report = running.stop().await;
     assert!(
         flaky.subscriptions.load(SeqCst) >= 7,
         "the consumer did not resubscribe"

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tidings_consumer::{Consumer, ConsumerOptions, ConsumerReport, Inbox, TxHandle};
+use tidings_consumer::{Consumer, ConsumerOptions, ConsumerReport, Handler, Inbox, TxHandle};
 use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
-use tidings_core::{Backoff, Envelope, Message, QueueSpec};
+use tidings_core::{Backoff, Codec, Envelope, InboxStore, Message, QueueSpec, Source};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) static ORDERS: QueueSpec<Order> = QueueSpec::json("orders");
@@ -75,6 +75,39 @@ pub(crate) fn effects(store: &MemoryStore) -> HashMap<u32, u32> {
         .collect()
 }
 
+/// A consumer running on a task of its own.
+pub(crate) struct RunningConsumer {
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<ConsumerReport>,
+}
+
+impl RunningConsumer {
+    /// Runs `consumer` until [`stop`](Self::stop).
+    pub(crate) fn start<S, C, H, I>(consumer: Consumer<S, Order, C, H, I>) -> Self
+    where
+        S: Source + 'static,
+        C: Codec<Order> + Send + Sync + 'static,
+        I: InboxStore + 'static,
+        H: Handler<Order, I::Tx> + 'static,
+    {
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let cancel = cancel.clone();
+            async move {
+                consumer.run(cancel).await;
+                consumer.report()
+            }
+        });
+        Self { cancel, task }
+    }
+
+    /// Stops the consumer as a shutdown would; its report.
+    pub(crate) async fn stop(self) -> ConsumerReport {
+        self.cancel.cancel();
+        self.task.await.unwrap()
+    }
+}
+
 /// Runs the consumer until `done` holds for its report, for at most 10 s.
 pub(crate) async fn run_until<H>(
     consumer: Consumer<MemoryBroker, Order, tidings_core::JsonCodec, H, MemoryStore>,
@@ -120,21 +153,14 @@ where
             .unwrap()
             .inbox(Inbox::new(store.clone(), "billing").unwrap())
             .options(options);
-        let cancel = CancellationToken::new();
-        let run = tokio::spawn({
-            let cancel = cancel.clone();
-            async move {
-                consumer.run(cancel).await;
-                consumer.report()
-            }
-        });
+        let run = RunningConsumer::start(consumer);
         let crashed = tokio::select! {
             _ = reached.recv() => true,
             () = tokio::time::sleep(Duration::from_secs(2)) => false,
         };
         tokio::time::sleep(grace).await;
-        cancel.cancel();
-        let report = run.await.unwrap();
+
+        let report = run.stop().await;
         if !crashed {
             return (crashes, report);
         }
