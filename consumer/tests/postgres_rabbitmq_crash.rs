@@ -16,28 +16,23 @@
 
 mod support;
 
-use std::io::{BufRead, Write};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use sqlx::AssertSqlSafe;
-use support::harnessless::{self, leak, store_in};
 use support::postgres_rabbitmq::{Order, apply, options};
+use support::staging::{leak, relay_every, stage_orders, store_in};
 use tidings_consumer::{Consumer, TxHandle, handler_fn};
-use tidings_core::relay::Relay;
 use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, OutboxSpec, QueueSpec, Source};
 use tidings_inbox::Inbox;
 use tidings_postgres::{PgContext, PgOutboxStore};
 use tidings_rabbitmq::{
-    ConnectionOptions, PublisherOptions, QueueOptions, RabbitPublisher, RabbitSource,
-    SourceOptions, Topology, dead_letter_queue,
+    ConnectionOptions, QueueOptions, RabbitSource, SourceOptions, Topology, dead_letter_queue,
 };
+use tidings_testing::faults::harnessless;
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{amqp_url, service_missing};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio_util::sync::CancellationToken;
 
 /// Set in the child's environment to `<schema> <queue>`.
 const CHILD_ENV: &str = "TIDINGS_CRASH_CHILD";
@@ -53,7 +48,7 @@ const KILL_AFTER: Duration = Duration::from_millis(150);
 const REACHED: &str = "poison reached";
 
 fn main() {
-    harnessless::run(
+    tidings_testing::faults::harnessless::run(
         CHILD_ENV,
         "a_message_that_kills_its_consumer_is_parked_alone",
         |config| async move { child(&config).await },
@@ -121,33 +116,13 @@ async fn a_message_that_kills_its_consumer_is_parked_alone() -> String {
     )
 }
 
-/// Stages the orders through the outbox in a few transactions and relays
-/// them all to the queue.
+/// Stages the orders through the outbox and relays them all to the queue.
 async fn stage_and_relay(store: &PgOutboxStore, queue: &'static str) {
     let spec: &'static OutboxSpec<Order> = Box::leak(Box::new(
         OutboxSpec::json("order-events").destination(queue),
     ));
-    for chunk in (0..ORDERS).collect::<Vec<_>>().chunks(250) {
-        let mut ctx = store.begin().await.unwrap();
-        for id in chunk {
-            ctx.outbox()
-                .stage(spec, "order.placed", &Order { id: *id })
-                .unwrap()
-                .ordering_key(format!("k{}", id % KEYS));
-        }
-        ctx.commit().await.unwrap();
-    }
-    let publisher = RabbitPublisher::new(
-        ConnectionOptions::new(amqp_url()),
-        PublisherOptions::default(),
-    );
-    let relay = Relay::new(store.clone(), publisher, spec).unwrap();
-    let mut published = 0;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while published < ORDERS as usize {
-        assert!(Instant::now() < deadline, "relayed only {published}");
-        published += relay.drain().await.unwrap().published;
-    }
+    stage_orders(store, spec, ORDERS, KEYS).await;
+    relay_every(store.clone(), spec, ORDERS, Duration::from_secs(60)).await;
 }
 
 /// Collects what lands in the dead-letter queue: `(order id, reason)`.
@@ -196,14 +171,8 @@ async fn run_children(
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut crashes = 0;
     loop {
-        let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
-            .env(CHILD_ENV, format!("{schema} {queue}"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut child = harnessless::spawn_self(CHILD_ENV, &format!("{schema} {queue}")).unwrap();
+        let mut lines = child.lines().unwrap();
         loop {
             assert!(
                 Instant::now() < deadline,
@@ -220,12 +189,12 @@ async fn run_children(
                         continue;
                     }
                     // Drained: give a late parking a moment to show, then
-                    // stop the child by closing its input.
+                    // stop the child as a service is stopped.
                     tokio::time::sleep(Duration::from_millis(500)).await;
-                    drop(child.stdin.take());
+                    child.terminate().unwrap();
                     let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
                         .await
-                        .expect("the child stops when its input closes")
+                        .expect("the child stops on SIGTERM")
                         .unwrap();
                     assert!(status.success(), "{status}");
                     return crashes;
@@ -245,14 +214,7 @@ async fn run_children(
     }
 }
 
-/// Tells the parent that the poison's handler started.
-fn tell_parent() {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{REACHED}").unwrap();
-    out.flush().unwrap();
-}
-
-/// The child: one consumer until its input closes.
+/// The child: one consumer until it is terminated.
 async fn child(config: &str) {
     let (schema, queue) = config.split_once(' ').expect("<schema> <queue>");
     let store = store_in(schema).await;
@@ -271,7 +233,7 @@ async fn child(config: &str) {
             let sql = sql.clone();
             async move {
                 if msg.payload.id == POISON {
-                    tell_parent();
+                    harnessless::tell_parent(REACHED);
                     std::future::pending::<()>().await;
                 }
                 apply(&sql, &msg, &tx).await
@@ -286,13 +248,5 @@ async fn child(config: &str) {
                 .concurrency(CONCURRENCY)
                 .max_deliveries(MAX_DELIVERIES),
         );
-    let cancel = CancellationToken::new();
-    std::thread::spawn({
-        let cancel = cancel.clone();
-        move || {
-            for _ in std::io::stdin().lock().lines() {}
-            cancel.cancel();
-        }
-    });
-    consumer.run(cancel).await;
+    consumer.run(harnessless::until_terminated()).await;
 }

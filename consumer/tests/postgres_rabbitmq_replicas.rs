@@ -17,28 +17,20 @@
 mod support;
 
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use sqlx::AssertSqlSafe;
-use support::harnessless::{self, leak, store_in};
 use support::postgres_rabbitmq::{Order, options};
+use support::staging::{leak, relay_every, stage_orders, store_in};
 use tidings_consumer::{Consumer, HandlerError, KeyOrder, TxHandle, handler_fn};
-use tidings_core::relay::Relay;
 use tidings_core::{Message, OutboxSpec, QueueSpec};
 use tidings_inbox::Inbox;
 use tidings_postgres::{PgContext, PgOutboxStore};
-use tidings_rabbitmq::{
-    ConnectionOptions, PublisherOptions, QueueOptions, RabbitPublisher, RabbitSource,
-    SourceOptions, Topology,
-};
+use tidings_rabbitmq::{ConnectionOptions, QueueOptions, RabbitSource, SourceOptions, Topology};
+use tidings_testing::faults::{ChildProcess, harnessless};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{amqp_url, service_missing};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 /// Set in a child's environment to `<schema> <queue>`.
 const CHILD_ENV: &str = "TIDINGS_REPLICA_CHILD";
@@ -52,18 +44,12 @@ const CONCURRENCY: usize = 4;
 const ACTIVE: &str = "active";
 
 fn main() {
-    harnessless::run(
+    tidings_testing::faults::harnessless::run(
         CHILD_ENV,
         "each_key_keeps_its_order_across_killed_replicas",
         |config| async move { child(&config).await },
         each_key_keeps_its_order_across_killed_replicas,
     );
-}
-
-/// A consumer child and its input; closing the input stops it.
-struct Replica {
-    process: Child,
-    input: Option<ChildStdin>,
 }
 
 /// The parent: runs the replicas and the relay, kills the active replica
@@ -93,10 +79,15 @@ async fn each_key_keeps_its_order_across_killed_replicas() -> String {
 
     let spec = stage(&store, queue).await;
     let (lines, mut active) = mpsc::unbounded_channel();
-    let mut replicas: Vec<Replica> = (0..REPLICAS)
+    let mut replicas: Vec<ChildProcess> = (0..REPLICAS)
         .map(|index| spawn_replica(&schema, queue, index, lines.clone()))
         .collect();
-    let relay = tokio::spawn(relay_all(store.clone(), spec));
+    let relay = tokio::spawn(relay_every(
+        store.clone(),
+        spec,
+        ORDERS,
+        Duration::from_secs(120),
+    ));
 
     let deadline = Instant::now() + Duration::from_secs(180);
     let mut killed = Vec::new();
@@ -115,7 +106,7 @@ async fn each_key_keeps_its_order_across_killed_replicas() -> String {
         let due = (killed.len() + 1) as i64 * i64::from(ORDERS) / (KILLS as i64 + 1);
         if killed.len() < KILLS && effects(&store).await.0 >= due {
             if let Some(index) = current.take() {
-                replicas[index].process.kill().await.unwrap();
+                replicas[index].kill().await.unwrap();
                 killed.push(index);
             }
         }
@@ -123,10 +114,12 @@ async fn each_key_keeps_its_order_across_killed_replicas() -> String {
     }
     relay.await.unwrap();
     for (index, replica) in replicas.iter_mut().enumerate() {
-        drop(replica.input.take());
-        let exited = tokio::time::timeout(Duration::from_secs(20), replica.process.wait())
+        if !killed.contains(&index) {
+            replica.terminate().unwrap();
+        }
+        let exited = tokio::time::timeout(Duration::from_secs(20), replica.wait())
             .await
-            .expect("a replica stops when its input closes")
+            .expect("a replica stops on SIGTERM")
             .unwrap();
         if !killed.contains(&index) {
             assert!(exited.success(), "replica {index}: {exited}");
@@ -151,39 +144,15 @@ async fn each_key_keeps_its_order_across_killed_replicas() -> String {
     format!("{KILLS} active replicas killed, {takeovers} became active")
 }
 
-/// Stages the orders, each key's in id order, in a few transactions.
+/// Stages the orders, each key's in id order.
 async fn stage(store: &PgOutboxStore, queue: &'static str) -> &'static OutboxSpec<Order> {
     let spec: &'static OutboxSpec<Order> = Box::leak(Box::new(
         OutboxSpec::json("order-events")
             .destination(queue)
             .per_key(),
     ));
-    for chunk in (0..ORDERS).collect::<Vec<_>>().chunks(300) {
-        let mut ctx = store.begin().await.unwrap();
-        for id in chunk {
-            ctx.outbox()
-                .stage(spec, "order.placed", &Order { id: *id })
-                .unwrap()
-                .ordering_key(format!("k{}", id % KEYS));
-        }
-        ctx.commit().await.unwrap();
-    }
+    stage_orders(store, spec, ORDERS, KEYS).await;
     spec
-}
-
-/// Relays every order, a key's in staging order.
-async fn relay_all(store: PgOutboxStore, spec: &'static OutboxSpec<Order>) {
-    let publisher = RabbitPublisher::new(
-        ConnectionOptions::new(amqp_url()),
-        PublisherOptions::default(),
-    );
-    let relay = Relay::new(store, publisher, spec).unwrap();
-    let mut published = 0;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while published < ORDERS as usize {
-        assert!(Instant::now() < deadline, "relayed only {published}");
-        published += relay.drain().await.unwrap().published;
-    }
 }
 
 /// Starts consumer child `index`; its "active" line is sent to `lines`.
@@ -192,30 +161,17 @@ fn spawn_replica(
     queue: &str,
     index: usize,
     lines: mpsc::UnboundedSender<usize>,
-) -> Replica {
-    let mut process = Command::new(std::env::current_exe().unwrap())
-        .env(CHILD_ENV, format!("{schema} {queue}"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let (input, output) = (
-        process.stdin.take().unwrap(),
-        process.stdout.take().unwrap(),
-    );
+) -> ChildProcess {
+    let mut child = harnessless::spawn_self(CHILD_ENV, &format!("{schema} {queue}")).unwrap();
+    let mut output = child.lines().unwrap();
     tokio::spawn(async move {
-        let mut output = BufReader::new(output).lines();
         while let Ok(Some(line)) = output.next_line().await {
             if line == ACTIVE {
                 let _ = lines.send(index);
             }
         }
     });
-    Replica {
-        process,
-        input: Some(input),
-    }
+    child
 }
 
 /// `(orders with an effect, effects)`.
@@ -249,14 +205,7 @@ async fn out_of_order(store: &PgOutboxStore) -> Vec<(i32, i32, i32)> {
     wrong
 }
 
-/// Tells the parent that this replica's handler runs.
-fn tell_parent() {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{ACTIVE}").unwrap();
-    out.flush().unwrap();
-}
-
-/// A child: one consumer replica until its input closes.
+/// A child: one consumer replica until it is terminated.
 async fn child(config: &str) {
     let (schema, queue) = config.split_once(' ').expect("<schema> <queue>");
     let store = store_in(schema).await;
@@ -273,7 +222,7 @@ async fn child(config: &str) {
         move |msg: Message<Order>, tx: TxHandle<PgContext<'static>>| {
             let sql = sql.clone();
             async move {
-                told.call_once(tell_parent);
+                told.call_once(|| harnessless::tell_parent(ACTIVE));
                 let mut ctx = tx.lock().await;
                 sqlx::query(AssertSqlSafe(sql))
                     .bind(msg.payload.id)
@@ -292,13 +241,5 @@ async fn child(config: &str) {
                 .concurrency(CONCURRENCY)
                 .key_order(KeyOrder::Strict),
         );
-    let cancel = CancellationToken::new();
-    std::thread::spawn({
-        let cancel = cancel.clone();
-        move || {
-            for _ in std::io::stdin().lock().lines() {}
-            cancel.cancel();
-        }
-    });
-    consumer.run(cancel).await;
+    consumer.run(harnessless::until_terminated()).await;
 }

@@ -23,6 +23,7 @@
 //! # }
 //! ```
 
+pub mod harnessless;
 mod postgres;
 mod process;
 mod rabbitmq;

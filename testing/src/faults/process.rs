@@ -2,11 +2,13 @@
 
 use std::future::Future;
 use std::io;
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use tokio::process::{Child, Command};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
 
 /// A child process the test owns, signalled by its PID.
 #[derive(Debug)]
@@ -73,11 +75,35 @@ impl ChildProcess {
         if self.child.try_wait()?.is_some() {
             return Ok(());
         }
-        self.signal(Signal::SIGTERM)?;
+        self.terminate()?;
         match tokio::time::timeout(grace, self.child.wait()).await {
             Ok(exited) => exited.map(drop),
             Err(_) => self.kill().await,
         }
+    }
+
+    /// Asks it to stop (SIGTERM), as a service manager would, without
+    /// waiting; [`wait`](Self::wait) for its exit.
+    ///
+    /// # Errors
+    ///
+    /// The signal could not be sent.
+    pub fn terminate(&self) -> io::Result<()> {
+        self.signal(Signal::SIGTERM)
+    }
+
+    /// Waits for it to exit; its exit status.
+    ///
+    /// # Errors
+    ///
+    /// The child could not be reaped.
+    pub async fn wait(&mut self) -> io::Result<ExitStatus> {
+        self.child.wait().await
+    }
+
+    /// Its standard output line by line, once, where the command piped it.
+    pub fn lines(&mut self) -> Option<Lines<BufReader<ChildStdout>>> {
+        Some(BufReader::new(self.child.stdout.take()?).lines())
     }
 
     /// Whether it has exited (and reaps it if so).

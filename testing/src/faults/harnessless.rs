@@ -1,0 +1,116 @@
+//! Test binaries that are their own harness (`harness = false`) and their
+//! own child processes: run plainly, the binary is the parent test; run
+//! with an environment variable set, it is a child the parent started, to
+//! be read, killed and stopped as a service would be.
+//!
+//! ```no_run
+//! use tidings_testing::faults::harnessless;
+//!
+//! const CHILD_ENV: &str = "MY_CRASH_CHILD";
+//!
+//! fn main() {
+//!     harnessless::run(CHILD_ENV, "a_killed_consumer_loses_nothing", child, parent);
+//! }
+//!
+//! async fn parent() -> String {
+//!     let mut child = harnessless::spawn_self(CHILD_ENV, "orders").unwrap();
+//!     let mut lines = child.lines().unwrap();
+//!     assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("ready"));
+//!     child.kill().await.unwrap();
+//!     "1 kill".into()
+//! }
+//!
+//! async fn child(queue: String) {
+//!     let stop = harnessless::until_terminated();
+//!     harnessless::tell_parent("ready");
+//!     stop.cancelled().await;
+//! #   drop(queue);
+//! }
+//! ```
+
+use std::future::Future;
+use std::io::{self, Write};
+use std::process::Stdio;
+use std::time::Instant;
+
+use tokio::process::Command;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+use super::ChildProcess;
+
+/// Runs `child` with the value of `child_env` when it is set; otherwise
+/// runs `test`, named `name`, and prints its line with the figures it
+/// returns and how long it took, as the test harness would.
+pub fn run<C, T>(
+    child_env: &str,
+    name: &str,
+    child: impl FnOnce(String) -> C,
+    test: impl FnOnce() -> T,
+) where
+    C: Future<Output = ()>,
+    T: Future<Output = String>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime for the test");
+    match std::env::var(child_env) {
+        Ok(config) => runtime.block_on(child(config)),
+        Err(_) => {
+            let started = Instant::now();
+            let figures = runtime.block_on(test());
+            let seconds = started.elapsed().as_secs_f64();
+            let mut err = io::stderr().lock();
+            let _ = writeln!(err, "test {name} ... ok ({figures}, {seconds:.1} s)");
+            let _ = writeln!(err, "1 passed, 0 failed");
+        }
+    }
+}
+
+/// Starts this binary again as a child, with `child_env` set to `config`
+/// and its standard output piped for [`ChildProcess::lines`].
+///
+/// # Errors
+///
+/// The binary could not be found or started.
+pub fn spawn_self(child_env: &str, config: &str) -> io::Result<ChildProcess> {
+    let mut command = Command::new(std::env::current_exe()?);
+    command
+        .env(child_env, config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped());
+    ChildProcess::spawn(command)
+}
+
+/// In a child: a token cancelled when the parent asks it to stop
+/// ([`ChildProcess::terminate`] or [`ChildProcess::stop`]), as a service
+/// stops on SIGTERM.
+///
+/// # Panics
+///
+/// When the handler for SIGTERM cannot be installed.
+pub fn until_terminated() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let mut terminate = signal(SignalKind::terminate()).expect("a SIGTERM handler");
+    tokio::spawn({
+        let cancel = cancel.clone();
+        async move {
+            terminate.recv().await;
+            cancel.cancel();
+        }
+    });
+    cancel
+}
+
+/// In a child: tells the parent `line` on standard output, at once.
+///
+/// # Panics
+///
+/// When standard output is closed.
+pub fn tell_parent(line: &str) {
+    let mut out = io::stdout().lock();
+    writeln!(out, "{line}").expect("the parent reads the child's output");
+    out.flush().expect("the parent reads the child's output");
+}
