@@ -17,7 +17,7 @@
 mod support;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 use sqlx::AssertSqlSafe;
@@ -168,50 +168,22 @@ async fn run_children(
     queue: &str,
     parked: &Mutex<Vec<(i32, String)>>,
 ) -> u32 {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut crashes = 0;
-    loop {
-        let mut child = harnessless::spawn_self(CHILD_ENV, &format!("{schema} {queue}")).unwrap();
-        let mut lines = child.lines().unwrap();
-        loop {
-            assert!(
-                Instant::now() < deadline,
-                "not drained after {crashes} kills: effects {:?}, parked {:?}",
-                effects(store).await,
-                parked.lock().unwrap()
-            );
-            let line = tokio::select! {
-                line = lines.next_line() => line.unwrap(),
-                () = tokio::time::sleep(Duration::from_millis(100)) => {
-                    let (handled, _, _) = effects(store).await;
-                    let settled = handled + parked.lock().unwrap().len() as i64;
-                    if settled < i64::from(ORDERS) {
-                        continue;
-                    }
-                    // Drained: give a late parking a moment to show, then
-                    // stop the child as a service is stopped.
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                    child.terminate().unwrap();
-                    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
-                        .await
-                        .expect("the child stops on SIGTERM")
-                        .unwrap();
-                    assert!(status.success(), "{status}");
-                    return crashes;
-                }
-            };
-            match line.as_deref() {
-                Some(REACHED) => {
-                    tokio::time::sleep(KILL_AFTER).await;
-                    child.kill().await.unwrap();
-                    crashes += 1;
-                    break;
-                }
-                Some(_) => {}
-                None => panic!("the child exited on its own: {:?}", child.wait().await),
-            }
+    let config = format!("{schema} {queue}");
+    let within = Duration::from_secs(120);
+    harnessless::kill_each_time_reached(CHILD_ENV, &config, REACHED, KILL_AFTER, within, || async {
+        let effects = effects(store).await;
+        let parked = parked.lock().unwrap().clone();
+        let settled = effects.0 + parked.len() as i64;
+        if settled >= i64::from(ORDERS) {
+            // Give a late parking a moment to show.
+            tokio::time::sleep(Duration::from_millis(500)).await;
         }
-    }
+        (
+            settled >= i64::from(ORDERS),
+            format!("effects {effects:?}, parked {parked:?}"),
+        )
+    })
+    .await
 }
 
 /// The child: one consumer until it is terminated.

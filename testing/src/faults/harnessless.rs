@@ -31,7 +31,7 @@
 use std::future::Future;
 use std::io::{self, Write};
 use std::process::Stdio;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::process::Command;
 use tokio::signal::unix::{SignalKind, signal};
@@ -82,6 +82,69 @@ pub fn spawn_self(child_env: &str, config: &str) -> io::Result<ChildProcess> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped());
     ChildProcess::spawn(command)
+}
+
+/// Runs children of this binary (`child_env` set to `config`) one after
+/// another, killing each `kill_after` once it says `reached` on its
+/// standard output, as the out-of-memory killer would, and starting the
+/// next, until `drained` says the work is done; then stops the last child
+/// with SIGTERM and returns how many were killed. `drained` answers
+/// whether the work is done and, for a failure, what it sees.
+///
+/// # Panics
+///
+/// When the work is not done within `within`, a child exits on its own,
+/// or the last child does not stop cleanly within 30 s of SIGTERM.
+pub async fn kill_each_time_reached<F, Fut>(
+    child_env: &str,
+    config: &str,
+    reached: &str,
+    kill_after: Duration,
+    within: Duration,
+    mut drained: F,
+) -> u32
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = (bool, String)>,
+{
+    let deadline = Instant::now() + within;
+    let mut kills = 0;
+    loop {
+        let mut child = spawn_self(child_env, config).expect("the child starts");
+        let mut lines = child.lines().expect("the child's output is piped");
+        loop {
+            let line = tokio::select! {
+                line = lines.next_line() => line.expect("the child's output reads"),
+                () = tokio::time::sleep(Duration::from_millis(100)) => {
+                    let (done, seen) = drained().await;
+                    assert!(
+                        done || Instant::now() < deadline,
+                        "not done after {kills} kills in {within:?}: {seen}"
+                    );
+                    if !done {
+                        continue;
+                    }
+                    child.terminate().expect("SIGTERM reaches the child");
+                    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+                        .await
+                        .expect("the child stops on SIGTERM")
+                        .expect("the child is reaped");
+                    assert!(status.success(), "the last child stopped with {status}");
+                    return kills;
+                }
+            };
+            match line.as_deref() {
+                Some(line) if line == reached => {
+                    tokio::time::sleep(kill_after).await;
+                    child.kill().await.expect("the child is killed");
+                    kills += 1;
+                    break;
+                }
+                Some(_) => {}
+                None => panic!("the child exited on its own: {:?}", child.wait().await),
+            }
+        }
+    }
 }
 
 /// In a child: a token cancelled when the parent asks it to stop

@@ -16,18 +16,15 @@
 
 mod support;
 
-use std::io::{BufRead, Write};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 use support::e2e::{ConsumerRun, Handling, Order, Poison, World, consumer, leak, store_in};
 use tidings_core::{DEAD_LETTER_REASON_HEADER, Source};
 use tidings_kafka::{KafkaSource, SourceOptions, dead_letter_topic};
+use tidings_testing::faults::harnessless;
 use tidings_testing::names::unique_name;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio_util::sync::CancellationToken;
 
 /// Set in the child's environment to `<schema> <topic> <group>`.
 const CHILD_ENV: &str = "TIDINGS_CRASH_CHILD";
@@ -43,26 +40,12 @@ const KILL_AFTER: Duration = Duration::from_millis(150);
 const REACHED: &str = "poison reached";
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    match std::env::var(CHILD_ENV) {
-        Ok(config) => runtime.block_on(child(&config)),
-        Err(_) => {
-            let started = Instant::now();
-            let figures = runtime.block_on(a_message_that_kills_its_consumer_is_parked_alone());
-            let mut err = std::io::stderr();
-            writeln!(
-                err,
-                "test a_message_that_kills_its_consumer_is_parked_alone ... ok ({figures}, {:.1} s)",
-                started.elapsed().as_secs_f64()
-            )
-            .unwrap();
-            writeln!(err, "1 passed, 0 failed").unwrap();
-        }
-    }
+    harnessless::run(
+        CHILD_ENV,
+        "a_message_that_kills_its_consumer_is_parked_alone",
+        |config| async move { child(&config).await },
+        a_message_that_kills_its_consumer_is_parked_alone,
+    );
 }
 
 /// The parent: relays the orders, runs children until every order has an
@@ -134,63 +117,20 @@ async fn collect_parked(world: &World) -> Arc<Mutex<Vec<(i32, String)>>> {
 /// after it reports the poison's handler started, until every order has
 /// an effect or was parked; returns how many were killed.
 async fn run_children(world: &World, config: &str, parked: &Mutex<Vec<(i32, String)>>) -> u32 {
-    let deadline = Instant::now() + Duration::from_secs(180);
-    let mut crashes = 0;
-    loop {
-        let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
-            .env(CHILD_ENV, config)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        loop {
-            assert!(
-                Instant::now() < deadline,
-                "not drained after {crashes} kills: effects {:?}, parked {:?}",
-                world.effects().await,
-                parked.lock().unwrap()
-            );
-            let line = tokio::select! {
-                line = lines.next_line() => line.unwrap(),
-                () = tokio::time::sleep(Duration::from_millis(100)) => {
-                    let settled = world.effects().await.0 + parked.lock().unwrap().len() as i64;
-                    if settled < i64::from(ORDERS) {
-                        continue;
-                    }
-                    // Drained: stop the child by closing its input.
-                    drop(child.stdin.take());
-                    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-                        .await
-                        .expect("the child stops when its input closes")
-                        .unwrap();
-                    assert!(status.success(), "{status}");
-                    return crashes;
-                }
-            };
-            match line.as_deref() {
-                Some(REACHED) => {
-                    tokio::time::sleep(KILL_AFTER).await;
-                    child.kill().await.unwrap();
-                    crashes += 1;
-                    break;
-                }
-                Some(_) => {}
-                None => panic!("the child exited on its own: {:?}", child.wait().await),
-            }
-        }
-    }
+    let within = Duration::from_secs(180);
+    harnessless::kill_each_time_reached(CHILD_ENV, config, REACHED, KILL_AFTER, within, || async {
+        let effects = world.effects().await;
+        let parked = parked.lock().unwrap().clone();
+        let settled = effects.0 + parked.len() as i64;
+        (
+            settled >= i64::from(ORDERS),
+            format!("effects {effects:?}, parked {parked:?}"),
+        )
+    })
+    .await
 }
 
-/// Tells the parent that the poison's handler started.
-fn tell_parent() {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{REACHED}").unwrap();
-    out.flush().unwrap();
-}
-
-/// The child: one consumer until its input closes.
+/// The child: one consumer until it is terminated.
 async fn child(config: &str) {
     let mut parts = config.split(' ');
     let (Some(schema), Some(topic), Some(group)) = (parts.next(), parts.next(), parts.next())
@@ -200,7 +140,7 @@ async fn child(config: &str) {
     let store = store_in(schema).await;
     let poison = Poison {
         id: POISON,
-        reached: tell_parent,
+        reached: || harnessless::tell_parent(REACHED),
         max_deliveries: MAX_DELIVERIES,
     };
     let run = consumer(
@@ -215,13 +155,5 @@ async fn child(config: &str) {
             poison: Some(poison),
         },
     );
-    let cancel = CancellationToken::new();
-    std::thread::spawn({
-        let cancel = cancel.clone();
-        move || {
-            for _ in std::io::stdin().lock().lines() {}
-            cancel.cancel();
-        }
-    });
-    run.run_to(cancel).await;
+    run.run_to(harnessless::until_terminated()).await;
 }
