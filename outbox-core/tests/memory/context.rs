@@ -1,5 +1,5 @@
 //! The in-memory unit of work: all or nothing. Its inbox runs the inbox
-//! conformance suite (`memory_inbox.rs`).
+//! conformance suite (`inbox`).
 
 use tidings_core::memory::{CommitError, MemoryStore};
 use tidings_core::{OutboxSpec, StageError};

@@ -1,12 +1,10 @@
 //! The relay engine against the in-memory store, a manual clock and a
 //! scripted publisher.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::{Answer, Gate, Scripted};
+use crate::support::{Answer, Gate, Scripted};
 use tidings_core::memory::{MemoryBroker, MemoryStore};
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{
