@@ -1,6 +1,6 @@
 //! Publishing: per-message failures never fail the rest of a batch.
 
-mod support;
+use crate::support;
 
 use bytes::Bytes;
 use support::{Setup, connection, envelope, next};

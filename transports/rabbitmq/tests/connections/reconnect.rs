@@ -1,12 +1,10 @@
 //! Connections closed from the server side: the source and the publisher
 //! resume by themselves and nothing is lost.
 
-mod support;
-
 use std::collections::HashSet;
 use std::time::Duration;
 
-use support::{Setup, named, next};
+use crate::support::{Setup, named, next};
 use tidings_core::{AckError, PublishError, PublisherExt};
 use tidings_rabbitmq::{PublisherOptions, QueueKind, RabbitPublisher};
 use tidings_testing::faults::close_rabbitmq_connection as close_connection;

@@ -4,7 +4,7 @@
 //! once with an error that says so, as a transient failure that loses no
 //! message.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -1,10 +1,8 @@
 //! The broker conformance suite from `tidings-testing`, on classic and on
 //! quorum queues, and the foreign-producer suite on classic queues.
 
-mod support;
-
 mod classic {
-    use super::support::Rabbit;
+    use crate::support::Rabbit;
     use tidings_rabbitmq::QueueKind;
 
     tidings_testing::broker_conformance!(Rabbit::new(QueueKind::Classic));
@@ -12,7 +10,7 @@ mod classic {
 }
 
 mod quorum {
-    use super::support::Rabbit;
+    use crate::support::Rabbit;
     use tidings_rabbitmq::QueueKind;
 
     tidings_testing::broker_conformance!(Rabbit::new(QueueKind::Quorum));

@@ -2,14 +2,12 @@
 //! quorum counts, counts carried across delayed redeliveries, unreadable
 //! messages parked by the source.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{Setup, next, raw_get};
 use lapin::options::BasicPublishOptions;
 use lapin::types::AMQPValue;
 use lapin::{BasicProperties, Connection, ConnectionProperties};
-use support::{Setup, next, raw_get};
 use tidings_core::{PublisherExt, Redelivery};
 use tidings_rabbitmq::{DEAD_LETTER_REASON_HEADER, QueueKind, dead_letter_queue};
 use tidings_testing::services::amqp_url;

@@ -1,7 +1,7 @@
 //! Acks sent together on the real broker: a run of acks settles as one
 //! frame, and never settles a delivery still being handled.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

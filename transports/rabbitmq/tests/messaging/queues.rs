@@ -2,14 +2,12 @@
 //! limits, delivery limits, dead-letter queue settings, streams, and what
 //! happens when an operator owns the queue.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{EXPIRES, connection, envelope, expect_broker, next, plain_channel, raw_get};
 use futures::StreamExt;
 use lapin::options::QueueDeclareOptions;
 use lapin::types::{AMQPValue, FieldTable};
-use support::{EXPIRES, connection, envelope, expect_broker, next, plain_channel, raw_get};
 use tidings_core::{PublishError, PublisherExt, Redelivery, Source};
 use tidings_rabbitmq::{
     ConnectionOptions, DeadLetterOptions, Overflow, PublisherOptions, QueueKind, QueueOptions,

@@ -1,6 +1,6 @@
 //! One connection shared by a publisher, a source and the topology.
 
-mod support;
+use crate::support;
 
 use support::{envelope, next};
 use tidings_core::{PublisherExt, Source};
