@@ -1,7 +1,7 @@
 //! The store conformance suite on MongoDB, with each retention. Every case
 //! runs on collections of its own.
 
-mod support;
+use crate::support;
 
 use std::sync::Mutex;
 

@@ -2,10 +2,10 @@
 //! names are refused, missing indexes named, unreadable documents reported
 //! by event and kept.
 
-mod support;
-
+use crate::support::{
+    ORDER_EVENTS, collection_name, database, drop_collections, outbox_count, store,
+};
 use mongodb::bson::doc;
-use support::{ORDER_EVENTS, collection_name, database, drop_collections, outbox_count, store};
 use tidings_core::{ClaimedBatch, OutboxStore, Requeue, StoreError};
 use tidings_mongo::{MongoOutboxOptions, MongoOutboxStore, Retention};
 use tidings_testing::store::try_claim;

@@ -2,11 +2,9 @@
 //! handler's transaction, duplicates reported without breaking it, a
 //! concurrent mark refused as a transient conflict, attempt counts.
 
-mod support;
-
 use std::sync::Mutex;
 
-use support::{drop_collections, store};
+use crate::support::{drop_collections, store};
 use tidings_core::OutboxStore;
 use tidings_mongo::{MongoContext, MongoInboxStore, MongoOutboxStore, Retention};
 use tidings_testing::inbox::{InboxHarness, REACTIONS};

@@ -2,15 +2,13 @@
 //! within 500 ms; a killed stream comes back, and a server without change
 //! streams leaves the relay polling, with no error reaching the caller.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::server::PrivateServer;
+use crate::support::{ORDER_EVENTS, client_on, drop_collections, store, store_in};
 use futures::FutureExt;
 use mongodb::Client;
 use mongodb::bson::{Document, doc};
-use support::server::PrivateServer;
-use support::{ORDER_EVENTS, client_on, drop_collections, store, store_in};
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{Backoff, Wakeup};

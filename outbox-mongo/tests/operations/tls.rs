@@ -3,7 +3,7 @@
 //! store needs, and a certificate from an unknown CA is refused with an
 //! error that says so.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

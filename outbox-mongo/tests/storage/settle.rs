@@ -3,12 +3,10 @@
 //! touch only what the lease still holds, and the report names exactly the
 //! documents they could not settle.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use support::{ORDER_EVENTS, drop_collections, store};
+use crate::support::{ORDER_EVENTS, drop_collections, store};
 use tidings_core::{ClaimRequest, ClaimedBatch, ManualClock, OutboxStore, Outcome};
 use tidings_mongo::{MongoBatch, MongoOutboxStore, Retention};
 use tidings_testing::store::settle_all;

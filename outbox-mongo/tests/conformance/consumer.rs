@@ -2,13 +2,11 @@
 //! the consumer suite of `tidings-testing`, with the broker closing the
 //! connection.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{drop_collections, store};
 use mongodb::Collection;
 use mongodb::bson::{Document, doc};
-use support::{drop_collections, store};
 use tidings_consumer::{HandlerError, TxHandle};
 use tidings_core::{Backoff, Envelope, PublisherExt, QueueSpec};
 use tidings_inbox::Inbox;

@@ -1,15 +1,13 @@
 //! Staging: events commit with the caller's writes or not at all, and the
 //! transaction helper runs a conflicting closure again.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::time::Duration;
 
+use crate::support::{ORDER_EVENTS, drop_collections, outbox_count, store};
 use futures::FutureExt;
 use mongodb::bson::{Document, doc};
-use support::{ORDER_EVENTS, drop_collections, outbox_count, store};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore};
 use tidings_mongo::{CommitError, MongoOutboxStore, Retention};
 use uuid::Uuid;
