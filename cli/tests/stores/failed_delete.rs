@@ -3,10 +3,8 @@
 //! `--yes`, a run with it deletes exactly the failed rows named, and a
 //! named row that is not failed stops it before anything goes.
 
-mod support;
-
+use crate::support::{ORDERS, drop_schema, json, on_postgres, pg_stage, pg_store, settle};
 use predicates::str::contains;
-use support::{ORDERS, drop_schema, json, on_postgres, pg_stage, pg_store, settle};
 use tidings_core::OutboxStore;
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 //! dry then for real, the inbox purged, a plain outbox converted to the
 //! rotated layout, and bad input refused clearly.
 
-mod support;
+use crate::support;
 
 use predicates::prelude::*;
 use predicates::str::contains;

@@ -6,9 +6,8 @@
 //! Replaying into a queue that is gone fails and keeps the dead letter; a
 //! dead-letter queue with a redrive policy of its own, which would move
 //! its messages on after a few reads, is refused until the policy goes.
-#![cfg(feature = "sqs")]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

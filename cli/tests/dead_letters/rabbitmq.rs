@@ -8,7 +8,7 @@
 //! in a queue with RabbitMQ 4's default delivery limit survives a hundred
 //! looks unchanged, and looks keep the dead letters in their order.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

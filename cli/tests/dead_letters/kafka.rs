@@ -4,16 +4,13 @@
 //! handled exactly once with its reason; a deleted dead letter is gone
 //! from every later look while its neighbour stays; a missing topic is
 //! refused.
-#![cfg(feature = "kafka")]
-
-mod support;
 
 use std::time::Duration;
 
+use crate::support::consumer::{POISON, consume, create_effects, effects, envelope};
+use crate::support::{drop_schema, json, pg_store, stdout, tidings};
 use predicates::str::contains;
 use serde_json::Value;
-use support::consumer::{POISON, consume, create_effects, effects, envelope};
-use support::{drop_schema, json, pg_store, stdout, tidings};
 use tidings_admin::tidings_kafka::{
     ClientOptions, KafkaPublisher, KafkaSource, PublisherOptions, SourceOptions, TopicOptions,
     Topology, dead_letter_topic,

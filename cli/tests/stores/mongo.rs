@@ -3,9 +3,7 @@
 //! purge run dry then for real, whether a consumer handled an event, and
 //! every route listed once its documents are gone.
 
-mod support;
-
-use support::{
+use crate::support::{
     INVOICES, ORDERS, REFUNDS, json, mongo_stage, mongo_store, on_mongo, settle, stdout,
 };
 use tidings_core::{InboxStore, OutboxStore};

@@ -5,13 +5,11 @@
 //! show` answers with its exit code, and the help, the environment and
 //! the completions behave.
 
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Command as Process, Stdio};
 
+use crate::support::{ORDERS, drop_schema, json, on_postgres, pg_stage, pg_store, stdout, tidings};
 use predicates::str::contains;
-use support::{ORDERS, drop_schema, json, on_postgres, pg_stage, pg_store, stdout, tidings};
 use tidings_admin::tidings_postgres::PgOutboxStore;
 use tidings_admin::tidings_postgres::sqlx::{self, AssertSqlSafe};
 use tidings_core::InboxStore;
