@@ -1,13 +1,11 @@
 //! Publishing against SQS: batch limits, oversized messages, FIFO order and
 //! deduplication, delays and payload encodings.
 
-mod support;
-
 use std::collections::HashSet;
 use std::time::Duration;
 
+use crate::support::{client, declare, queue_name, source_options};
 use bytes::Bytes;
-use support::{client, declare, queue_name, source_options};
 use tidings_core::{Envelope, PublishError, PublisherExt};
 use tidings_sqs::aws_sdk_sqs::Client;
 use tidings_sqs::{DestinationOptions, PublisherOptions, QueueOptions, SqsPublisher, SqsSource};

@@ -3,7 +3,7 @@
 //! all tidings needs, and a certificate from an unknown CA fails at once,
 //! as a transient failure that loses no message.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -1,14 +1,12 @@
 //! The consumer runner on SQS: parking by `max_deliveries`, and handlers
 //! that run longer than the visibility timeout.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::time::Duration;
 
-use support::orders::{Order, count_effect, effects, options, order, run_until, spec};
-use support::{client, declare, queue_name, source_options};
+use crate::support::orders::{Order, count_effect, effects, options, order, run_until, spec};
+use crate::support::{client, declare, queue_name, source_options};
 use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryContext, MemoryStore};
 use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, PublisherExt};

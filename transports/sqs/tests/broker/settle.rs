@@ -1,7 +1,7 @@
 //! Settling against SQS: the redrive policy, the visibility heartbeat and
 //! unreadable messages.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,11 +1,9 @@
 //! Creating and deleting queues from specs.
 
-mod support;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
-use support::{client, queue_name};
+use crate::support::{client, queue_name};
 use tidings_core::{OutboxSpec, QueueSpec};
 use tidings_sqs::aws_sdk_sqs::Client;
 use tidings_sqs::aws_sdk_sqs::types::QueueAttributeName;

@@ -2,9 +2,7 @@
 //! suite of `tidings-testing`, on a standard queue, and on a FIFO queue for
 //! order within a key.
 
-mod support;
-
-use support::{VISIBILITY, client, declare, queue_name, source_options};
+use crate::support::{VISIBILITY, client, declare, queue_name, source_options};
 use tidings_consumer::{HandlerError, TxHandle};
 use tidings_core::{Envelope, PublisherExt, QueueSpec};
 use tidings_inbox::Inbox;

@@ -1,14 +1,12 @@
 //! The consumer across an outage: its own moto server is frozen with
 //! SIGSTOP, then resumed with SIGCONT, by PID.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::moto::PrivateMoto;
-use support::orders::{Order, count_effect, effects, options, order, spec};
-use support::{answers, declare, queue_name, source_options};
+use crate::support::moto::PrivateMoto;
+use crate::support::orders::{Order, count_effect, effects, options, order, spec};
+use crate::support::{answers, declare, queue_name, source_options};
 use tidings_consumer::{Consumer, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryContext, MemoryStore};
 use tidings_core::{Envelope, Message, PublisherExt};
