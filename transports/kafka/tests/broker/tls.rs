@@ -8,7 +8,7 @@
 //! The brokers are Tansu instances behind stunnel, started by the setup
 //! command (see the crate README for the ports).
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

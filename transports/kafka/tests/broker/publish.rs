@@ -1,7 +1,7 @@
 //! Publishing: record layout on the wire, per-key partitions, and the
 //! failures a relay must tell apart.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::time::Duration;

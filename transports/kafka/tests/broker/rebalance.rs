@@ -3,11 +3,9 @@
 //! through the rebalances of a second member joining and the first one
 //! leaving.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
-use support::e2e::{ConsumerRun, World};
+use crate::support::e2e::{ConsumerRun, World};
 use tidings_testing::names::unique_name;
 use tokio_util::sync::CancellationToken;
 

@@ -6,7 +6,7 @@
 //! during and after the outage, and the consumer reads ahead little, so
 //! it must fetch from the restarted broker.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering::SeqCst};

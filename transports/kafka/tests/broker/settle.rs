@@ -3,7 +3,7 @@
 //! commits never pass an unsettled record, and a parked record says how
 //! often and since when it failed.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
