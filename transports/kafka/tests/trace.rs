@@ -13,13 +13,9 @@ use tidings_core::relay::Relay;
 use tidings_core::{Message, OutboxSpec, QueueSpec};
 use tidings_inbox::Inbox;
 use tidings_kafka::{KafkaPublisher, KafkaSource, PublisherOptions};
+use tidings_testing::consumer::Order;
 use tidings_testing::otel::{Trip, exporter};
 use tokio_util::sync::CancellationToken;
-
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-struct Order {
-    id: u32,
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn staging_relay_and_handler_share_the_business_transactions_trace() {

@@ -12,10 +12,7 @@ use tidings_core::{Backoff, Envelope, Message, QueueSpec};
 use tidings_sqs::SqsSource;
 use tokio_util::sync::CancellationToken;
 
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Order {
-    pub id: u32,
-}
+pub use tidings_testing::consumer::Order;
 
 pub const QUICK: Backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(200));
 

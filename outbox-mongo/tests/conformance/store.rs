@@ -1,0 +1,57 @@
+//! The store conformance suite on MongoDB, with each retention. Every case
+//! runs on collections of its own.
+
+use crate::support;
+
+use std::sync::Mutex;
+
+use tidings_core::StagedEvent;
+use tidings_mongo::{MongoOutboxStore, Retention};
+use tidings_testing::store::StoreHarness;
+
+/// Remembers the stores it made so their collections go after the case.
+struct Mongo(Retention, Mutex<Vec<MongoOutboxStore>>);
+
+fn mongo(retention: Retention) -> Mongo {
+    Mongo(retention, Mutex::default())
+}
+
+impl StoreHarness for Mongo {
+    type Store = MongoOutboxStore;
+
+    /// The stand-in server is slow; the ratio of relays to events is what
+    /// matters.
+    const DRAIN_EVENTS: u32 = 500;
+
+    async fn store(&self) -> MongoOutboxStore {
+        let store = support::store(self.0).await;
+        self.1.lock().unwrap().push(store.clone());
+        store
+    }
+
+    async fn commit(&self, store: &MongoOutboxStore, events: Vec<StagedEvent>) {
+        support::commit(store, events).await;
+    }
+
+    /// Another process's view: its own client, the same collections.
+    async fn peer(&self, store: &MongoOutboxStore, _n: u64) -> MongoOutboxStore {
+        MongoOutboxStore::new(support::database().await, store.options().clone()).unwrap()
+    }
+
+    async fn teardown(&self) {
+        let stores = std::mem::take(&mut *self.1.lock().unwrap());
+        for store in &stores {
+            support::drop_collections(store).await;
+        }
+    }
+}
+
+mod delete_on_publish {
+    use super::*;
+    tidings_testing::store_conformance!(mongo(Retention::Delete));
+}
+
+mod keep_published {
+    use super::*;
+    tidings_testing::store_conformance!(mongo(Retention::Keep));
+}

@@ -1,9 +1,0 @@
-//! The broker conformance suite and the foreign-producer suite from
-//! `tidings-testing`, on topics of one partition.
-
-mod support;
-
-use support::Kafka;
-
-tidings_testing::broker_conformance!(Kafka);
-tidings_testing::foreign_producer_conformance!(Kafka);

@@ -1,0 +1,198 @@
+//! Settling against SQS: the redrive policy, the visibility heartbeat and
+//! unreadable messages.
+
+use crate::support;
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use support::{client, declare, queue_name, source_options};
+use tidings_core::{DEAD_LETTER_REASON_HEADER, PublisherExt, Redelivery};
+use tidings_sqs::{PublisherOptions, QueueOptions, SqsPublisher, SqsSource, dead_letter_queue};
+use tidings_testing::broker::{envelope, next, next_within, subscribe};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_nacked_past_max_receive_count_lands_in_the_dead_letter_queue() {
+    let client = client().await;
+    let queue = queue_name("redrive", false);
+    declare(
+        &client,
+        &queue,
+        QueueOptions::default().max_receive_count(2),
+    )
+    .await;
+    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
+    let sent = envelope(&queue, 1);
+    publisher.publish(&sent).await.expect("publish");
+
+    let source = SqsSource::new(client, source_options());
+    let mut stream = subscribe(&source, &queue).await;
+    for expected in 1..=2 {
+        let delivery = next(&mut stream).await;
+        assert_eq!(delivery.delivery_count(), Some(expected));
+        delivery.nack(Redelivery::Now).await.expect("nack");
+    }
+    assert!(
+        next_within(&mut stream, Duration::from_secs(3))
+            .await
+            .is_none(),
+        "delivered past maxReceiveCount"
+    );
+
+    let mut dead = subscribe(&source, &dead_letter_queue(&queue)).await;
+    let parked = next(&mut dead).await;
+    assert_eq!(parked.envelope(), &sent);
+    parked.ack().await.expect("ack");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_delivery_stays_invisible_past_its_visibility_timeout() {
+    let client = client().await;
+    let queue = queue_name("heartbeat", false);
+    let visibility = Duration::from_secs(2);
+    declare(
+        &client,
+        &queue,
+        QueueOptions::default().visibility_timeout(visibility),
+    )
+    .await;
+    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
+    publisher
+        .publish(&envelope(&queue, 1))
+        .await
+        .expect("publish");
+
+    let source = SqsSource::new(client, source_options());
+    let mut first = subscribe(&source, &queue).await;
+    let held = next(&mut first).await;
+    let mut second = subscribe(&source, &queue).await;
+    assert!(
+        next_within(&mut second, visibility * 3).await.is_none(),
+        "redelivered while its delivery was held"
+    );
+    held.ack()
+        .await
+        .expect("ack after three visibility timeouts");
+    assert!(next_within(&mut second, visibility * 2).await.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_heartbeat_a_held_delivery_comes_back() {
+    let client = client().await;
+    let queue = queue_name("noheartbeat", false);
+    let visibility = Duration::from_secs(2);
+    declare(
+        &client,
+        &queue,
+        QueueOptions::default().visibility_timeout(visibility),
+    )
+    .await;
+    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
+    publisher
+        .publish(&envelope(&queue, 1))
+        .await
+        .expect("publish");
+
+    let source = SqsSource::new(client, source_options().heartbeat(false));
+    let mut first = subscribe(&source, &queue).await;
+    let held = next(&mut first).await;
+    let mut second = subscribe(&source, &queue).await;
+    let again = next(&mut second).await;
+    assert_eq!(again.delivery_count(), Some(2));
+    again.ack().await.expect("ack");
+    // The first receipt is stale now; whether SQS still takes it or not,
+    // the message is gone.
+    let _stale = held.ack().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_message_is_dead_lettered_with_its_reason() {
+    let client = client().await;
+    let queue = queue_name("unreadable", false);
+    declare(&client, &queue, QueueOptions::default()).await;
+    let url = client
+        .get_queue_url()
+        .queue_name(&queue)
+        .send()
+        .await
+        .expect("queue url")
+        .queue_url
+        .expect("url");
+    client
+        .send_message()
+        .queue_url(url)
+        .message_body("not an envelope")
+        .send()
+        .await
+        .expect("send raw");
+    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
+    let good = envelope(&queue, 2);
+    publisher.publish(&good).await.expect("publish");
+
+    let source = SqsSource::new(client.clone(), source_options());
+    let mut stream = subscribe(&source, &queue).await;
+    let delivery = next(&mut stream).await;
+    assert_eq!(delivery.envelope().event_id, good.event_id);
+    delivery.ack().await.expect("ack");
+    assert!(
+        next_within(&mut stream, Duration::from_secs(1))
+            .await
+            .is_none()
+    );
+
+    let dlq_url = client
+        .get_queue_url()
+        .queue_name(dead_letter_queue(&queue))
+        .send()
+        .await
+        .expect("dlq url")
+        .queue_url
+        .expect("url");
+    let parked = client
+        .receive_message()
+        .queue_url(dlq_url)
+        .message_attribute_names("All")
+        .wait_time_seconds(5)
+        .send()
+        .await
+        .expect("receive from the dead-letter queue");
+    let message = &parked.messages()[0];
+    assert_eq!(message.body(), Some("not an envelope"));
+    let reason = message.message_attributes().unwrap()[DEAD_LETTER_REASON_HEADER]
+        .string_value()
+        .unwrap();
+    assert!(reason.contains("not a tidings envelope"), "{reason}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_sent_together_all_land() {
+    let client = client().await;
+    let queue = queue_name("acks", false);
+    declare(&client, &queue, QueueOptions::default()).await;
+    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
+    let batch: Vec<_> = (0..25).map(|n| envelope(&queue, n)).collect();
+    assert!(
+        publisher
+            .publish_batch(&batch)
+            .await
+            .iter()
+            .all(Result::is_ok)
+    );
+
+    let source = SqsSource::new(client, source_options());
+    let mut stream = subscribe(&source, &queue).await;
+    let mut held = Vec::new();
+    for _ in 0..25 {
+        held.push(next(&mut stream).await);
+    }
+    let acks = join_all(held.into_iter().map(|d| d.ack())).await;
+    assert!(acks.iter().all(Result::is_ok), "{acks:?}");
+    drop(stream);
+    let mut again = subscribe(&source, &queue).await;
+    assert!(
+        next_within(&mut again, support::VISIBILITY * 2)
+            .await
+            .is_none(),
+        "an acked message came back"
+    );
+}
