@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use tidings_core::relay::RelayOptions;
 use tidings_postgres::Layout;
 
 /// The sizes of every scenario; the defaults are the full run.
@@ -78,6 +79,12 @@ impl Default for Sizes {
 }
 
 impl Sizes {
+    /// The relay's options in every scenario: the default, with the run's
+    /// batch size.
+    pub(crate) fn relay_options(&self) -> RelayOptions {
+        RelayOptions::default().batch_size(self.batch_size)
+    }
+
     /// Every count multiplied by `factor` (at least one batch each).
     pub(crate) fn scaled(mut self, factor: f64) -> Self {
         let scale = |n: usize| ((n as f64 * factor).round() as usize).max(10);

@@ -26,6 +26,7 @@ use tidings_postgres::{PgOutboxStore, Retention};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{SETUP_COMMAND, kafka_brokers};
 
+use super::publish_through;
 use crate::consuming::{consume_from, create_invoices};
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
@@ -249,21 +250,6 @@ async fn produce_all(
             });
         }
         try_join_all(deliveries).await?;
-    }
-    Ok(started.elapsed())
-}
-
-/// Publishes `envelopes` through the transport, `batch` at a time.
-async fn publish_through(
-    transport: &KafkaPublisher,
-    envelopes: &[Envelope],
-    batch: usize,
-) -> anyhow::Result<Duration> {
-    let started = Instant::now();
-    for chunk in envelopes.chunks(batch.max(1)) {
-        for result in transport.publish_batch(chunk).await {
-            result?;
-        }
     }
     Ok(started.elapsed())
 }

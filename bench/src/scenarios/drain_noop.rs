@@ -8,15 +8,13 @@
 //! order across batches costs: its claims run side by side, as the raw
 //! drain's deletes do.
 
-use std::time::Duration;
+use tidings_core::relay::RelayOptions;
+use tidings_postgres::{ClaimMode, Retention};
 
-use tidings_core::relay::{Relay, RelayOptions};
-use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
-
+use super::relay_to_nothing;
 use crate::cpu::CpuTime;
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
-use crate::publishers::NoopPublisher;
 use crate::raw_drain;
 use crate::report::{Figure, Goal};
 use crate::sizes::Sizes;
@@ -123,24 +121,4 @@ pub(super) async fn run(
         env.drop_store(store).await?;
     }
     result
-}
-
-/// Relays the `count` pending events of `store` with `options` to a
-/// publisher that does nothing; returns how long it took.
-async fn relay_to_nothing(
-    store: &PgOutboxStore,
-    spec: &'static tidings_core::OutboxSpec<crate::payload::Payload>,
-    count: usize,
-    options: RelayOptions,
-) -> anyhow::Result<Duration> {
-    let relay = Relay::new(store.clone(), NoopPublisher, spec)?.options(options);
-    let started = std::time::Instant::now();
-    let drained = relay.drain().await?;
-    let took = started.elapsed();
-    anyhow::ensure!(
-        drained.published == count,
-        "relayed {} of {count} events",
-        drained.published
-    );
-    Ok(took)
 }

@@ -16,10 +16,11 @@
 use std::time::{Duration, Instant};
 
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{Envelope, OutboxSpec, PublisherExt};
+use tidings_core::{OutboxSpec, PublisherExt};
 use tidings_postgres::{PgOutboxStore, Retention};
 use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
 
+use super::publish_through;
 use crate::cpu::CpuTime;
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
@@ -251,19 +252,4 @@ async fn relay(
     let spec = spec(queue);
     let relay = Relay::new(store.clone(), publisher, spec)?.options(options);
     Ok((spec, relay))
-}
-
-/// Publishes `envelopes` through the transport, `batch` at a time.
-async fn publish_through(
-    transport: &RabbitPublisher,
-    envelopes: &[Envelope],
-    batch: usize,
-) -> anyhow::Result<Duration> {
-    let started = Instant::now();
-    for chunk in envelopes.chunks(batch.max(1)) {
-        for result in transport.publish_batch(chunk).await {
-            result?;
-        }
-    }
-    Ok(started.elapsed())
 }

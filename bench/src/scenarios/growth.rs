@@ -46,7 +46,8 @@ pub(super) async fn run(
             }
             for side in [round % 2, 1 - round % 2] {
                 let store = [&empty, &full][side];
-                took[side] += relay_to_nothing(store, spec, sizes, per_round).await?;
+                took[side] +=
+                    relay_to_nothing(store, spec, per_round, sizes.relay_options()).await?;
             }
         }
         let [empty_took, full_took] = took;

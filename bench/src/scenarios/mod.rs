@@ -26,8 +26,8 @@ mod woken;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use tidings_core::OutboxSpec;
 use tidings_core::relay::{Relay, RelayOptions};
+use tidings_core::{Envelope, OutboxSpec, Publisher, PublisherExt};
 use tidings_postgres::PgOutboxStore;
 
 use crate::env::Env;
@@ -240,11 +240,10 @@ impl Scenario {
 async fn relay_to_nothing(
     store: &PgOutboxStore,
     spec: &'static OutboxSpec<Payload>,
-    sizes: &Sizes,
     count: usize,
+    options: RelayOptions,
 ) -> anyhow::Result<Duration> {
-    let relay = Relay::new(store.clone(), NoopPublisher, spec)?
-        .options(RelayOptions::default().batch_size(sizes.batch_size));
+    let relay = Relay::new(store.clone(), NoopPublisher, spec)?.options(options);
     let started = Instant::now();
     let drained = relay.drain().await?;
     let took = started.elapsed();
@@ -254,4 +253,20 @@ async fn relay_to_nothing(
         drained.published
     );
     Ok(took)
+}
+
+/// Publishes `envelopes` through a transport's publisher, `batch` at a
+/// time, waiting for each batch's confirms; returns how long it took.
+async fn publish_through<P: Publisher>(
+    transport: &P,
+    envelopes: &[Envelope],
+    batch: usize,
+) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    for chunk in envelopes.chunks(batch.max(1)) {
+        for result in transport.publish_batch(chunk).await {
+            result?;
+        }
+    }
+    Ok(started.elapsed())
 }

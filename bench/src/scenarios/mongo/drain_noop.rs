@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures::TryStreamExt;
 use tidings_core::OutboxSpec;
-use tidings_core::relay::{Relay, RelayOptions};
+use tidings_core::relay::Relay;
 use tidings_mongo::MongoOutboxStore;
 use tidings_mongo::mongodb::bson::spec::BinarySubtype;
 use tidings_mongo::mongodb::bson::{Binary, Bson, Document, doc};
@@ -40,8 +40,8 @@ pub(in crate::scenarios) async fn run(
         let (moved, took) = raw_drain(&raw, spec, sizes.batch_size).await?;
         let raw_rate = Figure::rate(NAME, "raw find + claim + delete loop", moved, took);
         report(raw_rate.clone());
-        let relay = Relay::new(relayed.clone(), NoopPublisher, spec)?
-            .options(RelayOptions::default().batch_size(sizes.batch_size));
+        let relay =
+            Relay::new(relayed.clone(), NoopPublisher, spec)?.options(sizes.relay_options());
         let started = Instant::now();
         let drained = relay.drain().await?;
         let took = started.elapsed();

@@ -171,7 +171,7 @@ async fn measure(store: &PgOutboxStore, sizes: &Sizes) -> anyhow::Result<Run> {
     let backlog = (sizes.drain_events / 5).max(10);
     let backlog_spec = crate::env::spec("bench-pinned-backlog");
     stage_pending(store, backlog_spec, backlog).await?;
-    let drain_took = relay_to_nothing(store, backlog_spec, sizes, backlog).await?;
+    let drain_took = relay_to_nothing(store, backlog_spec, backlog, sizes.relay_options()).await?;
     Ok(Run {
         committed: steady.committed,
         produced_for: steady.produced_for,
