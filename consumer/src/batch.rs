@@ -9,7 +9,7 @@ use tidings_core::telemetry;
 use tidings_core::{Acker, Codec, Delivery, Envelope, InboxMark, InboxStore, Message};
 use tracing::Instrument;
 
-use crate::handler::{Handler, TxHandle};
+use crate::handler::Handler;
 use crate::process::{Pipeline, Verdict};
 
 /// A delivery taken into a batch: decoded, and a first delivery where
@@ -134,7 +134,7 @@ where
                     verdicts.push(Verdict::Duplicate);
                     continue;
                 }
-                Ok(InboxMark::Fresh) => {}
+                Ok(InboxMark::Fresh(())) => {}
                 Err(e) => {
                     self.rollback(tx).await;
                     return Err(format!("inbox mark failed: {}", error_chain(&e)));
@@ -150,21 +150,13 @@ where
                 envelope: item.envelope.clone(),
                 delivery_count: item.count,
             };
-            let handle = TxHandle::new(tx);
             let span =
                 tracing::info_span!("handle", messaging.message.id = %item.envelope.event_id);
-            let outcome = self
-                .call_handler(message, handle.clone())
+            tx = self
+                .handle_in(tx, message)
                 .instrument(span)
-                .await;
-            tx = match handle.into_inner() {
-                Some(tx) => tx,
-                None => return Err("a handler kept its transaction handle".to_owned()),
-            };
-            if let Err(error) = outcome {
-                self.rollback(tx).await;
-                return Err(format!("handler failed: {error}"));
-            }
+                .await
+                .map_err(|error| format!("handler failed: {error}"))?;
             verdicts.push(Verdict::Done);
         }
         self.inbox

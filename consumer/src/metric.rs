@@ -4,10 +4,8 @@
 use std::time::Instant;
 
 use tidings_core::telemetry;
-use tidings_core::{Codec, InboxStore};
 
-use crate::handler::Handler;
-use crate::process::{Pipeline, Verdict};
+use crate::process::Verdict;
 
 /// Deliveries settled, by `outcome`: [`ACKED`], [`DUPLICATE`], [`PARKED`]
 /// or [`RETRIED`], with `queue` and `consumer`.
@@ -27,13 +25,21 @@ pub(crate) const PARKED: &str = "parked";
 /// Nacked for redelivery.
 pub(crate) const RETRIED: &str = "retried";
 
-impl<T, C, H, I> Pipeline<T, C, H, I>
-where
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxStore,
-    H: Handler<T, I::Tx>,
-{
+/// The consumer's metrics, labelled with its queue and consumer.
+#[derive(Debug)]
+pub(crate) struct Metrics {
+    queue: String,
+    consumer: String,
+}
+
+impl Metrics {
+    pub(crate) fn new(queue: &str, consumer: &str) -> Self {
+        Self {
+            queue: queue.to_owned(),
+            consumer: consumer.to_owned(),
+        }
+    }
+
     /// Counts the delivery under its outcome and marks the delivery's
     /// span failed when it was not handled.
     pub(crate) fn count(&self, verdict: &Verdict) {
@@ -65,8 +71,8 @@ where
     /// The queue and consumer labels every metric carries, and `extra`.
     fn labels(&self, extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, String)> {
         let mut labels = vec![
-            ("queue", self.queue.name().to_owned()),
-            ("consumer", self.inbox.consumer().to_owned()),
+            ("queue", self.queue.clone()),
+            ("consumer", self.consumer.clone()),
         ];
         labels.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
         labels

@@ -7,15 +7,17 @@ use std::time::Instant;
 use tidings_core::port::error_chain;
 use tidings_core::telemetry::{self, Settle};
 use tidings_core::{
-    Acker, Attempts, Codec, Delivery, Envelope, HybridClock, InboxStore, Message, Redelivery,
+    Acker, Attempts, Codec, Delivery, Envelope, HybridClock, InboxMark, InboxStore, Message,
+    Redelivery,
 };
-use tidings_inbox::{Inbox, Marked};
+use tidings_inbox::Inbox;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 use tracing::Instrument;
 
 use crate::handler::{Handler, HandlerRequest, TxHandle};
 use crate::isolation::Isolation;
+use crate::metric::Metrics;
 use crate::report::Counters;
 use crate::{ConsumerOptions, HandlerError, KeyOrder, QueueRef};
 
@@ -43,6 +45,7 @@ pub(crate) struct Pipeline<T: 'static, C: 'static, H, I> {
     pub(crate) options: ConsumerOptions,
     pub(crate) hlc: Option<HybridClock>,
     pub(crate) counters: Arc<Counters>,
+    pub(crate) metrics: Metrics,
     /// Shared turns for handler runs, exclusive ones for suspects.
     pub(crate) isolation: Isolation,
     /// The broker's `messaging.system`, from the source.
@@ -174,8 +177,8 @@ where
         // Layer 3, inbox dedupe: the mark goes into the transaction the
         // handler writes through.
         let mut tx = match self.inbox.begin(envelope.event_id).await? {
-            Marked::Duplicate => return Ok(Verdict::Duplicate),
-            Marked::Fresh(tx) => tx,
+            InboxMark::Duplicate => return Ok(Verdict::Duplicate),
+            InboxMark::Fresh(tx) => tx,
         };
         // Layer 4, poison check: past max_deliveries the handler is not run
         // again (see the attempts module for what counts).
@@ -192,9 +195,22 @@ where
             envelope: envelope.clone(),
             delivery_count: count,
         };
-        let handle = TxHandle::new(tx);
         // Layer 5, the user's layers and the handler, bounded by the
         // handler timeout.
+        let tx = self.handle_in(tx, message).await?;
+        self.inbox.commit(tx).await?;
+        Ok(Verdict::Done)
+    }
+
+    /// Runs the handler on `message` in `tx`: the transaction back when
+    /// the handler succeeded, or its error with the transaction rolled
+    /// back. Both the one-at-a-time and the batched paths go through here.
+    pub(crate) async fn handle_in(
+        &self,
+        tx: I::Tx,
+        message: Message<T>,
+    ) -> Result<I::Tx, HandlerError> {
+        let handle = TxHandle::new(tx);
         let outcome = self.call_handler(message, handle.clone()).await;
         let Some(tx) = handle.into_inner() else {
             return Err(HandlerError::transient(
@@ -202,10 +218,7 @@ where
             ));
         };
         match outcome {
-            Ok(()) => {
-                self.inbox.commit(tx).await?;
-                Ok(Verdict::Done)
-            }
+            Ok(()) => Ok(tx),
             Err(error) => {
                 self.rollback(tx).await;
                 Err(error)
@@ -236,7 +249,7 @@ where
                 self.options.handler_timeout
             ))),
         };
-        self.time_handler(started, result.is_ok());
+        self.metrics.time_handler(started, result.is_ok());
         result
     }
 
@@ -250,7 +263,7 @@ where
     /// logged; the broker redelivers and the inbox dedupes.
     pub(crate) async fn settle<A: Acker>(&self, verdict: Verdict, acker: A) {
         let counters = &self.counters;
-        self.count(&verdict);
+        self.metrics.count(&verdict);
         let system = self.system;
         let queue = self.queue.name();
         let settled = match verdict {
@@ -290,7 +303,7 @@ where
         };
         if let Err(e) = settled {
             Counters::bump(&counters.settle_errors);
-            self.count_settle_error();
+            self.metrics.count_settle_error();
             tracing::error!(error = %error_chain(&e), "settling failed; the broker will redeliver");
         }
     }

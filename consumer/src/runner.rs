@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::dispatch::{StreamEnd, consume};
 use crate::handler::Handler;
 use crate::isolation::Isolation;
+use crate::metric::Metrics;
 use crate::process::Pipeline;
 use crate::report::Counters;
 use crate::{ConsumerOptions, ConsumerReport, QueueRef};
@@ -198,6 +199,7 @@ where
             options: self.options,
             hlc: self.hlc.clone(),
             counters: self.counters.clone(),
+            metrics: Metrics::new(self.queue.name(), self.inbox.consumer()),
             isolation: Isolation::default(),
             system: self.source.messaging_system(),
             cancel: cancel.clone(),

@@ -4,17 +4,6 @@ use tidings_core::spec::validate_name;
 use tidings_core::{Attempts, InboxError, InboxMark, InboxStore, SpecError};
 use uuid::Uuid;
 
-/// A transaction opened for one event.
-#[derive(Debug)]
-pub enum Marked<Tx> {
-    /// First time this consumer sees the event: the mark is recorded in the
-    /// open transaction; run the handler in it, then commit.
-    Fresh(Tx),
-    /// Already handled: skip the handler and ack. The transaction is
-    /// already rolled back.
-    Duplicate,
-}
-
 /// One consumer's inbox on a store.
 #[derive(Debug, Clone)]
 pub struct Inbox<S> {
@@ -58,13 +47,13 @@ impl<S: InboxStore> Inbox<S> {
     /// [`InboxError::Backend`] for any other database error. A transaction
     /// whose mark failed is rolled back.
     #[tracing::instrument(skip_all, fields(consumer = %self.consumer, messaging.message.id = %event_id), err)]
-    pub async fn begin(&self, event_id: Uuid) -> Result<Marked<S::Tx>, InboxError> {
+    pub async fn begin(&self, event_id: Uuid) -> Result<InboxMark<S::Tx>, InboxError> {
         let mut tx = self.store.begin().await?;
         match self.store.mark(&mut tx, &self.consumer, event_id).await {
-            Ok(InboxMark::Fresh) => Ok(Marked::Fresh(tx)),
+            Ok(InboxMark::Fresh(())) => Ok(InboxMark::Fresh(tx)),
             Ok(InboxMark::Duplicate) => {
                 self.store.rollback(tx).await?;
-                Ok(Marked::Duplicate)
+                Ok(InboxMark::Duplicate)
             }
             Err(e) => {
                 if let Err(rollback) = self.store.rollback(tx).await {

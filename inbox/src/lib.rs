@@ -5,5 +5,5 @@ mod inbox;
 mod no_inbox;
 
 pub use cleaner::InboxCleaner;
-pub use inbox::{Inbox, Marked};
+pub use inbox::Inbox;
 pub use no_inbox::NoInbox;

@@ -26,7 +26,7 @@ impl InboxStore for NoInbox {
         _consumer: &str,
         _event_id: Uuid,
     ) -> Result<InboxMark, InboxError> {
-        Ok(InboxMark::Fresh)
+        Ok(InboxMark::Fresh(()))
     }
 
     async fn commit(&self, _tx: ()) -> Result<(), InboxError> {

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tidings_core::ManualClock;
 use tidings_core::memory::MemoryStore;
-use tidings_inbox::{Inbox, InboxCleaner, Marked};
+use tidings_core::{InboxMark, ManualClock};
+use tidings_inbox::{Inbox, InboxCleaner};
 use uuid::Uuid;
 
 fn store() -> (ManualClock, MemoryStore) {
@@ -15,12 +15,12 @@ fn store() -> (ManualClock, MemoryStore) {
 
 async fn handle(inbox: &Inbox<MemoryStore>, id: Uuid) -> bool {
     match inbox.begin(id).await.unwrap() {
-        Marked::Fresh(mut tx) => {
+        InboxMark::Fresh(mut tx) => {
             tx.insert("effects", id.to_string(), "done");
             inbox.commit(tx).await.unwrap();
             true
         }
-        Marked::Duplicate => false,
+        InboxMark::Duplicate => false,
     }
 }
 

@@ -27,9 +27,10 @@ pub use port::{
     AckError, Acker, Attempts, BoxError, ClaimCursor, ClaimRequest, ClaimedBatch, ConsumerStats,
     DEAD_LETTER_REASON_HEADER, Delivery, FIRST_FAILURE_HEADER, FailedFilter, FailedRow, InboxError,
     InboxMark, InboxStore, LeaseToken, OutboxAdmin, OutboxRecord, OutboxStats, OutboxStore,
-    Outcome, PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER, PublishBatch, PublishError, Publisher,
-    PublisherExt, PurgeRequest, PurgeStatus, Queued, QueuedWait, REPLAYED_REASON_HEADER,
-    Redelivery, Requeue, SettleReport, Settlement, Source, SourceError, StoreError, Transient,
+    Outcome, PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER, PRIOR_DELIVERIES_HEADER, PublishBatch,
+    PublishError, Publisher, PublisherExt, PurgeRequest, PurgeStatus, Queued, QueuedWait,
+    REPLAYED_REASON_HEADER, Redelivery, Requeue, SettleReport, Settlement, Source, SourceError,
+    StoreError, Transient,
 };
 pub use spec::{OrderingMode, OutboxSpec, QueueSpec, RetryPolicy, Route, SpecError};
 pub use staging::{OutboxBuffer, StageError, Staged, StagedEvent};

@@ -90,7 +90,7 @@ impl InboxStore for MongoInboxStore {
             .await
             .map_err(inbox_error)?;
         let mark = if result.upserted_id.is_some() {
-            InboxMark::Fresh
+            InboxMark::Fresh(())
         } else {
             InboxMark::Duplicate
         };

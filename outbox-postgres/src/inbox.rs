@@ -79,7 +79,7 @@ impl InboxStore for PgInboxStore {
             .map_err(inbox_error)?
             .rows_affected();
         let mark = if inserted == 1 {
-            InboxMark::Fresh
+            InboxMark::Fresh(())
         } else {
             InboxMark::Duplicate
         };

@@ -30,12 +30,12 @@ pub use tidings_core::{
     FIRST_FAILURE_HEADER, FailedFilter, FailedRow, Headers, Hlc, HybridClock, InboxError,
     InboxMark, InboxStore, JSON_CONTENT_TYPE, JsonCodec, LeaseToken, ManualClock, Message,
     OrderingMode, OutboxAdmin, OutboxBuffer, OutboxRecord, OutboxSpec, OutboxStats, OutboxStore,
-    Outcome, PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER, PublishBatch, PublishError, Publisher,
-    PublisherExt, PurgeRequest, PurgeStatus, QueueSpec, Queued, QueuedWait, RAW_CONTENT_TYPE,
-    REPLAYED_REASON_HEADER, RawCodec, Redelivery, Requeue, RetryPolicy, Route, SettleReport,
-    Settlement, SharedClock, Source, SourceError, SpecError, StageError, Staged, StagedEvent,
-    StoreError, SystemClock, Transient, Wakeup, clock, cloudevents, lifecycle, memory, port, relay,
-    reserved, spec, staging,
+    Outcome, PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER, PRIOR_DELIVERIES_HEADER, PublishBatch,
+    PublishError, Publisher, PublisherExt, PurgeRequest, PurgeStatus, QueueSpec, Queued,
+    QueuedWait, RAW_CONTENT_TYPE, REPLAYED_REASON_HEADER, RawCodec, Redelivery, Requeue,
+    RetryPolicy, Route, SettleReport, Settlement, SharedClock, Source, SourceError, SpecError,
+    StageError, Staged, StagedEvent, StoreError, SystemClock, Transient, Wakeup, clock,
+    cloudevents, lifecycle, memory, port, relay, reserved, spec, staging,
 };
 
 /// The consumer runner and the inbox ([`tidings_consumer`]).

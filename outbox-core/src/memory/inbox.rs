@@ -27,7 +27,7 @@ impl InboxStore for MemoryStore {
             return Ok(InboxMark::Duplicate);
         }
         tx.marks.push(key);
-        Ok(InboxMark::Fresh)
+        Ok(InboxMark::Fresh(()))
     }
 
     async fn commit(&self, tx: MemoryContext) -> Result<(), InboxError> {

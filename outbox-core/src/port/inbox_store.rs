@@ -8,14 +8,25 @@ use uuid::Uuid;
 
 use super::BoxError;
 
-/// Whether an event was seen before by a consumer.
+/// Whether an event was seen before by a consumer. A store's
+/// [`mark`](InboxStore::mark) answers `InboxMark` (the mark went into the
+/// caller's transaction); an inbox's `begin` answers `InboxMark<Tx>`, with
+/// the transaction it opened for the event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InboxMark {
-    /// First time: the mark is recorded in the transaction and the handler
-    /// runs.
-    Fresh,
-    /// Already recorded by a committed transaction: skip the handler, ack.
+pub enum InboxMark<Tx = ()> {
+    /// First time: the mark is recorded in the transaction; run the handler
+    /// in it, then commit.
+    Fresh(Tx),
+    /// Already recorded by a committed transaction: skip the handler and
+    /// ack. A transaction opened for the event is already rolled back.
     Duplicate,
+}
+
+impl<Tx> InboxMark<Tx> {
+    /// Whether the event was handled before.
+    pub fn is_duplicate(&self) -> bool {
+        matches!(self, Self::Duplicate)
+    }
 }
 
 /// Handler attempts of one consumer on one event that did not commit, as

@@ -29,7 +29,8 @@ pub use publisher::{PublishError, Publisher, PublisherExt, trace_outcome};
 pub use queued::{Queued, QueuedWait};
 pub use source::{
     AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, FIRST_FAILURE_HEADER, PARKED_AT_HEADER,
-    PARKED_DELIVERIES_HEADER, REPLAYED_REASON_HEADER, Redelivery, Source, SourceError,
+    PARKED_DELIVERIES_HEADER, PRIOR_DELIVERIES_HEADER, REPLAYED_REASON_HEADER, Redelivery, Source,
+    SourceError,
 };
 
 /// Errors that say whether retrying may succeed. Every port error

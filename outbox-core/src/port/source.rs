@@ -32,6 +32,11 @@ pub const PARKED_AT_HEADER: &str = "x-tidings-parked-at";
 /// kept by every later one, so a dead letter tells how long it failed for.
 pub const FIRST_FAILURE_HEADER: &str = "x-tidings-first-failure";
 
+/// The header a message carries the number of deliveries it had in, where
+/// a transport republishes it for a delayed redelivery (through a delay
+/// queue or a retry topic), so its delivery count stays exact.
+pub const PRIOR_DELIVERIES_HEADER: &str = "x-tidings-prior-deliveries";
+
 /// Opens streams of deliveries from a queue.
 ///
 /// A stream ends or yields an error when the connection drops; the consumer

@@ -243,7 +243,7 @@ async fn the_inbox_marks_and_purges_through_the_pooler() {
     let mut tx = inbox.begin().await.unwrap();
     assert_eq!(
         inbox.mark(&mut tx, "billing", event).await.unwrap(),
-        InboxMark::Fresh
+        InboxMark::Fresh(())
     );
     tx.outbox()
         .stage(&ORDER_EVENTS, "invoice.created", &1)

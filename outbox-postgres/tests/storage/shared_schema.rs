@@ -65,7 +65,7 @@ async fn two_outbox_tables_share_the_default_inbox() {
     let event = Uuid::now_v7();
     let mut tx = first.inbox().begin().await.unwrap();
     let mark = first.inbox().mark(&mut tx, "billing", event).await.unwrap();
-    assert_eq!(mark, InboxMark::Fresh);
+    assert_eq!(mark, InboxMark::Fresh(()));
     first.inbox().commit(tx).await.unwrap();
     let mut tx = second.inbox().begin().await.unwrap();
     let mark = second

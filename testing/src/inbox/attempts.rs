@@ -79,7 +79,7 @@ pub async fn a_commit_clears_attempts_and_a_rollback_keeps_them(h: &impl InboxHa
     let mut tx = store.begin().await.unwrap();
     assert_eq!(
         store.mark(&mut tx, CONSUMER, event).await.unwrap(),
-        InboxMark::Fresh
+        InboxMark::Fresh(())
     );
     store
         .clear_attempts(&mut tx, CONSUMER, event)
@@ -144,7 +144,7 @@ pub async fn a_start_outlives_a_transaction_that_never_ends(h: &impl InboxHarnes
             Err(e) => panic!("mark failed: {e}"),
         }
     }
-    assert_eq!(next, Some(InboxMark::Fresh));
+    assert_eq!(next, Some(InboxMark::Fresh(())));
     let after = store.start_attempt(CONSUMER, event).await.unwrap();
     assert_eq!(after, counts(2, 0));
     assert_eq!(after.unwrap().unfinished(), 2);

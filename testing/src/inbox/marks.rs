@@ -42,7 +42,7 @@ async fn handle<H: InboxHarness>(store: &H::Store, event: Uuid) -> Outcome {
     let run = async {
         match settle(store.mark(&mut tx, CONSUMER, event).await)? {
             InboxMark::Duplicate => Err(Outcome::Duplicate),
-            InboxMark::Fresh => {
+            InboxMark::Fresh(()) => {
                 H::stage(&mut tx);
                 Ok(())
             }
@@ -74,7 +74,7 @@ pub async fn a_duplicate_is_reported_and_leaves_the_transaction_usable<H: InboxH
     );
     assert_eq!(
         store.mark(&mut tx, "shipping", event).await.unwrap(),
-        InboxMark::Fresh
+        InboxMark::Fresh(())
     );
     H::stage(&mut tx);
     store.commit(tx).await.unwrap();
@@ -91,7 +91,7 @@ pub async fn a_rollback_takes_the_mark_with_it<H: InboxHarness>(h: &H) {
     let mut tx = store.begin().await.unwrap();
     assert_eq!(
         store.mark(&mut tx, CONSUMER, event).await.unwrap(),
-        InboxMark::Fresh
+        InboxMark::Fresh(())
     );
     H::stage(&mut tx);
     store.rollback(tx).await.unwrap();
@@ -109,7 +109,7 @@ pub async fn concurrent_marks_of_one_event_commit_once<H: InboxHarness>(h: &H) {
     let mut first = store.begin().await.unwrap();
     assert_eq!(
         store.mark(&mut first, CONSUMER, event).await.unwrap(),
-        InboxMark::Fresh
+        InboxMark::Fresh(())
     );
     H::stage(&mut first);
     let second = tokio::spawn({

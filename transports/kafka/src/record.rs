@@ -17,12 +17,7 @@ use tidings_core::{
     Envelope, FIRST_FAILURE_HEADER, PublishError, REPLAYED_REASON_HEADER, reserved,
 };
 
-pub use tidings_core::DEAD_LETTER_REASON_HEADER;
-
-/// The header counting the deliveries a record had before it was
-/// republished to the retry topic; it keeps delivery counts exact across
-/// retries.
-pub const PRIOR_DELIVERIES_HEADER: &str = "x-tidings-prior-deliveries";
+pub use tidings_core::{DEAD_LETTER_REASON_HEADER, PRIOR_DELIVERIES_HEADER};
 /// The header of a retry record saying when it is due, in milliseconds
 /// since the Unix epoch.
 pub const RETRY_AT_HEADER: &str = "x-tidings-retry-at";

@@ -15,11 +15,7 @@ use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use tidings_core::cloudevents::{AttributeError, CONTENT_TYPE, from_message, to_attributes};
 use tidings_core::{Envelope, PublishError};
 
-pub use tidings_core::DEAD_LETTER_REASON_HEADER;
-/// The header counting the deliveries a message had before it was
-/// republished for a delayed redelivery; it keeps delivery counts exact
-/// across the trip through the delay queue.
-pub const PRIOR_DELIVERIES_HEADER: &str = "x-tidings-prior-deliveries";
+pub use tidings_core::{DEAD_LETTER_REASON_HEADER, PRIOR_DELIVERIES_HEADER};
 /// The header quorum queues count failed deliveries in.
 pub(crate) const QUORUM_DELIVERY_COUNT: &str = "x-delivery-count";
 
