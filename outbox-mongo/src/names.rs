@@ -2,6 +2,7 @@
 //! ever carries a hostile or unusable name.
 
 use tidings_core::StoreError;
+use tidings_core::port::StoreNameRule;
 
 /// The longest collection name accepted, in bytes.
 pub const MAX_COLLECTION_NAME_LEN: usize = 64;
@@ -55,32 +56,21 @@ impl CollectionNames {
 /// A name is 1 to [`MAX_COLLECTION_NAME_LEN`] bytes of ASCII letters,
 /// digits, `_`, `-` and inner `.`, starting with a letter or `_`, and not in
 /// the server's reserved `system.` namespace.
+const RULE: StoreNameRule = StoreNameRule {
+    max_len: MAX_COLLECTION_NAME_LEN,
+    first: |c| c.is_ascii_alphabetic() || c == '_',
+    rest: |b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'),
+    hint: "use ASCII letters, digits, '_', '-' and inner '.', starting with a letter or '_'",
+};
+
 fn check(kind: &str, name: &str) -> Result<(), StoreError> {
-    let invalid = |why: &str| {
-        Err(StoreError::Invalid(format!(
-            "{kind} name {name:?} is invalid: {why}"
-        )))
-    };
-    if name.is_empty() {
-        return invalid("it is empty");
-    }
-    if name.len() > MAX_COLLECTION_NAME_LEN {
-        return invalid(&format!(
-            "it is {} bytes long, the limit is {MAX_COLLECTION_NAME_LEN}",
-            name.len()
-        ));
-    }
-    let first_ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
-    let rest_ok = name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if !first_ok || !rest_ok || name.ends_with('.') || name.contains("..") {
-        return invalid(
-            "use ASCII letters, digits, '_', '-' and inner '.', starting with a letter or '_'",
-        );
+    RULE.check(kind, name)?;
+    if name.ends_with('.') || name.contains("..") {
+        return Err(RULE.invalid(kind, name, RULE.hint));
     }
     if name.starts_with("system.") {
-        return invalid("names starting with \"system.\" are reserved by the server");
+        let why = "names starting with \"system.\" are reserved by the server";
+        return Err(RULE.invalid(kind, name, why));
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! built, so no statement ever splices unchecked input.
 
 use tidings_core::StoreError;
+use tidings_core::port::StoreNameRule;
 
 /// The longest schema or table name accepted, in bytes. Both names together
 /// form the notification channel `schema.table`, which must fit
@@ -117,31 +118,15 @@ impl TableNames {
 
 /// A name is 1 to [`MAX_IDENTIFIER_LEN`] bytes of lower-case ASCII letters,
 /// digits and `_`, starting with a letter or `_`.
+const RULE: StoreNameRule = StoreNameRule {
+    max_len: MAX_IDENTIFIER_LEN,
+    first: |c| c.is_ascii_lowercase() || c == '_',
+    rest: |b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_',
+    hint: "use lower-case ASCII letters, digits and '_', starting with a letter or '_'",
+};
+
 fn check(kind: &str, name: &str) -> Result<(), StoreError> {
-    let invalid = |why: &str| {
-        Err(StoreError::Invalid(format!(
-            "{kind} name {name:?} is invalid: {why}"
-        )))
-    };
-    if name.is_empty() {
-        return invalid("it is empty");
-    }
-    if name.len() > MAX_IDENTIFIER_LEN {
-        return invalid(&format!(
-            "it is {} bytes long, the limit is {MAX_IDENTIFIER_LEN}",
-            name.len()
-        ));
-    }
-    let first_ok = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_');
-    let rest_ok = name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-    if !first_ok || !rest_ok {
-        return invalid(
-            "use lower-case ASCII letters, digits and '_', starting with a letter or '_'",
-        );
-    }
-    Ok(())
+    RULE.check(kind, name)
 }
 
 /// Refuses the schemas PostgreSQL keeps for itself: `information_schema`

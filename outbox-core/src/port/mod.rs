@@ -15,6 +15,7 @@ mod publish_batch;
 mod publisher;
 mod queued;
 mod source;
+mod store_name;
 
 pub use chain::error_chain;
 pub use cursor::ClaimCursor;
@@ -32,6 +33,7 @@ pub use source::{
     PARKED_DELIVERIES_HEADER, PRIOR_DELIVERIES_HEADER, REPLAYED_REASON_HEADER, Redelivery, Source,
     SourceError,
 };
+pub use store_name::StoreNameRule;
 
 /// Errors that say whether retrying may succeed. Every port error
 /// implements it.
