@@ -140,19 +140,6 @@ pub(crate) fn inbox_error(error: MongoError) -> InboxError {
     }
 }
 
-/// The outbox store's errors, restated for the inbox.
-pub(crate) fn store_to_inbox(error: StoreError) -> InboxError {
-    match error {
-        StoreError::Unavailable(e) => InboxError::Unavailable(e),
-        StoreError::Timeout => InboxError::Unavailable("operation timed out".into()),
-        StoreError::Conflict(e) => InboxError::Conflict(e),
-        StoreError::Schema(s) => InboxError::Schema(s),
-        StoreError::Invalid(s) => InboxError::Invalid(s),
-        StoreError::Misconfigured(s) => InboxError::Misconfigured(s),
-        other => InboxError::Backend(other.into()),
-    }
-}
-
 /// Whether `error`, or any error it was caused by, is a driver error
 /// carrying `label`.
 pub(crate) fn has_label(error: &(dyn std::error::Error + 'static), label: &str) -> bool {

@@ -10,7 +10,7 @@ use tidings_core::{Attempts, InboxError, InboxMark, InboxStore};
 use tracing::{debug, instrument};
 use uuid::Uuid;
 
-use crate::error::{CommitError, inbox_error, is_duplicate_key, store_to_inbox};
+use crate::error::{CommitError, inbox_error, is_duplicate_key};
 use crate::filters;
 use crate::schema::{field, int64, micros};
 use crate::{MongoContext, MongoOutboxStore};
@@ -47,7 +47,7 @@ impl InboxStore for MongoInboxStore {
     type Tx = MongoContext;
 
     async fn begin(&self) -> Result<MongoContext, InboxError> {
-        self.store.begin().await.map_err(store_to_inbox)
+        self.store.begin().await.map_err(InboxError::from)
     }
 
     /// Duplicate keys and failed document validation anywhere in the
@@ -100,13 +100,13 @@ impl InboxStore for MongoInboxStore {
 
     async fn commit(&self, tx: MongoContext) -> Result<(), InboxError> {
         tx.commit().await.map_err(|e| match e {
-            CommitError::Store(e) => store_to_inbox(e),
+            CommitError::Store(e) => InboxError::from(e),
             other => InboxError::Invalid(other.to_string()),
         })
     }
 
     async fn rollback(&self, tx: MongoContext) -> Result<(), InboxError> {
-        tx.rollback().await.map_err(store_to_inbox)
+        tx.rollback().await.map_err(InboxError::from)
     }
 
     #[instrument(

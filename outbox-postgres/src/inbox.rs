@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tidings_core::{Attempts, InboxError, InboxMark, InboxStore, StoreError};
+use tidings_core::{Attempts, InboxError, InboxMark, InboxStore};
 use tracing::{debug, instrument};
 use uuid::Uuid;
 
@@ -42,7 +42,7 @@ impl InboxStore for PgInboxStore {
     type Tx = PgContext<'static>;
 
     async fn begin(&self) -> Result<PgContext<'static>, InboxError> {
-        self.store.begin().await.map_err(from_store)
+        self.store.begin().await.map_err(InboxError::from)
     }
 
     /// Constraint violations (SQLSTATE class 23) and data errors (class 22)
@@ -89,13 +89,13 @@ impl InboxStore for PgInboxStore {
 
     async fn commit(&self, tx: PgContext<'static>) -> Result<(), InboxError> {
         tx.commit().await.map_err(|e| match e {
-            CommitError::Store(e) => from_store(e),
+            CommitError::Store(e) => InboxError::from(e),
             other => InboxError::Invalid(other.to_string()),
         })
     }
 
     async fn rollback(&self, tx: PgContext<'static>) -> Result<(), InboxError> {
-        tx.rollback().await.map_err(from_store)
+        tx.rollback().await.map_err(InboxError::from)
     }
 
     #[instrument(
@@ -232,17 +232,4 @@ impl PgInboxStore {
 /// A stored count, never negative.
 fn count(stored: i32) -> u32 {
     u32::try_from(stored).unwrap_or_default()
-}
-
-/// The outbox store's errors, restated for the inbox.
-fn from_store(error: StoreError) -> InboxError {
-    match error {
-        StoreError::Unavailable(e) => InboxError::Unavailable(e),
-        StoreError::Timeout => InboxError::Unavailable("operation timed out".into()),
-        StoreError::Conflict(e) => InboxError::Conflict(e),
-        StoreError::Schema(s) => InboxError::Schema(s),
-        StoreError::Invalid(s) => InboxError::Invalid(s),
-        StoreError::Misconfigured(s) => InboxError::Misconfigured(s),
-        other => InboxError::Backend(other.into()),
-    }
 }

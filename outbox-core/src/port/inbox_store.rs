@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::BoxError;
+use super::{BoxError, StoreError};
 
 /// Whether an event was seen before by a consumer. A store's
 /// [`mark`](InboxStore::mark) answers `InboxMark` (the mark went into the
@@ -266,6 +266,22 @@ pub enum InboxError {
     /// Any other backend failure.
     #[error("inbox store failed")]
     Backend(#[source] BoxError),
+}
+
+/// A store's error restated for the inbox, where an inbox store works
+/// through its outbox store (its transactions, its sessions).
+impl From<StoreError> for InboxError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable(e) => Self::Unavailable(e),
+            StoreError::Timeout => Self::Unavailable("operation timed out".into()),
+            StoreError::Conflict(e) => Self::Conflict(e),
+            StoreError::Schema(s) => Self::Schema(s),
+            StoreError::Invalid(s) => Self::Invalid(s),
+            StoreError::Misconfigured(s) => Self::Misconfigured(s),
+            other => Self::Backend(other.into()),
+        }
+    }
 }
 
 impl InboxError {
