@@ -29,8 +29,8 @@ use tidings_kafka::{ClientOptions, dead_letter_topic, validate_topic};
 use super::kafka_log::{
     Parked, RESOLUTION_HEADER, RESOLVED_HEADER, broker, partitions, read_topic, unresolved,
 };
-use super::scan::{Action, DeadLetterQueues, Scan};
-use super::{DeadLetter, DeadLetterFilter, QueueDepth, ReplayOptions};
+use super::scan::{Action, DeadLetterQueues, Scan, ScanRequest};
+use super::{DeadLetter, QueueDepth};
 use crate::AdminError;
 
 /// How long reading a dead-letter topic, or the brokers' acknowledgement
@@ -100,47 +100,6 @@ impl KafkaDeadLetters {
             partitions(&consumer, &topic, TIMEOUT, hint).map(drop)
         })
         .await
-    }
-
-    async fn scan_topic(
-        &self,
-        queue: &str,
-        filter: &DeadLetterFilter,
-        action: Action,
-        options: ReplayOptions,
-    ) -> Result<(Vec<DeadLetter>, usize), AdminError> {
-        let records = self.read(queue).await?;
-        let acting = action != Action::Peek && !options.dry_run;
-        if acting && action == Action::Replay {
-            self.check_topic(queue, TARGET_HINT).await?;
-        }
-        let mut letters = Vec::new();
-        let mut done = 0;
-        for record in records {
-            if letters.len() >= filter.limit {
-                break;
-            }
-            let letter = record.letter();
-            if !filter.matches(&letter) {
-                continue;
-            }
-            if acting {
-                if let Some(pause) = options.pause().filter(|_| done > 0) {
-                    tokio::time::sleep(pause).await;
-                }
-                let resolution = match action {
-                    Action::Replay => {
-                        self.send_copy(queue, &record).await?;
-                        "replayed"
-                    }
-                    _ => "deleted",
-                };
-                self.mark(queue, &record, resolution).await?;
-                done += 1;
-            }
-            letters.push(letter);
-        }
-        Ok((letters, done))
     }
 
     /// Publishes a copy of `record` to `queue` and waits for the brokers'
@@ -216,13 +175,39 @@ impl Scan for KafkaDeadLetters {
         dead_letter_topic(queue)
     }
 
-    async fn scan(
-        &self,
-        queue: &str,
-        filter: &DeadLetterFilter,
-        action: Action,
-        options: ReplayOptions,
-    ) -> Result<(Vec<DeadLetter>, usize), AdminError> {
-        self.scan_topic(queue, filter, action, options).await
+    async fn scan(&self, request: ScanRequest<'_>) -> Result<(Vec<DeadLetter>, usize), AdminError> {
+        let (queue, filter, action, options) = request.parts();
+        let records = self.read(queue).await?;
+        let acting = action != Action::Peek && !options.dry_run;
+        if acting && action == Action::Replay {
+            self.check_topic(queue, TARGET_HINT).await?;
+        }
+        let mut letters = Vec::new();
+        let mut done = 0;
+        for record in records {
+            if letters.len() >= filter.limit {
+                break;
+            }
+            let letter = record.letter();
+            if !filter.matches(&letter) {
+                continue;
+            }
+            if acting {
+                if let Some(pause) = options.pause().filter(|_| done > 0) {
+                    tokio::time::sleep(pause).await;
+                }
+                let resolution = match action {
+                    Action::Replay => {
+                        self.send_copy(queue, &record).await?;
+                        "replayed"
+                    }
+                    _ => "deleted",
+                };
+                self.mark(queue, &record, resolution).await?;
+                done += 1;
+            }
+            letters.push(letter);
+        }
+        Ok((letters, done))
     }
 }

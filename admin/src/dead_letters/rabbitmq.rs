@@ -28,7 +28,7 @@ use tidings_rabbitmq::lapin::{self, Channel, Connection, ConnectionProperties};
 
 use super::amqp_message::{keep_properties, read, replay_properties};
 use super::amqp_moves::{Moves, broker};
-use super::scan::{Action, DeadLetterQueues, Scan};
+use super::scan::{Action, DeadLetterQueues, Scan, ScanRequest};
 use super::{DeadLetter, DeadLetterFilter, QueueDepth, ReplayOptions};
 use crate::AdminError;
 
@@ -83,40 +83,6 @@ impl RabbitDeadLetters {
             ConnectionProperties::default().with_connection_name(connection_name.into());
         let connection = Connection::connect(url, properties).await.map_err(broker)?;
         Ok(Self { connection })
-    }
-
-    /// Takes every message of the dead-letter queue once, acting on those
-    /// matching (up to the filter's limit) and copying the rest back.
-    async fn scan_queue(
-        &self,
-        queue: &str,
-        filter: &DeadLetterFilter,
-        action: Action,
-        options: ReplayOptions,
-    ) -> Result<(Vec<DeadLetter>, usize), AdminError> {
-        let dlq = dead_letter_queue(queue);
-        let channel = self.connection.create_channel().await.map_err(broker)?;
-        let depth = count(&channel, &dlq, DLQ_HINT).await?;
-        if action == Action::Replay {
-            count(&channel, queue, TARGET_HINT).await?;
-        }
-        channel
-            .confirm_select(ConfirmSelectOptions::default())
-            .await
-            .map_err(broker)?;
-        let scanned = Pass {
-            channel: &channel,
-            queue,
-            dlq: &dlq,
-            acting: action != Action::Peek && !options.dry_run,
-            action,
-            options,
-        }
-        .run(depth, filter)
-        .await;
-        // On a failure this puts back every message not yet acked.
-        let _ = channel.close(200, "OK".into()).await;
-        scanned
     }
 }
 
@@ -234,13 +200,32 @@ impl Scan for RabbitDeadLetters {
         dead_letter_queue(queue)
     }
 
-    async fn scan(
-        &self,
-        queue: &str,
-        filter: &DeadLetterFilter,
-        action: Action,
-        options: ReplayOptions,
-    ) -> Result<(Vec<DeadLetter>, usize), AdminError> {
-        self.scan_queue(queue, filter, action, options).await
+    /// Takes every message of the dead-letter queue once, acting on those
+    /// matching (up to the filter's limit) and copying the rest back.
+    async fn scan(&self, request: ScanRequest<'_>) -> Result<(Vec<DeadLetter>, usize), AdminError> {
+        let (queue, filter, action, options) = request.parts();
+        let dlq = dead_letter_queue(queue);
+        let channel = self.connection.create_channel().await.map_err(broker)?;
+        let depth = count(&channel, &dlq, DLQ_HINT).await?;
+        if action == Action::Replay {
+            count(&channel, queue, TARGET_HINT).await?;
+        }
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .map_err(broker)?;
+        let scanned = Pass {
+            channel: &channel,
+            queue,
+            dlq: &dlq,
+            acting: action != Action::Peek && !options.dry_run,
+            action,
+            options,
+        }
+        .run(depth, filter)
+        .await;
+        // On a failure this puts back every message not yet acked.
+        let _ = channel.close(200, "OK".into()).await;
+        scanned
     }
 }

@@ -38,11 +38,29 @@ pub trait Scan: Sync {
     /// fails or goes away, leaving the messages not yet acted on in place.
     fn scan(
         &self,
-        queue: &str,
-        filter: &DeadLetterFilter,
-        action: Action,
-        options: ReplayOptions,
+        request: ScanRequest<'_>,
     ) -> impl Future<Output = Result<(Vec<DeadLetter>, usize), AdminError>> + Send;
+}
+
+/// One scan of a dead-letter queue: whose, which messages, and what to do
+/// with them.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanRequest<'a> {
+    /// The queue whose dead letters are scanned.
+    pub queue: &'a str,
+    /// Which of them the action is done to.
+    pub filter: &'a DeadLetterFilter,
+    /// What is done.
+    pub action: Action,
+    /// How a replay or purge runs.
+    pub options: ReplayOptions,
+}
+
+impl<'a> ScanRequest<'a> {
+    /// The queue, the filter, the action and the options.
+    pub fn parts(self) -> (&'a str, &'a DeadLetterFilter, Action, ReplayOptions) {
+        (self.queue, self.filter, self.action, self.options)
+    }
 }
 
 /// A broker's dead-letter queues, as an operator works on them: one
@@ -84,7 +102,12 @@ pub trait DeadLetterQueues: Scan {
     ) -> impl Future<Output = Result<Vec<DeadLetter>, AdminError>> + Send {
         async move {
             let (letters, _) = self
-                .scan(queue, filter, Action::Peek, ReplayOptions::new())
+                .scan(ScanRequest {
+                    queue,
+                    filter,
+                    action: Action::Peek,
+                    options: ReplayOptions::new(),
+                })
                 .await?;
             Ok(letters)
         }
@@ -159,7 +182,13 @@ async fn act(
     action: Action,
     options: ReplayOptions,
 ) -> Result<DeadLetterReport, AdminError> {
-    let (letters, done) = reader.scan(queue, filter, action, options).await?;
+    let request = ScanRequest {
+        queue,
+        filter,
+        action,
+        options,
+    };
+    let (letters, done) = reader.scan(request).await?;
     info!(
         messaging.destination.name = queue,
         ?action,

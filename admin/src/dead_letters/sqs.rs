@@ -23,8 +23,8 @@ use tidings_sqs::aws_sdk_sqs::error::SdkError;
 use tidings_sqs::aws_sdk_sqs::types::{Message, MessageSystemAttributeName, QueueAttributeName};
 use tidings_sqs::{dead_letter_queue, is_fifo, message_headers, replay_attributes};
 
-use super::scan::{Action, DeadLetterQueues, Scan};
-use super::{DeadLetter, DeadLetterFilter, QueueDepth, ReplayOptions};
+use super::scan::{Action, DeadLetterQueues, Scan, ScanRequest};
+use super::{DeadLetter, QueueDepth};
 use crate::AdminError;
 
 /// How long a scan holds the messages it received.
@@ -52,70 +52,6 @@ impl SqsDeadLetters {
     /// The dead-letter queues `client` reaches.
     pub fn new(client: Client) -> Self {
         Self { client }
-    }
-
-    async fn scan_queue(
-        &self,
-        queue: &str,
-        filter: &DeadLetterFilter,
-        action: Action,
-        options: ReplayOptions,
-    ) -> Result<(Vec<DeadLetter>, usize), AdminError> {
-        let dlq = dead_letter_queue(queue);
-        let dlq_url = self.url(&dlq, DLQ_HINT).await?;
-        let state = self.state(&dlq_url).await?;
-        if let Some(policy) = state.redrive_policy {
-            return Err(refuse_redriven(&dlq, &dlq_url, &policy));
-        }
-        let target = match action {
-            Action::Replay => Some(self.url(queue, TARGET_HINT).await?),
-            _ => None,
-        };
-        let acting = action != Action::Peek && !options.dry_run;
-        let mut held = Vec::new();
-        let mut seen = HashSet::new();
-        let mut letters = Vec::new();
-        let mut done = 0;
-        let outcome = async {
-            while letters.len() < filter.limit && (seen.len() as u64) < state.depth {
-                let batch = self.receive(&dlq_url).await?;
-                if batch.is_empty() {
-                    break;
-                }
-                for message in batch {
-                    let receipt = message.receipt_handle().unwrap_or_default().to_owned();
-                    let letter = read(&message);
-                    let fresh = seen.insert(message.message_id().unwrap_or_default().to_owned());
-                    let take = fresh && filter.matches(&letter) && letters.len() < filter.limit;
-                    if !take || !acting {
-                        held.push(receipt);
-                        if take {
-                            letters.push(letter);
-                        }
-                        continue;
-                    }
-                    if let Some(url) = &target {
-                        if let Some(pause) = options.pause().filter(|_| done > 0) {
-                            tokio::time::sleep(pause).await;
-                        }
-                        self.send_copy(url, queue, &message).await?;
-                    }
-                    self.client
-                        .delete_message()
-                        .queue_url(&dlq_url)
-                        .receipt_handle(&receipt)
-                        .send()
-                        .await
-                        .map_err(broker)?;
-                    done += 1;
-                    letters.push(letter);
-                }
-            }
-            Ok::<_, AdminError>(())
-        }
-        .await;
-        self.release(&dlq_url, held).await;
-        outcome.map(|()| (letters, done))
     }
 
     /// The queue's depth and redrive policy, in one `GetQueueAttributes`.
@@ -280,13 +216,62 @@ impl Scan for SqsDeadLetters {
         dead_letter_queue(queue)
     }
 
-    async fn scan(
-        &self,
-        queue: &str,
-        filter: &DeadLetterFilter,
-        action: Action,
-        options: ReplayOptions,
-    ) -> Result<(Vec<DeadLetter>, usize), AdminError> {
-        self.scan_queue(queue, filter, action, options).await
+    async fn scan(&self, request: ScanRequest<'_>) -> Result<(Vec<DeadLetter>, usize), AdminError> {
+        let (queue, filter, action, options) = request.parts();
+        let dlq = dead_letter_queue(queue);
+        let dlq_url = self.url(&dlq, DLQ_HINT).await?;
+        let state = self.state(&dlq_url).await?;
+        if let Some(policy) = state.redrive_policy {
+            return Err(refuse_redriven(&dlq, &dlq_url, &policy));
+        }
+        let target = match action {
+            Action::Replay => Some(self.url(queue, TARGET_HINT).await?),
+            _ => None,
+        };
+        let acting = action != Action::Peek && !options.dry_run;
+        let mut held = Vec::new();
+        let mut seen = HashSet::new();
+        let mut letters = Vec::new();
+        let mut done = 0;
+        let outcome = async {
+            while letters.len() < filter.limit && (seen.len() as u64) < state.depth {
+                let batch = self.receive(&dlq_url).await?;
+                if batch.is_empty() {
+                    break;
+                }
+                for message in batch {
+                    let receipt = message.receipt_handle().unwrap_or_default().to_owned();
+                    let letter = read(&message);
+                    let fresh = seen.insert(message.message_id().unwrap_or_default().to_owned());
+                    let take = fresh && filter.matches(&letter) && letters.len() < filter.limit;
+                    if !take || !acting {
+                        held.push(receipt);
+                        if take {
+                            letters.push(letter);
+                        }
+                        continue;
+                    }
+                    if let Some(url) = &target {
+                        if let Some(pause) = options.pause().filter(|_| done > 0) {
+                            tokio::time::sleep(pause).await;
+                        }
+                        self.send_copy(url, queue, &message).await?;
+                    }
+                    self.client
+                        .delete_message()
+                        .queue_url(&dlq_url)
+                        .receipt_handle(&receipt)
+                        .send()
+                        .await
+                        .map_err(broker)?;
+                    done += 1;
+                    letters.push(letter);
+                }
+            }
+            Ok::<_, AdminError>(())
+        }
+        .await;
+        self.release(&dlq_url, held).await;
+        outcome.map(|()| (letters, done))
     }
 }
