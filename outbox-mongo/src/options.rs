@@ -3,19 +3,7 @@
 
 use std::time::Duration;
 
-use tidings_core::{SharedClock, SystemClock};
-
-/// What happens to a document once its event is published.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Retention {
-    /// Delete it when it is marked published (the default): the collection
-    /// holds only unfinished and failed documents.
-    #[default]
-    Delete,
-    /// Keep it as `published`, for audits or replays, until
-    /// [`purge`](tidings_core::OutboxStore::purge) removes it.
-    Keep,
-}
+use tidings_core::{Retention, SharedClock, SystemClock};
 
 /// Options of a [`MongoOutboxStore`](crate::MongoOutboxStore).
 ///

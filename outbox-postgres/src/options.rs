@@ -1,21 +1,9 @@
 //! How a store is set up: table names, retention, claims and clock.
 
 use sqlx::postgres::PgConnectOptions;
-use tidings_core::{SharedClock, SystemClock};
+use tidings_core::{Retention, SharedClock, SystemClock};
 
 use crate::{Layout, Pooling};
-
-/// What happens to a row once its event is published.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Retention {
-    /// Delete it in the statement that marks it published (the default):
-    /// the table holds only unfinished and failed rows.
-    #[default]
-    Delete,
-    /// Keep it as `published`, for audits or replays, until
-    /// [`purge`](tidings_core::OutboxStore::purge) removes it.
-    Keep,
-}
 
 /// How a relay's claim holds its rows until it settles them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
