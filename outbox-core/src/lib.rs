@@ -5,6 +5,7 @@ pub mod clock;
 pub mod cloudevents;
 mod codec;
 mod envelope;
+mod getters;
 mod hlc;
 pub mod lifecycle;
 pub mod memory;
