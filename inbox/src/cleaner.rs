@@ -71,22 +71,13 @@ impl InboxCleanerOptions {
         self.batch = batch.max(1);
         self
     }
-
-    /// The [`keep`](Self::keep) setting.
-    pub fn get_keep(&self) -> Duration {
-        self.keep
-    }
-
-    /// The [`interval`](Self::interval) setting.
-    pub fn get_interval(&self) -> Duration {
-        self.interval
-    }
-
-    /// The [`batch`](Self::batch) setting.
-    pub fn get_batch(&self) -> usize {
-        self.batch
-    }
 }
+
+tidings_core::getters!(InboxCleanerOptions {
+    get_keep: Duration = keep;
+    get_interval: Duration = interval;
+    get_batch: usize = batch;
+});
 
 impl Default for InboxCleanerOptions {
     fn default() -> Self {

@@ -54,17 +54,12 @@ impl MemoryBrokerOptions {
         self.duplicate_every = Some(n.max(1));
         self
     }
-
-    /// The [`max_message_size`](Self::max_message_size) setting.
-    pub fn get_max_message_size(&self) -> usize {
-        self.max_message_size
-    }
-
-    /// The [`duplicate_every`](Self::duplicate_every) setting.
-    pub fn get_duplicate_every(&self) -> Option<u32> {
-        self.duplicate_every
-    }
 }
+
+crate::getters!(MemoryBrokerOptions {
+    get_max_message_size: usize = max_message_size;
+    get_duplicate_every: Option<u32> = duplicate_every;
+});
 
 impl Default for MemoryBrokerOptions {
     fn default() -> Self {

@@ -43,17 +43,12 @@ impl MemoryStoreOptions {
         self.retention = retention;
         self
     }
-
-    /// The [`clock`](Self::clock) setting.
-    pub fn get_clock(&self) -> &SharedClock {
-        &self.clock
-    }
-
-    /// The [`retention`](Self::retention) setting.
-    pub fn get_retention(&self) -> Retention {
-        self.retention
-    }
 }
+
+crate::getters!(MemoryStoreOptions {
+    get_clock: &SharedClock = clock;
+    get_retention: Retention = retention;
+});
 
 impl Default for MemoryStoreOptions {
     fn default() -> Self {

@@ -77,27 +77,14 @@ impl CleanerOptions {
         self.batch = batch.max(1);
         self
     }
-
-    /// The [`keep_published`](Self::keep_published) setting.
-    pub fn get_keep_published(&self) -> Option<Duration> {
-        self.keep_published
-    }
-
-    /// The [`keep_failed`](Self::keep_failed) setting.
-    pub fn get_keep_failed(&self) -> Option<Duration> {
-        self.keep_failed
-    }
-
-    /// The [`interval`](Self::interval) setting.
-    pub fn get_interval(&self) -> Duration {
-        self.interval
-    }
-
-    /// The [`batch`](Self::batch) setting.
-    pub fn get_batch(&self) -> usize {
-        self.batch
-    }
 }
+
+crate::getters!(CleanerOptions {
+    get_keep_published: Option<Duration> = keep_published;
+    get_keep_failed: Option<Duration> = keep_failed;
+    get_interval: Duration = interval;
+    get_batch: usize = batch;
+});
 
 impl Default for CleanerOptions {
     fn default() -> Self {

@@ -52,12 +52,11 @@ impl MonitorOptions {
         self.interval = interval;
         self
     }
-
-    /// The [`interval`](Self::interval) setting.
-    pub fn get_interval(&self) -> Duration {
-        self.interval
-    }
 }
+
+crate::getters!(MonitorOptions {
+    get_interval: Duration = interval;
+});
 
 impl Default for MonitorOptions {
     fn default() -> Self {

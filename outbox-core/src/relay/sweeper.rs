@@ -58,17 +58,12 @@ impl SweeperOptions {
         self.limit = limit.max(1);
         self
     }
-
-    /// The [`interval`](Self::interval) setting.
-    pub fn get_interval(&self) -> Duration {
-        self.interval
-    }
-
-    /// The [`limit`](Self::limit) setting.
-    pub fn get_limit(&self) -> usize {
-        self.limit
-    }
 }
+
+crate::getters!(SweeperOptions {
+    get_interval: Duration = interval;
+    get_limit: usize = limit;
+});
 
 impl Default for SweeperOptions {
     fn default() -> Self {

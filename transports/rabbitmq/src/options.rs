@@ -121,15 +121,10 @@ impl DestinationOptions {
         self.routing_key = routing_key;
         self
     }
-
-    /// The [`exchange`](Self::exchange) setting, `None` for the exchange
-    /// named after the destination.
-    pub fn get_exchange(&self) -> Option<&str> {
-        self.exchange.as_deref()
-    }
 }
 
 getters!(DestinationOptions {
+    get_exchange: Option<&str> = exchange.as_deref();
     get_routing_key: RoutingKey = routing_key;
 });
 
