@@ -188,7 +188,9 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
 
     /// The relays, one per route in the order they were added, each with
     /// its options, wake-up and tenant: what [`into_steps`](IntoSteps::into_steps)
-    /// runs without [`shared`](Self::shared).
+    /// runs without [`shared`](Self::shared). The store's wake-up source
+    /// and the monitors are left out; run them yourself, or use
+    /// [`into_steps`](IntoSteps::into_steps).
     pub fn into_relays(self) -> Vec<Relay<S, P>> {
         let (options, wakeup, tenant) = (self.options, self.wakeup, self.tenant);
         let finish = |(relay, own): (Relay<S, P>, Option<RelayOptions>)| {
