@@ -21,4 +21,4 @@ pub use options::ConsumerOptions;
 pub use queue_ref::QueueRef;
 pub use report::ConsumerReport;
 pub use runner::{Consumer, run_consumer};
-pub use tidings_inbox::{Inbox, InboxCleaner, NoInbox};
+pub use tidings_inbox::{Inbox, InboxCleaner, InboxCleanerOptions, NoInbox};

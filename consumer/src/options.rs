@@ -68,7 +68,7 @@ impl ConsumerOptions {
 
     /// Deliveries, or batches of them, handled at once.
     ///
-    /// At least 1.
+    /// At least 1; default [`DEFAULT_CONCURRENCY`](Self::DEFAULT_CONCURRENCY).
     pub fn concurrency(mut self, concurrency: usize) -> Self {
         self.concurrency = concurrency.max(1);
         self
@@ -125,7 +125,7 @@ impl ConsumerOptions {
     /// [`strict_attempts`](Self::strict_attempts) instead and is never
     /// nacked.
     ///
-    /// At least 1.
+    /// At least 1; default [`DEFAULT_ATTEMPTS`](Self::DEFAULT_ATTEMPTS).
     pub fn attempts(mut self, attempts: u32) -> Self {
         self.attempts = attempts.max(1);
         self
@@ -153,31 +153,35 @@ impl ConsumerOptions {
     /// the default backoff, 10 attempts hold a key for at most about 13 s
     /// of waits plus the handler runs.
     ///
-    /// At least 1.
+    /// At least 1; default [`DEFAULT_STRICT_ATTEMPTS`](Self::DEFAULT_STRICT_ATTEMPTS).
     pub fn strict_attempts(mut self, attempts: u32) -> Self {
         self.strict_attempts = attempts.max(1);
         self
     }
 
-    /// Waits between those attempts (and between strict attempts).
+    /// Waits between those attempts (and between strict attempts); default
+    /// [`DEFAULT_RETRY_BACKOFF`](Self::DEFAULT_RETRY_BACKOFF).
     pub fn retry_backoff(mut self, backoff: Backoff) -> Self {
         self.retry_backoff = backoff;
         self
     }
 
     /// How long a handler may run; a timeout counts as a transient failure.
+    /// Default [`DEFAULT_HANDLER_TIMEOUT`](Self::DEFAULT_HANDLER_TIMEOUT).
     pub fn handler_timeout(mut self, timeout: Duration) -> Self {
         self.handler_timeout = timeout;
         self
     }
 
-    /// How long a nacked delivery stays away; `None` redelivers at once.
+    /// How long a nacked delivery stays away; `None`, the default,
+    /// redelivers at once.
     pub fn redelivery_delay(mut self, delay: impl Into<Option<Duration>>) -> Self {
         self.redelivery_delay = delay.into();
         self
     }
 
-    /// Waits before subscribing again after the source fails.
+    /// Waits before subscribing again after the source fails; default
+    /// [`DEFAULT_RESTART_BACKOFF`](Self::DEFAULT_RESTART_BACKOFF).
     pub fn restart_backoff(mut self, backoff: Backoff) -> Self {
         self.restart_backoff = backoff;
         self
@@ -185,72 +189,28 @@ impl ConsumerOptions {
 
     /// How long running handlers get to finish on shutdown; the rest are
     /// left unsettled for redelivery, as is a delivery waiting to be
-    /// retried.
+    /// retried. Default
+    /// [`DEFAULT_SHUTDOWN_TIMEOUT`](Self::DEFAULT_SHUTDOWN_TIMEOUT).
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
         self
     }
-
-    /// The [`concurrency`](Self::concurrency) setting.
-    pub fn get_concurrency(&self) -> usize {
-        self.concurrency
-    }
-
-    /// The [`max_batch`](Self::max_batch) setting.
-    pub fn get_max_batch(&self) -> usize {
-        self.max_batch
-    }
-
-    /// The [`key_order`](Self::key_order) setting.
-    pub fn get_key_order(&self) -> KeyOrder {
-        self.key_order
-    }
-
-    /// The [`max_deliveries`](Self::max_deliveries) setting.
-    pub fn get_max_deliveries(&self) -> Option<u32> {
-        self.max_deliveries
-    }
-
-    /// The [`attempts`](Self::attempts) setting.
-    pub fn get_attempts(&self) -> u32 {
-        self.attempts
-    }
-
-    /// The [`strict_attempts`](Self::strict_attempts) setting.
-    pub fn get_strict_attempts(&self) -> u32 {
-        self.strict_attempts
-    }
-
-    /// The [`retry_backoff`](Self::retry_backoff) setting.
-    pub fn get_retry_backoff(&self) -> Backoff {
-        self.retry_backoff
-    }
-
-    /// The [`classify_errors`](Self::classify_errors) setting.
-    pub fn get_classify_errors(&self) -> bool {
-        self.classify_errors
-    }
-
-    /// The [`handler_timeout`](Self::handler_timeout) setting.
-    pub fn get_handler_timeout(&self) -> Duration {
-        self.handler_timeout
-    }
-
-    /// The [`redelivery_delay`](Self::redelivery_delay) setting.
-    pub fn get_redelivery_delay(&self) -> Option<Duration> {
-        self.redelivery_delay
-    }
-
-    /// The [`restart_backoff`](Self::restart_backoff) setting.
-    pub fn get_restart_backoff(&self) -> Backoff {
-        self.restart_backoff
-    }
-
-    /// The [`shutdown_timeout`](Self::shutdown_timeout) setting.
-    pub fn get_shutdown_timeout(&self) -> Duration {
-        self.shutdown_timeout
-    }
 }
+
+tidings_core::getters!(ConsumerOptions {
+    get_concurrency: usize = concurrency;
+    get_max_batch: usize = max_batch;
+    get_key_order: KeyOrder = key_order;
+    get_max_deliveries: Option<u32> = max_deliveries;
+    get_attempts: u32 = attempts;
+    get_strict_attempts: u32 = strict_attempts;
+    get_retry_backoff: Backoff = retry_backoff;
+    get_classify_errors: bool = classify_errors;
+    get_handler_timeout: Duration = handler_timeout;
+    get_redelivery_delay: Option<Duration> = redelivery_delay;
+    get_restart_backoff: Backoff = restart_backoff;
+    get_shutdown_timeout: Duration = shutdown_timeout;
+});
 
 impl Default for ConsumerOptions {
     fn default() -> Self {

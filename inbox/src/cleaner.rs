@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use tidings_core::lifecycle::{Step, StepError, repeat};
+use tidings_core::lifecycle::{Step, StepError, purge_in_batches, repeat};
 use tidings_core::{InboxError, InboxStore};
 use tokio_util::sync::CancellationToken;
 
@@ -12,50 +12,103 @@ use tokio_util::sync::CancellationToken;
 ///
 /// A redelivery that arrives after its mark was deleted runs the handler
 /// again, so keep marks longer than the broker can hold a message.
+///
+/// ```
+/// use std::time::Duration;
+/// use tidings_core::memory::MemoryStore;
+/// use tidings_inbox::{InboxCleaner, InboxCleanerOptions};
+///
+/// let cleaner = InboxCleaner::new(MemoryStore::new(), "billing")
+///     .options(InboxCleanerOptions::new().keep(Duration::from_secs(14 * 24 * 3600)));
+/// assert_eq!(cleaner.get_options().get_interval(), InboxCleanerOptions::DEFAULT_INTERVAL);
+/// ```
 #[derive(Debug, Clone)]
 pub struct InboxCleaner<S> {
     store: S,
     consumer: String,
+    options: InboxCleanerOptions,
+}
+
+/// Settings of an [`InboxCleaner`]: how long marks are kept, and how often
+/// and how many at a time they are deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InboxCleanerOptions {
     keep: Duration,
     interval: Duration,
     batch: usize,
 }
 
-impl<S: InboxStore> InboxCleaner<S> {
-    /// Default retention of marks: 7 days.
+impl InboxCleanerOptions {
+    /// Default [`keep`](Self::keep): 7 days.
     pub const DEFAULT_KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
-    /// Default time between cleanups.
+    /// Default [`interval`](Self::interval): 5 minutes.
     pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(300);
-    /// Default marks deleted per statement.
+    /// Default [`batch`](Self::batch): 1,000 marks.
     pub const DEFAULT_BATCH: usize = 1000;
 
-    /// A cleaner for one consumer's marks.
-    pub fn new(store: S, consumer: impl Into<String>) -> Self {
-        Self {
-            store,
-            consumer: consumer.into(),
-            keep: Self::DEFAULT_KEEP,
-            interval: Self::DEFAULT_INTERVAL,
-            batch: Self::DEFAULT_BATCH,
-        }
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    /// Sets how long marks are kept.
+    /// How long marks (and attempt counts) are kept; default
+    /// [`DEFAULT_KEEP`](Self::DEFAULT_KEEP).
     pub fn keep(mut self, keep: Duration) -> Self {
         self.keep = keep;
         self
     }
 
-    /// Sets the time between cleanups.
+    /// The time between cleanups; default
+    /// [`DEFAULT_INTERVAL`](Self::DEFAULT_INTERVAL).
     pub fn interval(mut self, interval: Duration) -> Self {
         self.interval = interval;
         self
     }
 
-    /// Sets the marks deleted per statement.
+    /// The marks deleted per statement (at least 1); default
+    /// [`DEFAULT_BATCH`](Self::DEFAULT_BATCH).
     pub fn batch(mut self, batch: usize) -> Self {
         self.batch = batch.max(1);
         self
+    }
+}
+
+tidings_core::getters!(InboxCleanerOptions {
+    get_keep: Duration = keep;
+    get_interval: Duration = interval;
+    get_batch: usize = batch;
+});
+
+impl Default for InboxCleanerOptions {
+    fn default() -> Self {
+        Self {
+            keep: Self::DEFAULT_KEEP,
+            interval: Self::DEFAULT_INTERVAL,
+            batch: Self::DEFAULT_BATCH,
+        }
+    }
+}
+
+impl<S: InboxStore> InboxCleaner<S> {
+    /// A cleaner for one consumer's marks, with
+    /// [`InboxCleanerOptions::default`].
+    pub fn new(store: S, consumer: impl Into<String>) -> Self {
+        Self {
+            store,
+            consumer: consumer.into(),
+            options: InboxCleanerOptions::default(),
+        }
+    }
+
+    /// Sets the options.
+    pub fn options(mut self, options: InboxCleanerOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The options.
+    pub fn get_options(&self) -> &InboxCleanerOptions {
+        &self.options
     }
 
     /// One cleanup, batch after batch; returns how many marks went.
@@ -68,29 +121,23 @@ impl<S: InboxStore> InboxCleaner<S> {
     /// [`InboxError::Backend`] for any other database error. Marks deleted
     /// before it stay deleted.
     pub async fn clean(&self) -> Result<u64, InboxError> {
-        let mut deleted = 0;
-        loop {
-            let n = self
-                .store
-                .purge_older_than(&self.consumer, self.keep, self.batch)
-                .await?;
-            deleted += n;
-            if n < self.batch as u64 {
-                return Ok(deleted);
-            }
+        let (consumer, keep) = (&self.consumer, self.options.keep);
+        let deleted = purge_in_batches(self.options.batch, |limit| {
+            self.store.purge_older_than(consumer, keep, limit)
+        })
+        .await?;
+        if deleted > 0 {
+            tracing::debug!(consumer = %consumer, deleted, "purged inbox marks");
         }
+        Ok(deleted)
     }
 }
 
 impl<S: InboxStore> Step for InboxCleaner<S> {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
         async move {
-            repeat("inbox cleaner", self.interval, &cancel, || async {
-                let deleted = self.clean().await?;
-                if deleted > 0 {
-                    tracing::debug!(consumer = %self.consumer, deleted, "purged inbox marks");
-                }
-                Ok::<_, InboxError>(())
+            repeat("inbox cleaner", self.options.interval, &cancel, || async {
+                self.clean().await.map(drop)
             })
             .await
         }

@@ -4,6 +4,6 @@ mod cleaner;
 mod inbox;
 mod no_inbox;
 
-pub use cleaner::InboxCleaner;
+pub use cleaner::{InboxCleaner, InboxCleanerOptions};
 pub use inbox::Inbox;
 pub use no_inbox::NoInbox;

@@ -3,14 +3,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tidings_core::memory::MemoryStore;
+use tidings_core::memory::{MemoryStore, MemoryStoreOptions};
 use tidings_core::{InboxMark, ManualClock};
-use tidings_inbox::{Inbox, InboxCleaner};
+use tidings_inbox::{Inbox, InboxCleaner, InboxCleanerOptions};
 use uuid::Uuid;
 
 fn store() -> (ManualClock, MemoryStore) {
     let clock = ManualClock::starting_now();
-    (clock.clone(), MemoryStore::with_clock(Arc::new(clock)))
+    (
+        clock.clone(),
+        MemoryStore::with_options(MemoryStoreOptions::new().clock(Arc::new(clock))),
+    )
 }
 
 async fn handle(inbox: &Inbox<MemoryStore>, id: Uuid) -> bool {
@@ -36,9 +39,10 @@ async fn the_cleaner_removes_marks_older_than_the_window_in_batches() {
     let recent = Uuid::now_v7();
     assert!(handle(&inbox, recent).await);
 
-    let cleaner = InboxCleaner::new(store.clone(), "billing")
+    let options = InboxCleanerOptions::new()
         .keep(Duration::from_secs(1800))
         .batch(2);
+    let cleaner = InboxCleaner::new(store.clone(), "billing").options(options);
     assert_eq!(cleaner.clean().await.unwrap(), 5);
     assert_eq!(cleaner.clean().await.unwrap(), 0);
     assert!(

@@ -5,6 +5,7 @@ pub mod clock;
 pub mod cloudevents;
 mod codec;
 mod envelope;
+mod getters;
 mod hlc;
 pub mod lifecycle;
 pub mod memory;
@@ -29,8 +30,8 @@ pub use port::{
     InboxMark, InboxStore, LeaseToken, OutboxAdmin, OutboxRecord, OutboxStats, OutboxStore,
     Outcome, PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER, PRIOR_DELIVERIES_HEADER, PublishBatch,
     PublishError, Publisher, PublisherExt, PurgeRequest, PurgeStatus, Queued, QueuedWait,
-    REPLAYED_REASON_HEADER, Redelivery, Requeue, SettleReport, Settlement, Source, SourceError,
-    StoreError, Transient,
+    REPLAYED_REASON_HEADER, Redelivery, Requeue, Retention, SettleReport, Settlement, Source,
+    SourceError, StoreError, Transient,
 };
 pub use spec::{OrderingMode, OutboxSpec, QueueSpec, RetryPolicy, Route, SpecError};
 pub use staging::{OutboxBuffer, StageError, Staged, StagedEvent};

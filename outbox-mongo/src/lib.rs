@@ -25,8 +25,9 @@ pub use context::MongoContext;
 pub use error::CommitError;
 pub use inbox::MongoInboxStore;
 pub use names::MAX_COLLECTION_NAME_LEN;
-pub use options::{MongoOutboxOptions, Retention};
+pub use options::MongoOutboxOptions;
 pub use store::MongoOutboxStore;
+pub use tidings_core::Retention;
 pub use watch::MongoWakeupSource;
 
 /// The driver this crate is built on, for building the client and the

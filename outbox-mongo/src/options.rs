@@ -3,19 +3,7 @@
 
 use std::time::Duration;
 
-use tidings_core::{SharedClock, SystemClock};
-
-/// What happens to a document once its event is published.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Retention {
-    /// Delete it when it is marked published (the default): the collection
-    /// holds only unfinished and failed documents.
-    #[default]
-    Delete,
-    /// Keep it as `published`, for audits or replays, until
-    /// [`purge`](tidings_core::OutboxStore::purge) removes it.
-    Keep,
-}
+use tidings_core::{Retention, SharedClock, SystemClock, getters};
 
 /// Options of a [`MongoOutboxStore`](crate::MongoOutboxStore).
 ///
@@ -52,26 +40,29 @@ impl MongoOutboxOptions {
         Self::default()
     }
 
-    /// The outbox collection.
+    /// The outbox collection; default
+    /// [`DEFAULT_COLLECTION`](Self::DEFAULT_COLLECTION).
     pub fn collection(mut self, name: impl Into<String>) -> Self {
         self.collection = name.into();
         self
     }
 
-    /// The inbox collection.
+    /// The inbox collection; default
+    /// [`DEFAULT_INBOX_COLLECTION`](Self::DEFAULT_INBOX_COLLECTION).
     pub fn inbox_collection(mut self, name: impl Into<String>) -> Self {
         self.inbox_collection = name.into();
         self
     }
 
-    /// What happens to published documents.
+    /// What happens to published documents; default [`Retention::Delete`].
     pub fn retention(mut self, retention: Retention) -> Self {
         self.retention = retention;
         self
     }
 
     /// How long [`transaction`](crate::MongoOutboxStore::transaction) keeps
-    /// retrying transient failures before it gives up with the last one.
+    /// retrying transient failures before it gives up with the last one;
+    /// default [`DEFAULT_TRANSACTION_TIMEOUT`](Self::DEFAULT_TRANSACTION_TIMEOUT).
     pub fn transaction_timeout(mut self, timeout: Duration) -> Self {
         self.transaction_timeout = timeout;
         self
@@ -80,37 +71,20 @@ impl MongoOutboxOptions {
     /// The clock for every time the store writes: `occurred_at`, hybrid
     /// clock stamps, availability, lease expiry and finishing times. Relays
     /// on several machines rely on their clocks roughly agreeing; leases
-    /// much longer than the skew keep that safe.
+    /// much longer than the skew keep that safe. Default: the system clock.
     pub fn clock(mut self, clock: SharedClock) -> Self {
         self.clock = clock;
         self
     }
-
-    /// The outbox collection name.
-    pub fn get_collection(&self) -> &str {
-        &self.collection
-    }
-
-    /// The inbox collection name.
-    pub fn get_inbox_collection(&self) -> &str {
-        &self.inbox_collection
-    }
-
-    /// The retention of published documents.
-    pub fn get_retention(&self) -> Retention {
-        self.retention
-    }
-
-    /// The retry budget of the transaction helper.
-    pub fn get_transaction_timeout(&self) -> Duration {
-        self.transaction_timeout
-    }
-
-    /// The clock.
-    pub fn get_clock(&self) -> &SharedClock {
-        &self.clock
-    }
 }
+
+getters!(MongoOutboxOptions {
+    get_collection: &str = collection;
+    get_inbox_collection: &str = inbox_collection;
+    get_retention: Retention = retention;
+    get_transaction_timeout: Duration = transaction_timeout;
+    get_clock: &SharedClock = clock;
+});
 
 impl Default for MongoOutboxOptions {
     fn default() -> Self {

@@ -27,10 +27,11 @@ pub use inbox::PgInboxStore;
 pub use layout::{Layout, MAX_MOVED, SLOT_SECONDS, SLOTS};
 pub use listener::PgWakeupSource;
 pub use names::MAX_IDENTIFIER_LEN;
-pub use options::{ClaimMode, PgOutboxOptions, Retention};
+pub use options::{ClaimMode, PgOutboxOptions};
 pub use pooling::Pooling;
 pub use rotation::Rotation;
 pub use store::PgOutboxStore;
+pub use tidings_core::Retention;
 
 /// The sqlx this crate is built on, so a service uses the same version.
 pub use sqlx;

@@ -1,21 +1,9 @@
 //! How a store is set up: table names, retention, claims and clock.
 
 use sqlx::postgres::PgConnectOptions;
-use tidings_core::{SharedClock, SystemClock};
+use tidings_core::{Retention, SharedClock, SystemClock, getters};
 
 use crate::{Layout, Pooling};
-
-/// What happens to a row once its event is published.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Retention {
-    /// Delete it in the statement that marks it published (the default):
-    /// the table holds only unfinished and failed rows.
-    #[default]
-    Delete,
-    /// Keep it as `published`, for audits or replays, until
-    /// [`purge`](tidings_core::OutboxStore::purge) removes it.
-    Keep,
-}
 
 /// How a relay's claim holds its rows until it settles them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -106,26 +94,29 @@ impl PgOutboxOptions {
     /// creates it when missing. Several outbox tables may share a schema.
     /// The schemas PostgreSQL keeps for itself (`information_schema` and
     /// every name starting with `pg_`) are refused by
-    /// [`PgOutboxStore::new`](crate::PgOutboxStore::new).
+    /// [`PgOutboxStore::new`](crate::PgOutboxStore::new). Default
+    /// [`DEFAULT_SCHEMA`](Self::DEFAULT_SCHEMA).
     pub fn schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = schema.into();
         self
     }
 
     /// The outbox table. Its migrations are recorded in `<table>_migrations`.
+    /// Default [`DEFAULT_TABLE`](Self::DEFAULT_TABLE).
     pub fn table(mut self, table: impl Into<String>) -> Self {
         self.table = table.into();
         self
     }
 
     /// The inbox table. Outbox tables of one schema naming the same inbox
-    /// share it: the first to migrate makes it.
+    /// share it: the first to migrate makes it. Default
+    /// [`DEFAULT_INBOX_TABLE`](Self::DEFAULT_INBOX_TABLE).
     pub fn inbox_table(mut self, table: impl Into<String>) -> Self {
         self.inbox_table = table.into();
         self
     }
 
-    /// What happens to published rows.
+    /// What happens to published rows; default [`Retention::Delete`].
     pub fn retention(mut self, retention: Retention) -> Self {
         self.retention = retention;
         self
@@ -170,13 +161,15 @@ impl PgOutboxOptions {
     /// one more for [claim records](ClaimMode::Locked). Behind a
     /// transaction pooler ([`Pooling::Transaction`]) they are the pool's
     /// own instead, so this must be below the pool's `max_connections`.
+    /// Default [`DEFAULT_CLAIM_CONNECTIONS`](Self::DEFAULT_CLAIM_CONNECTIONS).
     pub fn claim_connections(mut self, max: usize) -> Self {
         self.claim_connections = max.max(1);
         self
     }
 
     /// The most locked claims of one per-key route that run at once,
-    /// across every relay on the table (at least one; one by default). A
+    /// across every relay on the table (at least one; default
+    /// [`DEFAULT_PER_KEY_CLAIMS`](Self::DEFAULT_PER_KEY_CLAIMS)). A
     /// claim finding every place taken waits up to about a second for one
     /// to free, then takes nothing, and its relay tries again at its next
     /// poll or wake-up; a claim that ends, settled or its relay dead,
@@ -232,72 +225,28 @@ impl PgOutboxOptions {
     }
 
     /// The clock stamping staged events (`occurred_at` and hybrid-clock
-    /// stamps). Lease and retry times always use the database clock.
+    /// stamps); default: the system clock. Lease and retry times always use
+    /// the database clock.
     pub fn clock(mut self, clock: SharedClock) -> Self {
         self.clock = clock;
         self
     }
-
-    /// The schema name.
-    pub fn get_schema(&self) -> &str {
-        &self.schema
-    }
-
-    /// The outbox table name.
-    pub fn get_table(&self) -> &str {
-        &self.table
-    }
-
-    /// The inbox table name.
-    pub fn get_inbox_table(&self) -> &str {
-        &self.inbox_table
-    }
-
-    /// The retention of published rows.
-    pub fn get_retention(&self) -> Retention {
-        self.retention
-    }
-
-    /// How the outbox table is laid out.
-    pub fn get_layout(&self) -> Layout {
-        self.layout
-    }
-
-    /// Whether commits hint relays in other processes.
-    pub fn get_remote_hints(&self) -> bool {
-        self.remote_hints
-    }
-
-    /// How relays' claims hold their rows.
-    pub fn get_claim_mode(&self) -> ClaimMode {
-        self.claim_mode
-    }
-
-    /// The most connections locked claims hold at once.
-    pub fn get_claim_connections(&self) -> usize {
-        self.claim_connections
-    }
-
-    /// The [`per_key_claims`](Self::per_key_claims) setting.
-    pub fn get_per_key_claims(&self) -> usize {
-        self.per_key_claims
-    }
-
-    /// How the pool reaches PostgreSQL.
-    pub fn get_pooling(&self) -> Pooling {
-        self.pooling
-    }
-
-    /// Where listeners connect, when not through the pool.
-    pub fn get_listen_options(&self) -> Option<&PgConnectOptions> {
-        self.listen_options.as_ref()
-    }
-
-    /// The clock.
-    pub fn get_clock(&self) -> &SharedClock {
-        &self.clock
-    }
 }
+
+getters!(PgOutboxOptions {
+    get_schema: &str = schema;
+    get_table: &str = table;
+    get_inbox_table: &str = inbox_table;
+    get_retention: Retention = retention;
+    get_layout: Layout = layout;
+    get_remote_hints: bool = remote_hints;
+    get_claim_mode: ClaimMode = claim_mode;
+    get_claim_connections: usize = claim_connections;
+    get_per_key_claims: usize = per_key_claims;
+    get_pooling: Pooling = pooling;
+    get_listen_options: Option<&PgConnectOptions> = listen_options.as_ref();
+    get_clock: &SharedClock = clock;
+});
 
 impl Default for PgOutboxOptions {
     fn default() -> Self {

@@ -32,7 +32,7 @@ pub use tidings_core::{
     OrderingMode, OutboxAdmin, OutboxBuffer, OutboxRecord, OutboxSpec, OutboxStats, OutboxStore,
     Outcome, PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER, PRIOR_DELIVERIES_HEADER, PublishBatch,
     PublishError, Publisher, PublisherExt, PurgeRequest, PurgeStatus, QueueSpec, Queued,
-    QueuedWait, RAW_CONTENT_TYPE, REPLAYED_REASON_HEADER, RawCodec, Redelivery, Requeue,
+    QueuedWait, RAW_CONTENT_TYPE, REPLAYED_REASON_HEADER, RawCodec, Redelivery, Requeue, Retention,
     RetryPolicy, Route, SettleReport, Settlement, SharedClock, Source, SourceError, SpecError,
     StageError, Staged, StagedEvent, StoreError, SystemClock, Transient, Wakeup, clock,
     cloudevents, lifecycle, memory, port, relay, reserved, spec, staging,

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use tidings_consumer::{Consumer, ConsumerReport, HandlerError, TxHandle, handler_fn};
 use tidings_core::lifecycle::LifecyclePlan;
 use tidings_core::memory::{
-    MemoryBroker, MemoryBrokerOptions, MemoryContext, MemoryStore, Retention,
+    MemoryBroker, MemoryBrokerOptions, MemoryContext, MemoryStore, MemoryStoreOptions, Retention,
 };
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{Message, OutboxSpec, OutboxStore, QueueSpec};
@@ -50,7 +50,7 @@ struct Counters {
 async fn main() -> anyhow::Result<()> {
     tidings_examples::init_tracing();
     ORDER_EVENTS.check_pair(&ORDERS)?;
-    let store = MemoryStore::new().retention(Retention::Keep);
+    let store = MemoryStore::with_options(MemoryStoreOptions::new().retention(Retention::Keep));
     let broker = MemoryBroker::with_options(MemoryBrokerOptions::default().duplicate_every(10));
     broker.declare_queue(ORDERS.name());
     let counters = Arc::new(Counters::default());

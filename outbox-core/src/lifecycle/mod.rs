@@ -23,7 +23,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use repeat::repeat;
+pub use repeat::{purge_in_batches, repeat};
 pub use step::{Step, StepError, StepFn, step_fn};
 use supervise::{Ended, supervise};
 

@@ -1,4 +1,4 @@
-//! The loop of periodic steps (sweeper, cleaners).
+//! The loops of periodic steps (sweeper, cleaners).
 
 use std::future::Future;
 use std::time::Duration;
@@ -41,4 +41,27 @@ where
         }
     }
     Ok(())
+}
+
+/// Calls `purge` with `batch` as its limit until a call deletes fewer than
+/// `batch`; returns how many it deleted in all. The cleaners of the outbox
+/// and of the inbox delete this way, so no statement holds more than a
+/// batch's worth of locks.
+///
+/// # Errors
+///
+/// The first error of `purge`; what earlier calls deleted stays deleted.
+pub async fn purge_in_batches<F, Fut, E>(batch: usize, mut purge: F) -> Result<u64, E>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: Future<Output = Result<u64, E>>,
+{
+    let mut deleted = 0;
+    loop {
+        let n = purge(batch).await?;
+        deleted += n;
+        if n < batch as u64 {
+            return Ok(deleted);
+        }
+    }
 }

@@ -3,10 +3,10 @@
 use uuid::Uuid;
 
 use super::rows::{Row, Status};
-use super::store::{MemoryStore, Retention};
+use super::store::MemoryStore;
 use crate::{
-    ClaimCursor, ClaimedBatch, LeaseToken, OutboxRecord, Outcome, SettleReport, Settlement,
-    StoreError,
+    ClaimCursor, ClaimedBatch, LeaseToken, OutboxRecord, Outcome, Retention, SettleReport,
+    Settlement, StoreError,
 };
 
 /// Rows claimed from a [`MemoryStore`] under one lease.

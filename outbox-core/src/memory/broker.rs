@@ -16,31 +16,50 @@ use crate::{Envelope, PublishBatch, PublishError, Publisher};
 pub const DEAD_LETTER_SUFFIX: &str = ".dlq";
 
 /// Settings of a [`MemoryBroker`].
+///
+/// ```
+/// use tidings_core::memory::{MemoryBroker, MemoryBrokerOptions};
+///
+/// let options = MemoryBrokerOptions::new().duplicate_every(10);
+/// assert_eq!(options.get_duplicate_every(), Some(10));
+/// let broker = MemoryBroker::with_options(options);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryBrokerOptions {
-    /// Messages larger than this (payload plus attributes) are refused.
-    pub max_message_size: usize,
-    /// Enqueues every n-th accepted message twice, as at-least-once brokers
-    /// sometimes do, so consumers can prove they dedupe.
-    pub duplicate_every: Option<u32>,
+    max_message_size: usize,
+    duplicate_every: Option<u32>,
 }
 
 impl MemoryBrokerOptions {
     /// Default [`max_message_size`](Self::max_message_size): 1 MiB.
     pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 1 << 20;
 
-    /// Sets [`max_message_size`](Self::max_message_size).
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Messages larger than this (payload plus attributes) are refused
+    /// with [`PublishError::TooLarge`]; default
+    /// [`DEFAULT_MAX_MESSAGE_SIZE`](Self::DEFAULT_MAX_MESSAGE_SIZE).
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.max_message_size = bytes;
         self
     }
 
-    /// Sets [`duplicate_every`](Self::duplicate_every).
+    /// Enqueues every n-th accepted message twice (n at least 1), as
+    /// at-least-once brokers sometimes do, so consumers can prove they
+    /// dedupe; default: never.
     pub fn duplicate_every(mut self, n: u32) -> Self {
         self.duplicate_every = Some(n.max(1));
         self
     }
 }
+
+crate::getters!(MemoryBrokerOptions {
+    get_max_message_size: usize = max_message_size;
+    get_duplicate_every: Option<u32> = duplicate_every;
+});
 
 impl Default for MemoryBrokerOptions {
     fn default() -> Self {

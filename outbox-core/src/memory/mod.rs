@@ -32,12 +32,15 @@ mod broker;
 mod claim;
 mod context;
 mod inbox;
+mod options;
 mod outbox;
 mod rows;
 mod store;
 
+pub use crate::Retention;
 pub use acker::{MemoryAcker, MemoryStream};
 pub use batch::MemoryBatch;
 pub use broker::{DEAD_LETTER_SUFFIX, MEMORY_SYSTEM, MemoryBroker, MemoryBrokerOptions};
 pub use context::{CommitError, MemoryContext};
-pub use store::{MemoryStore, Retention};
+pub use options::MemoryStoreOptions;
+pub use store::MemoryStore;

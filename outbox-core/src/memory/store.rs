@@ -8,26 +8,16 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use uuid::Uuid;
 
+use super::MemoryStoreOptions;
 use super::rows::{RouteRows, Status};
 use crate::relay::Relays;
-use crate::{Attempts, HybridClock, SharedClock, SystemClock, Wakeup};
+use crate::{Attempts, HybridClock, Retention, SharedClock, Wakeup};
 
 /// The attempts counted for one consumer and event, and when last counted.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct AttemptCount {
     pub(super) attempts: Attempts,
     pub(super) touched: SystemTime,
-}
-
-/// What happens to a row once it is published.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Retention {
-    /// Delete it at once (the default).
-    #[default]
-    Delete,
-    /// Keep it, marked published, until
-    /// [`OutboxStore::purge`](crate::OutboxStore::purge) removes it.
-    Keep,
 }
 
 #[derive(Debug, Default)]
@@ -63,26 +53,28 @@ impl Default for MemoryStore {
 impl MemoryStore {
     /// A store on the system clock that deletes published rows.
     pub fn new() -> Self {
-        Self::with_clock(SystemClock::shared())
+        Self::with_options(MemoryStoreOptions::default())
     }
 
-    /// A store reading time from `clock` (a [`ManualClock`](crate::ManualClock)
-    /// in tests).
-    pub fn with_clock(clock: SharedClock) -> Self {
-        Self::build(clock, Retention::Delete)
-    }
-
-    /// Sets what happens to published rows.
-    pub fn retention(self, retention: Retention) -> Self {
-        Self::build(self.inner.clock.clone(), retention)
-    }
-
-    fn build(clock: SharedClock, retention: Retention) -> Self {
+    /// A store set up by `options`: its clock (a
+    /// [`ManualClock`](crate::ManualClock) in tests) and what happens to
+    /// published rows.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tidings_core::ManualClock;
+    /// use tidings_core::memory::{MemoryStore, MemoryStoreOptions};
+    ///
+    /// let clock = ManualClock::starting_now();
+    /// let store = MemoryStore::with_options(MemoryStoreOptions::new().clock(Arc::new(clock)));
+    /// ```
+    pub fn with_options(options: MemoryStoreOptions) -> Self {
+        let clock = options.get_clock().clone();
         let inner = Inner {
             state: Mutex::new(State::default()),
             hlc: HybridClock::new(clock.clone()),
             clock,
-            retention,
+            retention: options.get_retention(),
             wakeup: Wakeup::new(),
         };
         Self {

@@ -14,6 +14,7 @@ mod outbox_store;
 mod publish_batch;
 mod publisher;
 mod queued;
+mod retention;
 mod source;
 mod store_name;
 
@@ -28,6 +29,7 @@ pub use outbox_store::{
 pub use publish_batch::PublishBatch;
 pub use publisher::{PublishError, Publisher, PublisherExt, trace_outcome};
 pub use queued::{Queued, QueuedWait};
+pub use retention::Retention;
 pub use source::{
     AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, FIRST_FAILURE_HEADER, PARKED_AT_HEADER,
     PARKED_DELIVERIES_HEADER, PRIOR_DELIVERIES_HEADER, REPLAYED_REASON_HEADER, Redelivery, Source,

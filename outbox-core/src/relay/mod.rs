@@ -100,14 +100,14 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-pub use cleaner::Cleaner;
+pub use cleaner::{Cleaner, CleanerOptions};
 pub use lane::Tenant;
-pub use monitor::Monitor;
+pub use monitor::{Monitor, MonitorOptions};
 pub use options::RelayOptions;
 pub use pass::PassReport;
 pub use relays::Relays;
 pub use shared::{SharedRelay, SharedRelayHandle};
-pub use sweeper::Sweeper;
+pub use sweeper::{Sweeper, SweeperOptions};
 
 use lane::Lane;
 use width::ClaimWidth;
@@ -163,10 +163,15 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
         })
     }
 
-    /// Sets the options.
+    /// Sets the options; default [`RelayOptions::default`].
     pub fn options(mut self, options: RelayOptions) -> Self {
         self.config = options;
         self
+    }
+
+    /// The options.
+    pub fn get_options(&self) -> &RelayOptions {
+        &self.config
     }
 
     /// Wakes the relay early on this signal (a store's change feed).
@@ -313,7 +318,7 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
         if !clock.due() {
             return;
         }
-        let limit = Sweeper::<S>::DEFAULT_LIMIT;
+        let limit = SweeperOptions::DEFAULT_LIMIT;
         if let Err(e) = sweeper::sweep(&self.store, &self.lane.route.name, limit).await {
             tracing::error!(outbox.route = %self.lane.route.name, error = %error_chain(&e), "relay sweep failed");
         }

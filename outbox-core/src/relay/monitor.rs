@@ -13,27 +13,80 @@ use crate::lifecycle::{Step, StepError, repeat};
 /// `tidings_outbox_pending`, `tidings_outbox_in_flight`,
 /// `tidings_outbox_failed` and `tidings_outbox_oldest_pending_seconds`,
 /// each labelled with the route (and the tenant, when it has one).
+///
+/// ```
+/// use std::time::Duration;
+/// use tidings_core::memory::MemoryStore;
+/// use tidings_core::relay::{Monitor, MonitorOptions};
+///
+/// let monitor = Monitor::new(MemoryStore::new(), "order-events")
+///     .options(MonitorOptions::new().interval(Duration::from_secs(60)));
+/// assert_eq!(monitor.get_options().get_interval(), Duration::from_secs(60));
+/// ```
 #[derive(Debug, Clone)]
 pub struct Monitor<S> {
     store: S,
     route: String,
     labels: Vec<Label>,
+    options: MonitorOptions,
+}
+
+/// Settings of a [`Monitor`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MonitorOptions {
     interval: Duration,
 }
 
-impl<S: OutboxStore> Monitor<S> {
-    /// Default time between two readings.
+impl MonitorOptions {
+    /// Default [`interval`](Self::interval): 15 s.
     pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(15);
 
-    /// A monitor of one route.
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The time between two readings; default
+    /// [`DEFAULT_INTERVAL`](Self::DEFAULT_INTERVAL).
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+}
+
+crate::getters!(MonitorOptions {
+    get_interval: Duration = interval;
+});
+
+impl Default for MonitorOptions {
+    fn default() -> Self {
+        Self {
+            interval: Self::DEFAULT_INTERVAL,
+        }
+    }
+}
+
+impl<S: OutboxStore> Monitor<S> {
+    /// A monitor of one route, with [`MonitorOptions::default`].
     pub fn new(store: S, route: impl Into<String>) -> Self {
         let route = route.into();
         Self {
             store,
             labels: vec![Label::new("route", route.clone())],
             route,
-            interval: Self::DEFAULT_INTERVAL,
+            options: MonitorOptions::default(),
         }
+    }
+
+    /// Sets the options.
+    pub fn options(mut self, options: MonitorOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The options.
+    pub fn get_options(&self) -> &MonitorOptions {
+        &self.options
     }
 
     /// Labels the gauges with `tenant` too.
@@ -41,12 +94,6 @@ impl<S: OutboxStore> Monitor<S> {
         self.labels.truncate(1);
         self.labels
             .push(Label::new("tenant", tenant.id().to_owned()));
-        self
-    }
-
-    /// Sets the time between two readings.
-    pub fn interval(mut self, interval: Duration) -> Self {
-        self.interval = interval;
         self
     }
 
@@ -73,6 +120,7 @@ impl<S: OutboxStore> Monitor<S> {
 
 impl<S: OutboxStore> Step for Monitor<S> {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
-        async move { repeat("monitor", self.interval, &cancel, || self.observe()).await }.boxed()
+        async move { repeat("monitor", self.options.interval, &cancel, || self.observe()).await }
+            .boxed()
     }
 }

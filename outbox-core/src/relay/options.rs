@@ -62,7 +62,7 @@ impl RelayOptions {
     /// row that keeps killing the relay fails at most a window's worth of
     /// rows with it, however large this is.
     ///
-    /// At least 1.
+    /// At least 1; default [`DEFAULT_BATCH_SIZE`](Self::DEFAULT_BATCH_SIZE).
     pub fn batch_size(mut self, batch_size: usize) -> Self {
         self.batch_size = batch_size.max(1);
         self
@@ -74,33 +74,38 @@ impl RelayOptions {
     /// broker at a time. Claiming more rows than a window spreads the
     /// store's fixed cost per claim and settle over more events.
     ///
-    /// At least 1.
+    /// At least 1; default
+    /// [`DEFAULT_PUBLISH_WINDOW`](Self::DEFAULT_PUBLISH_WINDOW).
     pub fn publish_window(mut self, publish_window: usize) -> Self {
         self.publish_window = publish_window.max(1);
         self
     }
 
     /// How long a claim holds before a sweep may take the rows back. Longer
-    /// than the slowest publish of a batch.
+    /// than the slowest publish of a batch. Default
+    /// [`DEFAULT_LEASE`](Self::DEFAULT_LEASE).
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
         self
     }
 
-    /// The polling floor: the longest the relay sleeps without a wake-up.
+    /// The polling floor: the longest the relay sleeps without a wake-up;
+    /// default [`DEFAULT_POLL_INTERVAL`](Self::DEFAULT_POLL_INTERVAL).
     pub fn poll_interval(mut self, poll_interval: Duration) -> Self {
         self.poll_interval = poll_interval;
         self
     }
 
     /// Claims that never finished before a row is failed as poison
-    /// (crash-loop protection).
+    /// (crash-loop protection); default
+    /// [`DEFAULT_MAX_CRASHES`](Self::DEFAULT_MAX_CRASHES).
     pub fn max_crashes(mut self, max_crashes: u32) -> Self {
         self.max_crashes = max_crashes;
         self
     }
 
-    /// Waits between passes while the store is unavailable.
+    /// Waits between passes while the store is unavailable; default
+    /// [`DEFAULT_ERROR_BACKOFF`](Self::DEFAULT_ERROR_BACKOFF).
     pub fn error_backoff(mut self, error_backoff: Backoff) -> Self {
         self.error_backoff = error_backoff;
         self
@@ -109,7 +114,8 @@ impl RelayOptions {
     /// How often the relay returns its route's rows whose claims died
     /// (expired leases, claims of a dead relay) to pending, so a relay
     /// started alone after a crash recovers what the dead one held. `None`
-    /// leaves that to a separate [`Sweeper`](super::Sweeper) step.
+    /// leaves that to a separate [`Sweeper`](super::Sweeper) step. Default
+    /// [`DEFAULT_SWEEP_INTERVAL`](Self::DEFAULT_SWEEP_INTERVAL).
     pub fn sweep_interval(mut self, sweep_interval: impl Into<Option<Duration>>) -> Self {
         self.sweep_interval = sweep_interval.into();
         self
@@ -132,52 +138,23 @@ impl RelayOptions {
     /// 5 % more into RabbitMQ (the bench's drain-rabbitmq) before a single
     /// drain overlapped its own publishes; not measured since.
     ///
-    /// At least 1.
+    /// At least 1; default [`DEFAULT_DRAINS`](Self::DEFAULT_DRAINS).
     pub fn drains(mut self, drains: usize) -> Self {
         self.drains = drains.max(1);
         self
     }
-
-    /// The [`drains`](Self::drains) setting.
-    pub fn get_drains(&self) -> usize {
-        self.drains
-    }
-
-    /// The [`batch_size`](Self::batch_size) setting.
-    pub fn get_batch_size(&self) -> usize {
-        self.batch_size
-    }
-
-    /// The [`publish_window`](Self::publish_window) setting.
-    pub fn get_publish_window(&self) -> usize {
-        self.publish_window
-    }
-
-    /// The [`lease`](Self::lease) setting.
-    pub fn get_lease(&self) -> Duration {
-        self.lease
-    }
-
-    /// The [`poll_interval`](Self::poll_interval) setting.
-    pub fn get_poll_interval(&self) -> Duration {
-        self.poll_interval
-    }
-
-    /// The [`max_crashes`](Self::max_crashes) setting.
-    pub fn get_max_crashes(&self) -> u32 {
-        self.max_crashes
-    }
-
-    /// The [`error_backoff`](Self::error_backoff) setting.
-    pub fn get_error_backoff(&self) -> Backoff {
-        self.error_backoff
-    }
-
-    /// The [`sweep_interval`](Self::sweep_interval) setting.
-    pub fn get_sweep_interval(&self) -> Option<Duration> {
-        self.sweep_interval
-    }
 }
+
+crate::getters!(RelayOptions {
+    get_batch_size: usize = batch_size;
+    get_publish_window: usize = publish_window;
+    get_lease: Duration = lease;
+    get_poll_interval: Duration = poll_interval;
+    get_max_crashes: u32 = max_crashes;
+    get_error_backoff: Backoff = error_backoff;
+    get_sweep_interval: Option<Duration> = sweep_interval;
+    get_drains: usize = drains;
+});
 
 impl Default for RelayOptions {
     fn default() -> Self {

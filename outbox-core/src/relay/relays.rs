@@ -14,6 +14,11 @@ use crate::{OutboxSpec, OutboxStore, Publisher, SpecError, Wakeup};
 /// `relays(publisher)`; add it to a plan with
 /// [`LifecyclePlan::steps`](crate::lifecycle::LifecyclePlan::steps).
 ///
+/// The settings apply to the whole, whatever the order they are given in,
+/// as the layers of an axum `Router`: [`options`](Self::options) sets the
+/// options of every route not given its own with
+/// [`route_with`](Self::route_with), whether it was added before or after.
+///
 /// ```
 /// use tidings_core::OutboxSpec;
 /// use tidings_core::lifecycle::LifecyclePlan;
@@ -40,10 +45,10 @@ use crate::{OutboxSpec, OutboxStore, Publisher, SpecError, Wakeup};
 pub struct Relays<S, P> {
     store: S,
     publisher: P,
-    config: RelayOptions,
+    options: RelayOptions,
     wakeup: Option<Wakeup>,
     source: Option<(String, Arc<dyn Step>)>,
-    relays: Vec<Relay<S, P>>,
+    relays: Vec<(Relay<S, P>, Option<RelayOptions>)>,
     monitors: bool,
     shared: Option<usize>,
     tenant: Option<Tenant>,
@@ -56,7 +61,7 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
         Self {
             store,
             publisher,
-            config: RelayOptions::default(),
+            options: RelayOptions::default(),
             wakeup: None,
             source: None,
             relays: Vec::new(),
@@ -75,9 +80,11 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
         self
     }
 
-    /// The options of the routes added after this.
+    /// The options of every route not given its own with
+    /// [`route_with`](Self::route_with), those added before this as well
+    /// as those added after; default [`RelayOptions::default`].
     pub fn options(mut self, options: RelayOptions) -> Self {
-        self.config = options;
+        self.options = options;
         self
     }
 
@@ -117,36 +124,94 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
         self
     }
 
-    /// The tenant the store serves, for the routes added after this: it
-    /// labels their relays' and monitors' metrics (see [`Relay::tenant`]).
+    /// The tenant the store serves: it labels every route's relay and
+    /// monitor metrics (see [`Relay::tenant`]); none by default.
     pub fn tenant(mut self, tenant: Tenant) -> Self {
         self.tenant = Some(tenant);
         self
     }
 
-    /// Relays `spec`'s route too.
+    /// Relays `spec`'s route too, with the [`options`](Self::options)
+    /// of the whole.
     ///
     /// # Errors
     ///
     /// The spec is unusable (no destination, an illegal name, an impossible
     /// retry policy).
-    pub fn route<T, C>(mut self, spec: &OutboxSpec<T, C>) -> Result<Self, SpecError> {
-        let mut relay =
-            Relay::new(self.store.clone(), self.publisher.clone(), spec)?.options(self.config);
-        if let Some(wakeup) = &self.wakeup {
-            relay = relay.wakeup(wakeup.clone());
-        }
-        if let Some(tenant) = &self.tenant {
-            relay = relay.tenant(tenant.clone());
-        }
-        self.relays.push(relay);
+    pub fn route<T, C>(self, spec: &OutboxSpec<T, C>) -> Result<Self, SpecError> {
+        self.add(spec, None)
+    }
+
+    /// Relays `spec`'s route too, with `options` of its own, which
+    /// [`options`](Self::options) leaves alone.
+    ///
+    /// ```
+    /// # use tidings_core::OutboxSpec;
+    /// # use tidings_core::memory::{MemoryBroker, MemoryStore};
+    /// use tidings_core::relay::RelayOptions;
+    /// # static ORDER_EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
+    /// # static AUDIT_EVENTS: OutboxSpec<u64> = OutboxSpec::json("audit-events").destination("audit");
+    /// # fn main() -> Result<(), tidings_core::SpecError> {
+    /// let relays = MemoryStore::new()
+    ///     .relays(MemoryBroker::new())
+    ///     .route(&ORDER_EVENTS)?
+    ///     .route_with(&AUDIT_EVENTS, RelayOptions::default().batch_size(50))?
+    ///     .options(RelayOptions::default().batch_size(500))
+    ///     .into_relays();
+    /// let sizes: Vec<_> = relays.iter().map(|r| r.get_options().get_batch_size()).collect();
+    /// assert_eq!(sizes, [500, 50]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The spec is unusable (no destination, an illegal name, an impossible
+    /// retry policy).
+    pub fn route_with<T, C>(
+        self,
+        spec: &OutboxSpec<T, C>,
+        options: RelayOptions,
+    ) -> Result<Self, SpecError> {
+        self.add(spec, Some(options))
+    }
+
+    fn add<T, C>(
+        mut self,
+        spec: &OutboxSpec<T, C>,
+        options: Option<RelayOptions>,
+    ) -> Result<Self, SpecError> {
+        let relay = Relay::new(self.store.clone(), self.publisher.clone(), spec)?;
+        self.relays.push((relay, options));
         Ok(self)
+    }
+
+    /// The relays, one per route in the order they were added, each with
+    /// its options, wake-up and tenant: what [`into_steps`](IntoSteps::into_steps)
+    /// runs without [`shared`](Self::shared). The store's wake-up source
+    /// and the monitors are left out; run them yourself, or use
+    /// [`into_steps`](IntoSteps::into_steps).
+    pub fn into_relays(self) -> Vec<Relay<S, P>> {
+        let (options, wakeup, tenant) = (self.options, self.wakeup, self.tenant);
+        let finish = |(relay, own): (Relay<S, P>, Option<RelayOptions>)| {
+            let mut relay = relay.options(own.unwrap_or(options));
+            if let Some(wakeup) = &wakeup {
+                relay = relay.wakeup(wakeup.clone());
+            }
+            match &tenant {
+                Some(tenant) => relay.tenant(tenant.clone()),
+                None => relay,
+            }
+        };
+        self.relays.into_iter().map(finish).collect()
     }
 }
 
 impl<S: OutboxStore, P: Publisher + Clone> IntoSteps for Relays<S, P> {
-    fn into_steps(self) -> Vec<(String, Arc<dyn Step>)> {
-        let mut steps: Vec<(String, Arc<dyn Step>)> = self.source.into_iter().collect();
+    fn into_steps(mut self) -> Vec<(String, Arc<dyn Step>)> {
+        let mut steps: Vec<(String, Arc<dyn Step>)> = self.source.take().into_iter().collect();
+        let (monitors, shared, wakeup) = (self.monitors, self.shared, self.wakeup.clone());
+        let relays = self.into_relays();
         let monitor = |relay: &Relay<S, P>| -> Option<(String, Arc<dyn Step>)> {
             let route = &relay.route().name;
             let mut monitor = Monitor::new(relay.store.clone(), route.to_string());
@@ -154,24 +219,74 @@ impl<S: OutboxStore, P: Publisher + Clone> IntoSteps for Relays<S, P> {
                 monitor = monitor.tenant(tenant);
             }
             let step: Arc<dyn Step> = Arc::new(monitor);
-            self.monitors.then(|| (format!("monitor {route}"), step))
+            monitors.then(|| (format!("monitor {route}"), step))
         };
-        let Some(passes) = self.shared else {
-            for relay in self.relays {
+        let Some(passes) = shared else {
+            for relay in relays {
                 let monitor = monitor(&relay);
                 steps.push((format!("relay {}", relay.route().name), Arc::new(relay)));
                 steps.extend(monitor);
             }
             return steps;
         };
-        let monitors: Vec<_> = self.relays.iter().filter_map(monitor).collect();
+        let monitors: Vec<_> = relays.iter().filter_map(monitor).collect();
         let mut shared = SharedRelay::new().passes(passes);
-        if let Some(wakeup) = self.wakeup {
+        if let Some(wakeup) = wakeup {
             shared = shared.wakeup(wakeup);
         }
-        let shared = self.relays.into_iter().fold(shared, SharedRelay::relay);
+        let shared = relays.into_iter().fold(shared, SharedRelay::relay);
         steps.push(("relay shared".to_owned(), Arc::new(shared)));
         steps.extend(monitors);
         steps
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::OutboxSpec;
+    use crate::memory::{MemoryBroker, MemoryStore};
+    use crate::relay::{Relay, RelayOptions, Tenant};
+
+    static ORDERS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
+    static AUDIT: OutboxSpec<u64> = OutboxSpec::json("audit-events").destination("audit");
+
+    type Seen = Vec<(String, RelayOptions, Option<String>)>;
+
+    fn seen(relays: Vec<Relay<MemoryStore, MemoryBroker>>) -> Seen {
+        relays
+            .iter()
+            .map(|r| {
+                let tenant = r.get_tenant().map(|t| t.id().to_owned());
+                (r.route().name.to_string(), *r.get_options(), tenant)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn settings_apply_whatever_their_order() {
+        let store = MemoryStore::new();
+        let options = RelayOptions::default().batch_size(7);
+        let own = RelayOptions::default().batch_size(3);
+        let relays = || store.relays(MemoryBroker::new());
+        let after = relays()
+            .route(&ORDERS)
+            .unwrap()
+            .route_with(&AUDIT, own)
+            .unwrap()
+            .options(options)
+            .tenant(Tenant::new("acme"));
+        let before = relays()
+            .tenant(Tenant::new("acme"))
+            .options(options)
+            .route(&ORDERS)
+            .unwrap()
+            .route_with(&AUDIT, own)
+            .unwrap();
+        let expected = vec![
+            ("order-events".to_owned(), options, Some("acme".to_owned())),
+            ("audit-events".to_owned(), own, Some("acme".to_owned())),
+        ];
+        assert_eq!(seen(after.into_relays()), expected);
+        assert_eq!(seen(before.into_relays()), expected);
     }
 }

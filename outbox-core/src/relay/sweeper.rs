@@ -10,40 +10,89 @@ use crate::lifecycle::{Step, StepError, repeat};
 /// Returns rows whose lease expired (their relay died or stalled) to
 /// pending. The crash stays counted, so a row that keeps killing relays is
 /// failed by the next relay that claims it.
+///
+/// ```
+/// use std::time::Duration;
+/// use tidings_core::memory::MemoryStore;
+/// use tidings_core::relay::{Sweeper, SweeperOptions};
+///
+/// let sweeper = Sweeper::new(MemoryStore::new(), "order-events")
+///     .options(SweeperOptions::new().interval(Duration::from_secs(10)));
+/// assert_eq!(sweeper.get_options().get_interval(), Duration::from_secs(10));
+/// ```
 #[derive(Debug, Clone)]
 pub struct Sweeper<S> {
     store: S,
     route: String,
+    options: SweeperOptions,
+}
+
+/// Settings of a [`Sweeper`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SweeperOptions {
     interval: Duration,
     limit: usize,
 }
 
-impl<S: OutboxStore> Sweeper<S> {
-    /// Default time between sweeps.
+impl SweeperOptions {
+    /// Default [`interval`](Self::interval): 5 s.
     pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
-    /// Default rows returned per sweep.
+    /// Default [`limit`](Self::limit): 1,000 rows.
     pub const DEFAULT_LIMIT: usize = 1000;
 
-    /// A sweeper for one route.
-    pub fn new(store: S, route: impl Into<String>) -> Self {
-        Self {
-            store,
-            route: route.into(),
-            interval: Self::DEFAULT_INTERVAL,
-            limit: Self::DEFAULT_LIMIT,
-        }
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    /// Sets the time between sweeps.
+    /// The time between sweeps; default
+    /// [`DEFAULT_INTERVAL`](Self::DEFAULT_INTERVAL).
     pub fn interval(mut self, interval: Duration) -> Self {
         self.interval = interval;
         self
     }
 
-    /// Sets the rows returned per sweep.
+    /// The most rows one sweep returns to pending (at least 1); default
+    /// [`DEFAULT_LIMIT`](Self::DEFAULT_LIMIT).
     pub fn limit(mut self, limit: usize) -> Self {
         self.limit = limit.max(1);
         self
+    }
+}
+
+crate::getters!(SweeperOptions {
+    get_interval: Duration = interval;
+    get_limit: usize = limit;
+});
+
+impl Default for SweeperOptions {
+    fn default() -> Self {
+        Self {
+            interval: Self::DEFAULT_INTERVAL,
+            limit: Self::DEFAULT_LIMIT,
+        }
+    }
+}
+
+impl<S: OutboxStore> Sweeper<S> {
+    /// A sweeper for one route, with [`SweeperOptions::default`].
+    pub fn new(store: S, route: impl Into<String>) -> Self {
+        Self {
+            store,
+            route: route.into(),
+            options: SweeperOptions::default(),
+        }
+    }
+
+    /// Sets the options.
+    pub fn options(mut self, options: SweeperOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The options.
+    pub fn get_options(&self) -> &SweeperOptions {
+        &self.options
     }
 
     /// One sweep; returns how many rows went back to pending.
@@ -57,7 +106,7 @@ impl<S: OutboxStore> Sweeper<S> {
     /// when the outbox table is missing; [`StoreError::Backend`](crate::StoreError::Backend)
     /// for any other database error.
     pub async fn sweep(&self) -> Result<u64, crate::StoreError> {
-        sweep(&self.store, &self.route, self.limit).await
+        sweep(&self.store, &self.route, self.options.limit).await
     }
 }
 
@@ -77,7 +126,7 @@ pub(super) async fn sweep<S: OutboxStore>(
 impl<S: OutboxStore> Step for Sweeper<S> {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
         async move {
-            repeat("sweeper", self.interval, &cancel, || async {
+            repeat("sweeper", self.options.interval, &cancel, || async {
                 self.sweep().await.map(drop)
             })
             .await

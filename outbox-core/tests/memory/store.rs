@@ -1,7 +1,8 @@
 //! The store conformance suite on the in-memory store, with each retention.
 
+use tidings_core::Retention;
 use tidings_core::StagedEvent;
-use tidings_core::memory::{MemoryStore, Retention};
+use tidings_core::memory::{MemoryStore, MemoryStoreOptions};
 use tidings_testing::store::StoreHarness;
 
 struct Memory(Retention);
@@ -10,7 +11,7 @@ impl StoreHarness for Memory {
     type Store = MemoryStore;
 
     async fn store(&self) -> MemoryStore {
-        MemoryStore::new().retention(self.0)
+        MemoryStore::with_options(MemoryStoreOptions::new().retention(self.0))
     }
 
     async fn commit(&self, store: &MemoryStore, events: Vec<StagedEvent>) {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::{Answer, Gate, Scripted};
-use tidings_core::memory::{MemoryBroker, MemoryStore};
+use tidings_core::memory::{MemoryBroker, MemoryStore, MemoryStoreOptions};
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{
     Backoff, ClaimRequest, ClaimedBatch, ManualClock, OutboxSpec, OutboxStore, Requeue, RetryPolicy,
@@ -22,7 +22,10 @@ static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events")
 
 fn store() -> (ManualClock, MemoryStore) {
     let clock = ManualClock::starting_now();
-    (clock.clone(), MemoryStore::with_clock(Arc::new(clock)))
+    (
+        clock.clone(),
+        MemoryStore::with_options(MemoryStoreOptions::new().clock(Arc::new(clock))),
+    )
 }
 
 fn stage(store: &MemoryStore, count: u32) {

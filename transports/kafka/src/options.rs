@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rdkafka::ClientConfig;
+use tidings_core::getters;
 
 use crate::security::{self, KafkaSasl, KafkaTls};
 
@@ -73,13 +74,15 @@ impl ClientOptions {
         }
     }
 
-    /// The `client.id` the brokers see in their logs and quotas.
+    /// The `client.id` the brokers see in their logs and quotas; default
+    /// [`DEFAULT_CLIENT_ID`](Self::DEFAULT_CLIENT_ID).
     pub fn client_id(mut self, client_id: impl Into<String>) -> Self {
         self.client_id = client_id.into();
         self
     }
 
-    /// How long a metadata or administration request may take.
+    /// How long a metadata or administration request may take; default
+    /// [`DEFAULT_REQUEST_TIMEOUT`](Self::DEFAULT_REQUEST_TIMEOUT).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
@@ -101,10 +104,20 @@ impl ClientOptions {
 
     /// Sets any librdkafka property (`sasl.oauthbearer.config`,
     /// `ssl.cipher.suites`, ..); it overrides what the transport and the
-    /// typed settings set, so use it with care.
+    /// typed settings set, so use it with care. Default: none.
     pub fn property(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.properties.insert(name.into(), value.into());
         self
+    }
+
+    /// The brokers, given to [`new`](Self::new).
+    pub fn get_brokers(&self) -> &str {
+        &self.brokers
+    }
+
+    /// The [`property`](Self::property) `name`, if set.
+    pub fn get_property(&self, name: &str) -> Option<&str> {
+        self.properties.get(name).map(String::as_str)
     }
 
     /// The librdkafka configuration these options give, for a client of
@@ -137,6 +150,13 @@ impl ClientOptions {
     }
 }
 
+getters!(ClientOptions {
+    get_client_id: &str = client_id;
+    get_request_timeout: Duration = request_timeout;
+    get_tls: Option<&KafkaTls> = tls.as_ref();
+    get_sasl: Option<&KafkaSasl> = sasl.as_ref();
+});
+
 /// Settings of the publisher.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublisherOptions {
@@ -156,7 +176,8 @@ impl PublisherOptions {
 
     /// How long a record may wait for the brokers' acknowledgement, retries
     /// included, before its publish fails as timed out (a transient
-    /// failure the relay retries).
+    /// failure the relay retries). Default
+    /// [`DEFAULT_MESSAGE_TIMEOUT`](Self::DEFAULT_MESSAGE_TIMEOUT).
     pub fn message_timeout(mut self, timeout: Duration) -> Self {
         self.message_timeout = timeout;
         self
@@ -164,13 +185,15 @@ impl PublisherOptions {
 
     /// The largest record the publisher sends; larger ones fail with
     /// `TooLarge` before reaching a broker. Keep it at or below the
-    /// topics' `max.message.bytes`.
+    /// topics' `max.message.bytes`. Default
+    /// [`DEFAULT_MAX_MESSAGE_BYTES`](Self::DEFAULT_MAX_MESSAGE_BYTES).
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = bytes;
         self
     }
 
-    /// How long librdkafka waits to fill a batch (`linger.ms`).
+    /// How long librdkafka waits to fill a batch (`linger.ms`); default
+    /// [`DEFAULT_LINGER`](Self::DEFAULT_LINGER).
     pub fn linger(mut self, linger: Duration) -> Self {
         self.linger = linger;
         self
@@ -195,6 +218,12 @@ impl PublisherOptions {
         ]
     }
 }
+
+getters!(PublisherOptions {
+    get_message_timeout: Duration = message_timeout;
+    get_max_message_bytes: usize = max_message_bytes;
+    get_linger: Duration = linger;
+});
 
 impl Default for PublisherOptions {
     fn default() -> Self {
@@ -247,6 +276,7 @@ impl SourceOptions {
 
     /// How often settled offsets are committed. A crash redelivers what was
     /// settled in the last interval; the inbox absorbs the duplicates.
+    /// Default [`DEFAULT_COMMIT_INTERVAL`](Self::DEFAULT_COMMIT_INTERVAL).
     pub fn commit_interval(mut self, interval: Duration) -> Self {
         self.commit_interval = interval;
         self
@@ -254,37 +284,46 @@ impl SourceOptions {
 
     /// How long a rebalance waits for deliveries being handled on revoked
     /// partitions to settle before giving those partitions up; what is
-    /// still unsettled then is redelivered to their next owner.
+    /// still unsettled then is redelivered to their next owner. Default
+    /// [`DEFAULT_REVOKE_GRACE`](Self::DEFAULT_REVOKE_GRACE).
     pub fn revoke_grace(mut self, grace: Duration) -> Self {
         self.revoke_grace = grace;
         self
     }
 
-    /// How many deliveries are read ahead of the handlers.
+    /// How many deliveries are read ahead of the handlers (at least 1);
+    /// default [`DEFAULT_PREFETCH`](Self::DEFAULT_PREFETCH).
     pub fn prefetch(mut self, prefetch: usize) -> Self {
         self.prefetch = prefetch.max(1);
         self
     }
 
     /// How many retry records waiting for their time are held in memory
-    /// before the retry topic's partitions are paused.
+    /// before the retry topic's partitions are paused (at least 1); default
+    /// [`DEFAULT_MAX_HELD`](Self::DEFAULT_MAX_HELD).
     pub fn max_held(mut self, max_held: usize) -> Self {
         self.max_held = max_held.max(1);
         self
     }
 
     /// How long the group waits for a silent member before giving its
-    /// partitions to the others (`session.timeout.ms`).
+    /// partitions to the others (`session.timeout.ms`); default
+    /// [`DEFAULT_SESSION_TIMEOUT`](Self::DEFAULT_SESSION_TIMEOUT).
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
         self
     }
 
     /// The settings of the producer that writes retry and dead-letter
-    /// records.
+    /// records; default [`PublisherOptions::default`].
     pub fn publisher(mut self, publisher: PublisherOptions) -> Self {
         self.publisher = publisher;
         self
+    }
+
+    /// The consumer group, given to [`new`](Self::new).
+    pub fn get_group(&self) -> &str {
+        &self.group
     }
 
     /// The consumer settings: offsets committed by the source only, reading
@@ -308,6 +347,15 @@ impl SourceOptions {
         ]
     }
 }
+
+getters!(SourceOptions {
+    get_commit_interval: Duration = commit_interval;
+    get_revoke_grace: Duration = revoke_grace;
+    get_prefetch: usize = prefetch;
+    get_max_held: usize = max_held;
+    get_session_timeout: Duration = session_timeout;
+    get_publisher: &PublisherOptions = publisher;
+});
 
 /// Whole milliseconds, at least one.
 pub(crate) fn millis(duration: Duration) -> u64 {

@@ -4,6 +4,8 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::error::RDKafkaErrorCode;
 
+use tidings_core::getters;
+
 use crate::error::{ClientError, ConnectError, Failed, TopologyError, failed_topology};
 use crate::names::{dead_letter_topic, retry_topic, validate_with_companions};
 use crate::options::{ClientOptions, PublisherOptions};
@@ -25,13 +27,15 @@ impl TopicOptions {
     pub const DEFAULT_REPLICATION_FACTOR: i32 = 1;
 
     /// The number of partitions of the topic and of its retry and
-    /// dead-letter topics; the consumers of one group share them.
+    /// dead-letter topics (at least 1); the consumers of one group share
+    /// them. Default [`DEFAULT_PARTITIONS`](Self::DEFAULT_PARTITIONS).
     pub fn partitions(mut self, partitions: i32) -> Self {
         self.partitions = partitions.max(1);
         self
     }
 
-    /// How many brokers keep a copy of each partition.
+    /// How many brokers keep a copy of each partition (at least 1); default
+    /// [`DEFAULT_REPLICATION_FACTOR`](Self::DEFAULT_REPLICATION_FACTOR).
     pub fn replication_factor(mut self, factor: i32) -> Self {
         self.replication_factor = factor.max(1);
         self
@@ -43,6 +47,12 @@ impl TopicOptions {
         self
     }
 }
+
+getters!(TopicOptions {
+    get_partitions: i32 = partitions;
+    get_replication_factor: i32 = replication_factor;
+    get_max_message_bytes: Option<usize> = max_message_bytes;
+});
 
 impl Default for TopicOptions {
     fn default() -> Self {

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use tidings_core::Backoff;
+use tidings_core::{Backoff, getters};
 
 use crate::tls::TlsOptions;
 
@@ -20,8 +20,8 @@ pub struct ConnectionOptions {
 impl ConnectionOptions {
     /// Default [`connection_name`](Self::connection_name).
     pub const DEFAULT_CONNECTION_NAME: &'static str = "tidings";
-    /// Default [`reconnect`](Self::reconnect) schedule: from 100 ms, doubling,
-    /// capped at 10 s.
+    /// Default [`reconnect_backoff`](Self::reconnect_backoff): from 100 ms,
+    /// doubling, capped at 10 s.
     pub const DEFAULT_RECONNECT_BACKOFF: Backoff =
         Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
 
@@ -42,21 +42,23 @@ impl ConnectionOptions {
     }
 
     /// The name the connection shows in `rabbitmqctl list_connections` and
-    /// the management UI (the `connection_name` client property).
+    /// the management UI (the `connection_name` client property); default
+    /// [`DEFAULT_CONNECTION_NAME`](Self::DEFAULT_CONNECTION_NAME).
     pub fn connection_name(mut self, name: impl Into<String>) -> Self {
         self.connection_name = name.into();
         self
     }
 
     /// The delay schedule between reconnect attempts after the connection
-    /// drops.
+    /// drops; default [`DEFAULT_RECONNECT_BACKOFF`](Self::DEFAULT_RECONNECT_BACKOFF).
     pub fn reconnect_backoff(mut self, backoff: Backoff) -> Self {
         self.reconnect_backoff = backoff;
         self
     }
 
     /// How long opening a connection (TCP, TLS and the AMQP handshake) may
-    /// take before the attempt counts as failed.
+    /// take before the attempt counts as failed; default
+    /// [`DEFAULT_CONNECT_TIMEOUT`](Self::DEFAULT_CONNECT_TIMEOUT).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -73,11 +75,18 @@ impl ConnectionOptions {
         self
     }
 
-    /// The broker URL.
-    pub fn url(&self) -> &str {
+    /// The broker URL, given to [`new`](Self::new).
+    pub fn get_url(&self) -> &str {
         &self.url
     }
 }
+
+getters!(ConnectionOptions {
+    get_connection_name: &str = connection_name;
+    get_reconnect_backoff: Backoff = reconnect_backoff;
+    get_connect_timeout: Duration = connect_timeout;
+    get_tls: &TlsOptions = tls;
+});
 
 /// Which routing key a message is published with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -114,6 +123,11 @@ impl DestinationOptions {
     }
 }
 
+getters!(DestinationOptions {
+    get_exchange: Option<&str> = exchange.as_deref();
+    get_routing_key: RoutingKey = routing_key;
+});
+
 /// Settings of a [`RabbitPublisher`](crate::RabbitPublisher).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublisherOptions {
@@ -134,7 +148,8 @@ impl PublisherOptions {
 
     /// Payloads larger than this fail with
     /// [`PublishError::TooLarge`](tidings_core::PublishError::TooLarge)
-    /// before anything is sent. Set it to the broker's `max_message_size`.
+    /// before anything is sent. Set it to the broker's `max_message_size`;
+    /// default [`DEFAULT_MAX_MESSAGE_SIZE`](Self::DEFAULT_MAX_MESSAGE_SIZE).
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.max_message_size = bytes;
         self
@@ -142,7 +157,8 @@ impl PublisherOptions {
 
     /// How long a batch waits for its publisher confirms before the
     /// unconfirmed messages fail with
-    /// [`PublishError::Timeout`](tidings_core::PublishError::Timeout).
+    /// [`PublishError::Timeout`](tidings_core::PublishError::Timeout);
+    /// default [`DEFAULT_CONFIRM_TIMEOUT`](Self::DEFAULT_CONFIRM_TIMEOUT).
     pub fn confirm_timeout(mut self, timeout: Duration) -> Self {
         self.confirm_timeout = timeout;
         self
@@ -155,7 +171,8 @@ impl PublisherOptions {
     /// order, so a key's messages are never reordered; messages without
     /// one are cut into runs of consecutive messages, one per channel.
     ///
-    /// At least 1.
+    /// At least 1; default
+    /// [`DEFAULT_CONFIRM_CHANNELS`](Self::DEFAULT_CONFIRM_CHANNELS).
     ///
     /// ```
     /// use tidings_rabbitmq::PublisherOptions;
@@ -168,11 +185,6 @@ impl PublisherOptions {
         self
     }
 
-    /// The [`confirm_channels`](Self::confirm_channels) setting.
-    pub fn get_confirm_channels(&self) -> usize {
-        self.confirm_channels
-    }
-
     /// Settings for the messages whose destination is `destination`;
     /// destinations without settings use [`DestinationOptions::default`].
     pub fn destination(
@@ -183,7 +195,19 @@ impl PublisherOptions {
         self.destinations.insert(destination.into(), options);
         self
     }
+
+    /// The [`destination`](Self::destination) settings of `destination`,
+    /// `None` where it has none of its own.
+    pub fn get_destination(&self, destination: &str) -> Option<&DestinationOptions> {
+        self.destinations.get(destination)
+    }
 }
+
+getters!(PublisherOptions {
+    get_max_message_size: usize = max_message_size;
+    get_confirm_timeout: Duration = confirm_timeout;
+    get_confirm_channels: usize = confirm_channels;
+});
 
 impl Default for PublisherOptions {
     fn default() -> Self {
@@ -225,14 +249,16 @@ impl SourceOptions {
     pub const DEFAULT_CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
 
     /// How many deliveries a subscription holds unsettled at most (the
-    /// channel's `basic.qos` prefetch count, which a stream requires).
+    /// channel's `basic.qos` prefetch count, which a stream requires), at
+    /// least 1; default [`DEFAULT_PREFETCH`](Self::DEFAULT_PREFETCH).
     pub fn prefetch(mut self, count: u16) -> Self {
         self.prefetch = count.max(1);
         self
     }
 
     /// How long dead-lettering and delayed redelivery, which republish the
-    /// message, wait for the broker's confirm.
+    /// message, wait for the broker's confirm; default
+    /// [`DEFAULT_CONFIRM_TIMEOUT`](Self::DEFAULT_CONFIRM_TIMEOUT).
     pub fn confirm_timeout(mut self, timeout: Duration) -> Self {
         self.confirm_timeout = timeout;
         self
@@ -250,12 +276,13 @@ impl SourceOptions {
         self.stream_offset = Some(offset);
         self
     }
-
-    /// The [`stream_offset`](Self::stream_offset) setting.
-    pub fn get_stream_offset(&self) -> Option<StreamOffset> {
-        self.stream_offset
-    }
 }
+
+getters!(SourceOptions {
+    get_prefetch: u16 = prefetch;
+    get_confirm_timeout: Duration = confirm_timeout;
+    get_stream_offset: Option<StreamOffset> = stream_offset;
+});
 
 impl Default for SourceOptions {
     fn default() -> Self {

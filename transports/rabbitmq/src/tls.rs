@@ -93,6 +93,19 @@ impl TlsOptions {
         self
     }
 
+    /// The [`ca_certificates`](Self::ca_certificates) setting.
+    pub fn get_ca_certificates(&self) -> Option<&Pem> {
+        self.ca_certificates.as_ref()
+    }
+
+    /// The [`client_certificate`](Self::client_certificate) setting: the
+    /// chain and the key.
+    pub fn get_client_certificate(&self) -> Option<(&Pem, &Pem)> {
+        self.client_certificate
+            .as_ref()
+            .map(|(chain, key)| (chain, key))
+    }
+
     /// lapin's configuration for these options, with every PEM read and
     /// checked first, so a bad file is named instead of silently skipped.
     pub(crate) fn load(&self) -> Result<OwnedTLSConfig, TlsError> {

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use tidings_core::Backoff;
+use tidings_core::{Backoff, getters};
 
 /// The longest `DelaySeconds` SQS accepts: 15 minutes.
 pub const MAX_DELAY: Duration = Duration::from_secs(900);
@@ -22,12 +22,17 @@ impl DestinationOptions {
     /// `DelaySeconds`, rounded up to whole seconds, at most [`MAX_DELAY`]).
     /// FIFO queues take no per-message delay: for them this is ignored and
     /// the queue's own `DelaySeconds` applies (see
-    /// [`QueueOptions::delay`](crate::QueueOptions::delay)).
+    /// [`QueueOptions::delay`](crate::QueueOptions::delay)). Default: no
+    /// delay of its own, the queue's.
     pub fn delay(mut self, delay: Duration) -> Self {
         self.delay = Some(delay.min(MAX_DELAY));
         self
     }
 }
+
+getters!(DestinationOptions {
+    get_delay: Option<Duration> = delay;
+});
 
 /// Settings of an [`SqsPublisher`](crate::SqsPublisher).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,13 +58,15 @@ impl PublisherOptions {
     /// [`PublishError::TooLarge`](tidings_core::PublishError::TooLarge)
     /// before anything is sent. SQS now accepts up to 1 MiB per message
     /// and batch; raise this to the queue's `MaximumMessageSize` to use it.
+    /// Default [`DEFAULT_MAX_MESSAGE_SIZE`](Self::DEFAULT_MAX_MESSAGE_SIZE).
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.max_message_size = bytes;
         self
     }
 
     /// How long one `SendMessageBatch` call may take before its messages
-    /// fail with [`PublishError::Timeout`](tidings_core::PublishError::Timeout).
+    /// fail with [`PublishError::Timeout`](tidings_core::PublishError::Timeout);
+    /// default [`DEFAULT_REQUEST_TIMEOUT`](Self::DEFAULT_REQUEST_TIMEOUT).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
@@ -67,12 +74,14 @@ impl PublisherOptions {
 
     /// The message group of FIFO messages without an ordering key. Messages
     /// with one use it as their group, so each key is delivered in order.
+    /// Default [`DEFAULT_MESSAGE_GROUP`](Self::DEFAULT_MESSAGE_GROUP).
     pub fn default_message_group(mut self, group: impl Into<String>) -> Self {
         self.default_message_group = group.into();
         self
     }
 
-    /// Settings for the messages whose destination is `destination`.
+    /// Settings for the messages whose destination is `destination`;
+    /// destinations without settings use [`DestinationOptions::default`].
     pub fn destination(
         mut self,
         destination: impl Into<String>,
@@ -81,7 +90,19 @@ impl PublisherOptions {
         self.destinations.insert(destination.into(), options);
         self
     }
+
+    /// The [`destination`](Self::destination) settings of `destination`,
+    /// `None` where it has none of its own.
+    pub fn get_destination(&self, destination: &str) -> Option<&DestinationOptions> {
+        self.destinations.get(destination)
+    }
 }
+
+getters!(PublisherOptions {
+    get_max_message_size: usize = max_message_size;
+    get_request_timeout: Duration = request_timeout;
+    get_default_message_group: &str = default_message_group;
+});
 
 impl Default for PublisherOptions {
     fn default() -> Self {
@@ -114,22 +135,24 @@ impl SourceOptions {
     pub const DEFAULT_WAIT_TIME: Duration = Duration::from_secs(20);
     /// Default [`request_timeout`](Self::request_timeout): 10 s.
     pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-    /// Default [`retry`](Self::retry) schedule: from 200 ms, doubling,
-    /// capped at 10 s.
+    /// Default [`retry_backoff`](Self::retry_backoff): from 200 ms,
+    /// doubling, capped at 10 s.
     pub const DEFAULT_RETRY_BACKOFF: Backoff =
         Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
 
     /// Messages asked for per `ReceiveMessage` call, 1 to 10. Messages
     /// received but not yet yielded stay invisible to other consumers (their
     /// visibility is extended like a running handler's), and are released
-    /// when the stream is dropped.
+    /// when the stream is dropped. Default
+    /// [`DEFAULT_MAX_MESSAGES`](Self::DEFAULT_MAX_MESSAGES).
     pub fn max_messages(mut self, count: u8) -> Self {
         self.max_messages = i32::from(count.clamp(1, 10));
         self
     }
 
     /// How long one `ReceiveMessage` call waits for messages (long
-    /// polling), at most 20 s.
+    /// polling), at most 20 s; default
+    /// [`DEFAULT_WAIT_TIME`](Self::DEFAULT_WAIT_TIME).
     pub fn wait_time(mut self, wait: Duration) -> Self {
         self.wait_time = wait.min(Self::DEFAULT_WAIT_TIME);
         self
@@ -152,13 +175,15 @@ impl SourceOptions {
     }
 
     /// How long any call but the long poll may take (the long poll gets
-    /// this on top of its wait time) before it counts as failed.
+    /// this on top of its wait time) before it counts as failed; default
+    /// [`DEFAULT_REQUEST_TIMEOUT`](Self::DEFAULT_REQUEST_TIMEOUT).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
     }
 
-    /// The waits between `ReceiveMessage` calls after they failed.
+    /// The waits between `ReceiveMessage` calls after they failed; default
+    /// [`DEFAULT_RETRY_BACKOFF`](Self::DEFAULT_RETRY_BACKOFF).
     pub fn retry_backoff(mut self, backoff: Backoff) -> Self {
         self.retry_backoff = backoff;
         self
@@ -175,7 +200,26 @@ impl SourceOptions {
             .insert(queue.into(), dead_letter_queue.into());
         self
     }
+
+    /// The [`max_messages`](Self::max_messages) setting.
+    pub fn get_max_messages(&self) -> u8 {
+        u8::try_from(self.max_messages).unwrap_or(Self::DEFAULT_MAX_MESSAGES)
+    }
+
+    /// The [`dead_letter_queue`](Self::dead_letter_queue) setting of
+    /// `queue`, `None` for its redrive policy's target.
+    pub fn get_dead_letter_queue(&self, queue: &str) -> Option<&str> {
+        self.dead_letter_queues.get(queue).map(String::as_str)
+    }
 }
+
+getters!(SourceOptions {
+    get_wait_time: Duration = wait_time;
+    get_visibility_timeout: Option<Duration> = visibility_timeout;
+    get_heartbeat: bool = heartbeat;
+    get_request_timeout: Duration = request_timeout;
+    get_retry_backoff: Backoff = retry_backoff;
+});
 
 impl Default for SourceOptions {
     fn default() -> Self {

@@ -35,7 +35,7 @@ use crate::queues::Queues;
 /// that way too and never yielded.
 ///
 /// When a call fails, the stream yields the error and, polled again, tries
-/// again after [`SourceOptions::retry`]; it ends after
+/// again after [`SourceOptions::retry_backoff`]; it ends after
 /// [`SourceError::NotFound`] when the queue is gone.
 #[derive(Clone)]
 pub struct SqsSource {

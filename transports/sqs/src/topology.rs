@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::QueueAttributeName;
-use tidings_core::{OutboxSpec, QueueSpec, SpecError};
+use tidings_core::{OutboxSpec, QueueSpec, SpecError, getters};
 
 use crate::error::{Failure, TopologyError, call};
 use crate::options::{MAX_DELAY, MAX_VISIBILITY_TIMEOUT, whole_seconds};
@@ -75,7 +75,8 @@ impl QueueOptions {
     pub const DEFAULT_MAX_RECEIVE_COUNT: u32 = 5;
 
     /// After this many receives, SQS moves a message to the dead-letter
-    /// queue (the redrive policy's `maxReceiveCount`, at least 1).
+    /// queue (the redrive policy's `maxReceiveCount`, at least 1); default
+    /// [`DEFAULT_MAX_RECEIVE_COUNT`](Self::DEFAULT_MAX_RECEIVE_COUNT).
     pub fn max_receive_count(mut self, count: u32) -> Self {
         self.max_receive_count = Some(count.max(1));
         self
@@ -105,12 +106,19 @@ impl QueueOptions {
     }
 
     /// The queue's `DelaySeconds`, at most 15 minutes: the delay of every
-    /// message, FIFO ones included.
+    /// message, FIFO ones included. Default: SQS's, none.
     pub fn delay(mut self, delay: Duration) -> Self {
         self.delay = Some(delay.min(MAX_DELAY));
         self
     }
 }
+
+getters!(QueueOptions {
+    get_max_receive_count: Option<u32> = max_receive_count;
+    get_visibility_timeout: Option<Duration> = visibility_timeout;
+    get_retention: Option<Duration> = retention;
+    get_delay: Option<Duration> = delay;
+});
 
 impl Default for QueueOptions {
     fn default() -> Self {

@@ -62,7 +62,7 @@ impl<S: OutboxStore, P: Publisher> Slots<S, P> {
         Some(Box::pin(async move {
             if sweep {
                 let (store, name) = (&relay.store, &relay.route().name);
-                let limit = sweeper::Sweeper::<S>::DEFAULT_LIMIT;
+                let limit = sweeper::SweeperOptions::DEFAULT_LIMIT;
                 if let Err(e) = sweeper::sweep(store, name, limit).await {
                     tracing::error!(outbox.route = %name, error = %crate::port::error_chain(&e), "relay sweep failed");
                 }

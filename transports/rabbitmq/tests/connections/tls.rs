@@ -158,7 +158,7 @@ async fn plain_amqp_to_the_tls_port_fails_at_once_and_says_so() {
 
 #[tokio::test]
 async fn amqps_to_a_plain_port_fails_at_once_and_says_so() {
-    let plain_port = support::connection("plain").url().to_owned();
+    let plain_port = support::connection("plain").get_url().to_owned();
     let tls_to_plain =
         plain_port
             .replacen("amqp://", "amqps://", 1)
@@ -169,7 +169,7 @@ async fn amqps_to_a_plain_port_fails_at_once_and_says_so() {
 
 #[tokio::test]
 async fn tls_options_with_a_plain_url_are_refused_before_connecting() {
-    let plain = support::connection("plain").url().to_owned();
+    let plain = support::connection("plain").get_url().to_owned();
     let (error, tls) = refused(&plain, trusting_the_test_ca()).await;
     assert!(tls.contains("use amqps://"), "{tls} under {error:?}");
 }
