@@ -2,6 +2,7 @@
 
 mod ack_window;
 mod acker;
+mod confirms;
 mod connection;
 mod count;
 mod error;
