@@ -5,8 +5,6 @@ use std::time::Instant;
 
 use tidings_core::telemetry;
 
-use crate::process::Verdict;
-
 /// Deliveries settled, by `outcome`: [`ACKED`], [`DUPLICATE`], [`PARKED`]
 /// or [`RETRIED`], with `queue` and `consumer`.
 pub(crate) const MESSAGES: &str = "tidings_consumer_messages_total";
@@ -40,17 +38,11 @@ impl Metrics {
         }
     }
 
-    /// Counts the delivery under its outcome and marks the delivery's
-    /// span failed when it was not handled.
-    pub(crate) fn count(&self, verdict: &Verdict) {
-        let outcome = match verdict {
-            Verdict::Done => ACKED,
-            Verdict::Duplicate => DUPLICATE,
-            Verdict::Park(_) => PARKED,
-            Verdict::Retry(_) => RETRIED,
-            Verdict::Abandon => return,
-        };
-        if matches!(verdict, Verdict::Park(_) | Verdict::Retry(_)) {
+    /// Counts a delivery under `outcome` ([`ACKED`], [`DUPLICATE`],
+    /// [`PARKED`] or [`RETRIED`]) and marks the delivery's span failed when
+    /// it was not handled.
+    pub(crate) fn count(&self, outcome: &'static str) {
+        if matches!(outcome, PARKED | RETRIED) {
             telemetry::record_error(&tracing::Span::current(), outcome);
         }
         metrics::counter!(MESSAGES, &self.labels(&[("outcome", outcome)])).increment(1);

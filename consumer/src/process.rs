@@ -17,7 +17,7 @@ use tracing::Instrument;
 
 use crate::handler::{Handler, HandlerRequest, TxHandle};
 use crate::isolation::Isolation;
-use crate::metric::Metrics;
+use crate::metric::{self, Metrics};
 use crate::report::Counters;
 use crate::{ConsumerOptions, HandlerError, KeyOrder, QueueRef};
 
@@ -35,6 +35,20 @@ pub(crate) enum Verdict {
     /// Shutdown came while the delivery waited to be retried: leave it
     /// unsettled for the broker to redeliver.
     Abandon,
+}
+
+impl Verdict {
+    /// The `outcome` label the delivery is counted under; none for one
+    /// left unsettled.
+    fn outcome(&self) -> Option<&'static str> {
+        match self {
+            Self::Done => Some(metric::ACKED),
+            Self::Duplicate => Some(metric::DUPLICATE),
+            Self::Park(_) => Some(metric::PARKED),
+            Self::Retry(_) => Some(metric::RETRIED),
+            Self::Abandon => None,
+        }
+    }
 }
 
 /// Everything a delivery needs, shared by the consumer's tasks.
@@ -263,7 +277,9 @@ where
     /// logged; the broker redelivers and the inbox dedupes.
     pub(crate) async fn settle<A: Acker>(&self, verdict: Verdict, acker: A) {
         let counters = &self.counters;
-        self.metrics.count(&verdict);
+        if let Some(outcome) = verdict.outcome() {
+            self.metrics.count(outcome);
+        }
         let system = self.system;
         let queue = self.queue.name();
         let settled = match verdict {
