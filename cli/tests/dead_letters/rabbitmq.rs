@@ -178,7 +178,7 @@ async fn a_replay_the_broker_drops_halfway_loses_nothing_and_runs_again() {
     const PARKED: u64 = 100;
     let queue = declare("tidings_cli_dropped").await;
     let mut parked = Vec::new();
-    for id in 0..PARKED as i32 {
+    for id in 0..PARKED as u32 {
         let letter = envelope(queue, id);
         park(queue, &letter, "poison").await;
         parked.push(letter.event_id.to_string());
