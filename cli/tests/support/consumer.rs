@@ -20,6 +20,16 @@ pub(crate) const POISON: u32 = 7;
 /// count.
 pub(crate) type Seen = (u32, Option<String>, Option<u32>);
 
+/// The one delivery of [`POISON`] among `seen`, checked to carry the
+/// replay's `reason`.
+pub(crate) fn replayed_once<'a>(seen: &'a [Seen], reason: &str) -> &'a Seen {
+    let replayed: Vec<_> = seen.iter().filter(|s| s.0 == POISON).collect();
+    assert_eq!(replayed.len(), 1, "{seen:?}");
+    let why = replayed[0].1.as_deref().unwrap_or_default();
+    assert!(why.contains(reason), "{seen:?}");
+    replayed[0]
+}
+
 /// An order event for `queue`.
 pub(crate) fn envelope(queue: &str, id: u32) -> Envelope {
     let payload = Bytes::from(serde_json::to_vec(&Order { id }).unwrap());
