@@ -36,9 +36,9 @@ use tidings_testing::services::{amqp_url, service_missing};
 
 /// Set in the child's environment to `<schema> <queue>`.
 const CHILD_ENV: &str = "TIDINGS_CRASH_CHILD";
-const ORDERS: i32 = 2_000;
-const KEYS: i32 = 8;
-const POISON: i32 = 300;
+const ORDERS: u32 = 2_000;
+const KEYS: u32 = 8;
+const POISON: u32 = 300;
 const MAX_DELIVERIES: u32 = 5;
 const PREFETCH: u16 = 64;
 const CONCURRENCY: usize = 4;
@@ -89,7 +89,7 @@ async fn a_message_that_kills_its_consumer_is_parked_alone() -> String {
         .execute(store.pool())
         .await
         .unwrap();
-    let ids: Vec<i32> = parked.iter().map(|(id, _)| *id).collect();
+    let ids: Vec<u32> = parked.iter().map(|(id, _)| *id).collect();
     assert_eq!(
         ids,
         [POISON],
@@ -126,7 +126,7 @@ async fn stage_and_relay(store: &PgOutboxStore, queue: &'static str) {
 }
 
 /// Collects what lands in the dead-letter queue: `(order id, reason)`.
-fn collect_parked(queue: &str) -> Arc<Mutex<Vec<(i32, String)>>> {
+fn collect_parked(queue: &str) -> Arc<Mutex<Vec<(u32, String)>>> {
     let parked = Arc::new(Mutex::new(Vec::new()));
     let source = RabbitSource::new(ConnectionOptions::new(amqp_url()), SourceOptions::default());
     let dead_letters = dead_letter_queue(queue);
@@ -166,7 +166,7 @@ async fn run_children(
     store: &PgOutboxStore,
     schema: &str,
     queue: &str,
-    parked: &Mutex<Vec<(i32, String)>>,
+    parked: &Mutex<Vec<(u32, String)>>,
 ) -> u32 {
     let config = format!("{schema} {queue}");
     let within = Duration::from_secs(120);

@@ -34,8 +34,8 @@ use tokio::sync::mpsc;
 
 /// Set in a child's environment to `<schema> <queue>`.
 const CHILD_ENV: &str = "TIDINGS_REPLICA_CHILD";
-const ORDERS: i32 = 1_200;
-const KEYS: i32 = 6;
+const ORDERS: u32 = 1_200;
+const KEYS: u32 = 6;
 const REPLICAS: usize = 3;
 const KILLS: usize = 2;
 const PREFETCH: u16 = 32;
@@ -225,8 +225,8 @@ async fn child(config: &str) {
                 told.call_once(|| harnessless::tell_parent(ACTIVE));
                 let mut ctx = tx.lock().await;
                 sqlx::query(AssertSqlSafe(sql))
-                    .bind(msg.payload.id)
-                    .bind(msg.payload.id % KEYS)
+                    .bind(i64::from(msg.payload.id))
+                    .bind(i64::from(msg.payload.id % KEYS))
                     .execute(ctx.tx())
                     .await?;
                 Ok::<(), HandlerError>(())

@@ -10,23 +10,28 @@ use tidings_admin::tidings_postgres::sqlx::{self, AssertSqlSafe};
 use tidings_admin::tidings_postgres::{PgContext, PgOutboxStore};
 use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
 use tidings_core::{Backoff, Envelope, Message, QueueSpec, REPLAYED_REASON_HEADER, Source};
+use tidings_testing::consumer::Order;
 use tokio_util::sync::CancellationToken;
 
 /// The order a broken handler parks.
-pub(crate) const POISON: i32 = 7;
-
-/// The payload.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Order {
-    pub(crate) id: i32,
-}
+pub(crate) const POISON: u32 = 7;
 
 /// What the handler saw of one delivery: order, replay reason, delivery
 /// count.
-pub(crate) type Seen = (i32, Option<String>, Option<u32>);
+pub(crate) type Seen = (u32, Option<String>, Option<u32>);
+
+/// The one delivery of [`POISON`] among `seen`, checked to carry the
+/// replay's `reason`.
+pub(crate) fn replayed_once<'a>(seen: &'a [Seen], reason: &str) -> &'a Seen {
+    let replayed: Vec<_> = seen.iter().filter(|s| s.0 == POISON).collect();
+    assert_eq!(replayed.len(), 1, "{seen:?}");
+    let why = replayed[0].1.as_deref().unwrap_or_default();
+    assert!(why.contains(reason), "{seen:?}");
+    replayed[0]
+}
 
 /// An order event for `queue`.
-pub(crate) fn envelope(queue: &str, id: i32) -> Envelope {
+pub(crate) fn envelope(queue: &str, id: u32) -> Envelope {
     let payload = Bytes::from(serde_json::to_vec(&Order { id }).unwrap());
     Envelope::new(
         "order-events",
@@ -96,7 +101,7 @@ pub(crate) async fn consume<S: Source>(
                 }
                 let mut ctx = tx.lock().await;
                 sqlx::query(AssertSqlSafe(sql.to_string()))
-                    .bind(msg.payload.id)
+                    .bind(i64::from(msg.payload.id))
                     .execute(ctx.tx())
                     .await?;
                 Ok(())

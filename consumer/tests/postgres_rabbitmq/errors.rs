@@ -35,7 +35,7 @@ async fn duplicate_insert(classify: bool, explicit: bool) -> (u32, ConsumerRepor
                 calls.fetch_add(1, SeqCst);
                 let mut ctx = tx.lock().await;
                 let done = sqlx::query(AssertSqlSafe(insert))
-                    .bind(msg.payload.id)
+                    .bind(i64::from(msg.payload.id))
                     .execute(ctx.tx())
                     .await;
                 match explicit {

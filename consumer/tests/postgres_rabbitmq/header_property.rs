@@ -148,7 +148,7 @@ async fn check(cases: Vec<Headers>) {
         "every staged event is published at once"
     );
 
-    let seen: Arc<Mutex<HashMap<i32, Vec<Headers>>>> = Arc::default();
+    let seen: Arc<Mutex<HashMap<u32, Vec<Headers>>>> = Arc::default();
     let sql = Arc::new(world.effect_sql());
     let handler = handler_fn({
         let seen = seen.clone();

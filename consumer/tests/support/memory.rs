@@ -14,10 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) static ORDERS: QueueSpec<Order> = QueueSpec::json("orders");
 
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Order {
-    pub(crate) id: u32,
-}
+pub(crate) use tidings_testing::consumer::Order;
 
 pub(crate) const QUICK: Backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(20));
 

@@ -18,11 +18,7 @@ use tidings_testing::names::unique_name;
 use tidings_testing::services::{amqp_url, postgres_pool, service_missing};
 use tokio_util::sync::CancellationToken;
 
-/// The payload.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Order {
-    pub(crate) id: i32,
-}
+pub(crate) use tidings_testing::consumer::Order;
 
 /// Everything one test owns.
 pub(crate) struct World {
@@ -84,7 +80,7 @@ impl World {
         tidings_inbox::Inbox::new(self.store.inbox(), "billing").unwrap()
     }
 
-    pub(crate) fn envelope(&self, id: i32) -> Envelope {
+    pub(crate) fn envelope(&self, id: u32) -> Envelope {
         let payload = Bytes::from(serde_json::to_vec(&Order { id }).unwrap());
         Envelope::new(
             "order-events",
@@ -164,7 +160,7 @@ pub(crate) async fn apply(
 ) -> Result<(), HandlerError> {
     let mut ctx = tx.lock().await;
     sqlx::query(AssertSqlSafe(sql.to_owned()))
-        .bind(msg.payload.id)
+        .bind(i64::from(msg.payload.id))
         .execute(ctx.tx())
         .await?;
     Ok(())

@@ -28,8 +28,8 @@ pub(crate) async fn store_in(schema: &str) -> PgOutboxStore {
 pub(crate) async fn stage_orders(
     store: &PgOutboxStore,
     spec: &'static OutboxSpec<Order>,
-    count: i32,
-    keys: i32,
+    count: u32,
+    keys: u32,
 ) {
     for chunk in (0..count).collect::<Vec<_>>().chunks(250) {
         let mut ctx = store.begin().await.unwrap();
@@ -47,7 +47,7 @@ pub(crate) async fn stage_orders(
 pub(crate) async fn relay_every(
     store: PgOutboxStore,
     spec: &'static OutboxSpec<Order>,
-    count: i32,
+    count: u32,
     within: Duration,
 ) {
     let publisher = RabbitPublisher::new(

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::support::{ORDER_EVENTS, drop_collections, store};
-use tidings_core::{ClaimRequest, ClaimedBatch, ManualClock, OutboxStore, Outcome};
-use tidings_mongo::{MongoBatch, MongoOutboxStore, Retention};
+use crate::support::{ORDER_EVENTS, claim, drop_collections, store};
+use tidings_core::{ClaimedBatch, ManualClock, OutboxStore, Outcome};
+use tidings_mongo::{MongoOutboxStore, Retention};
 use tidings_testing::store::settle_all;
 
 /// Far beyond the claims' lease.
@@ -22,16 +22,6 @@ async fn stage(store: &MongoOutboxStore, count: u64) {
             .expect("stage");
     }
     ctx.commit().await.expect("commit");
-}
-
-async fn claim(store: &MongoOutboxStore, limit: usize) -> MongoBatch {
-    let request = ClaimRequest {
-        route: ORDER_EVENTS.route(),
-        limit,
-        lease: Duration::from_secs(60),
-        after: None,
-    };
-    store.claim(request).await.expect("claim")
 }
 
 /// The same collections, seen by a relay whose clock runs [`AHEAD`].

@@ -5,26 +5,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::time::Duration;
 
-use crate::support::{ORDER_EVENTS, drop_collections, outbox_count, store};
+use crate::support::{ORDER_EVENTS, claim, drop_collections, outbox_count, store};
 use futures::FutureExt;
 use mongodb::bson::{Document, doc};
-use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore};
+use tidings_core::ClaimedBatch;
 use tidings_mongo::{CommitError, MongoOutboxStore, Retention};
 use uuid::Uuid;
 
 fn orders(store: &MongoOutboxStore) -> mongodb::Collection<Document> {
     let name = format!("{}_orders", store.outbox().name());
     store.database().collection(&name)
-}
-
-async fn claim_all(store: &MongoOutboxStore) -> tidings_mongo::MongoBatch {
-    let request = ClaimRequest {
-        route: ORDER_EVENTS.route(),
-        limit: 100,
-        lease: Duration::from_secs(60),
-        after: None,
-    };
-    store.claim(request).await.expect("claim")
 }
 
 #[tokio::test]
@@ -52,7 +42,7 @@ async fn a_committed_context_writes_the_order_and_its_event_together() {
     ctx.commit().await.unwrap();
 
     assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 1);
-    let batch = claim_all(&store).await;
+    let batch = claim(&store, 100).await;
     let types: Vec<_> = batch
         .records()
         .iter()
@@ -89,7 +79,7 @@ async fn a_rolled_back_or_dropped_context_leaves_nothing() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(outbox_count(&store).await, 0);
     assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 0);
-    assert!(claim_all(&store).await.records().is_empty());
+    assert!(claim(&store, 100).await.records().is_empty());
     drop_collections(&store).await;
 }
 

@@ -136,6 +136,19 @@ pub(crate) async fn commit(store: &MongoOutboxStore, events: Vec<StagedEvent>) {
     ctx.commit().await.expect("commit");
 }
 
+/// Up to `limit` events of [`ORDER_EVENTS`], claimed for a minute.
+pub(crate) async fn claim(store: &MongoOutboxStore, limit: usize) -> tidings_mongo::MongoBatch {
+    let request = tidings_core::ClaimRequest {
+        route: ORDER_EVENTS.route(),
+        limit,
+        lease: Duration::from_secs(60),
+        after: None,
+    };
+    tidings_core::OutboxStore::claim(store, request)
+        .await
+        .expect("claim")
+}
+
 /// Documents in the store's outbox, whatever their route or status.
 pub(crate) async fn outbox_count(store: &MongoOutboxStore) -> u64 {
     store

@@ -28,9 +28,9 @@ use tidings_testing::names::unique_name;
 
 /// Set in the child's environment to `<schema> <topic> <group>`.
 const CHILD_ENV: &str = "TIDINGS_CRASH_CHILD";
-const ORDERS: i32 = 2_000;
-const KEYS: i32 = 16;
-const POISON: i32 = 300;
+const ORDERS: u32 = 2_000;
+const KEYS: u32 = 16;
+const POISON: u32 = 300;
 const MAX_DELIVERIES: u32 = 2;
 /// Each handler's work, so a kill finds deliveries in hand.
 const PAUSE: Duration = Duration::from_millis(5);
@@ -59,7 +59,7 @@ async fn a_message_that_kills_its_consumer_is_parked_alone() -> String {
     let crashes = run_children(&world, &config, &parked).await;
 
     let parked = std::mem::take(&mut *parked.lock().unwrap());
-    let mut ids: Vec<i32> = parked.iter().map(|(id, _)| *id).collect();
+    let mut ids: Vec<u32> = parked.iter().map(|(id, _)| *id).collect();
     // Dead-lettering republishes before it commits, so a kill between the
     // two parks the record again from the next member: copies are
     // possible, other records are not.
@@ -91,7 +91,7 @@ async fn a_message_that_kills_its_consumer_is_parked_alone() -> String {
 }
 
 /// Collects what lands in the dead-letter topic: `(order id, reason)`.
-async fn collect_parked(world: &World) -> Arc<Mutex<Vec<(i32, String)>>> {
+async fn collect_parked(world: &World) -> Arc<Mutex<Vec<(u32, String)>>> {
     let parked = Arc::new(Mutex::new(Vec::new()));
     let source =
         KafkaSource::new(&world.client, SourceOptions::new(unique_name("parked"))).unwrap();
@@ -116,7 +116,7 @@ async fn collect_parked(world: &World) -> Arc<Mutex<Vec<(i32, String)>>> {
 /// Runs consumer children one after another, killing each by PID shortly
 /// after it reports the poison's handler started, until every order has
 /// an effect or was parked; returns how many were killed.
-async fn run_children(world: &World, config: &str, parked: &Mutex<Vec<(i32, String)>>) -> u32 {
+async fn run_children(world: &World, config: &str, parked: &Mutex<Vec<(u32, String)>>) -> u32 {
     let within = Duration::from_secs(180);
     harnessless::kill_each_time_reached(CHILD_ENV, config, REACHED, KILL_AFTER, within, || async {
         let effects = world.effects().await;

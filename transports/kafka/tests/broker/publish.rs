@@ -6,17 +6,13 @@ use crate::support;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use support::{client, create_topic, foreign::first_record};
+use support::{client, create_topic, foreign::first_record, publisher};
 use tidings_core::{PublishError, PublisherExt};
 use tidings_kafka::{
     ClientOptions, KafkaPublisher, PublisherOptions, TopicOptions, Topology, TopologyError,
 };
 use tidings_testing::broker::envelope;
 use tidings_testing::names::unique_name;
-
-fn publisher() -> KafkaPublisher {
-    KafkaPublisher::new(&client(), PublisherOptions::default()).expect("publisher")
-}
 
 /// Records carry the CloudEvents Kafka binding's headers and the ordering
 /// key as the record key.

@@ -9,8 +9,8 @@ use crate::support::e2e::{ConsumerRun, World};
 use tidings_testing::names::unique_name;
 use tokio_util::sync::CancellationToken;
 
-const ORDERS: i32 = 3_000;
-const KEYS: i32 = 32;
+const ORDERS: u32 = 3_000;
+const KEYS: u32 = 32;
 const PAUSE: Duration = Duration::from_millis(30);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,7 +70,7 @@ async fn two_consumers_rebalancing_keep_one_effect_per_event_in_key_order() {
         "the first member worked on after leaving"
     );
     for (key, effects) in world.logs().await {
-        let ids: Vec<i32> = effects.iter().map(|(id, _)| *id).collect();
+        let ids: Vec<u32> = effects.iter().map(|(id, _)| *id).collect();
         let mut sorted = ids.clone();
         sorted.sort_unstable();
         // On failure, which member committed each effect tells a reorder

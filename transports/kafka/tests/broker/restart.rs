@@ -9,7 +9,7 @@
 use crate::support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 use support::e2e::{ConsumerRun, World, leak};
@@ -19,10 +19,10 @@ use tidings_kafka::{ClientOptions, KafkaPublisher, PublisherOptions, TopicOption
 use tidings_testing::names::unique_name;
 use tokio_util::sync::CancellationToken;
 
-const ORDERS: i32 = 1_000;
-const KEYS: i32 = 8;
+const ORDERS: u32 = 1_000;
+const KEYS: u32 = 8;
 /// Orders staged at a time, every [`STAGE_EVERY`].
-const CHUNK: i32 = 20;
+const CHUNK: u32 = 20;
 const STAGE_EVERY: Duration = Duration::from_millis(200);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -41,7 +41,7 @@ async fn relay_and_consumer_recover_from_a_broker_restart() {
         .unwrap();
     let world = World::on(client.clone(), topic).await;
     let spec = world.spec();
-    let staged = Arc::new(AtomicI32::new(0));
+    let staged = Arc::new(AtomicU32::new(0));
     let staging = tokio::spawn({
         let (store, staged) = (world.store.clone(), staged.clone());
         async move {

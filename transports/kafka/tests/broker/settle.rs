@@ -9,17 +9,13 @@ use std::time::Duration;
 
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use support::{client, create_topic, group};
+use support::{client, create_topic, group, publisher};
 use tidings_core::{
     DEAD_LETTER_REASON_HEADER, FIRST_FAILURE_HEADER, PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER,
     PublisherExt, REPLAYED_REASON_HEADER, Redelivery,
 };
-use tidings_kafka::{KafkaPublisher, KafkaSource, PublisherOptions, dead_letter_topic};
+use tidings_kafka::{KafkaSource, dead_letter_topic};
 use tidings_testing::broker::{envelope, next, next_within, subscribe};
-
-fn publisher() -> KafkaPublisher {
-    KafkaPublisher::new(&client(), PublisherOptions::default()).expect("publisher")
-}
 
 /// A record nacked with a delay waits in the retry topic while the records
 /// behind it in its partition are delivered.

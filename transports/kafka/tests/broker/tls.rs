@@ -23,8 +23,8 @@ use tidings_testing::names::unique_name;
 use tidings_testing::services::tls_file;
 use tokio_util::sync::CancellationToken;
 
-const ORDERS: i32 = 200;
-const KEYS: i32 = 8;
+const ORDERS: u32 = 200;
+const KEYS: u32 = 8;
 /// A failure must be reported well before the request timeout (10 s).
 const FAST: Duration = Duration::from_secs(5);
 

@@ -19,11 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{client, create_topic};
 
-/// The payload.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Order {
-    pub id: i32,
-}
+pub use tidings_testing::consumer::Order;
 
 const QUICK: Backoff = Backoff::new(Duration::from_millis(20), Duration::from_millis(200));
 
@@ -75,7 +71,7 @@ impl World {
 
     /// Stages `orders` events over `keys` ordering keys in a few
     /// transactions and relays them all to the topic.
-    pub async fn stage_and_relay(&self, orders: i32, keys: i32) {
+    pub async fn stage_and_relay(&self, orders: u32, keys: u32) {
         let spec = self.stage(orders, keys).await;
         let publisher = KafkaPublisher::new(&self.client, PublisherOptions::default()).unwrap();
         let relay = Relay::new(self.store.clone(), publisher, spec).unwrap();
@@ -96,7 +92,7 @@ impl World {
 
     /// Stages `orders` events over `keys` ordering keys in a few
     /// transactions; returns their outbox spec.
-    pub async fn stage(&self, orders: i32, keys: i32) -> &'static OutboxSpec<Order> {
+    pub async fn stage(&self, orders: u32, keys: u32) -> &'static OutboxSpec<Order> {
         let spec = self.spec();
         for first in (0..orders).step_by(500) {
             stage_range(&self.store, spec, first..orders.min(first + 500), keys).await;
@@ -140,7 +136,7 @@ impl World {
 
     /// Each key's order ids, with the member that handled each, in the
     /// order their effects committed.
-    pub async fn logs(&self) -> std::collections::HashMap<String, Vec<(i32, String)>> {
+    pub async fn logs(&self) -> std::collections::HashMap<String, Vec<(u32, String)>> {
         let sql = format!(
             "select key, order_id, member from \"{}\".commit_log order by seq",
             self.schema
@@ -149,8 +145,9 @@ impl World {
             .fetch_all(self.store.pool())
             .await
             .unwrap();
-        let mut logs: std::collections::HashMap<String, Vec<(i32, String)>> = Default::default();
+        let mut logs: std::collections::HashMap<String, Vec<(u32, String)>> = Default::default();
         for (key, id, member) in rows {
+            let id = u32::try_from(id).expect("an order id");
             logs.entry(key).or_default().push((id, member));
         }
         logs
@@ -170,8 +167,8 @@ impl World {
 pub async fn stage_range(
     store: &PgOutboxStore,
     spec: &'static OutboxSpec<Order>,
-    ids: std::ops::Range<i32>,
-    keys: i32,
+    ids: std::ops::Range<u32>,
+    keys: u32,
 ) {
     let mut ctx = store.begin().await.unwrap();
     for id in ids {
@@ -199,7 +196,7 @@ pub async fn effects(store: &PgOutboxStore, schema: &str) -> (i64, i64) {
 #[derive(Debug, Clone, Copy)]
 pub struct Poison {
     /// The event's order id.
-    pub id: i32,
+    pub id: u32,
     /// Called when its handler starts.
     pub reached: fn(),
     /// The consumer's `max_deliveries`.
@@ -253,7 +250,7 @@ pub fn consumer(
                 let mut ctx = tx.lock().await;
                 sqlx::query(AssertSqlSafe(insert))
                     .bind(msg.ordering_key().unwrap_or_default())
-                    .bind(msg.payload.id)
+                    .bind(i64::from(msg.payload.id))
                     .execute(ctx.tx())
                     .await?;
                 Ok::<(), HandlerError>(())

@@ -31,6 +31,11 @@ pub fn client() -> ClientOptions {
     ClientOptions::new(brokers).client_id(unique_name("tidings-test"))
 }
 
+/// A publisher on the test broker, with the default options.
+pub fn publisher() -> KafkaPublisher {
+    KafkaPublisher::new(&client(), PublisherOptions::default()).expect("publisher")
+}
+
 /// Source options for a consumer group no other test uses, committing and
 /// rebalancing quickly.
 pub fn group(prefix: &str) -> SourceOptions {
