@@ -4,7 +4,8 @@
 /// name, what it returns and the field it reads, each documented as the
 /// setting of the setter named after the field. A getter returning a
 /// reference starts its type with `&`; one that reads through a method
-/// names it after the field (`tls.as_ref()`).
+/// names it after the field (`tls.as_ref()`); one that reads a field of a
+/// field names both (`limits.max_length`).
 ///
 /// ```
 /// use std::time::Duration;
@@ -62,10 +63,24 @@ macro_rules! getters {
         }
         $crate::getters!(@each $($rest)*);
     };
-    (@each $get:ident: $t:ty = $field:ident $(.$method:ident())?; $($rest:tt)*) => {
+    (@each $get:ident: $t:ty = $field:ident.$method:ident(); $($rest:tt)*) => {
         #[doc = concat!("The [`", stringify!($field), "`](Self::", stringify!($field), ") setting.")]
         pub fn $get(&self) -> $t {
-            self.$field $(.$method())?
+            self.$field.$method()
+        }
+        $crate::getters!(@each $($rest)*);
+    };
+    (@each $get:ident: $t:ty = $parent:ident.$field:ident; $($rest:tt)*) => {
+        #[doc = concat!("The [`", stringify!($field), "`](Self::", stringify!($field), ") setting.")]
+        pub fn $get(&self) -> $t {
+            self.$parent.$field
+        }
+        $crate::getters!(@each $($rest)*);
+    };
+    (@each $get:ident: $t:ty = $field:ident; $($rest:tt)*) => {
+        #[doc = concat!("The [`", stringify!($field), "`](Self::", stringify!($field), ") setting.")]
+        pub fn $get(&self) -> $t {
+            self.$field
         }
         $crate::getters!(@each $($rest)*);
     };

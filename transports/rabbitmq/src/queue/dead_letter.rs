@@ -1,5 +1,7 @@
 //! How the dead-letter queue of a queue is declared.
 
+use tidings_core::getters;
+
 use super::kind::{Overflow, QueueKind};
 use super::limits::Limits;
 
@@ -60,21 +62,6 @@ impl DeadLetterOptions {
         self.kind
     }
 
-    /// The [`max_length`](Self::max_length) setting.
-    pub fn get_max_length(&self) -> Option<u64> {
-        self.limits.max_length
-    }
-
-    /// The [`max_length_bytes`](Self::max_length_bytes) setting.
-    pub fn get_max_length_bytes(&self) -> Option<u64> {
-        self.limits.max_length_bytes
-    }
-
-    /// The [`overflow`](Self::overflow) setting.
-    pub fn get_overflow(&self) -> Option<Overflow> {
-        self.limits.overflow
-    }
-
     /// The type the dead-letter queue of a `queue_kind` queue is declared
     /// with.
     pub(crate) fn kind_for(&self, queue_kind: QueueKind) -> QueueKind {
@@ -85,3 +72,9 @@ impl DeadLetterOptions {
         }
     }
 }
+
+getters!(DeadLetterOptions {
+    get_max_length: Option<u64> = limits.max_length;
+    get_max_length_bytes: Option<u64> = limits.max_length_bytes;
+    get_overflow: Option<Overflow> = limits.overflow;
+});

@@ -10,6 +10,8 @@ mod rules;
 
 use std::time::Duration;
 
+use tidings_core::getters;
+
 pub use dead_letter::DeadLetterOptions;
 pub use kind::{Overflow, QueueKind};
 pub use rules::QueueOptionsError;
@@ -134,47 +136,18 @@ impl QueueOptions {
         self.dead_letter = options;
         self
     }
-
-    /// The [`kind`](Self::kind) setting.
-    pub fn get_kind(&self) -> QueueKind {
-        self.kind
-    }
-
-    /// The [`expires`](Self::expires) setting.
-    pub fn get_expires(&self) -> Option<Duration> {
-        self.expires
-    }
-
-    /// The [`single_active_consumer`](Self::single_active_consumer) setting.
-    pub fn get_single_active_consumer(&self) -> bool {
-        self.single_active_consumer
-    }
-
-    /// The [`delivery_limit`](Self::delivery_limit) setting.
-    pub fn get_delivery_limit(&self) -> Option<u32> {
-        self.delivery_limit
-    }
-
-    /// The [`max_length`](Self::max_length) setting.
-    pub fn get_max_length(&self) -> Option<u64> {
-        self.limits.max_length
-    }
-
-    /// The [`max_length_bytes`](Self::max_length_bytes) setting.
-    pub fn get_max_length_bytes(&self) -> Option<u64> {
-        self.limits.max_length_bytes
-    }
-
-    /// The [`overflow`](Self::overflow) setting.
-    pub fn get_overflow(&self) -> Option<Overflow> {
-        self.limits.overflow
-    }
-
-    /// The [`dead_letter`](Self::dead_letter) setting.
-    pub fn get_dead_letter(&self) -> DeadLetterOptions {
-        self.dead_letter
-    }
 }
+
+getters!(QueueOptions {
+    get_kind: QueueKind = kind;
+    get_expires: Option<Duration> = expires;
+    get_single_active_consumer: bool = single_active_consumer;
+    get_delivery_limit: Option<u32> = delivery_limit;
+    get_max_length: Option<u64> = limits.max_length;
+    get_max_length_bytes: Option<u64> = limits.max_length_bytes;
+    get_overflow: Option<Overflow> = limits.overflow;
+    get_dead_letter: DeadLetterOptions = dead_letter;
+});
 
 impl From<QueueKind> for QueueOptions {
     fn from(kind: QueueKind) -> Self {
