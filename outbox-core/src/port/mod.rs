@@ -8,6 +8,7 @@
 
 mod chain;
 mod cursor;
+mod driver_error;
 mod inbox_store;
 mod outbox_admin;
 mod outbox_store;
@@ -20,6 +21,7 @@ mod store_name;
 
 pub use chain::error_chain;
 pub use cursor::ClaimCursor;
+pub use driver_error::{DriverErrorClass, caused_by};
 pub use inbox_store::{Attempts, InboxError, InboxMark, InboxStore};
 pub use outbox_admin::{ConsumerStats, FailedFilter, FailedRow, OutboxAdmin};
 pub use outbox_store::{
