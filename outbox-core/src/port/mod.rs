@@ -12,6 +12,7 @@ mod driver_error;
 mod inbox_store;
 mod outbox_admin;
 mod outbox_store;
+mod parking;
 mod publish_batch;
 mod publisher;
 mod queued;
@@ -28,6 +29,7 @@ pub use outbox_store::{
     ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, OutboxStats, OutboxStore, Outcome,
     PurgeRequest, PurgeStatus, Requeue, SettleReport, Settlement, StoreError,
 };
+pub use parking::{parked_at_now, truncate_reason};
 pub use publish_batch::PublishBatch;
 pub use publisher::{PublishError, Publisher, PublisherExt, trace_outcome};
 pub use queued::{Queued, QueuedWait};
