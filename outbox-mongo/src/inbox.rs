@@ -87,7 +87,7 @@ impl InboxStore for MongoInboxStore {
             .session(tx.session())
             .await
             .map_err(inbox_error)?;
-        let mark = InboxMark::inserted(result.upserted_id.is_some());
+        let mark = InboxMark::inserted(result.upserted_id.is_some(), ());
         debug!(?mark, "inbox mark");
         Ok(mark)
     }

@@ -79,7 +79,7 @@ impl InboxStore for PgInboxStore {
             .await
             .map_err(inbox_error)?
             .rows_affected();
-        let mark = InboxMark::inserted(inserted == 1);
+        let mark = InboxMark::inserted(inserted == 1, ());
         debug!(?mark, "inbox mark");
         Ok(mark)
     }

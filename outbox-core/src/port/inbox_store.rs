@@ -22,26 +22,24 @@ pub enum InboxMark<Tx = ()> {
     Duplicate,
 }
 
-impl InboxMark {
-    /// The answer of a mark that inserted a row (fresh) or found one there
-    /// already (duplicate), for stores that record marks as rows.
+impl<Tx> InboxMark<Tx> {
+    /// The answer of a mark that inserted a row (fresh, in `tx`) or found
+    /// one there already (duplicate), for stores that record marks as rows.
     ///
     /// ```
     /// use tidings_core::InboxMark;
     ///
-    /// assert_eq!(InboxMark::inserted(true), InboxMark::Fresh(()));
-    /// assert!(InboxMark::inserted(false).is_duplicate());
+    /// assert_eq!(InboxMark::inserted(true, ()), InboxMark::Fresh(()));
+    /// assert!(InboxMark::inserted(false, ()).is_duplicate());
     /// ```
-    pub fn inserted(inserted: bool) -> Self {
+    pub fn inserted(inserted: bool, tx: Tx) -> Self {
         if inserted {
-            Self::Fresh(())
+            Self::Fresh(tx)
         } else {
             Self::Duplicate
         }
     }
-}
 
-impl<Tx> InboxMark<Tx> {
     /// Whether the event was handled before.
     pub fn is_duplicate(&self) -> bool {
         matches!(self, Self::Duplicate)
