@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use futures::future::join_all;
 use tidings_core::port::error_chain;
 use tidings_core::telemetry;
-use tidings_core::{Acker, Codec, Delivery, Envelope, InboxMark, InboxStore, Message};
+use tidings_core::{Acker, Codec, Delivery, Envelope, InboxMark, InboxStore};
 use tracing::Instrument;
 
 use crate::handler::Handler;
@@ -145,15 +145,10 @@ where
                 self.rollback(tx).await;
                 return Err("a payload was handled already".to_owned());
             };
-            let message = Message {
-                payload,
-                envelope: item.envelope.clone(),
-                delivery_count: item.count,
-            };
             let span =
                 tracing::info_span!("handle", messaging.message.id = %item.envelope.event_id);
             tx = self
-                .handle_in(tx, message)
+                .handle_in(tx, &item.envelope, item.count, payload)
                 .instrument(span)
                 .await
                 .map_err(|error| format!("handler failed: {error}"))?;

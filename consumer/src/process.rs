@@ -204,26 +204,29 @@ where
             self.rollback(tx).await;
             return Err(e.into());
         }
+        // Layer 5, the user's layers and the handler, bounded by the
+        // handler timeout.
+        let tx = self.handle_in(tx, envelope, count, payload).await?;
+        self.inbox.commit(tx).await?;
+        Ok(Verdict::Done)
+    }
+
+    /// Runs the handler on one delivery's `payload` in `tx`, which holds
+    /// its inbox mark: the transaction back when the handler succeeded, or
+    /// its error with the transaction rolled back. Both the one-at-a-time
+    /// and the batched paths go through here.
+    pub(crate) async fn handle_in(
+        &self,
+        tx: I::Tx,
+        envelope: &Envelope,
+        count: Option<u32>,
+        payload: T,
+    ) -> Result<I::Tx, HandlerError> {
         let message = Message {
             payload,
             envelope: envelope.clone(),
             delivery_count: count,
         };
-        // Layer 5, the user's layers and the handler, bounded by the
-        // handler timeout.
-        let tx = self.handle_in(tx, message).await?;
-        self.inbox.commit(tx).await?;
-        Ok(Verdict::Done)
-    }
-
-    /// Runs the handler on `message` in `tx`: the transaction back when
-    /// the handler succeeded, or its error with the transaction rolled
-    /// back. Both the one-at-a-time and the batched paths go through here.
-    pub(crate) async fn handle_in(
-        &self,
-        tx: I::Tx,
-        message: Message<T>,
-    ) -> Result<I::Tx, HandlerError> {
         let handle = TxHandle::new(tx);
         let outcome = self.call_handler(message, handle.clone()).await;
         let Some(tx) = handle.into_inner() else {

@@ -1,24 +1,16 @@
 //! The one place where driver errors become port errors.
 
 use mongodb::error::{Error as MongoError, ErrorKind, WriteFailure};
+use tidings_core::port::{DriverErrorClass, caused_by};
 use tidings_core::{BoxError, InboxError, StageError, StoreError};
 
 pub(crate) use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 
 /// How a driver error should be reported, whatever the port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Class {
-    /// The server cannot be reached, went away or is stepping down.
-    Unavailable,
-    /// The server gave up on the operation's time limit.
-    Timeout,
-    /// A concurrent transaction conflicted; running again resolves it.
-    Conflict,
-    /// A collection the store needs does not exist.
-    Schema,
-    /// Anything else.
-    Backend,
-}
+type Class = DriverErrorClass;
+
+/// A collection the store needs does not exist.
+const SCHEMA: Class = Class::Schema(INDEX_HINT);
 
 fn classify(error: &MongoError) -> Class {
     if error.contains_label(TRANSIENT_TRANSACTION_ERROR) {
@@ -60,7 +52,7 @@ fn classify_code(code: i32) -> Class {
         50 => Class::Timeout,
         // write conflict, lock timeout, no such (aborted) transaction
         112 | 24 | 251 => Class::Conflict,
-        NAMESPACE_NOT_FOUND => Class::Schema,
+        NAMESPACE_NOT_FOUND => SCHEMA,
         _ => Class::Backend,
     }
 }
@@ -121,38 +113,18 @@ const INDEX_HINT: &str = "run MongoOutboxStore::ensure_indexes() to create the c
 
 /// Maps a driver error to the outbox store's error.
 pub(crate) fn store_error(error: MongoError) -> StoreError {
-    match classify(&error) {
-        Class::Unavailable => StoreError::Unavailable(error.into()),
-        Class::Timeout => StoreError::Timeout,
-        Class::Conflict => StoreError::Conflict(error.into()),
-        Class::Schema => StoreError::Schema(format!("{error}; {INDEX_HINT}")),
-        Class::Backend => StoreError::Backend(error.into()),
-    }
+    classify(&error).store_error(error)
 }
 
 /// Maps a driver error to the inbox's error.
 pub(crate) fn inbox_error(error: MongoError) -> InboxError {
-    match classify(&error) {
-        Class::Unavailable | Class::Timeout => InboxError::Unavailable(error.into()),
-        Class::Conflict => InboxError::Conflict(error.into()),
-        Class::Schema => InboxError::Schema(format!("{error}; {INDEX_HINT}")),
-        Class::Backend => InboxError::Backend(error.into()),
-    }
+    classify(&error).inbox_error(error)
 }
 
 /// Whether `error`, or any error it was caused by, is a driver error
 /// carrying `label`.
 pub(crate) fn has_label(error: &(dyn std::error::Error + 'static), label: &str) -> bool {
-    let mut next = Some(error);
-    while let Some(e) = next {
-        if let Some(mongo) = e.downcast_ref::<MongoError>() {
-            if mongo.contains_label(label) {
-                return true;
-            }
-        }
-        next = e.source();
-    }
-    false
+    caused_by::<MongoError>(error, |e| e.contains_label(label))
 }
 
 /// Committing a [`MongoContext`](crate::MongoContext) failed; nothing of the
@@ -175,6 +147,15 @@ pub enum CommitError {
 }
 
 impl CommitError {
+    /// The inbox's error for a failed commit: the store's error as the
+    /// inbox reports it, anything else an invalid transaction.
+    pub(crate) fn into_inbox_error(self) -> InboxError {
+        match self {
+            Self::Store(e) => InboxError::from(e),
+            other => InboxError::Invalid(other.to_string()),
+        }
+    }
+
     /// An error of the caller's own, to end a transaction closure with.
     pub fn abandon(error: impl Into<BoxError>) -> Self {
         Self::Abandoned(error.into())
@@ -206,7 +187,7 @@ mod tests {
         assert_eq!(classify_code(10107), Class::Unavailable);
         assert_eq!(classify_code(50), Class::Timeout);
         assert_eq!(classify_code(112), Class::Conflict);
-        assert_eq!(classify_code(26), Class::Schema);
+        assert_eq!(classify_code(26), SCHEMA);
         assert_eq!(classify_code(DUPLICATE_KEY), Class::Backend);
     }
 

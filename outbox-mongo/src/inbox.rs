@@ -6,6 +6,7 @@ use futures::TryStreamExt;
 use mongodb::Collection;
 use mongodb::bson::Document;
 use mongodb::options::ReturnDocument;
+use tidings_core::port::caused_by;
 use tidings_core::{Attempts, InboxError, InboxMark, InboxStore};
 use tracing::{debug, instrument};
 use uuid::Uuid;
@@ -54,10 +55,7 @@ impl InboxStore for MongoInboxStore {
     /// error's chain: the same write of the same document fails the same
     /// way.
     fn is_permanent(&self, error: &(dyn std::error::Error + 'static)) -> bool {
-        std::iter::successors(Some(error), |e| e.source()).any(|e| {
-            e.downcast_ref::<mongodb::error::Error>()
-                .is_some_and(crate::error::never_succeeds)
-        })
+        caused_by(error, crate::error::never_succeeds)
     }
 
     /// An upsert that only sets fields on insert: a mark committed before
@@ -89,20 +87,13 @@ impl InboxStore for MongoInboxStore {
             .session(tx.session())
             .await
             .map_err(inbox_error)?;
-        let mark = if result.upserted_id.is_some() {
-            InboxMark::Fresh(())
-        } else {
-            InboxMark::Duplicate
-        };
+        let mark = InboxMark::inserted(result.upserted_id.is_some(), ());
         debug!(?mark, "inbox mark");
         Ok(mark)
     }
 
     async fn commit(&self, tx: MongoContext) -> Result<(), InboxError> {
-        tx.commit().await.map_err(|e| match e {
-            CommitError::Store(e) => InboxError::from(e),
-            other => InboxError::Invalid(other.to_string()),
-        })
+        tx.commit().await.map_err(CommitError::into_inbox_error)
     }
 
     async fn rollback(&self, tx: MongoContext) -> Result<(), InboxError> {

@@ -1,28 +1,19 @@
 //! The one place where sqlx errors become port errors.
 
-use tidings_core::port::error_chain;
+use tidings_core::port::DriverErrorClass;
 use tidings_core::{InboxError, StageError, StoreError};
 
 /// How a driver error should be reported, whatever the port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Class {
-    /// The server cannot be reached, went away or refuses connections.
-    Unavailable,
-    /// No pooled connection came free in time.
-    Timeout,
-    /// A concurrent transaction conflicted: serialization failure,
-    /// deadlock, lock timeout or a unique violation between racing writers.
-    Conflict,
-    /// A table, column or function the store needs does not exist.
-    Schema,
-    /// A statement prepared by name was found already there or missing: a
-    /// pooler in transaction mode moved the connection to another server
-    /// session, and the store was not told
-    /// ([`Pooling::Transaction`](crate::Pooling::Transaction)).
-    Pooler,
-    /// Anything else.
-    Backend,
-}
+type Class = DriverErrorClass;
+
+/// A statement prepared by name was found already there or missing: a
+/// pooler in transaction mode moved the connection to another server
+/// session, and the store was not told
+/// ([`Pooling::Transaction`](crate::Pooling::Transaction)).
+const POOLER: Class = Class::Misconfigured(POOLER_HINT);
+
+/// A table, column or function the store needs does not exist.
+const SCHEMA: Class = Class::Schema(MIGRATE_HINT);
 
 fn classify(error: &sqlx::Error) -> Class {
     match error {
@@ -51,9 +42,9 @@ fn classify_code(code: &str) -> Class {
         // lease, ended by the server, which released its rows
         "57014" | "25P03" => Class::Conflict,
         // undefined table, column, function, schema
-        "42P01" | "42703" | "42883" | "3F000" => Class::Schema,
+        "42P01" | "42703" | "42883" | "3F000" => SCHEMA,
         // duplicate prepared statement, prepared statement does not exist
-        "42P05" | "26000" => Class::Pooler,
+        "42P05" | "26000" => POOLER,
         _ => Class::Backend,
     }
 }
@@ -70,26 +61,14 @@ pub(crate) fn is_stale(error: &sqlx::Error) -> bool {
 
 const MIGRATE_HINT: &str = "run PgOutboxStore::migrate() to create or update the schema";
 
-/// What a [`Class::Pooler`] error says after the server's message.
+/// What a pooler error says after the server's message.
 pub(crate) const POOLER_HINT: &str = "the connection goes through a pooler in transaction mode \
      (PgBouncer pool_mode = transaction), which keeps no statement prepared by name across \
      transactions; build the store with PgOutboxOptions::pooling(Pooling::Transaction)";
 
-/// The message of a [`Class::Pooler`] error.
-fn pooler_message(error: &sqlx::Error) -> String {
-    format!("{}; {POOLER_HINT}", error_chain(error))
-}
-
 /// Maps a driver error to the outbox store's error.
 pub(crate) fn store_error(error: sqlx::Error) -> StoreError {
-    match classify(&error) {
-        Class::Unavailable => StoreError::Unavailable(error.into()),
-        Class::Timeout => StoreError::Timeout,
-        Class::Conflict => StoreError::Conflict(error.into()),
-        Class::Schema => StoreError::Schema(format!("{}; {MIGRATE_HINT}", error_chain(&error))),
-        Class::Pooler => StoreError::Misconfigured(pooler_message(&error)),
-        Class::Backend => StoreError::Backend(error.into()),
-    }
+    classify(&error).store_error(error)
 }
 
 /// Maps the error of a migration's statement to the outbox store's error: a
@@ -112,13 +91,7 @@ pub(crate) fn migration_error(error: sqlx::Error, migration: &str, schema: &str)
 
 /// Maps a driver error to the inbox's error.
 pub(crate) fn inbox_error(error: sqlx::Error) -> InboxError {
-    match classify(&error) {
-        Class::Unavailable | Class::Timeout => InboxError::Unavailable(error.into()),
-        Class::Conflict => InboxError::Conflict(error.into()),
-        Class::Schema => InboxError::Schema(format!("{}; {MIGRATE_HINT}", error_chain(&error))),
-        Class::Pooler => InboxError::Misconfigured(pooler_message(&error)),
-        Class::Backend => InboxError::Backend(error.into()),
-    }
+    classify(&error).inbox_error(error)
 }
 
 /// Committing a [`PgContext`](crate::PgContext) failed; nothing of the
@@ -135,6 +108,15 @@ pub enum CommitError {
 }
 
 impl CommitError {
+    /// The inbox's error for a failed commit: the store's error as the
+    /// inbox reports it, anything else an invalid transaction.
+    pub(crate) fn into_inbox_error(self) -> InboxError {
+        match self {
+            Self::Store(e) => InboxError::from(e),
+            other => InboxError::Invalid(other.to_string()),
+        }
+    }
+
     /// Whether running the whole transaction again may succeed.
     pub fn is_transient(&self) -> bool {
         match self {
@@ -162,10 +144,10 @@ mod tests {
         assert_eq!(classify_code("40001"), Class::Conflict);
         assert_eq!(classify_code("40P01"), Class::Conflict);
         assert_eq!(classify_code("23505"), Class::Conflict);
-        assert_eq!(classify_code("42P01"), Class::Schema);
+        assert_eq!(classify_code("42P01"), SCHEMA);
         assert_eq!(classify_code("22P02"), Class::Backend);
-        assert_eq!(classify_code("42P05"), Class::Pooler);
-        assert_eq!(classify_code("26000"), Class::Pooler);
+        assert_eq!(classify_code("42P05"), POOLER);
+        assert_eq!(classify_code("26000"), POOLER);
     }
 
     #[test]

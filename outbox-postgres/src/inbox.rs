@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use tidings_core::port::caused_by;
 use tidings_core::{Attempts, InboxError, InboxMark, InboxStore};
 use tracing::{debug, instrument};
 use uuid::Uuid;
@@ -49,8 +50,8 @@ impl InboxStore for PgInboxStore {
     /// anywhere in the error's chain: the same statement on the same data
     /// fails the same way.
     fn is_permanent(&self, error: &(dyn std::error::Error + 'static)) -> bool {
-        std::iter::successors(Some(error), |e| e.source()).any(|e| {
-            let Some(sqlx::Error::Database(db)) = e.downcast_ref::<sqlx::Error>() else {
+        caused_by::<sqlx::Error>(error, |e| {
+            let sqlx::Error::Database(db) = e else {
                 return false;
             };
             db.code()
@@ -78,20 +79,13 @@ impl InboxStore for PgInboxStore {
             .await
             .map_err(inbox_error)?
             .rows_affected();
-        let mark = if inserted == 1 {
-            InboxMark::Fresh(())
-        } else {
-            InboxMark::Duplicate
-        };
+        let mark = InboxMark::inserted(inserted == 1, ());
         debug!(?mark, "inbox mark");
         Ok(mark)
     }
 
     async fn commit(&self, tx: PgContext<'static>) -> Result<(), InboxError> {
-        tx.commit().await.map_err(|e| match e {
-            CommitError::Store(e) => InboxError::from(e),
-            other => InboxError::Invalid(other.to_string()),
-        })
+        tx.commit().await.map_err(CommitError::into_inbox_error)
     }
 
     async fn rollback(&self, tx: PgContext<'static>) -> Result<(), InboxError> {

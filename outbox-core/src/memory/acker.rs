@@ -1,7 +1,7 @@
 //! Consuming from the in-memory broker: its subscriptions, their streams
 //! and the acker of each delivery.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use super::broker::{BrokerState, MEMORY_SYSTEM, MemoryBroker, Stored};
 use crate::cloudevents::from_attributes;
+use crate::port::parked_at_now;
 use crate::{
     AckError, Acker, DEAD_LETTER_REASON_HEADER, Delivery, FIRST_FAILURE_HEADER, PARKED_AT_HEADER,
     PARKED_DELIVERIES_HEADER, Redelivery, Source, SourceError,
@@ -150,7 +151,7 @@ fn dead_letter_into(
     mut stored: Stored,
     reason: &str,
 ) {
-    let now = now_millis();
+    let now = parked_at_now();
     let attributes = &mut stored.attributes;
     attributes.insert(DEAD_LETTER_REASON_HEADER.to_owned(), reason.to_owned());
     attributes.insert(
@@ -165,15 +166,6 @@ fn dead_letter_into(
     if let Some(dlq) = dead_letter.and_then(|name| state.queues.get_mut(&name)) {
         dlq.ready.push_back(stored);
     }
-}
-
-/// Now, in milliseconds since the Unix epoch.
-fn now_millis() -> String {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis()
-        .to_string()
 }
 
 /// Settles one delivery of a [`MemoryBroker`]. Dropped unsettled, it
@@ -211,7 +203,7 @@ impl MemoryAcker {
                         stored
                             .attributes
                             .entry(FIRST_FAILURE_HEADER.to_owned())
-                            .or_insert_with(now_millis);
+                            .or_insert_with(parked_at_now);
                         q.delayed.push((at, stored));
                     }
                     None => q.ready.push_back(stored),

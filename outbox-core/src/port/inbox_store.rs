@@ -23,6 +23,23 @@ pub enum InboxMark<Tx = ()> {
 }
 
 impl<Tx> InboxMark<Tx> {
+    /// The answer of a mark that inserted a row (fresh, in `tx`) or found
+    /// one there already (duplicate), for stores that record marks as rows.
+    ///
+    /// ```
+    /// use tidings_core::InboxMark;
+    ///
+    /// assert_eq!(InboxMark::inserted(true, ()), InboxMark::Fresh(()));
+    /// assert!(InboxMark::inserted(false, ()).is_duplicate());
+    /// ```
+    pub fn inserted(inserted: bool, tx: Tx) -> Self {
+        if inserted {
+            Self::Fresh(tx)
+        } else {
+            Self::Duplicate
+        }
+    }
+
     /// Whether the event was handled before.
     pub fn is_duplicate(&self) -> bool {
         matches!(self, Self::Duplicate)

@@ -8,9 +8,11 @@
 
 mod chain;
 mod cursor;
+mod driver_error;
 mod inbox_store;
 mod outbox_admin;
 mod outbox_store;
+mod parking;
 mod publish_batch;
 mod publisher;
 mod queued;
@@ -20,12 +22,14 @@ mod store_name;
 
 pub use chain::error_chain;
 pub use cursor::ClaimCursor;
+pub use driver_error::{DriverErrorClass, caused_by};
 pub use inbox_store::{Attempts, InboxError, InboxMark, InboxStore};
 pub use outbox_admin::{ConsumerStats, FailedFilter, FailedRow, OutboxAdmin};
 pub use outbox_store::{
     ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, OutboxStats, OutboxStore, Outcome,
     PurgeRequest, PurgeStatus, Requeue, SettleReport, Settlement, StoreError,
 };
+pub use parking::{parked_at_now, truncate_reason};
 pub use publish_batch::PublishBatch;
 pub use publisher::{PublishError, Publisher, PublisherExt, trace_outcome};
 pub use queued::{Queued, QueuedWait};

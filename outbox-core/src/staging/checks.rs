@@ -79,19 +79,9 @@ fn check_header(name: &str, value: &str) -> Result<(), StageError> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use crate::staging::OutboxBuffer;
-    use crate::{HybridClock, ManualClock, OutboxSpec, SharedClock};
+    use crate::staging::tests::{SPEC, buffer};
 
     use super::*;
-
-    static SPEC: OutboxSpec<u32> = OutboxSpec::json("order-events").destination("orders");
-
-    fn buffer() -> OutboxBuffer {
-        let clock: SharedClock = Arc::new(ManualClock::starting_now());
-        OutboxBuffer::new(clock.clone(), HybridClock::new(clock))
-    }
 
     #[test]
     fn bad_options_fail_at_take() {

@@ -244,9 +244,12 @@ mod tests {
     use crate::{ManualClock, OrderingMode, SpecError};
     use std::sync::Arc;
 
-    static SPEC: OutboxSpec<u32> = OutboxSpec::json("order-events").destination("orders");
+    /// The spec the staging tests stage under.
+    pub(super) static SPEC: OutboxSpec<u32> =
+        OutboxSpec::json("order-events").destination("orders");
 
-    fn buffer() -> OutboxBuffer {
+    /// A buffer on a manual clock.
+    pub(super) fn buffer() -> OutboxBuffer {
         let clock: SharedClock = Arc::new(ManualClock::starting_now());
         OutboxBuffer::new(clock.clone(), HybridClock::new(clock))
     }

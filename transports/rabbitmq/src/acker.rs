@@ -1,12 +1,13 @@
 //! Settling one delivery: ack, requeue now or after a delay, dead-letter.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use lapin::options::{BasicNackOptions, BasicPublishOptions, BasicRejectOptions};
 use lapin::types::{AMQPValue, FieldTable, LongString};
 use lapin::{BasicProperties, Channel, Confirmation};
+use tidings_core::port::{parked_at_now, truncate_reason};
 use tidings_core::{
     AckError, Acker, FIRST_FAILURE_HEADER, PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER,
     PublishError, Redelivery,
@@ -195,7 +196,7 @@ impl RabbitAcker {
         let properties = self
             .copy_properties(|h| {
                 put(h, PRIOR_DELIVERIES_HEADER, prior.to_string());
-                first_failure(h, &now_millis());
+                first_failure(h, &parked_at_now());
             })
             .with_expiration(millis.as_str().into());
         let target = delay_queue(&self.received.queue);
@@ -210,9 +211,9 @@ impl RabbitAcker {
     }
 
     async fn dead_letter_with(&mut self, reason: &str) -> Result<(), AckError> {
-        let reason = truncate(reason, MAX_REASON_LEN);
+        let reason = truncate_reason(reason, MAX_REASON_LEN);
         let deliveries = self.received.delivery_count;
-        let properties = self.copy_properties(|h| park(h, reason, deliveries, &now_millis()));
+        let properties = self.copy_properties(|h| park(h, reason, deliveries, &parked_at_now()));
         let queue = self.received.queue.clone();
         match self
             .republish(&dead_letter_exchange(&queue), &queue, properties)
@@ -247,26 +248,6 @@ fn first_failure(headers: &mut FieldTable, now: &str) {
 fn put(headers: &mut FieldTable, name: &str, value: impl Into<String>) {
     let value: String = value.into();
     headers.insert(name.into(), AMQPValue::LongString(LongString::from(value)));
-}
-
-/// Now, in milliseconds since the Unix epoch.
-fn now_millis() -> String {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis()
-        .to_string()
-}
-
-fn truncate(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// Maps lapin's answer: `Ok(false)` means the channel is gone or the
@@ -361,11 +342,5 @@ mod tests {
             get(&headers, FIRST_FAILURE_HEADER).unwrap(),
             "1600000000000"
         );
-    }
-
-    #[test]
-    fn truncates_on_char_boundaries() {
-        assert_eq!(super::truncate("héllo", 2), "h");
-        assert_eq!(super::truncate("abc", 10), "abc");
     }
 }

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use aws_sdk_sqs::types::{Message, MessageAttributeValue, MessageSystemAttributeName};
+use tidings_core::port::truncate_reason;
 use tidings_core::{
     DEAD_LETTER_REASON_HEADER, FIRST_FAILURE_HEADER, PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER,
     REPLAYED_REASON_HEADER,
@@ -97,7 +98,7 @@ fn attributes_with_reason(
     let mut text = unpack(raw).unwrap_or_else(|_| plain_text(raw));
     text.insert(
         DEAD_LETTER_REASON_HEADER.to_owned(),
-        truncate(reason, MAX_REASON_LEN).to_owned(),
+        truncate_reason(reason, MAX_REASON_LEN).to_owned(),
     );
     text.extend(record.map(|(name, value)| (name.to_owned(), value)));
     let slots = MAX_MESSAGE_ATTRIBUTES.saturating_sub(binary.len());
@@ -160,17 +161,6 @@ fn is_parking_record(name: &str) -> bool {
         FIRST_FAILURE_HEADER,
     ]
     .contains(&name)
-}
-
-fn truncate(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 #[cfg(test)]
@@ -261,11 +251,5 @@ mod tests {
         let record = parking_record(&message, SystemTime::now());
         assert_eq!(record[0].1, "1");
         assert_eq!(record[2].1, "1600000000000");
-    }
-
-    #[test]
-    fn long_reasons_are_cut_on_char_boundaries() {
-        assert_eq!(truncate("héllo", 2), "h");
-        assert_eq!(truncate("abc", 10), "abc");
     }
 }
