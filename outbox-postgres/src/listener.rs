@@ -153,18 +153,21 @@ impl PgWakeupSource {
         }
         let mut failures = 0;
         loop {
-            failures += 1;
-            let delay = self.reconnect_backoff.delay(failures);
-            match self.session(&cancel, &mut failures).await {
+            let delay = match self.session(&cancel, &mut failures).await {
                 Ended::Cancelled => return,
                 Ended::PoolClosed => {
                     info!(channel = %self.channel, "pool closed; listener stops");
                     return;
                 }
                 Ended::Lost(error) => {
+                    // Counted after the session, which starts the count
+                    // again once it connects.
+                    failures += 1;
+                    let delay = self.reconnect_backoff.delay(failures);
                     warn!(channel = %self.channel, %error, retry_in = ?delay, "listener connection lost");
+                    delay
                 }
-            }
+            };
             // Whatever was committed while disconnected went unannounced.
             self.wakeup.wake();
             tokio::select! {

@@ -24,7 +24,7 @@ pub(crate) async fn store_in(schema: &str) -> PgOutboxStore {
 }
 
 /// Stages orders `0..count` of `spec`, order `id` under key `k{id % keys}`,
-/// in transactions of `chunk`.
+/// 250 to a transaction.
 pub(crate) async fn stage_orders(
     store: &PgOutboxStore,
     spec: &'static OutboxSpec<Order>,
