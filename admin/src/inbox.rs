@@ -1,7 +1,7 @@
 //! Whether a consumer handled an event.
 
 use serde::Serialize;
-use tidings_core::InboxStore;
+use tidings_core::{ConsumerName, InboxAttempts};
 use uuid::Uuid;
 
 use crate::stores::AdminStore;
@@ -32,19 +32,20 @@ impl<S: AdminStore> Admin<S> {
     ///
     /// # Errors
     ///
+    /// [`AdminError::Invalid`] when `consumer` is not a legal name;
     /// [`AdminError::Store`] when the inbox's marks cannot be read;
-    /// [`AdminError::Inbox`] when its attempt counts cannot be read, or
-    /// `consumer` is not a legal name.
+    /// [`AdminError::Inbox`] when its attempt counts cannot be read.
     pub async fn handled(
         &self,
         consumer: &str,
         event_id: Uuid,
     ) -> Result<HandledEvent, AdminError> {
+        let name = consumer_name(consumer)?;
         let age = self.store().mark_age(consumer, event_id).await?;
         let attempts = self
             .store()
             .inbox_store()
-            .attempts(consumer, event_id)
+            .attempts(name.key(event_id))
             .await?;
         Ok(HandledEvent {
             consumer: consumer.to_owned(),
@@ -55,4 +56,9 @@ impl<S: AdminStore> Admin<S> {
             attempts_finished: attempts.map(|a| a.finished),
         })
     }
+}
+
+/// `consumer` checked as a consumer's name.
+pub(crate) fn consumer_name(consumer: &str) -> Result<ConsumerName, AdminError> {
+    ConsumerName::new(consumer).map_err(|e| AdminError::Invalid(e.to_string()))
 }

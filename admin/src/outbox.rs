@@ -2,11 +2,13 @@
 
 use std::time::Duration;
 
-use tidings_core::{FailedFilter, FailedRow, InboxStore, PurgeRequest, Requeue};
+use tidings_core::lifecycle::purge_in_batches;
+use tidings_core::{FailedFilter, FailedRow, InboxPurge, PurgeRequest, Requeue};
 use tracing::info;
 use uuid::Uuid;
 
 use crate::AdminError;
+use crate::inbox::consumer_name;
 use crate::stores::AdminStore;
 use crate::views::{ConsumerStatus, PurgeReport, RouteStatus, Status};
 
@@ -302,16 +304,9 @@ impl<S: AdminStore> Admin<S> {
                 known,
             });
         }
-        let inbox = self.store.inbox_store();
-        let mut purged = 0;
-        loop {
-            let n = inbox.purge_older_than(consumer, older_than, batch).await?;
-            purged += n;
-            if n == 0 {
-                break;
-            }
-        }
-        Ok(purged)
+        let (inbox, consumer) = (self.store.inbox_store(), consumer_name(consumer)?);
+        let purge = |limit| inbox.purge_older_than(&consumer, older_than, limit);
+        Ok(purge_in_batches(batch, purge).await?)
     }
 
     async fn check_route(&self, route: &str) -> Result<(), AdminError> {

@@ -7,9 +7,9 @@
 //! window came back counted once more per crash, and parking on that count
 //! took them to the dead-letter queue with it. So with an inbox, the
 //! runner parks on the attempts the inbox counted where they happen (see
-//! [`InboxStore`](tidings_core::InboxStore)'s section on attempts): a
-//! message is parked once its handler started more than `max_deliveries`
-//! times without committing, whatever the broker says, and the broker's
+//! [`InboxAttempts`](tidings_core::InboxAttempts)): a message is parked
+//! once its handler started more than `max_deliveries` times without
+//! committing, whatever the broker says, and the broker's
 //! count only parks past
 //! [`BROKER_COUNT_BACKSTOP`](crate::ConsumerOptions::BROKER_COUNT_BACKSTOP)
 //! times `max_deliveries`, as a backstop for a store that fails to count.
@@ -27,7 +27,7 @@
 //! broker's count is held against `max_deliveries` as before.
 
 use tidings_core::port::error_chain;
-use tidings_core::{Attempts, Codec, Envelope, InboxError, InboxStore};
+use tidings_core::{Attempts, Codec, Envelope, InboxAttempts, InboxError};
 
 use crate::ConsumerOptions;
 use crate::handler::Handler;
@@ -38,7 +38,7 @@ impl<T, C, H, I> Pipeline<T, C, H, I>
 where
     T: Send + 'static,
     C: Codec<T> + 'static,
-    I: InboxStore,
+    I: InboxAttempts,
     H: Handler<T, I::Tx>,
 {
     /// Takes this delivery's turn and counts its attempt where it needs

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use futures::future::join_all;
 use tidings_core::port::error_chain;
 use tidings_core::telemetry;
-use tidings_core::{Acker, Codec, Delivery, Envelope, InboxMark, InboxStore};
+use tidings_core::{Acker, Codec, Delivery, Envelope, InboxAttempts, InboxMark};
 use tracing::Instrument;
 
 use crate::handler::Handler;
@@ -44,7 +44,7 @@ impl<T, C, H, I> Pipeline<T, C, H, I>
 where
     T: Send + 'static,
     C: Codec<T> + 'static,
-    I: InboxStore,
+    I: InboxAttempts,
     H: Handler<T, I::Tx>,
 {
     /// Runs `deliveries` in order, sharing one transaction where they can.

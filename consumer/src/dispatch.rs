@@ -5,7 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use futures::{FutureExt, Stream, StreamExt};
-use tidings_core::{Acker, Codec, Delivery, InboxStore, SourceError};
+use tidings_core::{Acker, Codec, Delivery, InboxAttempts, SourceError};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -49,7 +49,7 @@ pub(crate) async fn consume<T, C, H, I, A, St>(
 where
     T: Send + 'static,
     C: Codec<T> + 'static,
-    I: InboxStore,
+    I: InboxAttempts,
     H: Handler<T, I::Tx>,
     A: Acker,
     St: Stream<Item = Result<Delivery<A>, SourceError>> + Unpin,
@@ -129,7 +129,7 @@ async fn run_batch<T, C, H, I, A>(
 ) where
     T: Send + 'static,
     C: Codec<T> + 'static,
-    I: InboxStore,
+    I: InboxAttempts,
     H: Handler<T, I::Tx>,
     A: Acker,
 {

@@ -7,7 +7,7 @@ use std::time::Instant;
 use tidings_core::port::error_chain;
 use tidings_core::telemetry::{self, Settle};
 use tidings_core::{
-    Acker, Attempts, Codec, Delivery, Envelope, HybridClock, InboxMark, InboxStore, Message,
+    Acker, Attempts, Codec, Delivery, Envelope, HybridClock, InboxAttempts, InboxMark, Message,
     Redelivery,
 };
 use tidings_inbox::Inbox;
@@ -72,7 +72,7 @@ impl<T, C, H, I> Pipeline<T, C, H, I>
 where
     T: Send + 'static,
     C: Codec<T> + 'static,
-    I: InboxStore,
+    I: InboxAttempts,
     H: Handler<T, I::Tx>,
 {
     /// Runs one delivery through the layers and settles it.

@@ -6,7 +6,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tidings_core::lifecycle::{Step, StepError};
 use tidings_core::port::error_chain;
-use tidings_core::{Codec, HybridClock, InboxStore, Source, SpecError};
+use tidings_core::{Codec, HybridClock, InboxAttempts, Source, SpecError};
 use tidings_inbox::{Inbox, NoInbox};
 use tokio_util::sync::CancellationToken;
 
@@ -69,7 +69,7 @@ where
     S: Source,
     T: Send + 'static,
     C: Codec<T> + 'static,
-    I: InboxStore,
+    I: InboxAttempts,
     H: Handler<T, I::Tx>,
 {
     let consumer = Consumer::new(source, queue, handler)?
@@ -146,10 +146,10 @@ where
     S: Source,
     T: Send + 'static,
     C: Codec<T> + 'static,
-    I: InboxStore,
+    I: InboxAttempts,
 {
     /// Dedupes through `inbox`; the handler then receives its transaction.
-    pub fn inbox<J: InboxStore>(self, inbox: Inbox<J>) -> Consumer<S, T, C, H, J> {
+    pub fn inbox<J: InboxAttempts>(self, inbox: Inbox<J>) -> Consumer<S, T, C, H, J> {
         Consumer {
             source: self.source,
             queue: self.queue,
@@ -186,7 +186,7 @@ where
     S: Source,
     T: Send + 'static,
     C: Codec<T> + 'static,
-    I: InboxStore,
+    I: InboxAttempts,
     H: Handler<T, I::Tx>,
 {
     /// Consumes until `cancel` fires, subscribing again with backoff after
@@ -238,7 +238,7 @@ where
     S: Source,
     T: Send + 'static,
     C: Codec<T> + 'static,
-    I: InboxStore,
+    I: InboxAttempts,
     H: Handler<T, I::Tx>,
 {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {

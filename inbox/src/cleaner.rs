@@ -5,7 +5,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tidings_core::lifecycle::{Step, StepError, purge_in_batches, repeat};
-use tidings_core::{InboxError, InboxStore};
+use tidings_core::{ConsumerName, InboxError, InboxPurge, SpecError};
 use tokio_util::sync::CancellationToken;
 
 /// Deletes one consumer's inbox marks older than a window, in batches.
@@ -18,14 +18,15 @@ use tokio_util::sync::CancellationToken;
 /// use tidings_core::memory::MemoryStore;
 /// use tidings_inbox::{InboxCleaner, InboxCleanerOptions};
 ///
-/// let cleaner = InboxCleaner::new(MemoryStore::new(), "billing")
+/// let cleaner = InboxCleaner::new(MemoryStore::new(), "billing")?
 ///     .options(InboxCleanerOptions::new().keep(Duration::from_secs(14 * 24 * 3600)));
 /// assert_eq!(cleaner.get_options().get_interval(), InboxCleanerOptions::DEFAULT_INTERVAL);
+/// # Ok::<(), tidings_core::SpecError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct InboxCleaner<S> {
     store: S,
-    consumer: String,
+    consumer: ConsumerName,
     options: InboxCleanerOptions,
 }
 
@@ -89,15 +90,20 @@ impl Default for InboxCleanerOptions {
     }
 }
 
-impl<S: InboxStore> InboxCleaner<S> {
+impl<S: InboxPurge> InboxCleaner<S> {
     /// A cleaner for one consumer's marks, with
     /// [`InboxCleanerOptions::default`].
-    pub fn new(store: S, consumer: impl Into<String>) -> Self {
-        Self {
+    ///
+    /// # Errors
+    ///
+    /// [`SpecError::EmptyName`], [`SpecError::NameTooLong`] or
+    /// [`SpecError::IllegalName`] when `consumer` is not a legal name.
+    pub fn new(store: S, consumer: impl Into<String>) -> Result<Self, SpecError> {
+        Ok(Self {
             store,
-            consumer: consumer.into(),
+            consumer: ConsumerName::new(consumer)?,
             options: InboxCleanerOptions::default(),
-        }
+        })
     }
 
     /// Sets the options.
@@ -133,7 +139,7 @@ impl<S: InboxStore> InboxCleaner<S> {
     }
 }
 
-impl<S: InboxStore> Step for InboxCleaner<S> {
+impl<S: InboxPurge> Step for InboxCleaner<S> {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
         async move {
             repeat("inbox cleaner", self.options.interval, &cancel, || async {

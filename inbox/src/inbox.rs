@@ -1,14 +1,15 @@
 //! The dedupe protocol over an [`InboxStore`].
 
-use tidings_core::spec::validate_name;
-use tidings_core::{Attempts, InboxError, InboxMark, InboxStore, SpecError};
+use tidings_core::{
+    Attempts, ConsumerName, InboxAttempts, InboxError, InboxMark, InboxStore, SpecError,
+};
 use uuid::Uuid;
 
 /// One consumer's inbox on a store.
 #[derive(Debug, Clone)]
 pub struct Inbox<S> {
     store: S,
-    consumer: String,
+    consumer: ConsumerName,
 }
 
 impl<S: InboxStore> Inbox<S> {
@@ -20,14 +21,13 @@ impl<S: InboxStore> Inbox<S> {
     /// [`SpecError::EmptyName`], [`SpecError::NameTooLong`] or
     /// [`SpecError::IllegalName`] when `consumer` is not a legal name.
     pub fn new(store: S, consumer: impl Into<String>) -> Result<Self, SpecError> {
-        let consumer = consumer.into();
-        validate_name("consumer", &consumer)?;
+        let consumer = ConsumerName::new(consumer)?;
         Ok(Self { store, consumer })
     }
 
     /// The consumer's name.
     pub fn consumer(&self) -> &str {
-        &self.consumer
+        self.consumer.as_str()
     }
 
     /// The store.
@@ -49,7 +49,7 @@ impl<S: InboxStore> Inbox<S> {
     #[tracing::instrument(skip_all, fields(consumer = %self.consumer, messaging.message.id = %event_id), err)]
     pub async fn begin(&self, event_id: Uuid) -> Result<InboxMark<S::Tx>, InboxError> {
         let mut tx = self.store.begin().await?;
-        match self.store.mark(&mut tx, &self.consumer, event_id).await {
+        match self.store.mark(&mut tx, self.consumer.key(event_id)).await {
             Ok(InboxMark::Fresh(())) => Ok(InboxMark::Fresh(tx)),
             Ok(InboxMark::Duplicate) => {
                 self.store.rollback(tx).await?;
@@ -87,67 +87,7 @@ impl<S: InboxStore> Inbox<S> {
     /// [`InboxError::Schema`] when the inbox table is missing;
     /// [`InboxError::Backend`] for any other database error.
     pub async fn mark(&self, tx: &mut S::Tx, event_id: Uuid) -> Result<InboxMark, InboxError> {
-        self.store.mark(tx, &self.consumer, event_id).await
-    }
-
-    /// Counts a handler attempt starting on `event_id`, committed at once;
-    /// returns the attempts so far, this one included, or `None` where the
-    /// store counts none. See [`InboxStore`]'s section on attempts.
-    ///
-    /// # Errors
-    ///
-    /// [`InboxError::Conflict`] when a concurrent write of the same count
-    /// conflicts; [`InboxError::Unavailable`] when the database cannot be
-    /// reached; [`InboxError::Schema`] when the attempts table is missing;
-    /// [`InboxError::Backend`] for any other database error.
-    pub async fn start_attempt(&self, event_id: Uuid) -> Result<Option<Attempts>, InboxError> {
-        self.store.start_attempt(&self.consumer, event_id).await
-    }
-
-    /// The attempts counted so far on `event_id`, counting none; `None`
-    /// where the store counts none.
-    ///
-    /// # Errors
-    ///
-    /// [`InboxError::Unavailable`] when the database cannot be reached;
-    /// [`InboxError::Schema`] when the attempts table is missing;
-    /// [`InboxError::Backend`] for any other database error.
-    pub async fn attempts(&self, event_id: Uuid) -> Result<Option<Attempts>, InboxError> {
-        self.store.attempts(&self.consumer, event_id).await
-    }
-
-    /// Counts an attempt on `event_id` that ended without a commit; its
-    /// start too unless [`start_attempt`](Self::start_attempt) counted it.
-    ///
-    /// # Errors
-    ///
-    /// [`InboxError::Conflict`] when a concurrent write of the same count
-    /// conflicts; [`InboxError::Unavailable`] when the database cannot be
-    /// reached; [`InboxError::Schema`] when the attempts table is missing;
-    /// [`InboxError::Backend`] for any other database error.
-    pub async fn finish_attempt(
-        &self,
-        event_id: Uuid,
-        start_counted: bool,
-    ) -> Result<(), InboxError> {
-        self.store
-            .finish_attempt(&self.consumer, event_id, start_counted)
-            .await
-    }
-
-    /// Deletes the attempts counted for `event_id` within `tx`, so they go
-    /// when the handler's work commits.
-    ///
-    /// # Errors
-    ///
-    /// [`InboxError::Conflict`] when a concurrent write of the same count
-    /// conflicts; [`InboxError::Unavailable`] when the database cannot be
-    /// reached; [`InboxError::Schema`] when the attempts table is missing;
-    /// [`InboxError::Backend`] for any other database error.
-    pub async fn clear_attempts(&self, tx: &mut S::Tx, event_id: Uuid) -> Result<(), InboxError> {
-        self.store
-            .clear_attempts(tx, &self.consumer, event_id)
-            .await
+        self.store.mark(tx, self.consumer.key(event_id)).await
     }
 
     /// Commits the handler's writes with the mark.
@@ -173,5 +113,67 @@ impl<S: InboxStore> Inbox<S> {
     /// writes and the mark are discarded either way.
     pub async fn rollback(&self, tx: S::Tx) -> Result<(), InboxError> {
         self.store.rollback(tx).await
+    }
+}
+
+/// The attempt counts of a store that keeps them ([`InboxAttempts`]).
+impl<S: InboxAttempts> Inbox<S> {
+    /// Counts a handler attempt starting on `event_id`, committed at once;
+    /// returns the attempts so far, this one included, or `None` where the
+    /// store counts none. See [`InboxAttempts`].
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Conflict`] when a concurrent write of the same count
+    /// conflicts; [`InboxError::Unavailable`] when the database cannot be
+    /// reached; [`InboxError::Schema`] when the attempts table is missing;
+    /// [`InboxError::Backend`] for any other database error.
+    pub async fn start_attempt(&self, event_id: Uuid) -> Result<Option<Attempts>, InboxError> {
+        self.store.start_attempt(self.consumer.key(event_id)).await
+    }
+
+    /// The attempts counted so far on `event_id`, counting none; `None`
+    /// where the store counts none.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Unavailable`] when the database cannot be reached;
+    /// [`InboxError::Schema`] when the attempts table is missing;
+    /// [`InboxError::Backend`] for any other database error.
+    pub async fn attempts(&self, event_id: Uuid) -> Result<Option<Attempts>, InboxError> {
+        self.store.attempts(self.consumer.key(event_id)).await
+    }
+
+    /// Counts an attempt on `event_id` that ended without a commit; its
+    /// start too unless [`start_attempt`](Self::start_attempt) counted it.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Conflict`] when a concurrent write of the same count
+    /// conflicts; [`InboxError::Unavailable`] when the database cannot be
+    /// reached; [`InboxError::Schema`] when the attempts table is missing;
+    /// [`InboxError::Backend`] for any other database error.
+    pub async fn finish_attempt(
+        &self,
+        event_id: Uuid,
+        start_counted: bool,
+    ) -> Result<(), InboxError> {
+        let key = self.consumer.key(event_id);
+        self.store.finish_attempt(key, start_counted).await
+    }
+
+    /// Deletes the attempts counted for `event_id` within `tx`, so they go
+    /// when the handler's work commits.
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Conflict`] when a concurrent write of the same count
+    /// conflicts; [`InboxError::Unavailable`] when the database cannot be
+    /// reached; [`InboxError::Schema`] when the attempts table is missing;
+    /// [`InboxError::Backend`] for any other database error.
+    pub async fn clear_attempts(&self, tx: &mut S::Tx, event_id: Uuid) -> Result<(), InboxError> {
+        self.store
+            .clear_attempts(tx, self.consumer.key(event_id))
+            .await
     }
 }

@@ -1,9 +1,6 @@
 //! A store for consumers that need no dedupe.
 
-use std::time::Duration;
-
-use tidings_core::{Attempts, InboxError, InboxMark, InboxStore};
-use uuid::Uuid;
+use tidings_core::{Attempts, InboxAttempts, InboxError, InboxKey, InboxMark, InboxStore};
 
 /// Records nothing and never reports a duplicate: for handlers that are
 /// idempotent on their own. Their transaction is `()`.
@@ -20,12 +17,7 @@ impl InboxStore for NoInbox {
         Ok(())
     }
 
-    async fn mark(
-        &self,
-        _tx: &mut (),
-        _consumer: &str,
-        _event_id: Uuid,
-    ) -> Result<InboxMark, InboxError> {
+    async fn mark(&self, _tx: &mut (), _key: InboxKey<'_>) -> Result<InboxMark, InboxError> {
         Ok(InboxMark::Fresh(()))
     }
 
@@ -36,47 +28,23 @@ impl InboxStore for NoInbox {
     async fn rollback(&self, _tx: ()) -> Result<(), InboxError> {
         Ok(())
     }
+}
 
-    async fn start_attempt(
-        &self,
-        _consumer: &str,
-        _event_id: Uuid,
-    ) -> Result<Option<Attempts>, InboxError> {
+/// Counts nothing: a consumer without an inbox parks on the broker's count.
+impl InboxAttempts for NoInbox {
+    async fn start_attempt(&self, _key: InboxKey<'_>) -> Result<Option<Attempts>, InboxError> {
         Ok(None)
     }
 
-    async fn attempts(
-        &self,
-        _consumer: &str,
-        _event_id: Uuid,
-    ) -> Result<Option<Attempts>, InboxError> {
+    async fn attempts(&self, _key: InboxKey<'_>) -> Result<Option<Attempts>, InboxError> {
         Ok(None)
     }
 
-    async fn finish_attempt(
-        &self,
-        _consumer: &str,
-        _event_id: Uuid,
-        _start_counted: bool,
-    ) -> Result<(), InboxError> {
+    async fn finish_attempt(&self, _key: InboxKey<'_>, _counted: bool) -> Result<(), InboxError> {
         Ok(())
     }
 
-    async fn clear_attempts(
-        &self,
-        _tx: &mut (),
-        _consumer: &str,
-        _event_id: Uuid,
-    ) -> Result<(), InboxError> {
+    async fn clear_attempts(&self, _tx: &mut (), _key: InboxKey<'_>) -> Result<(), InboxError> {
         Ok(())
-    }
-
-    async fn purge_older_than(
-        &self,
-        _consumer: &str,
-        _age: Duration,
-        _limit: usize,
-    ) -> Result<u64, InboxError> {
-        Ok(0)
     }
 }

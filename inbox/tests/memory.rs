@@ -42,7 +42,9 @@ async fn the_cleaner_removes_marks_older_than_the_window_in_batches() {
     let options = InboxCleanerOptions::new()
         .keep(Duration::from_secs(1800))
         .batch(2);
-    let cleaner = InboxCleaner::new(store.clone(), "billing").options(options);
+    let cleaner = InboxCleaner::new(store.clone(), "billing")
+        .unwrap()
+        .options(options);
     assert_eq!(cleaner.clean().await.unwrap(), 5);
     assert_eq!(cleaner.clean().await.unwrap(), 0);
     assert!(

@@ -115,7 +115,7 @@ impl OutboxAdmin for MongoOutboxStore {
     ) -> Result<Option<Duration>, StoreError> {
         let mark = self
             .inbox_collection()
-            .find_one(filters::inbox_mark(consumer, event_id))
+            .find_one(filters::inbox_key(consumer, event_id))
             .await
             .map_err(store_error)?;
         let now = micros(self.now());

@@ -7,9 +7,10 @@ use mongodb::Collection;
 use mongodb::bson::Document;
 use mongodb::options::ReturnDocument;
 use tidings_core::port::caused_by;
-use tidings_core::{Attempts, InboxError, InboxMark, InboxStore};
+use tidings_core::{
+    Attempts, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark, InboxPurge, InboxStore,
+};
 use tracing::{debug, instrument};
-use uuid::Uuid;
 
 use crate::error::{CommitError, inbox_error, is_duplicate_key};
 use crate::filters;
@@ -24,7 +25,7 @@ use crate::{MongoContext, MongoOutboxStore};
 /// beside it, `<inbox collection>_attempts`: a start in a write of its own
 /// (so it outlives the handler's process), the count deleted in the
 /// handler's transaction when it commits. Only redeliveries and failures
-/// write there; see [`InboxStore`]'s section on attempts.
+/// write there; see [`InboxAttempts`].
 ///
 /// Made by [`MongoOutboxStore::inbox`]; its unique indexes are created by
 /// [`MongoOutboxStore::ensure_indexes`].
@@ -65,24 +66,19 @@ impl InboxStore for MongoInboxStore {
     /// the delivery again finds it committed.
     #[instrument(
         skip_all,
-        fields(db.system = "mongodb", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
+        fields(db.system = "mongodb", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
         err
     )]
     async fn mark(
         &self,
         tx: &mut MongoContext,
-        consumer: &str,
-        event_id: Uuid,
+        key: InboxKey<'_>,
     ) -> Result<InboxMark, InboxError> {
-        InboxError::check_consumer(consumer)?;
         let now = micros(self.store.now());
         let result = self
             .store
             .inbox_collection()
-            .update_one(
-                filters::inbox_mark(consumer, event_id),
-                filters::inbox_insert(now),
-            )
+            .update_one(by_key(key), filters::inbox_insert(now))
             .upsert(true)
             .session(tx.session())
             .await
@@ -99,26 +95,85 @@ impl InboxStore for MongoInboxStore {
     async fn rollback(&self, tx: MongoContext) -> Result<(), InboxError> {
         tx.rollback().await.map_err(InboxError::from)
     }
+}
+
+impl InboxAttempts for MongoInboxStore {
+    #[instrument(
+        skip_all,
+        fields(db.system = "mongodb", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
+        err
+    )]
+    async fn start_attempt(&self, key: InboxKey<'_>) -> Result<Option<Attempts>, InboxError> {
+        let attempts = self.count_attempt(key, 1, 0).await?;
+        debug!(?attempts, "attempt started");
+        Ok(Some(attempts))
+    }
 
     #[instrument(
         skip_all,
-        fields(db.system = "mongodb", messaging.consumer.group.name = consumer),
+        fields(db.system = "mongodb", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
+        err
+    )]
+    async fn attempts(&self, key: InboxKey<'_>) -> Result<Option<Attempts>, InboxError> {
+        let document = self
+            .store
+            .inbox_attempts_collection()
+            .find_one(by_key(key))
+            .await
+            .map_err(inbox_error)?
+            .unwrap_or_default();
+        Ok(Some(stored_attempts(&document)))
+    }
+
+    #[instrument(
+        skip_all,
+        fields(db.system = "mongodb", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
+        err
+    )]
+    async fn finish_attempt(
+        &self,
+        key: InboxKey<'_>,
+        start_counted: bool,
+    ) -> Result<(), InboxError> {
+        self.count_attempt(key, i32::from(!start_counted), 1)
+            .await?;
+        Ok(())
+    }
+
+    async fn clear_attempts(
+        &self,
+        tx: &mut MongoContext,
+        key: InboxKey<'_>,
+    ) -> Result<(), InboxError> {
+        self.store
+            .inbox_attempts_collection()
+            .delete_one(by_key(key))
+            .session(tx.session())
+            .await
+            .map_err(inbox_error)?;
+        Ok(())
+    }
+}
+
+impl InboxPurge for MongoInboxStore {
+    #[instrument(
+        skip_all,
+        fields(db.system = "mongodb", messaging.consumer.group.name = %consumer),
         err
     )]
     async fn purge_older_than(
         &self,
-        consumer: &str,
+        consumer: &ConsumerName,
         age: Duration,
         limit: usize,
     ) -> Result<u64, InboxError> {
-        InboxError::check_consumer(consumer)?;
         let Some(cutoff) = self.store.now().checked_sub(age) else {
             return Ok(0);
         };
         if limit == 0 {
             return Ok(0);
         }
-        let cutoff = micros(cutoff);
+        let (consumer, cutoff) = (consumer.as_str(), micros(cutoff));
         let marks = purge(
             self.store.inbox_collection(),
             filters::inbox_older(consumer, cutoff),
@@ -133,79 +188,6 @@ impl InboxStore for MongoInboxStore {
         .await?;
         Ok(marks + attempts)
     }
-
-    #[instrument(
-        skip_all,
-        fields(db.system = "mongodb", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
-        err
-    )]
-    async fn start_attempt(
-        &self,
-        consumer: &str,
-        event_id: Uuid,
-    ) -> Result<Option<Attempts>, InboxError> {
-        InboxError::check_consumer(consumer)?;
-        let attempts = self.count_attempt(consumer, event_id, 1, 0).await?;
-        debug!(?attempts, "attempt started");
-        Ok(Some(attempts))
-    }
-
-    #[instrument(
-        skip_all,
-        fields(db.system = "mongodb", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
-        err
-    )]
-    async fn attempts(
-        &self,
-        consumer: &str,
-        event_id: Uuid,
-    ) -> Result<Option<Attempts>, InboxError> {
-        InboxError::check_consumer(consumer)?;
-        let document = self
-            .store
-            .inbox_attempts_collection()
-            .find_one(filters::attempt_of(consumer, event_id))
-            .await
-            .map_err(inbox_error)?
-            .unwrap_or_default();
-        Ok(Some(Attempts {
-            started: stored_count(&document, field::ATTEMPTS_STARTED),
-            finished: stored_count(&document, field::ATTEMPTS_FINISHED),
-        }))
-    }
-
-    #[instrument(
-        skip_all,
-        fields(db.system = "mongodb", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
-        err
-    )]
-    async fn finish_attempt(
-        &self,
-        consumer: &str,
-        event_id: Uuid,
-        start_counted: bool,
-    ) -> Result<(), InboxError> {
-        InboxError::check_consumer(consumer)?;
-        let started = i32::from(!start_counted);
-        self.count_attempt(consumer, event_id, started, 1).await?;
-        Ok(())
-    }
-
-    async fn clear_attempts(
-        &self,
-        tx: &mut MongoContext,
-        consumer: &str,
-        event_id: Uuid,
-    ) -> Result<(), InboxError> {
-        InboxError::check_consumer(consumer)?;
-        self.store
-            .inbox_attempts_collection()
-            .delete_one(filters::attempt_of(consumer, event_id))
-            .session(tx.session())
-            .await
-            .map_err(inbox_error)?;
-        Ok(())
-    }
 }
 
 impl MongoInboxStore {
@@ -214,8 +196,7 @@ impl MongoInboxStore {
     /// insert it; the loser finds it on its second try.
     async fn count_attempt(
         &self,
-        consumer: &str,
-        event_id: Uuid,
+        key: InboxKey<'_>,
         started: i32,
         finished: i32,
     ) -> Result<Attempts, InboxError> {
@@ -225,7 +206,7 @@ impl MongoInboxStore {
             tries += 1;
             let update = filters::attempt_count(started, finished, micros(self.store.now()));
             let result = collection
-                .find_one_and_update(filters::attempt_of(consumer, event_id), update)
+                .find_one_and_update(by_key(key), update)
                 .upsert(true)
                 .return_document(ReturnDocument::After)
                 .await;
@@ -235,10 +216,20 @@ impl MongoInboxStore {
                 Err(e) => return Err(inbox_error(e)),
             }
         };
-        Ok(Attempts {
-            started: stored_count(&document, field::ATTEMPTS_STARTED),
-            finished: stored_count(&document, field::ATTEMPTS_FINISHED),
-        })
+        Ok(stored_attempts(&document))
+    }
+}
+
+/// The filter of a mark or an attempt count.
+fn by_key(key: InboxKey<'_>) -> Document {
+    filters::inbox_key(key.consumer(), key.event_id())
+}
+
+/// The counts an attempts document holds; none where it holds none.
+fn stored_attempts(document: &Document) -> Attempts {
+    Attempts {
+        started: stored_count(document, field::ATTEMPTS_STARTED),
+        finished: stored_count(document, field::ATTEMPTS_FINISHED),
     }
 }
 

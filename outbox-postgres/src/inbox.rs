@@ -2,10 +2,12 @@
 
 use std::time::Duration;
 
+use sqlx::Row;
 use tidings_core::port::caused_by;
-use tidings_core::{Attempts, InboxError, InboxMark, InboxStore};
+use tidings_core::{
+    Attempts, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark, InboxPurge, InboxStore,
+};
 use tracing::{debug, instrument};
-use uuid::Uuid;
 
 use crate::error::{CommitError, inbox_error};
 use crate::params::{limit, micros};
@@ -19,7 +21,7 @@ use crate::{PgContext, PgOutboxStore};
 /// it, `<inbox table>_attempts`: a start in a statement that commits on its
 /// own (so it outlives the handler's process), the count deleted in the
 /// handler's transaction when it commits. Only redeliveries and failures
-/// write there; see [`InboxStore`]'s section on attempts.
+/// write there; see [`InboxAttempts`].
 ///
 /// Made by [`PgOutboxStore::inbox`]; the tables are created by
 /// [`PgOutboxStore::migrate`].
@@ -61,20 +63,18 @@ impl InboxStore for PgInboxStore {
 
     #[instrument(
         skip_all,
-        fields(db.system = "postgresql", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
+        fields(db.system = "postgresql", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
         err
     )]
     async fn mark(
         &self,
         tx: &mut PgContext<'static>,
-        consumer: &str,
-        event_id: Uuid,
+        key: InboxKey<'_>,
     ) -> Result<InboxMark, InboxError> {
-        InboxError::check_consumer(consumer)?;
         let inserted = sqlx::query(self.store.inner().sql.inbox_mark.clone())
             .persistent(self.store.persistent())
-            .bind(consumer)
-            .bind(event_id)
+            .bind(key.consumer())
+            .bind(key.event_id())
             .execute(tx.tx())
             .await
             .map_err(inbox_error)?
@@ -91,103 +91,58 @@ impl InboxStore for PgInboxStore {
     async fn rollback(&self, tx: PgContext<'static>) -> Result<(), InboxError> {
         tx.rollback().await.map_err(InboxError::from)
     }
+}
 
+impl InboxAttempts for PgInboxStore {
     #[instrument(
         skip_all,
-        fields(db.system = "postgresql", messaging.consumer.group.name = consumer),
+        fields(db.system = "postgresql", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
         err
     )]
-    async fn purge_older_than(
-        &self,
-        consumer: &str,
-        age: Duration,
-        limit_rows: usize,
-    ) -> Result<u64, InboxError> {
-        InboxError::check_consumer(consumer)?;
-        let store = &self.store;
-        let mut session = store.session().await.map_err(inbox_error)?;
-        let purged: i64 = sqlx::query_scalar(store.inner().sql.inbox_purge.clone())
-            .persistent(store.persistent())
-            .bind(consumer)
-            .bind(micros(age))
-            .bind(limit(limit_rows))
-            .fetch_one(&mut *session)
-            .await
-            .map_err(inbox_error)?;
-        session.finish().await.map_err(inbox_error)?;
-        Ok(u64::try_from(purged).unwrap_or_default())
-    }
-
-    #[instrument(
-        skip_all,
-        fields(db.system = "postgresql", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
-        err
-    )]
-    async fn start_attempt(
-        &self,
-        consumer: &str,
-        event_id: Uuid,
-    ) -> Result<Option<Attempts>, InboxError> {
-        InboxError::check_consumer(consumer)?;
+    async fn start_attempt(&self, key: InboxKey<'_>) -> Result<Option<Attempts>, InboxError> {
         let statement = self.store.inner().sql.inbox_attempt_start.clone();
-        let attempts = self.attempt_count(statement, consumer, event_id).await?;
+        let attempts = self.attempt_count(statement, key).await?;
         debug!(?attempts, "attempt started");
         Ok(Some(attempts))
     }
 
     #[instrument(
         skip_all,
-        fields(db.system = "postgresql", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
+        fields(db.system = "postgresql", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
         err
     )]
-    async fn attempts(
-        &self,
-        consumer: &str,
-        event_id: Uuid,
-    ) -> Result<Option<Attempts>, InboxError> {
-        InboxError::check_consumer(consumer)?;
+    async fn attempts(&self, key: InboxKey<'_>) -> Result<Option<Attempts>, InboxError> {
         let statement = self.store.inner().sql.inbox_attempts.clone();
-        let attempts = self.attempt_count(statement, consumer, event_id).await?;
-        Ok(Some(attempts))
+        Ok(Some(self.attempt_count(statement, key).await?))
     }
 
     #[instrument(
         skip_all,
-        fields(db.system = "postgresql", messaging.consumer.group.name = consumer, messaging.message.id = %event_id),
+        fields(db.system = "postgresql", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
         err
     )]
     async fn finish_attempt(
         &self,
-        consumer: &str,
-        event_id: Uuid,
+        key: InboxKey<'_>,
         start_counted: bool,
     ) -> Result<(), InboxError> {
-        InboxError::check_consumer(consumer)?;
-        let store = &self.store;
-        let mut session = store.session().await.map_err(inbox_error)?;
-        sqlx::query(store.inner().sql.inbox_attempt_finish.clone())
-            .persistent(store.persistent())
-            .bind(consumer)
-            .bind(event_id)
-            .bind(i32::from(!start_counted))
-            .execute(&mut *session)
-            .await
-            .map_err(inbox_error)?;
-        session.finish().await.map_err(inbox_error)?;
+        let query = sqlx::query(self.store.inner().sql.inbox_attempt_finish.clone())
+            .bind(key.consumer())
+            .bind(key.event_id())
+            .bind(i32::from(!start_counted));
+        self.store.execute_alone(query).await?;
         Ok(())
     }
 
     async fn clear_attempts(
         &self,
         tx: &mut PgContext<'static>,
-        consumer: &str,
-        event_id: Uuid,
+        key: InboxKey<'_>,
     ) -> Result<(), InboxError> {
-        InboxError::check_consumer(consumer)?;
         sqlx::query(self.store.inner().sql.inbox_attempt_clear.clone())
             .persistent(self.store.persistent())
-            .bind(consumer)
-            .bind(event_id)
+            .bind(key.consumer())
+            .bind(key.event_id())
             .execute(tx.tx())
             .await
             .map_err(inbox_error)?;
@@ -195,27 +150,51 @@ impl InboxStore for PgInboxStore {
     }
 }
 
+impl InboxPurge for PgInboxStore {
+    #[instrument(
+        skip_all,
+        fields(db.system = "postgresql", messaging.consumer.group.name = %consumer),
+        err
+    )]
+    async fn purge_older_than(
+        &self,
+        consumer: &ConsumerName,
+        age: Duration,
+        limit_rows: usize,
+    ) -> Result<u64, InboxError> {
+        let query = sqlx::query(self.store.inner().sql.inbox_purge.clone())
+            .bind(consumer.as_str())
+            .bind(micros(age))
+            .bind(limit(limit_rows));
+        let rows = self.store.fetch_alone(query).await?;
+        let purged: i64 = match rows.first() {
+            Some(row) => row.try_get(0).map_err(inbox_error)?,
+            None => 0,
+        };
+        Ok(u64::try_from(purged).unwrap_or_default())
+    }
+}
+
 impl PgInboxStore {
-    /// Runs `statement` on `(consumer, event_id)` in a statement of its
-    /// own, committed at once, and reads the attempt count it returns:
-    /// none counted where it returns no row.
+    /// Runs `statement` on the key in a statement of its own, committed at
+    /// once, and reads the attempt count it returns: none counted where it
+    /// returns no row.
     async fn attempt_count(
         &self,
         statement: sqlx::SqlStr,
-        consumer: &str,
-        event_id: Uuid,
+        key: InboxKey<'_>,
     ) -> Result<Attempts, InboxError> {
-        let store = &self.store;
-        let mut session = store.session().await.map_err(inbox_error)?;
-        let row: Option<(i32, i32)> = sqlx::query_as(statement)
-            .persistent(store.persistent())
-            .bind(consumer)
-            .bind(event_id)
-            .fetch_optional(&mut *session)
-            .await
-            .map_err(inbox_error)?;
-        session.finish().await.map_err(inbox_error)?;
-        let (started, finished) = row.unwrap_or_default();
+        let query = sqlx::query(statement)
+            .bind(key.consumer())
+            .bind(key.event_id());
+        let rows = self.store.fetch_alone(query).await?;
+        let Some(row) = rows.first() else {
+            return Ok(Attempts::default());
+        };
+        let (started, finished): (i32, i32) = (
+            row.try_get(0).map_err(inbox_error)?,
+            row.try_get(1).map_err(inbox_error)?,
+        );
         Ok(Attempts {
             started: count(started),
             finished: count(finished),

@@ -8,6 +8,11 @@ pub fn unique_name(prefix: &str) -> String {
     format!("{prefix}_{suffix}")
 }
 
+/// The consumer `name`, checked; panics on a name that is not legal.
+pub fn consumer_name(name: &str) -> tidings_core::ConsumerName {
+    tidings_core::ConsumerName::new(name).expect("a legal consumer name")
+}
+
 fn random_alnum() -> char {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let n = uuid::Uuid::new_v4().as_bytes()[0] as usize % ALPHABET.len();

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use tidings_core::{InboxStore, OutboxAdmin, StoreError};
+use tidings_core::{InboxAttempts, InboxPurge, OutboxAdmin, StoreError};
 
 #[cfg(feature = "mongo")]
 mod mongo;
@@ -15,7 +15,7 @@ mod postgres;
 /// `postgres`) and `MongoOutboxStore` (feature `mongo`).
 pub trait AdminStore: OutboxAdmin {
     /// The inbox store beside the outbox.
-    type Inbox: InboxStore;
+    type Inbox: InboxAttempts + InboxPurge;
 
     /// The inbox store.
     fn inbox_store(&self) -> Self::Inbox;

@@ -7,6 +7,7 @@ use crate::support::{
     INVOICES, ORDERS, REFUNDS, json, mongo_stage, mongo_store, on_mongo, settle, stdout,
 };
 use tidings_core::{InboxStore, OutboxStore};
+use tidings_testing::names::consumer_name;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operators_see_and_mend_a_mongo_outbox() {
@@ -67,7 +68,7 @@ async fn operators_see_and_mend_a_mongo_outbox() {
     let mut tx = store.inbox().begin().await.unwrap();
     store
         .inbox()
-        .mark(&mut tx, "billing", ids[2])
+        .mark(&mut tx, consumer_name("billing").key(ids[2]))
         .await
         .unwrap();
     store.inbox().commit(tx).await.unwrap();

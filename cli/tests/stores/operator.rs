@@ -13,7 +13,8 @@ use predicates::str::contains;
 use tidings_admin::tidings_postgres::PgOutboxStore;
 use tidings_admin::tidings_postgres::sqlx::{self, AssertSqlSafe};
 use tidings_core::InboxStore;
-use tidings_testing::names::unique_name;
+
+use tidings_testing::names::{consumer_name, unique_name};
 use tidings_testing::services::database_url;
 
 /// Records `count` routes without rows, as stagings long purged leave them.
@@ -192,7 +193,7 @@ async fn inbox_show_says_whether_a_consumer_handled_an_event() {
     let mut tx = store.inbox().begin().await.unwrap();
     store
         .inbox()
-        .mark(&mut tx, "billing", ids[0])
+        .mark(&mut tx, consumer_name("billing").key(ids[0]))
         .await
         .unwrap();
     store.inbox().commit(tx).await.unwrap();

@@ -11,6 +11,7 @@ use support::{
     INVOICES, ORDERS, REFUNDS, drop_schema, json, on_postgres, pg_stage, pg_store, settle, stdout,
 };
 use tidings_core::{InboxStore, OutboxStore};
+use tidings_testing::names::consumer_name;
 
 #[tokio::test]
 async fn status_shows_every_route_and_the_inbox() {
@@ -24,7 +25,7 @@ async fn status_shows_every_route_and_the_inbox() {
     let mut tx = store.inbox().begin().await.unwrap();
     store
         .inbox()
-        .mark(&mut tx, "billing", orders[1])
+        .mark(&mut tx, consumer_name("billing").key(orders[1]))
         .await
         .unwrap();
     store.inbox().commit(tx).await.unwrap();
@@ -162,9 +163,15 @@ async fn the_inbox_of_one_consumer_is_purged() {
     let inbox = store.inbox();
     let mut tx = inbox.begin().await.unwrap();
     for id in &ids {
-        inbox.mark(&mut tx, "billing", *id).await.unwrap();
+        inbox
+            .mark(&mut tx, consumer_name("billing").key(*id))
+            .await
+            .unwrap();
     }
-    inbox.mark(&mut tx, "shipping", ids[0]).await.unwrap();
+    inbox
+        .mark(&mut tx, consumer_name("shipping").key(ids[0]))
+        .await
+        .unwrap();
     inbox.commit(tx).await.unwrap();
 
     let kept = stdout(on_postgres(&schema).args([

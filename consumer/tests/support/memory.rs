@@ -9,7 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tidings_consumer::{Consumer, ConsumerOptions, ConsumerReport, Handler, Inbox, TxHandle};
 use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
-use tidings_core::{Backoff, Codec, Envelope, InboxStore, Message, QueueSpec, Source};
+use tidings_core::{Backoff, Codec, Envelope, InboxAttempts, Message, QueueSpec, Source};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) static ORDERS: QueueSpec<Order> = QueueSpec::json("orders");
@@ -84,7 +84,7 @@ impl RunningConsumer {
     where
         S: Source + 'static,
         C: Codec<Order> + Send + Sync + 'static,
-        I: InboxStore + 'static,
+        I: InboxAttempts,
         H: Handler<Order, I::Tx> + 'static,
     {
         let cancel = CancellationToken::new();

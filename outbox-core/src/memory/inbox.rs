@@ -6,7 +6,9 @@ use uuid::Uuid;
 
 use super::context::{CommitError, MemoryContext};
 use super::store::{AttemptCount, MemoryStore};
-use crate::{Attempts, InboxError, InboxMark, InboxStore};
+use crate::{
+    Attempts, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark, InboxPurge, InboxStore,
+};
 
 impl InboxStore for MemoryStore {
     type Tx = MemoryContext;
@@ -18,11 +20,9 @@ impl InboxStore for MemoryStore {
     async fn mark(
         &self,
         tx: &mut MemoryContext,
-        consumer: &str,
-        event_id: Uuid,
+        key: InboxKey<'_>,
     ) -> Result<InboxMark, InboxError> {
-        InboxError::check_consumer(consumer)?;
-        let key = (consumer.to_owned(), event_id);
+        let key = owned(key);
         if tx.marks.contains(&key) || self.lock().inbox.contains_key(&key) {
             return Ok(InboxMark::Duplicate);
         }
@@ -41,59 +41,48 @@ impl InboxStore for MemoryStore {
         tx.rollback();
         Ok(())
     }
+}
 
-    async fn start_attempt(
-        &self,
-        consumer: &str,
-        event_id: Uuid,
-    ) -> Result<Option<Attempts>, InboxError> {
-        InboxError::check_consumer(consumer)?;
-        Ok(Some(self.count_attempt(consumer, event_id, 1, 0)))
+impl InboxAttempts for MemoryStore {
+    async fn start_attempt(&self, key: InboxKey<'_>) -> Result<Option<Attempts>, InboxError> {
+        Ok(Some(self.count_attempt(key, 1, 0)))
     }
 
-    async fn attempts(
-        &self,
-        consumer: &str,
-        event_id: Uuid,
-    ) -> Result<Option<Attempts>, InboxError> {
-        InboxError::check_consumer(consumer)?;
-        let state = self.lock();
-        let count = state.attempts.get(&(consumer.to_owned(), event_id));
-        Ok(Some(count.map(|c| c.attempts).unwrap_or_default()))
+    async fn attempts(&self, key: InboxKey<'_>) -> Result<Option<Attempts>, InboxError> {
+        let count = self.lock().attempts.get(&owned(key)).map(|c| c.attempts);
+        Ok(Some(count.unwrap_or_default()))
     }
 
     async fn finish_attempt(
         &self,
-        consumer: &str,
-        event_id: Uuid,
+        key: InboxKey<'_>,
         start_counted: bool,
     ) -> Result<(), InboxError> {
-        InboxError::check_consumer(consumer)?;
-        self.count_attempt(consumer, event_id, u32::from(!start_counted), 1);
+        self.count_attempt(key, u32::from(!start_counted), 1);
         Ok(())
     }
 
     async fn clear_attempts(
         &self,
         tx: &mut MemoryContext,
-        consumer: &str,
-        event_id: Uuid,
+        key: InboxKey<'_>,
     ) -> Result<(), InboxError> {
-        InboxError::check_consumer(consumer)?;
-        tx.cleared.push((consumer.to_owned(), event_id));
+        tx.cleared.push(owned(key));
         Ok(())
     }
+}
 
+impl InboxPurge for MemoryStore {
     async fn purge_older_than(
         &self,
-        consumer: &str,
+        consumer: &ConsumerName,
         age: Duration,
         limit: usize,
     ) -> Result<u64, InboxError> {
-        InboxError::check_consumer(consumer)?;
         let Some(cutoff) = self.now().checked_sub(age) else {
             return Ok(0);
         };
+        let consumer = consumer.as_str();
         let mut state = self.lock();
         let doomed: Vec<_> = state
             .inbox
@@ -119,24 +108,20 @@ impl InboxStore for MemoryStore {
     }
 }
 
+/// The map key the store files a mark or a count under.
+fn owned(key: InboxKey<'_>) -> (String, Uuid) {
+    (key.consumer().to_owned(), key.event_id())
+}
+
 impl MemoryStore {
     /// Adds to the attempts counted for an event; returns the new counts.
-    fn count_attempt(
-        &self,
-        consumer: &str,
-        event_id: Uuid,
-        started: u32,
-        finished: u32,
-    ) -> Attempts {
+    fn count_attempt(&self, key: InboxKey<'_>, started: u32, finished: u32) -> Attempts {
         let now = self.now();
         let mut state = self.lock();
-        let count = state
-            .attempts
-            .entry((consumer.to_owned(), event_id))
-            .or_insert(AttemptCount {
-                attempts: Attempts::default(),
-                touched: now,
-            });
+        let count = state.attempts.entry(owned(key)).or_insert(AttemptCount {
+            attempts: Attempts::default(),
+            touched: now,
+        });
         count.attempts.started = count.attempts.started.saturating_add(started);
         count.attempts.finished = count.attempts.finished.saturating_add(finished);
         count.touched = now;

@@ -9,7 +9,7 @@
 mod chain;
 mod cursor;
 mod driver_error;
-mod inbox_store;
+mod inbox;
 mod outbox_admin;
 mod outbox_store;
 mod parking;
@@ -23,7 +23,9 @@ mod store_name;
 pub use chain::error_chain;
 pub use cursor::ClaimCursor;
 pub use driver_error::{DriverErrorClass, caused_by};
-pub use inbox_store::{Attempts, InboxError, InboxMark, InboxStore};
+pub use inbox::{
+    Attempts, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark, InboxPurge, InboxStore,
+};
 pub use outbox_admin::{ConsumerStats, FailedFilter, FailedRow, OutboxAdmin};
 pub use outbox_store::{
     ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, OutboxStats, OutboxStore, Outcome,

@@ -18,8 +18,9 @@ pub(crate) fn consumers_pipeline() -> Vec<Document> {
     ]
 }
 
-/// An inbox mark.
-pub(crate) fn inbox_mark(consumer: &str, event_id: Uuid) -> Document {
+/// A consumer's mark of an event, or its attempt count on it: both are
+/// filed under the consumer and the event.
+pub(crate) fn inbox_key(consumer: &str, event_id: Uuid) -> Document {
     doc! { field::CONSUMER: consumer, field::EVENT_ID: uuid(event_id) }
 }
 
@@ -32,11 +33,6 @@ pub(crate) fn inbox_insert(now: i64) -> Document {
 /// A consumer's marks recorded at or before `cutoff`.
 pub(crate) fn inbox_older(consumer: &str, cutoff: i64) -> Document {
     doc! { field::CONSUMER: consumer, field::MARKED_AT: { "$lte": cutoff } }
-}
-
-/// The attempt count of a consumer and event.
-pub(crate) fn attempt_of(consumer: &str, event_id: Uuid) -> Document {
-    doc! { field::CONSUMER: consumer, field::EVENT_ID: uuid(event_id) }
 }
 
 /// Adds `started` starts and `finished` ends to an attempt count, creating

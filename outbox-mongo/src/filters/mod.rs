@@ -12,8 +12,7 @@ use crate::schema::{field, status, uuid, uuids};
 mod inbox;
 
 pub(crate) use inbox::{
-    attempt_count, attempt_of, attempts_older, consumers_pipeline, inbox_insert, inbox_mark,
-    inbox_older,
+    attempt_count, attempts_older, consumers_pipeline, inbox_insert, inbox_key, inbox_older,
 };
 
 /// Documents of these events, per route: what staging skips. One route,

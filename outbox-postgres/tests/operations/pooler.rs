@@ -19,12 +19,14 @@ use support::{LISTENING_BACKENDS, ORDER_EVENTS, SCHEMA_PREFIX, drop_schema};
 use tidings_consumer::{ConsumerOptions, HandlerError, TxHandle, handler_fn, run_consumer};
 use tidings_core::memory::{MemoryBroker, MemoryBrokerOptions};
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{InboxMark, InboxStore, Message, OutboxStore, QueueSpec, StoreError, Wakeup};
+use tidings_core::{
+    InboxMark, InboxPurge, InboxStore, Message, OutboxStore, QueueSpec, StoreError, Wakeup,
+};
 use tidings_inbox::Inbox;
 use tidings_postgres::{
     ClaimMode, CommitError, PgContext, PgOutboxOptions, PgOutboxStore, PgWakeupSource, Pooling,
 };
-use tidings_testing::names::unique_name;
+use tidings_testing::names::{consumer_name, unique_name};
 use tidings_testing::services::{pgbouncer_url, service_missing};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -242,7 +244,10 @@ async fn the_inbox_marks_and_purges_through_the_pooler() {
 
     let mut tx = inbox.begin().await.unwrap();
     assert_eq!(
-        inbox.mark(&mut tx, "billing", event).await.unwrap(),
+        inbox
+            .mark(&mut tx, consumer_name("billing").key(event))
+            .await
+            .unwrap(),
         InboxMark::Fresh(())
     );
     tx.outbox()
@@ -252,7 +257,10 @@ async fn the_inbox_marks_and_purges_through_the_pooler() {
 
     let mut tx = inbox.begin().await.unwrap();
     assert_eq!(
-        inbox.mark(&mut tx, "billing", event).await.unwrap(),
+        inbox
+            .mark(&mut tx, consumer_name("billing").key(event))
+            .await
+            .unwrap(),
         InboxMark::Duplicate
     );
     let one: i32 = sqlx::query_scalar("select 1")
@@ -266,7 +274,7 @@ async fn the_inbox_marks_and_purges_through_the_pooler() {
     assert_eq!(count(&direct, &store, "tidings_outbox").await, 1);
 
     let purged = inbox
-        .purge_older_than("billing", Duration::ZERO, 100)
+        .purge_older_than(&consumer_name("billing"), Duration::ZERO, 100)
         .await
         .unwrap();
     assert_eq!(purged, 1);
@@ -390,7 +398,7 @@ async fn the_store_opens_no_connection_beyond_its_pool() {
             let mut tx = store.inbox().begin().await.unwrap();
             store
                 .inbox()
-                .mark(&mut tx, "billing", Uuid::now_v7())
+                .mark(&mut tx, consumer_name("billing").key(Uuid::now_v7()))
                 .await
                 .unwrap();
             store.inbox().commit(tx).await.unwrap();

@@ -8,7 +8,7 @@ use sqlx::{AssertSqlSafe, PgPool};
 use support::{ORDER_EVENTS, SCHEMA_PREFIX, drop_schema, pool, row_count, stage_to};
 use tidings_core::{InboxMark, InboxStore, StoreError};
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
-use tidings_testing::names::unique_name;
+use tidings_testing::names::{consumer_name, unique_name};
 use tidings_testing::services::database_url;
 use uuid::Uuid;
 
@@ -64,13 +64,17 @@ async fn two_outbox_tables_share_the_default_inbox() {
     // One inbox: a mark through either store is seen by the other.
     let event = Uuid::now_v7();
     let mut tx = first.inbox().begin().await.unwrap();
-    let mark = first.inbox().mark(&mut tx, "billing", event).await.unwrap();
+    let mark = first
+        .inbox()
+        .mark(&mut tx, consumer_name("billing").key(event))
+        .await
+        .unwrap();
     assert_eq!(mark, InboxMark::Fresh(()));
     first.inbox().commit(tx).await.unwrap();
     let mut tx = second.inbox().begin().await.unwrap();
     let mark = second
         .inbox()
-        .mark(&mut tx, "billing", event)
+        .mark(&mut tx, consumer_name("billing").key(event))
         .await
         .unwrap();
     assert_eq!(mark, InboxMark::Duplicate);

@@ -11,7 +11,9 @@ use bytes::Bytes;
 use tidings_consumer::{
     Consumer, ConsumerOptions, ConsumerReport, Handler, HandlerError, TxHandle, handler_fn,
 };
-use tidings_core::{Backoff, Envelope, InboxStore, JsonCodec, Message, QueueSpec, Source};
+use tidings_core::{
+    Backoff, Envelope, InboxAttempts, InboxStore, JsonCodec, Message, QueueSpec, Source,
+};
 use tidings_inbox::Inbox;
 use tokio_util::sync::CancellationToken;
 
@@ -40,7 +42,7 @@ pub trait ConsumerWorld: Send + Sync + 'static {
     /// The source reading the world's queue.
     type Source: Source;
     /// The inbox store.
-    type Inbox: InboxStore;
+    type Inbox: InboxAttempts;
 
     /// A source on the queue (each call may open its own connection).
     fn source(&self) -> Self::Source;

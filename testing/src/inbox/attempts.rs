@@ -2,12 +2,10 @@
 
 use std::time::Duration;
 
-use tidings_core::{Attempts, InboxMark, InboxStore};
+use tidings_core::{Attempts, InboxAttempts, InboxMark, InboxPurge, InboxStore};
 use uuid::Uuid;
 
-use super::InboxHarness;
-
-const CONSUMER: &str = "billing";
+use super::{BILLING, InboxHarness, SHIPPING};
 
 fn counts(started: u32, finished: u32) -> Option<Attempts> {
     Some(Attempts { started, finished })
@@ -19,27 +17,33 @@ fn counts(started: u32, finished: u32) -> Option<Attempts> {
 pub async fn attempts_count_starts_and_ends(h: &impl InboxHarness) {
     let store = h.store().await;
     let event = Uuid::now_v7();
-    let start = || store.start_attempt(CONSUMER, event);
-    let read = || store.attempts(CONSUMER, event);
+    let start = || store.start_attempt(BILLING.key(event));
+    let read = || store.attempts(BILLING.key(event));
     assert_eq!(read().await.unwrap(), counts(0, 0), "none counted yet");
     assert_eq!(start().await.unwrap(), counts(1, 0));
-    store.finish_attempt(CONSUMER, event, true).await.unwrap();
+    store
+        .finish_attempt(BILLING.key(event), true)
+        .await
+        .unwrap();
     assert_eq!(start().await.unwrap(), counts(2, 1));
     assert_eq!(read().await.unwrap(), counts(2, 1));
     assert_eq!(read().await.unwrap(), counts(2, 1), "a read counts nothing");
     assert_eq!(start().await.unwrap(), counts(3, 1));
     assert_eq!(
-        store.attempts("shipping", event).await.unwrap(),
+        store.attempts(SHIPPING.key(event)).await.unwrap(),
         counts(0, 0),
         "another consumer's count is its own"
     );
 
     let first_failed = Uuid::now_v7();
     store
-        .finish_attempt(CONSUMER, first_failed, false)
+        .finish_attempt(BILLING.key(first_failed), false)
         .await
         .unwrap();
-    let again = store.start_attempt(CONSUMER, first_failed).await.unwrap();
+    let again = store
+        .start_attempt(BILLING.key(first_failed))
+        .await
+        .unwrap();
     assert_eq!(
         again,
         counts(2, 1),
@@ -53,18 +57,18 @@ pub async fn attempts_are_counted_per_consumer_and_event(h: &impl InboxHarness) 
     let store = h.store().await;
     let (event, other) = (Uuid::now_v7(), Uuid::now_v7());
     for _ in 0..3 {
-        store.start_attempt(CONSUMER, event).await.unwrap();
+        store.start_attempt(BILLING.key(event)).await.unwrap();
     }
     assert_eq!(
-        store.start_attempt("shipping", event).await.unwrap(),
+        store.start_attempt(SHIPPING.key(event)).await.unwrap(),
         counts(1, 0)
     );
     assert_eq!(
-        store.start_attempt(CONSUMER, other).await.unwrap(),
+        store.start_attempt(BILLING.key(other)).await.unwrap(),
         counts(1, 0)
     );
     assert_eq!(
-        store.start_attempt(CONSUMER, event).await.unwrap(),
+        store.start_attempt(BILLING.key(event)).await.unwrap(),
         counts(4, 0)
     );
 }
@@ -74,39 +78,39 @@ pub async fn attempts_are_counted_per_consumer_and_event(h: &impl InboxHarness) 
 pub async fn a_commit_clears_attempts_and_a_rollback_keeps_them(h: &impl InboxHarness) {
     let store = h.store().await;
     let event = Uuid::now_v7();
-    store.start_attempt(CONSUMER, event).await.unwrap();
+    store.start_attempt(BILLING.key(event)).await.unwrap();
 
     let mut tx = store.begin().await.unwrap();
     assert_eq!(
-        store.mark(&mut tx, CONSUMER, event).await.unwrap(),
+        store.mark(&mut tx, BILLING.key(event)).await.unwrap(),
         InboxMark::Fresh(())
     );
     store
-        .clear_attempts(&mut tx, CONSUMER, event)
+        .clear_attempts(&mut tx, BILLING.key(event))
         .await
         .unwrap();
     store.rollback(tx).await.unwrap();
     assert_eq!(
-        store.start_attempt(CONSUMER, event).await.unwrap(),
+        store.start_attempt(BILLING.key(event)).await.unwrap(),
         counts(2, 0),
         "a rolled-back clear keeps the count"
     );
 
     let mut tx = store.begin().await.unwrap();
-    store.mark(&mut tx, CONSUMER, event).await.unwrap();
+    store.mark(&mut tx, BILLING.key(event)).await.unwrap();
     store
-        .clear_attempts(&mut tx, CONSUMER, event)
+        .clear_attempts(&mut tx, BILLING.key(event))
         .await
         .unwrap();
     store.commit(tx).await.unwrap();
     let mut tx = store.begin().await.unwrap();
     assert_eq!(
-        store.mark(&mut tx, CONSUMER, event).await.unwrap(),
+        store.mark(&mut tx, BILLING.key(event)).await.unwrap(),
         InboxMark::Duplicate
     );
     store.rollback(tx).await.unwrap();
     assert_eq!(
-        store.start_attempt(CONSUMER, event).await.unwrap(),
+        store.start_attempt(BILLING.key(event)).await.unwrap(),
         counts(1, 0),
         "a committed clear deletes the count"
     );
@@ -118,11 +122,11 @@ pub async fn a_commit_clears_attempts_and_a_rollback_keeps_them(h: &impl InboxHa
 pub async fn a_start_outlives_a_transaction_that_never_ends(h: &impl InboxHarness) {
     let store = h.store().await;
     let event = Uuid::now_v7();
-    store.start_attempt(CONSUMER, event).await.unwrap();
+    store.start_attempt(BILLING.key(event)).await.unwrap();
     let mut tx = store.begin().await.unwrap();
-    store.mark(&mut tx, CONSUMER, event).await.unwrap();
+    store.mark(&mut tx, BILLING.key(event)).await.unwrap();
     store
-        .clear_attempts(&mut tx, CONSUMER, event)
+        .clear_attempts(&mut tx, BILLING.key(event))
         .await
         .unwrap();
     drop(tx);
@@ -131,7 +135,7 @@ pub async fn a_start_outlives_a_transaction_that_never_ends(h: &impl InboxHarnes
     for _ in 0..50 {
         // A server may take a moment to notice the abandoned transaction.
         let mut tx = store.begin().await.unwrap();
-        match store.mark(&mut tx, CONSUMER, event).await {
+        match store.mark(&mut tx, BILLING.key(event)).await {
             Ok(mark) => {
                 store.rollback(tx).await.unwrap();
                 next = Some(mark);
@@ -145,7 +149,7 @@ pub async fn a_start_outlives_a_transaction_that_never_ends(h: &impl InboxHarnes
         }
     }
     assert_eq!(next, Some(InboxMark::Fresh(())));
-    let after = store.start_attempt(CONSUMER, event).await.unwrap();
+    let after = store.start_attempt(BILLING.key(event)).await.unwrap();
     assert_eq!(after, counts(2, 0));
     assert_eq!(after.unwrap().unfinished(), 2);
 }
@@ -155,29 +159,29 @@ pub async fn a_start_outlives_a_transaction_that_never_ends(h: &impl InboxHarnes
 pub async fn retention_purges_stale_attempt_counts(h: &impl InboxHarness) {
     let store = h.store().await;
     let (event, other) = (Uuid::now_v7(), Uuid::now_v7());
-    store.start_attempt(CONSUMER, event).await.unwrap();
-    store.start_attempt("shipping", other).await.unwrap();
+    store.start_attempt(BILLING.key(event)).await.unwrap();
+    store.start_attempt(SHIPPING.key(other)).await.unwrap();
     let hour = Duration::from_secs(3600);
-    assert_eq!(store.purge_older_than(CONSUMER, hour, 10).await.unwrap(), 0);
+    assert_eq!(store.purge_older_than(&BILLING, hour, 10).await.unwrap(), 0);
     assert_eq!(
-        store.start_attempt(CONSUMER, event).await.unwrap(),
+        store.start_attempt(BILLING.key(event)).await.unwrap(),
         counts(2, 0)
     );
     tokio::time::sleep(Duration::from_millis(5)).await;
     assert_eq!(
         store
-            .purge_older_than(CONSUMER, Duration::ZERO, 10)
+            .purge_older_than(&BILLING, Duration::ZERO, 10)
             .await
             .unwrap(),
         1
     );
     assert_eq!(
-        store.start_attempt(CONSUMER, event).await.unwrap(),
+        store.start_attempt(BILLING.key(event)).await.unwrap(),
         counts(1, 0),
         "a purged count starts over"
     );
     assert_eq!(
-        store.start_attempt("shipping", other).await.unwrap(),
+        store.start_attempt(SHIPPING.key(other)).await.unwrap(),
         counts(2, 0),
         "another consumer's count stays"
     );

@@ -1,6 +1,6 @@
 use std::future::Future;
 
-use tidings_core::{InboxStore, OutboxSpec};
+use tidings_core::{InboxAttempts, InboxPurge, InboxStore, OutboxSpec};
 
 /// The route of the events the suite's handlers stage in the inbox's
 /// transaction, standing for the handler's own writes.
@@ -9,8 +9,9 @@ pub static REACTIONS: OutboxSpec<u64> =
 
 /// What an inbox store gives the inbox conformance suite.
 pub trait InboxHarness: Send + Sync + 'static {
-    /// The store under test.
-    type Store: InboxStore;
+    /// The store under test, with the attempt counts and the retention
+    /// every store of the project keeps.
+    type Store: InboxAttempts + InboxPurge;
 
     /// A fresh, empty store isolated from every other test (its own schema,
     /// table or collection). Panics with the setup command when the service

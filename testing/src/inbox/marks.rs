@@ -10,12 +10,11 @@
 
 use std::time::Duration;
 
-use tidings_core::{InboxError, InboxMark, InboxStore};
+use tidings_core::{ConsumerName, InboxError, InboxMark, InboxPurge, InboxStore};
+use tidings_inbox::{Inbox, InboxCleaner};
 use uuid::Uuid;
 
-use super::InboxHarness;
-
-const CONSUMER: &str = "billing";
+use super::{BILLING, InboxHarness, SHIPPING};
 
 /// How one handler's transaction over an event ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +39,7 @@ fn settle<T>(result: Result<T, InboxError>) -> Result<T, Outcome> {
 async fn handle<H: InboxHarness>(store: &H::Store, event: Uuid) -> Outcome {
     let mut tx = store.begin().await.expect("begin");
     let run = async {
-        match settle(store.mark(&mut tx, CONSUMER, event).await)? {
+        match settle(store.mark(&mut tx, BILLING.key(event)).await)? {
             InboxMark::Duplicate => Err(Outcome::Duplicate),
             InboxMark::Fresh(()) => {
                 H::stage(&mut tx);
@@ -69,18 +68,18 @@ pub async fn a_duplicate_is_reported_and_leaves_the_transaction_usable<H: InboxH
 
     let mut tx = store.begin().await.unwrap();
     assert_eq!(
-        store.mark(&mut tx, CONSUMER, event).await.unwrap(),
+        store.mark(&mut tx, BILLING.key(event)).await.unwrap(),
         InboxMark::Duplicate
     );
     assert_eq!(
-        store.mark(&mut tx, "shipping", event).await.unwrap(),
+        store.mark(&mut tx, SHIPPING.key(event)).await.unwrap(),
         InboxMark::Fresh(())
     );
     H::stage(&mut tx);
     store.commit(tx).await.unwrap();
     assert_eq!(h.staged(&store).await, 2, "both reactions committed");
-    assert_eq!(marks(&store, CONSUMER).await, 1);
-    assert_eq!(marks(&store, "shipping").await, 1);
+    assert_eq!(marks(&store, &BILLING).await, 1);
+    assert_eq!(marks(&store, &SHIPPING).await, 1);
 }
 
 /// A rollback takes the mark and the handler's writes with it; the
@@ -90,7 +89,7 @@ pub async fn a_rollback_takes_the_mark_with_it<H: InboxHarness>(h: &H) {
     let event = Uuid::now_v7();
     let mut tx = store.begin().await.unwrap();
     assert_eq!(
-        store.mark(&mut tx, CONSUMER, event).await.unwrap(),
+        store.mark(&mut tx, BILLING.key(event)).await.unwrap(),
         InboxMark::Fresh(())
     );
     H::stage(&mut tx);
@@ -108,7 +107,7 @@ pub async fn concurrent_marks_of_one_event_commit_once<H: InboxHarness>(h: &H) {
     let event = Uuid::now_v7();
     let mut first = store.begin().await.unwrap();
     assert_eq!(
-        store.mark(&mut first, CONSUMER, event).await.unwrap(),
+        store.mark(&mut first, BILLING.key(event)).await.unwrap(),
         InboxMark::Fresh(())
     );
     H::stage(&mut first);
@@ -132,7 +131,7 @@ pub async fn concurrent_marks_of_one_event_commit_once<H: InboxHarness>(h: &H) {
     );
     assert_eq!(handle::<H>(&store, event).await, Outcome::Duplicate);
     assert_eq!(h.staged(&store).await, 1);
-    assert_eq!(marks(&store, CONSUMER).await, 1);
+    assert_eq!(marks(&store, &BILLING).await, 1);
 }
 
 /// When the first handler rolls back, the other (or its retry) commits.
@@ -140,7 +139,7 @@ pub async fn a_concurrent_mark_commits_when_the_first_rolls_back<H: InboxHarness
     let store = h.store().await;
     let event = Uuid::now_v7();
     let mut first = store.begin().await.unwrap();
-    store.mark(&mut first, CONSUMER, event).await.unwrap();
+    store.mark(&mut first, BILLING.key(event)).await.unwrap();
     let second = tokio::spawn({
         let store = store.clone();
         async move { handle::<H>(&store, event).await }
@@ -163,46 +162,54 @@ pub async fn old_marks_are_purged_per_consumer_in_batches<H: InboxHarness>(h: &H
     let store = h.store().await;
     let mut tx = store.begin().await.unwrap();
     for _ in 0..3 {
-        store.mark(&mut tx, CONSUMER, Uuid::now_v7()).await.unwrap();
+        store
+            .mark(&mut tx, BILLING.key(Uuid::now_v7()))
+            .await
+            .unwrap();
     }
     store
-        .mark(&mut tx, "shipping", Uuid::now_v7())
+        .mark(&mut tx, SHIPPING.key(Uuid::now_v7()))
         .await
         .unwrap();
     store.commit(tx).await.unwrap();
     tokio::time::sleep(Duration::from_millis(20)).await;
 
     let hour = Duration::from_secs(3600);
-    assert_eq!(store.purge_older_than(CONSUMER, hour, 10).await.unwrap(), 0);
-    let purge = || store.purge_older_than(CONSUMER, Duration::ZERO, 2);
+    assert_eq!(store.purge_older_than(&BILLING, hour, 10).await.unwrap(), 0);
+    let purge = || store.purge_older_than(&BILLING, Duration::ZERO, 2);
     assert_eq!(purge().await.unwrap(), 2);
     assert_eq!(purge().await.unwrap(), 1);
     assert_eq!(purge().await.unwrap(), 0);
     assert_eq!(
-        marks(&store, "shipping").await,
+        marks(&store, &SHIPPING).await,
         1,
         "other consumers keep theirs"
     );
 }
 
-/// Consumer names that are not legal names are refused before any write.
+/// Consumer names that are not legal names never reach the store: no
+/// inbox and no cleaner can be made for one, and the store's own methods
+/// take only a checked [`ConsumerName`].
 pub async fn hostile_consumer_names_are_refused<H: InboxHarness>(h: &H) {
     let store = h.store().await;
-    let mut tx = store.begin().await.unwrap();
     for bad in ["billing'; --", "$where", "", "a b", "billing\0"] {
-        let err = store.mark(&mut tx, bad, Uuid::now_v7()).await.unwrap_err();
-        assert!(matches!(err, InboxError::Invalid(_)), "{bad:?}: {err}");
-        let err = store
-            .purge_older_than(bad, Duration::ZERO, 10)
-            .await
-            .unwrap_err();
-        assert!(matches!(err, InboxError::Invalid(_)), "{bad:?}: {err}");
+        let refusals = [
+            Inbox::new(store.clone(), bad).err(),
+            InboxCleaner::new(store.clone(), bad).err(),
+            ConsumerName::new(bad).err(),
+        ];
+        for refusal in refusals {
+            let err = refusal.unwrap_or_else(|| panic!("{bad:?} was taken"));
+            assert!(
+                err.to_string().starts_with("consumer name"),
+                "{bad:?}: {err}"
+            );
+        }
     }
-    store.rollback(tx).await.unwrap();
 }
 
 /// The consumer's committed marks, counted by purging them all.
-async fn marks(store: &impl InboxStore, consumer: &str) -> u64 {
+async fn marks(store: &impl InboxPurge, consumer: &ConsumerName) -> u64 {
     tokio::time::sleep(Duration::from_millis(20)).await;
     store
         .purge_older_than(consumer, Duration::ZERO, 10_000)

@@ -12,6 +12,17 @@ pub use attempts::*;
 pub use harness::{InboxHarness, REACTIONS};
 pub use marks::*;
 
+use std::sync::LazyLock;
+
+use tidings_core::ConsumerName;
+
+use crate::names::consumer_name;
+
+/// The consumer the cases mark and count for.
+static BILLING: LazyLock<ConsumerName> = LazyLock::new(|| consumer_name("billing"));
+/// Another consumer, whose marks and counts must stay apart.
+static SHIPPING: LazyLock<ConsumerName> = LazyLock::new(|| consumer_name("shipping"));
+
 /// Expands to one `#[tokio::test]` per case of the inbox conformance
 /// suite, each calling the case with the harness expression, then its
 /// `teardown`.
