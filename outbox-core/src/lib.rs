@@ -25,14 +25,14 @@ pub use envelope::{Envelope, Headers};
 pub use hlc::{DriftError, Hlc, HybridClock};
 pub use message::Message;
 pub use port::{
-    AckError, Acker, Attempts, BoxError, ClaimCursor, ClaimRequest, ClaimedBatch, ConsumerName,
-    ConsumerStats, DEAD_LETTER_REASON_HEADER, Delivery, FIRST_FAILURE_HEADER, FailedFilter,
-    FailedRow, InboxAttempts, InboxError, InboxKey, InboxMark, InboxPurge, InboxStore, LeaseToken,
-    OutboxAdmin, OutboxRecord, OutboxStats, OutboxStore, Outcome, PARKED_AT_HEADER,
-    PARKED_DELIVERIES_HEADER, PRIOR_DELIVERIES_HEADER, PublishBatch, PublishError, Publisher,
-    PublisherExt, PurgeRequest, PurgeStatus, Queued, QueuedWait, REPLAYED_REASON_HEADER,
-    Redelivery, Requeue, Retention, SettleReport, Settlement, Source, SourceError, StoreError,
-    Transient,
+    AckError, Acker, Attempts, BoxError, ClaimCursor, ClaimRequest, ClaimedBatch, ClaimedRows,
+    ConsumerName, ConsumerStats, DEAD_LETTER_REASON_HEADER, Delivery, FIRST_FAILURE_HEADER,
+    FailedFilter, FailedRow, InboxAttempts, InboxError, InboxKey, InboxMark, InboxPurge,
+    InboxStore, LeaseToken, OutboxAdmin, OutboxRecord, OutboxStats, OutboxStore, Outcome,
+    PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER, PRIOR_DELIVERIES_HEADER, PublishBatch,
+    PublishError, Publisher, PublisherExt, PurgeRequest, PurgeStatus, Queued, QueuedWait,
+    REPLAYED_REASON_HEADER, Redelivery, Requeue, Retention, SettleReport, Settlement, Source,
+    SourceError, StoreError, Transient,
 };
 pub use spec::{OrderingMode, OutboxSpec, QueueSpec, RetryPolicy, Route, SpecError};
 pub use staging::{OutboxBuffer, StageError, Staged, StagedEvent};

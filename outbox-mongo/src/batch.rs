@@ -4,7 +4,9 @@
 use std::time::{Duration, SystemTime};
 
 use futures::FutureExt;
-use tidings_core::{ClaimedBatch, LeaseToken, OutboxRecord, SettleReport, Settlement, StoreError};
+use tidings_core::{
+    ClaimedBatch, ClaimedRows, LeaseToken, OutboxRecord, SettleReport, Settlement, StoreError,
+};
 use tracing::{instrument, warn};
 
 use crate::MongoOutboxStore;
@@ -27,10 +29,9 @@ const SETTLE_MARGIN: Duration = Duration::from_secs(1);
 pub struct MongoBatch {
     store: MongoOutboxStore,
     route: String,
-    lease: LeaseToken,
+    rows: ClaimedRows,
     /// No later than the lease's expiry as stamped.
     lease_until: SystemTime,
-    records: Vec<OutboxRecord>,
 }
 
 impl MongoBatch {
@@ -43,9 +44,8 @@ impl MongoBatch {
         Self {
             store,
             route,
-            lease: lease.0,
+            rows: ClaimedRows::new(lease.0, records),
             lease_until: lease.1,
-            records,
         }
     }
 
@@ -62,16 +62,12 @@ impl MongoBatch {
 }
 
 impl ClaimedBatch for MongoBatch {
-    fn lease(&self) -> LeaseToken {
-        self.lease
+    fn rows(&self) -> &ClaimedRows {
+        &self.rows
     }
 
-    fn records(&self) -> &[OutboxRecord] {
-        &self.records
-    }
-
-    fn take_records(&mut self) -> Vec<OutboxRecord> {
-        std::mem::take(&mut self.records)
+    fn rows_mut(&mut self) -> &mut ClaimedRows {
+        &mut self.rows
     }
 
     #[instrument(
@@ -79,7 +75,7 @@ impl ClaimedBatch for MongoBatch {
         fields(
             db.system = "mongodb",
             outbox.route = %self.route,
-            outbox.lease = %self.lease.0,
+            outbox.lease = %self.rows.lease.0,
             settlements = settlements.len(),
         ),
         err
@@ -89,7 +85,7 @@ impl ClaimedBatch for MongoBatch {
         if plan.ids.is_empty() {
             return Ok(SettleReport::default());
         }
-        let (store, route, lease) = (&self.store, self.route.as_str(), self.lease);
+        let (store, route, lease) = (&self.store, self.route.as_str(), self.rows.lease);
         let held =
             match self.lease_is_safe() {
                 true => write_directly(store, route, lease, &plan).await,

@@ -5,8 +5,8 @@ use uuid::Uuid;
 use super::rows::{Row, Status};
 use super::store::MemoryStore;
 use crate::{
-    ClaimCursor, ClaimedBatch, LeaseToken, OutboxRecord, Outcome, Retention, SettleReport,
-    Settlement, StoreError,
+    ClaimCursor, ClaimedBatch, ClaimedRows, LeaseToken, OutboxRecord, Outcome, Retention,
+    SettleReport, Settlement, StoreError,
 };
 
 /// Rows claimed from a [`MemoryStore`] under one lease.
@@ -14,9 +14,7 @@ use crate::{
 pub struct MemoryBatch {
     store: MemoryStore,
     route: String,
-    lease: LeaseToken,
-    records: Vec<OutboxRecord>,
-    cursor: Option<ClaimCursor>,
+    rows: ClaimedRows,
 }
 
 impl MemoryBatch {
@@ -29,33 +27,24 @@ impl MemoryBatch {
         Self {
             store,
             route: route.to_owned(),
-            lease,
-            records,
-            cursor: None,
+            rows: ClaimedRows::new(lease, records),
         }
     }
 
     /// The batch, saying a claim may go on past `cursor`.
     pub(super) fn going_on_past(self, cursor: Option<ClaimCursor>) -> Self {
-        Self { cursor, ..self }
+        let rows = self.rows.going_on_past(cursor);
+        Self { rows, ..self }
     }
 }
 
 impl ClaimedBatch for MemoryBatch {
-    fn lease(&self) -> LeaseToken {
-        self.lease
+    fn rows(&self) -> &ClaimedRows {
+        &self.rows
     }
 
-    fn records(&self) -> &[OutboxRecord] {
-        &self.records
-    }
-
-    fn take_records(&mut self) -> Vec<OutboxRecord> {
-        std::mem::take(&mut self.records)
-    }
-
-    fn cursor(&self) -> Option<ClaimCursor> {
-        self.cursor
+    fn rows_mut(&mut self) -> &mut ClaimedRows {
+        &mut self.rows
     }
 
     async fn settle(self, settlements: Vec<Settlement>) -> Result<SettleReport, StoreError> {
@@ -69,7 +58,10 @@ impl ClaimedBatch for MemoryBatch {
         };
         let mut deleted: Vec<Uuid> = Vec::new();
         for Settlement { event_id, outcome } in settlements {
-            let Some(row) = rows.get_mut(event_id).filter(|r| r.held_by(self.lease)) else {
+            let Some(row) = rows
+                .get_mut(event_id)
+                .filter(|r| r.held_by(self.rows.lease))
+            else {
                 report.lost.push(event_id);
                 continue;
             };

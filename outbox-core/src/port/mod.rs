@@ -7,6 +7,7 @@
 //! it in one place.
 
 mod chain;
+mod claimed;
 mod cursor;
 mod driver_error;
 mod inbox;
@@ -21,6 +22,7 @@ mod source;
 mod store_name;
 
 pub use chain::error_chain;
+pub use claimed::ClaimedRows;
 pub use cursor::ClaimCursor;
 pub use driver_error::{DriverErrorClass, caused_by};
 pub use inbox::{

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::{BoxError, ClaimCursor};
+use super::{BoxError, ClaimCursor, ClaimedRows};
 use crate::{Envelope, Route};
 
 /// Identifies one claim. Every mark made under a claim is conditional on the
@@ -114,26 +114,35 @@ pub struct SettleReport {
 /// rows stay locked in an open transaction that settling commits). The relay
 /// does not care which.
 pub trait ClaimedBatch: Send + 'static {
+    /// What the claim took.
+    fn rows(&self) -> &ClaimedRows;
+
+    /// What the claim took, to take the records out of.
+    fn rows_mut(&mut self) -> &mut ClaimedRows;
+
     /// The claim's token.
-    fn lease(&self) -> LeaseToken;
+    fn lease(&self) -> LeaseToken {
+        self.rows().lease
+    }
 
     /// The claimed rows, oldest first.
-    fn records(&self) -> &[OutboxRecord];
+    fn records(&self) -> &[OutboxRecord] {
+        &self.rows().records
+    }
 
     /// Takes the claimed rows out of the batch, oldest first, so they can
     /// be published without a copy; [`records`](Self::records) is empty
-    /// afterwards, and the batch still settles them. The default copies
-    /// them; stores override it to move them out.
+    /// afterwards, and the batch still settles them.
     fn take_records(&mut self) -> Vec<OutboxRecord> {
-        self.records().to_vec()
+        std::mem::take(&mut self.rows_mut().records)
     }
 
     /// Where a claim going on from this one may start
     /// ([`ClaimRequest::after`]): past this batch's last row, where the
-    /// store can start a claim there. `None`, the default, where it
-    /// cannot, or where the batch is empty.
+    /// store can start a claim there. `None` where it cannot, or where the
+    /// batch is empty.
     fn cursor(&self) -> Option<ClaimCursor> {
-        None
+        self.rows().cursor
     }
 
     /// Applies the outcomes in as few round trips as the store can, each

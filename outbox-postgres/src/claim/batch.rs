@@ -1,9 +1,6 @@
 //! A claimed batch, leased or locked, and its settlement.
 
-use tidings_core::{
-    ClaimCursor, ClaimRequest, ClaimedBatch, LeaseToken, OutboxRecord, SettleReport, Settlement,
-    StoreError,
-};
+use tidings_core::{ClaimRequest, ClaimedBatch, ClaimedRows, SettleReport, Settlement, StoreError};
 use tokio_util::task::AbortOnDropHandle;
 use tracing::{Instrument, instrument};
 
@@ -24,10 +21,8 @@ use crate::{ClaimMode, PgOutboxStore};
 pub struct PgBatch {
     store: PgOutboxStore,
     route: String,
-    lease: LeaseToken,
-    records: Vec<OutboxRecord>,
+    rows: ClaimedRows,
     hold: Hold,
-    cursor: Option<ClaimCursor>,
 }
 
 /// How a batch holds its rows.
@@ -101,10 +96,8 @@ impl PgBatch {
         Ok(Self {
             store: store.clone(),
             route,
-            lease,
-            records,
+            rows: ClaimedRows::new(lease, records).going_on_past(cursor),
             hold,
-            cursor,
         })
     }
 
@@ -121,20 +114,12 @@ impl PgBatch {
 }
 
 impl ClaimedBatch for PgBatch {
-    fn lease(&self) -> LeaseToken {
-        self.lease
+    fn rows(&self) -> &ClaimedRows {
+        &self.rows
     }
 
-    fn records(&self) -> &[OutboxRecord] {
-        &self.records
-    }
-
-    fn take_records(&mut self) -> Vec<OutboxRecord> {
-        std::mem::take(&mut self.records)
-    }
-
-    fn cursor(&self) -> Option<ClaimCursor> {
-        self.cursor
+    fn rows_mut(&mut self) -> &mut ClaimedRows {
+        &mut self.rows
     }
 
     #[instrument(
@@ -142,7 +127,7 @@ impl ClaimedBatch for PgBatch {
         fields(
             db.system = "postgresql",
             outbox.route = %self.route,
-            outbox.lease = %self.lease.0,
+            outbox.lease = %self.rows.lease.0,
             settlements = settlements.len(),
         ),
         err
@@ -151,7 +136,7 @@ impl ClaimedBatch for PgBatch {
         let columns = OutcomeColumns::new(settlements);
         match self.hold {
             Hold::Locks(locks) => locks.settle(&self.store, columns).await,
-            Hold::Lease => leased::settle(&self.store, &self.route, self.lease, columns).await,
+            Hold::Lease => leased::settle(&self.store, &self.route, self.rows.lease, columns).await,
         }
     }
 }
