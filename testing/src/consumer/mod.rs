@@ -9,12 +9,14 @@
 mod delivery;
 mod key_order;
 mod order;
+mod pg_effects;
 mod recovery;
 mod world;
 
 pub use delivery::*;
 pub use key_order::*;
 pub use order::*;
+pub use pg_effects::PgEffects;
 pub use recovery::*;
 pub use world::*;
 

@@ -8,6 +8,7 @@
 //! subscriber: both are binaries of their own.
 //!
 //! - `conformance`: the broker and foreign-producer suites.
+//! - `consumer`: the consumer suite, with the PostgreSQL inbox.
 //! - `publish`: record layout, per-key partitions, failures told apart.
 //! - `settle`: delayed retries, new members, commits, parked records.
 //! - `tls`: TLS, client certificates, SASL, and every refusal.
@@ -18,6 +19,7 @@
 mod support;
 
 mod conformance;
+mod consumer;
 mod publish;
 mod rebalance;
 mod restart;

