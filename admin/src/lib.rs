@@ -15,7 +15,7 @@ pub use inbox::HandledEvent;
 pub use outbox::Admin;
 pub use stores::AdminStore;
 pub use tenants::{TenantStatus, Tenants};
-pub use views::{ConsumerStatus, FailedEntry, PurgeReport, RouteStatus, Status};
+pub use views::{ConsumerStatus, PurgeReport, RouteStatus, Status};
 
 #[cfg(feature = "kafka")]
 pub use tidings_kafka;

@@ -4,8 +4,7 @@
 use std::time::Duration;
 
 use serde::Serialize;
-use tidings_core::{ConsumerStats, FailedRow, OutboxStats};
-use uuid::Uuid;
+use tidings_core::{ConsumerStats, OutboxStats};
 
 /// One route's backlog.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -66,45 +65,6 @@ pub struct Status {
     pub routes: Vec<RouteStatus>,
     /// The inbox's consumers, in name order.
     pub consumers: Vec<ConsumerStatus>,
-}
-
-/// A failed row, its payload as text.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FailedEntry {
-    /// The event id.
-    pub event_id: Uuid,
-    /// The event type.
-    pub event_type: String,
-    /// Where it was to be published.
-    pub destination: String,
-    /// Its ordering key.
-    pub ordering_key: Option<String>,
-    /// Attempts before it failed.
-    pub attempts: u32,
-    /// Why it failed.
-    pub last_error: Option<String>,
-    /// How long ago it failed, in seconds.
-    pub failed_secs: f64,
-    /// The payload's content type.
-    pub content_type: String,
-    /// The payload, as UTF-8 with invalid bytes replaced.
-    pub payload: String,
-}
-
-impl From<&FailedRow> for FailedEntry {
-    fn from(row: &FailedRow) -> Self {
-        Self {
-            event_id: row.event_id,
-            event_type: row.event_type.clone(),
-            destination: row.destination.clone(),
-            ordering_key: row.ordering_key.clone(),
-            attempts: row.attempts,
-            last_error: row.last_error.clone(),
-            failed_secs: secs(row.failed_for),
-            content_type: row.content_type.clone(),
-            payload: String::from_utf8_lossy(&row.payload).into_owned(),
-        }
-    }
 }
 
 /// What a purge did or, dry, would do.

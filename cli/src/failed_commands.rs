@@ -3,7 +3,8 @@
 
 use clap::Args;
 use serde_json::json;
-use tidings_admin::{Admin, AdminStore, FailedEntry};
+use tidings_admin::{Admin, AdminStore};
+use tidings_core::FailedRow;
 use uuid::Uuid;
 
 use crate::confirm::confirm;
@@ -32,8 +33,7 @@ pub(crate) async fn delete<S: AdminStore>(
     args: DeleteArgs,
     json: bool,
 ) -> anyhow::Result<()> {
-    let rows = admin.selected(&args.route, &args.id).await?;
-    let entries: Vec<FailedEntry> = rows.iter().map(FailedEntry::from).collect();
+    let entries = admin.selected(&args.route, &args.id).await?;
     if args.dry_run {
         return report(json, &args.route, &entries, 0, true);
     }
@@ -52,13 +52,13 @@ pub(crate) async fn delete<S: AdminStore>(
     report(json, &args.route, &entries, deleted, false)
 }
 
-fn print_rows(entries: &[FailedEntry]) {
+fn print_rows(entries: &[FailedRow]) {
     let mut table = output::table(&["EVENT ID", "TYPE", "FAILED", "REASON"], 4);
     for e in entries {
         table.add_row(vec![
             e.event_id.to_string(),
             e.event_type.clone(),
-            format!("{} ago", output::age(Some(e.failed_secs))),
+            format!("{} ago", output::age(Some(e.failed_for.as_secs_f64()))),
             e.last_error.clone().unwrap_or_default(),
         ]);
     }
@@ -68,7 +68,7 @@ fn print_rows(entries: &[FailedEntry]) {
 fn report(
     json: bool,
     route: &str,
-    entries: &[FailedEntry],
+    entries: &[FailedRow],
     deleted: u64,
     dry_run: bool,
 ) -> anyhow::Result<()> {

@@ -3,7 +3,7 @@
 use anyhow::bail;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use tidings_admin::{Admin, AdminStore, FailedEntry, RouteStatus, Status};
+use tidings_admin::{Admin, AdminStore, RouteStatus, Status};
 use tidings_core::{FailedFilter, PurgeRequest, PurgeStatus};
 
 use crate::args::{
@@ -126,8 +126,7 @@ async fn failed<S: AdminStore>(
 ) -> anyhow::Result<()> {
     match command {
         FailedCommand::List(args) => {
-            let rows = admin.failed(&args.route, &filter(&args)).await?;
-            let entries: Vec<FailedEntry> = rows.iter().map(FailedEntry::from).collect();
+            let entries = admin.failed(&args.route, &filter(&args)).await?;
             if json {
                 return output::json(&entries);
             }
@@ -136,7 +135,7 @@ async fn failed<S: AdminStore>(
                 table.add_row(vec![
                     e.event_id.to_string(),
                     e.event_type.clone(),
-                    format!("{} ago", output::age(Some(e.failed_secs))),
+                    format!("{} ago", output::age(Some(e.failed_for.as_secs_f64()))),
                     e.attempts.to_string(),
                     e.last_error.clone().unwrap_or_default(),
                 ]);
@@ -150,7 +149,7 @@ async fn failed<S: AdminStore>(
             Ok(())
         }
         FailedCommand::Show { route, id } => {
-            let entry = FailedEntry::from(&admin.show(&route, id).await?);
+            let entry = admin.show(&route, id).await?;
             if json {
                 return output::json(&entry);
             }
@@ -161,11 +160,11 @@ async fn failed<S: AdminStore>(
             output::field("attempts", entry.attempts);
             output::field(
                 "failed",
-                format!("{} ago", output::age(Some(entry.failed_secs))),
+                format!("{} ago", output::age(Some(entry.failed_for.as_secs_f64()))),
             );
             output::field("reason", entry.last_error.as_deref().unwrap_or("-"));
             output::field("content type", &entry.content_type);
-            output::field("payload", &entry.payload);
+            output::field("payload", String::from_utf8_lossy(&entry.payload));
             Ok(())
         }
         FailedCommand::Requeue {

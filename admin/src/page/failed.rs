@@ -6,13 +6,13 @@ use axum::extract::{Query, State as Extract};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
-use tidings_core::FailedFilter;
+use tidings_core::{FailedFilter, FailedRow};
 use uuid::Uuid;
 
 use super::State;
 use super::access::{authorize, respond};
+use crate::AdminError;
 use crate::stores::AdminStore;
-use crate::{AdminError, FailedEntry};
 
 /// Failed rows listed per route at most.
 const LIST_LIMIT: usize = 500;
@@ -37,7 +37,7 @@ pub(crate) struct Selection {
 struct Report {
     route: String,
     /// The rows taken (or that would be), with their reasons.
-    rows: Vec<FailedEntry>,
+    rows: Vec<FailedRow>,
     matched: usize,
     done: u64,
     dry_run: bool,
@@ -53,7 +53,7 @@ pub(crate) async fn list<S: AdminStore>(
         ..FailedFilter::default()
     };
     let rows = state.admin.failed(&query.route, &filter).await;
-    respond(rows.map(|rows| rows.iter().map(FailedEntry::from).collect::<Vec<_>>()))
+    respond(rows)
 }
 
 /// Requeues the named failed rows (bearer token).
@@ -108,7 +108,7 @@ async fn act<S: AdminStore>(
     };
     Ok(Report {
         matched: rows.len(),
-        rows: rows.iter().map(FailedEntry::from).collect(),
+        rows,
         route: body.route,
         done,
         dry_run: body.dry_run,

@@ -10,6 +10,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use bytes::Bytes;
+use serde::{Serialize, Serializer};
 use uuid::Uuid;
 
 use super::{OutboxStore, PurgeRequest, StoreError};
@@ -45,8 +46,10 @@ impl Default for FailedFilter {
     }
 }
 
-/// A failed row as an operator sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A failed row as an operator sees it. In JSON, as the admin API and the
+/// command line show it, `failed_for` is `failed_secs` (seconds, to the
+/// millisecond) and the payload is UTF-8 text, invalid bytes replaced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FailedRow {
     /// The event's id.
     pub event_id: Uuid,
@@ -61,11 +64,21 @@ pub struct FailedRow {
     /// Why it failed.
     pub last_error: Option<String>,
     /// How long ago it failed.
+    #[serde(rename = "failed_secs", serialize_with = "as_secs")]
     pub failed_for: Duration,
     /// The payload's content type.
     pub content_type: String,
     /// The payload.
+    #[serde(serialize_with = "as_text")]
     pub payload: Bytes,
+}
+
+fn as_secs<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_millis() as f64 / 1000.0)
+}
+
+fn as_text<S: Serializer>(payload: &Bytes, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&String::from_utf8_lossy(payload))
 }
 
 /// What the inbox holds for one consumer.
