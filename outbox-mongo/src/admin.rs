@@ -5,9 +5,7 @@ use std::time::Duration;
 
 use futures::TryStreamExt;
 use mongodb::bson::{Bson, Document};
-use tidings_core::{
-    ConsumerStats, FailedFilter, FailedRow, OutboxAdmin, PurgeRequest, PurgeStatus, StoreError,
-};
+use tidings_core::{ConsumerStats, FailedFilter, FailedRow, OutboxAdmin, PurgeRequest, StoreError};
 use tracing::instrument;
 use uuid::Uuid;
 
@@ -15,7 +13,7 @@ use crate::MongoOutboxStore;
 use crate::document::failed_row;
 use crate::error::store_error;
 use crate::filters;
-use crate::schema::{field, int64, micros, status};
+use crate::schema::{field, int64, micros};
 
 impl OutboxAdmin for MongoOutboxStore {
     #[instrument(skip_all, fields(db.system = "mongodb"), err)]
@@ -66,15 +64,11 @@ impl OutboxAdmin for MongoOutboxStore {
 
     #[instrument(skip_all, fields(db.system = "mongodb", outbox.route = route), err)]
     async fn count_purgeable(&self, route: &str, request: PurgeRequest) -> Result<u64, StoreError> {
-        let status = match request.status {
-            PurgeStatus::Published => status::PUBLISHED,
-            PurgeStatus::Failed => status::FAILED,
-        };
-        let Some(cutoff) = self.now().checked_sub(request.older_than) else {
+        let Some(filter) = self.purgeable(route, request) else {
             return Ok(0);
         };
         self.outbox()
-            .count_documents(filters::finished_before(route, status, micros(cutoff)))
+            .count_documents(filter)
             .await
             .map_err(store_error)
     }

@@ -116,14 +116,9 @@ impl OutboxStore for MongoOutboxStore {
 
     #[instrument(skip_all, fields(db.system = "mongodb", outbox.route = route), err)]
     async fn purge(&self, route: &str, request: PurgeRequest) -> Result<u64, StoreError> {
-        let status = match request.status {
-            PurgeStatus::Published => status::PUBLISHED,
-            PurgeStatus::Failed => status::FAILED,
-        };
-        let Some(cutoff) = self.now().checked_sub(request.older_than) else {
+        let Some(filter) = self.purgeable(route, request) else {
             return Ok(0);
         };
-        let filter = filters::finished_before(route, status, micros(cutoff));
         let ids = self.ids_where(filter.clone(), request.limit).await?;
         if ids.is_empty() {
             return Ok(0);
@@ -136,7 +131,7 @@ impl OutboxStore for MongoOutboxStore {
             .await
             .map_err(store_error)?
             .deleted_count;
-        debug!(purged, status, "finished rows purged");
+        debug!(purged, status = ?request.status, "finished rows purged");
         Ok(purged)
     }
 
@@ -177,6 +172,17 @@ impl OutboxStore for MongoOutboxStore {
 }
 
 impl MongoOutboxStore {
+    /// The finished documents of `route` a purge by `request` takes; `None`
+    /// when its age reaches back before the clock's epoch, so none can be.
+    pub(crate) fn purgeable(&self, route: &str, request: PurgeRequest) -> Option<Document> {
+        let status = match request.status {
+            PurgeStatus::Published => status::PUBLISHED,
+            PurgeStatus::Failed => status::FAILED,
+        };
+        let cutoff = self.now().checked_sub(request.older_than)?;
+        Some(filters::finished_before(route, status, micros(cutoff)))
+    }
+
     /// The `_id`s of up to `limit` documents matching `filter`, in creation
     /// order.
     async fn ids_where(&self, filter: Document, limit: usize) -> Result<Vec<Bson>, StoreError> {

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Query, State as Extract};
+use axum::extract::{Path, Query, State as Extract};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
@@ -92,37 +92,25 @@ pub(crate) struct Selection {
     dry_run: bool,
 }
 
-/// Replays the named dead letters to their queue (bearer token).
-pub(crate) async fn replay<S: AdminStore>(
-    Extract(state): Extract<State<S>>,
-    headers: HeaderMap,
-    Json(body): Json<Selection>,
-) -> Response {
-    act(&state, &headers, body, Action::Replay).await
-}
-
-/// Deletes the named dead letters (bearer token).
-pub(crate) async fn delete<S: AdminStore>(
-    Extract(state): Extract<State<S>>,
-    headers: HeaderMap,
-    Json(body): Json<Selection>,
-) -> Response {
-    act(&state, &headers, body, Action::Delete).await
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Action {
+/// What an operator does to the dead letters selected, named by the last
+/// part of the request's path.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Action {
+    /// Sends them back to their queue.
     Replay,
+    /// Deletes them.
     Delete,
 }
 
-async fn act<S>(
-    state: &State<S>,
-    headers: &HeaderMap,
-    body: Selection,
-    action: Action,
+/// Replays or deletes the named dead letters (bearer token).
+pub(crate) async fn act<S: AdminStore>(
+    Extract(state): Extract<State<S>>,
+    Path(action): Path<Action>,
+    headers: HeaderMap,
+    Json(body): Json<Selection>,
 ) -> Response {
-    if let Err(refused) = authorize(state, headers) {
+    if let Err(refused) = authorize(&state, &headers) {
         return refused;
     }
     if body.ids.is_empty() {

@@ -2,7 +2,7 @@
 //! rows an operator selected, each previewed by a dry run first.
 
 use axum::Json;
-use axum::extract::{Query, State as Extract};
+use axum::extract::{Path, Query, State as Extract};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
@@ -56,38 +56,32 @@ pub(crate) async fn list<S: AdminStore>(
     respond(rows)
 }
 
-/// Requeues the named failed rows (bearer token).
-pub(crate) async fn requeue<S: AdminStore>(
-    Extract(state): Extract<State<S>>,
-    headers: HeaderMap,
-    Json(body): Json<Selection>,
-) -> Response {
-    if let Err(refused) = authorize(&state, &headers) {
-        return refused;
-    }
-    respond(act(&state, body, Action::Requeue).await)
-}
-
-/// Deletes the named failed rows (bearer token).
-pub(crate) async fn delete<S: AdminStore>(
-    Extract(state): Extract<State<S>>,
-    headers: HeaderMap,
-    Json(body): Json<Selection>,
-) -> Response {
-    if let Err(refused) = authorize(&state, &headers) {
-        return refused;
-    }
-    respond(act(&state, body, Action::Delete).await)
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Action {
+/// What an operator does to the failed rows selected, named by the last
+/// part of the request's path.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Action {
+    /// Makes them pending again.
     Requeue,
+    /// Deletes them.
     Delete,
 }
 
+/// Requeues or deletes the named failed rows (bearer token).
+pub(crate) async fn act<S: AdminStore>(
+    Extract(state): Extract<State<S>>,
+    Path(action): Path<Action>,
+    headers: HeaderMap,
+    Json(body): Json<Selection>,
+) -> Response {
+    if let Err(refused) = authorize(&state, &headers) {
+        return refused;
+    }
+    respond(run(&state, body, action).await)
+}
+
 /// Checks every named row, then acts on exactly those unless dry.
-async fn act<S: AdminStore>(
+async fn run<S: AdminStore>(
     state: &State<S>,
     body: Selection,
     action: Action,
