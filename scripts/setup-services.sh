@@ -191,6 +191,32 @@ sqs() {
   start_background moto 4566 60 "$VENV/bin/moto_server" -H 127.0.0.1 -p 4566
 }
 
+# --- PostgreSQL with logical decoding ------------------------------------------
+# A cluster of the tests' own, `tidings_logical`, on 127.0.0.1:5434 with
+# wal_level=logical, for log tailing (LOGICAL_DATABASE_URL, default
+# postgres://postgres@127.0.0.1:5434/test): the machine's shared server is
+# left as it is. Trust authentication, replication connections included.
+# Stop it with `pg_ctlcluster <version> tidings_logical stop`.
+postgres_logical() {
+  if port_open 5434; then log "postgresql with logical decoding answers on 5434"; return; fi
+  local version
+  version=$(ls /etc/postgresql | sort -V | tail -n 1)
+  if [ ! -d "/etc/postgresql/$version/tidings_logical" ]; then
+    log "creating the tidings_logical cluster (postgresql $version) on 5434"
+    pg_createcluster -p 5434 \
+      -o wal_level=logical -o max_replication_slots=64 -o max_wal_senders=64 \
+      "$version" tidings_logical -- --auth=trust >/dev/null
+  fi
+  log "starting the tidings_logical cluster on 5434"
+  pg_ctlcluster --skip-systemctl-redirect "$version" tidings_logical start || true
+  wait_port 5434 30 || { log "the tidings_logical cluster did not start"; exit 1; }
+  local psql=(psql -h 127.0.0.1 -p 5434 -U postgres -v ON_ERROR_STOP=1 -qtA)
+  if [ "$("${psql[@]}" -d postgres -c "select 1 from pg_database where datname = 'test'")" != 1 ]; then
+    "${psql[@]}" -d postgres -c "create database test"
+  fi
+}
+# --- end PostgreSQL with logical decoding --------------------------------------
+
 # --- PgBouncer ---------------------------------------------------------------
 # A private PgBouncer (Debian's, 1.18) in transaction mode on 127.0.0.1:6432,
 # forwarding to the PostgreSQL on 127.0.0.1:5432: the pooler tests and the
@@ -396,6 +422,7 @@ sqs
 tls_certificates
 tls_fronts
 pgbouncer_service
+postgres_logical
 kafka
 kafka_tls
 chromium_browser

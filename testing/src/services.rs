@@ -16,6 +16,14 @@ pub fn pgbouncer_url() -> String {
     env_or("PGBOUNCER_URL", "postgres://postgres@127.0.0.1:6432/test")
 }
 
+/// PostgreSQL with `wal_level=logical`, for log tailing:
+/// `LOGICAL_DATABASE_URL`, default `postgres://postgres@127.0.0.1:5434/test`
+/// (a cluster of the tests' own that the setup command starts, the shared
+/// server left as it is).
+pub fn logical_database_url() -> String {
+    env_or("LOGICAL_DATABASE_URL", "postgres://postgres@127.0.0.1:5434/test")
+}
+
 /// RabbitMQ: `AMQP_URL`, default `amqp://guest:guest@127.0.0.1:5672/%2f`.
 pub fn amqp_url() -> String {
     env_or("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2f")
