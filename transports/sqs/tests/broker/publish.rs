@@ -4,17 +4,28 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use crate::support::{client, declare, queue_name, source_options};
+use crate::support::{client, declare, publish_all, queue_name, source_options};
 use bytes::Bytes;
 use tidings_core::{Envelope, PublishError, PublisherExt};
 use tidings_sqs::aws_sdk_sqs::Client;
 use tidings_sqs::{DestinationOptions, PublisherOptions, QueueOptions, SqsPublisher, SqsSource};
 use tidings_testing::broker::{envelope, next, next_within, subscribe};
 
-async fn queue(client: &Client, prefix: &str, fifo: bool) -> String {
+/// A client and a new queue with default settings.
+async fn fresh_queue(prefix: &str, fifo: bool) -> (Client, String) {
+    let client = client().await;
     let queue = queue_name(prefix, fifo);
-    declare(client, &queue, QueueOptions::default()).await;
-    queue
+    declare(&client, &queue, QueueOptions::default()).await;
+    (client, queue)
+}
+
+/// The event ids of `events` with ordering key `key`, in their order.
+fn ids_of_key(events: &[Envelope], key: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e.ordering_key.as_deref() == Some(key))
+        .map(|e| e.event_id.to_string())
+        .collect()
 }
 
 /// Receives and acks `count` deliveries; returns their event ids in order.
@@ -43,8 +54,7 @@ fn oversized(queue: &str, bytes: usize) -> Envelope {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_of_25_with_one_oversized_event_publishes_24() {
-    let client = client().await;
-    let queue = queue(&client, "batch25", false).await;
+    let (client, queue) = fresh_queue("batch25", false).await;
     let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
     let mut batch: Vec<_> = (0..25).map(|n| envelope(&queue, n)).collect();
     batch[12] = oversized(&queue, 300 * 1024);
@@ -85,8 +95,7 @@ async fn a_batch_of_25_with_one_oversized_event_publishes_24() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_sqs_itself_refuses_as_too_large_fails_alone() {
-    let client = client().await;
-    let queue = queue(&client, "sqslimit", false).await;
+    let (client, queue) = fresh_queue("sqslimit", false).await;
     // Above moto's 1 MiB limit but allowed here, so SQS refuses the call.
     let options = PublisherOptions::default().max_message_size(4 * 1024 * 1024);
     let publisher = SqsPublisher::new(client.clone(), options);
@@ -108,8 +117,7 @@ async fn a_message_sqs_itself_refuses_as_too_large_fails_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifo_events_of_one_key_arrive_in_publish_order() {
-    let client = client().await;
-    let queue = queue(&client, "fifoorder", true).await;
+    let (client, queue) = fresh_queue("fifoorder", true).await;
     let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
     let mut sent = Vec::new();
     for round in 0..3 {
@@ -120,29 +128,24 @@ async fn fifo_events_of_one_key_arrive_in_publish_order() {
                 env
             })
             .collect();
-        let results = publisher.publish_batch(&batch).await;
-        assert!(results.iter().all(Result::is_ok), "{results:?}");
+        publish_all(&publisher, &batch).await;
         sent.extend(batch);
     }
 
     let source = SqsSource::new(client, source_options());
     let received = drain(&source, &queue, sent.len()).await;
     for key in ["a", "b"] {
-        let order = |events: &[Envelope]| -> Vec<_> {
-            events
-                .iter()
-                .filter(|e| e.ordering_key.as_deref() == Some(key))
-                .map(|e| e.event_id)
-                .collect()
-        };
-        assert_eq!(order(&received), order(&sent), "order of key {key}");
+        assert_eq!(
+            ids_of_key(&received, key),
+            ids_of_key(&sent, key),
+            "order of key {key}"
+        );
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifo_delivers_an_event_published_twice_once() {
-    let client = client().await;
-    let queue = queue(&client, "fifodedup", true).await;
+    let (client, queue) = fresh_queue("fifodedup", true).await;
     let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
     let event = envelope(&queue, 1);
     publisher.publish(&event).await.expect("first publish");
@@ -159,8 +162,7 @@ async fn fifo_delivers_an_event_published_twice_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifo_events_without_key_use_the_default_group() {
-    let client = client().await;
-    let queue = queue(&client, "fifonokey", true).await;
+    let (client, queue) = fresh_queue("fifonokey", true).await;
     let options = PublisherOptions::default().default_message_group("orders");
     let publisher = SqsPublisher::new(client.clone(), options);
     let batch: Vec<_> = (0..5)
@@ -170,13 +172,7 @@ async fn fifo_events_without_key_use_the_default_group() {
             env
         })
         .collect();
-    assert!(
-        publisher
-            .publish_batch(&batch)
-            .await
-            .iter()
-            .all(Result::is_ok)
-    );
+    publish_all(&publisher, &batch).await;
 
     let source = SqsSource::new(client, source_options());
     let received: Vec<_> = drain(&source, &queue, 5)
@@ -190,8 +186,7 @@ async fn fifo_events_without_key_use_the_default_group() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_destination_delay_holds_messages_back() {
-    let client = client().await;
-    let queue = queue(&client, "delayed", false).await;
+    let (client, queue) = fresh_queue("delayed", false).await;
     let options = PublisherOptions::default().destination(
         &queue,
         DestinationOptions::default().delay(Duration::from_secs(3)),
@@ -215,8 +210,7 @@ async fn a_destination_delay_holds_messages_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binary_and_empty_payloads_arrive_intact() {
-    let client = client().await;
-    let queue = queue(&client, "payloads", false).await;
+    let (client, queue) = fresh_queue("payloads", false).await;
     let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
     let payloads = [
         Bytes::from_static(&[0, 1, 2, 255, 254]),
@@ -233,13 +227,7 @@ async fn binary_and_empty_payloads_arrive_intact() {
             env
         })
         .collect();
-    assert!(
-        publisher
-            .publish_batch(&batch)
-            .await
-            .iter()
-            .all(Result::is_ok)
-    );
+    publish_all(&publisher, &batch).await;
 
     let source = SqsSource::new(client, source_options());
     let mut received = drain(&source, &queue, 3).await;
@@ -251,8 +239,7 @@ async fn binary_and_empty_payloads_arrive_intact() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifo_keys_that_are_no_legal_group_still_keep_their_order() {
-    let client = client().await;
-    let queue = queue(&client, "fifobadkey", true).await;
+    let (client, queue) = fresh_queue("fifobadkey", true).await;
     let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
     let keys = ["k".repeat(200), "a key with spaces".to_owned()];
     let batch: Vec<_> = (0..10)
@@ -262,19 +249,11 @@ async fn fifo_keys_that_are_no_legal_group_still_keep_their_order() {
             env
         })
         .collect();
-    let results = publisher.publish_batch(&batch).await;
-    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    publish_all(&publisher, &batch).await;
 
     let source = SqsSource::new(client, source_options());
     let received = drain(&source, &queue, batch.len()).await;
     for key in &keys {
-        let order = |events: &[Envelope]| -> Vec<_> {
-            events
-                .iter()
-                .filter(|e| e.ordering_key.as_ref() == Some(key))
-                .map(|e| e.event_id)
-                .collect()
-        };
-        assert_eq!(order(&received), order(&batch));
+        assert_eq!(ids_of_key(&received, key), ids_of_key(&batch, key));
     }
 }

@@ -6,22 +6,15 @@ use crate::support;
 use std::time::Duration;
 
 use futures::future::join_all;
-use support::{client, declare, queue_name, source_options};
+use support::{publish_all, queue_url, source_options, standard_queue};
 use tidings_core::{DEAD_LETTER_REASON_HEADER, PublisherExt, Redelivery};
-use tidings_sqs::{PublisherOptions, QueueOptions, SqsPublisher, SqsSource, dead_letter_queue};
+use tidings_sqs::{QueueOptions, SqsSource, dead_letter_queue};
 use tidings_testing::broker::{envelope, next, next_within, subscribe};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_nacked_past_max_receive_count_lands_in_the_dead_letter_queue() {
-    let client = client().await;
-    let queue = queue_name("redrive", false);
-    declare(
-        &client,
-        &queue,
-        QueueOptions::default().max_receive_count(2),
-    )
-    .await;
-    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
+    let (client, queue, publisher) =
+        standard_queue("redrive", QueueOptions::default().max_receive_count(2)).await;
     let sent = envelope(&queue, 1);
     publisher.publish(&sent).await.expect("publish");
 
@@ -47,16 +40,12 @@ async fn a_message_nacked_past_max_receive_count_lands_in_the_dead_letter_queue(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_delivery_stays_invisible_past_its_visibility_timeout() {
-    let client = client().await;
-    let queue = queue_name("heartbeat", false);
     let visibility = Duration::from_secs(2);
-    declare(
-        &client,
-        &queue,
+    let (client, queue, publisher) = standard_queue(
+        "heartbeat",
         QueueOptions::default().visibility_timeout(visibility),
     )
     .await;
-    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
     publisher
         .publish(&envelope(&queue, 1))
         .await
@@ -78,16 +67,12 @@ async fn a_held_delivery_stays_invisible_past_its_visibility_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_heartbeat_a_held_delivery_comes_back() {
-    let client = client().await;
-    let queue = queue_name("noheartbeat", false);
     let visibility = Duration::from_secs(2);
-    declare(
-        &client,
-        &queue,
+    let (client, queue, publisher) = standard_queue(
+        "noheartbeat",
         QueueOptions::default().visibility_timeout(visibility),
     )
     .await;
-    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
     publisher
         .publish(&envelope(&queue, 1))
         .await
@@ -107,17 +92,8 @@ async fn without_heartbeat_a_held_delivery_comes_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_message_is_dead_lettered_with_its_reason() {
-    let client = client().await;
-    let queue = queue_name("unreadable", false);
-    declare(&client, &queue, QueueOptions::default()).await;
-    let url = client
-        .get_queue_url()
-        .queue_name(&queue)
-        .send()
-        .await
-        .expect("queue url")
-        .queue_url
-        .expect("url");
+    let (client, queue, publisher) = standard_queue("unreadable", QueueOptions::default()).await;
+    let url = queue_url(&client, &queue).await;
     client
         .send_message()
         .queue_url(url)
@@ -125,7 +101,6 @@ async fn an_unreadable_message_is_dead_lettered_with_its_reason() {
         .send()
         .await
         .expect("send raw");
-    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
     let good = envelope(&queue, 2);
     publisher.publish(&good).await.expect("publish");
 
@@ -140,14 +115,7 @@ async fn an_unreadable_message_is_dead_lettered_with_its_reason() {
             .is_none()
     );
 
-    let dlq_url = client
-        .get_queue_url()
-        .queue_name(dead_letter_queue(&queue))
-        .send()
-        .await
-        .expect("dlq url")
-        .queue_url
-        .expect("url");
+    let dlq_url = queue_url(&client, &dead_letter_queue(&queue)).await;
     let parked = client
         .receive_message()
         .queue_url(dlq_url)
@@ -166,18 +134,9 @@ async fn an_unreadable_message_is_dead_lettered_with_its_reason() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acks_sent_together_all_land() {
-    let client = client().await;
-    let queue = queue_name("acks", false);
-    declare(&client, &queue, QueueOptions::default()).await;
-    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
+    let (client, queue, publisher) = standard_queue("acks", QueueOptions::default()).await;
     let batch: Vec<_> = (0..25).map(|n| envelope(&queue, n)).collect();
-    assert!(
-        publisher
-            .publish_batch(&batch)
-            .await
-            .iter()
-            .all(Result::is_ok)
-    );
+    publish_all(&publisher, &batch).await;
 
     let source = SqsSource::new(client, source_options());
     let mut stream = subscribe(&source, &queue).await;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::time::Duration;
 
 use crate::support::orders::{Order, count_effect, effects, options, order, run_until, spec};
-use crate::support::{client, declare, queue_name, source_options};
+use crate::support::{client, declare, publish_all, queue_name, source_options, standard_queue};
 use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryContext, MemoryStore};
 use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, PublisherExt};
@@ -79,15 +79,8 @@ async fn max_deliveries_parks_on_its_own_without_a_redrive_policy() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_max_deliveries_the_redrive_policy_parks_what_keeps_failing() {
-    let client = client().await;
-    let queue = queue_name("redriven", false);
-    declare(
-        &client,
-        &queue,
-        QueueOptions::default().max_receive_count(2),
-    )
-    .await;
-    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
+    let (client, queue, publisher) =
+        standard_queue("redriven", QueueOptions::default().max_receive_count(2)).await;
     let poison = order(&queue, 666);
     publisher.publish(&poison).await.expect("publish");
 
@@ -123,16 +116,12 @@ async fn without_max_deliveries_the_redrive_policy_parks_what_keeps_failing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_running_past_the_visibility_timeout_is_not_redelivered_meanwhile() {
-    let client = client().await;
-    let queue = queue_name("slowhandler", false);
     let visibility = Duration::from_secs(2);
-    declare(
-        &client,
-        &queue,
+    let (client, queue, publisher) = standard_queue(
+        "slowhandler",
         QueueOptions::default().visibility_timeout(visibility),
     )
     .await;
-    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
     publisher.publish(&order(&queue, 7)).await.expect("publish");
 
     let calls = Arc::new(AtomicU32::new(0));
@@ -165,26 +154,11 @@ async fn a_handler_running_past_the_visibility_timeout_is_not_redelivered_meanwh
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn effects_apply_once_across_a_queue_of_orders() {
-    let client = client().await;
-    let queue = queue_name("orders", false);
-    declare(&client, &queue, QueueOptions::default()).await;
-    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
+    let (client, queue, publisher) = standard_queue("orders", QueueOptions::default()).await;
     let batch: Vec<_> = (0..30).map(|id| order(&queue, id)).collect();
-    assert!(
-        publisher
-            .publish_batch(&batch)
-            .await
-            .iter()
-            .all(Result::is_ok)
-    );
+    publish_all(&publisher, &batch).await;
     // The same events again, as a relay retrying after a lost answer would.
-    assert!(
-        publisher
-            .publish_batch(&batch[..10])
-            .await
-            .iter()
-            .all(Result::is_ok)
-    );
+    publish_all(&publisher, &batch[..10]).await;
 
     let store = MemoryStore::new();
     let handler = handler_fn(

@@ -7,19 +7,11 @@ use tidings_core::DEAD_LETTER_REASON_HEADER;
 use tidings_sqs::aws_sdk_sqs::types::MessageAttributeValue;
 use tidings_testing::broker::foreign::{ForeignMessage, ForeignProducer};
 
-use super::{Sqs, client};
+use super::{Sqs, client, queue_url};
 
 /// The URL of `queue`.
 async fn url(queue: &str) -> String {
-    client()
-        .await
-        .get_queue_url()
-        .queue_name(queue)
-        .send()
-        .await
-        .expect("queue url")
-        .queue_url
-        .expect("url")
+    queue_url(&client().await, queue).await
 }
 
 impl ForeignProducer for Sqs {

@@ -8,7 +8,7 @@ pub mod orders;
 
 use std::time::Duration;
 
-use tidings_core::Backoff;
+use tidings_core::{Backoff, Envelope, PublisherExt};
 use tidings_sqs::aws_sdk_sqs::Client;
 use tidings_sqs::{
     PublisherOptions, QueueOptions, SourceOptions, SqsPublisher, SqsSource, Topology,
@@ -57,6 +57,34 @@ pub async fn declare(client: &Client, queue: &str, options: QueueOptions) {
         .declare_queue(queue, options.retention(Duration::from_secs(600)))
         .await
         .unwrap_or_else(|e| panic!("declare {queue}: {}", tidings_core::port::error_chain(&e)));
+}
+
+/// A client, a new standard queue declared with `options` and a publisher
+/// to it with default options: how most tests start.
+pub async fn standard_queue(prefix: &str, options: QueueOptions) -> (Client, String, SqsPublisher) {
+    let client = client().await;
+    let queue = queue_name(prefix, false);
+    declare(&client, &queue, options).await;
+    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
+    (client, queue, publisher)
+}
+
+/// Publishes `batch` in one call; fails the test if any event is refused.
+pub async fn publish_all(publisher: &SqsPublisher, batch: &[Envelope]) {
+    let results = publisher.publish_batch(batch).await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+}
+
+/// The URL of `queue`.
+pub async fn queue_url(client: &Client, queue: &str) -> String {
+    client
+        .get_queue_url()
+        .queue_name(queue)
+        .send()
+        .await
+        .expect("queue url")
+        .queue_url
+        .expect("url")
 }
 
 /// Source settings for tests: short long polls and retries.
