@@ -21,7 +21,10 @@ pub fn pgbouncer_url() -> String {
 /// (a cluster of the tests' own that the setup command starts, the shared
 /// server left as it is).
 pub fn logical_database_url() -> String {
-    env_or("LOGICAL_DATABASE_URL", "postgres://postgres@127.0.0.1:5434/test")
+    env_or(
+        "LOGICAL_DATABASE_URL",
+        "postgres://postgres@127.0.0.1:5434/test",
+    )
 }
 
 /// RabbitMQ: `AMQP_URL`, default `amqp://guest:guest@127.0.0.1:5672/%2f`.

@@ -30,6 +30,28 @@ pub(crate) fn replayed_once<'a>(seen: &'a [Seen], reason: &str) -> &'a Seen {
     replayed[0]
 }
 
+/// Runs the fixed handler on `queue` until order 7, replayed, and a
+/// duplicate are seen; checks order 8 (whose stale copy was replayed too)
+/// took effect once, and order 7 once, with its reason and a delivery
+/// count started afresh.
+pub(crate) async fn handle_replay_once<S: Source>(
+    store: &PgOutboxStore,
+    queue: &'static str,
+    source: S,
+) {
+    let seen = consume(store, queue, source, false, |seen, duplicates| {
+        seen.iter().any(|s| s.0 == POISON) && duplicates >= 1
+    })
+    .await;
+    assert_eq!(
+        effects(store).await,
+        (2, 1),
+        "order 8 handled twice or 7 not at all"
+    );
+    let replayed = replayed_once(&seen, "negative total");
+    assert_eq!(replayed.2, Some(1), "the delivery count was not reset");
+}
+
 /// An order event for `queue`.
 pub(crate) fn envelope(queue: &str, id: u32) -> Envelope {
     let payload = Bytes::from(serde_json::to_vec(&Order { id }).unwrap());

@@ -16,7 +16,9 @@ use tidings_admin::tidings_mongo::{MongoOutboxOptions, MongoOutboxStore};
 use tidings_admin::tidings_postgres::sqlx::postgres::PgPoolOptions;
 use tidings_admin::tidings_postgres::sqlx::{self, AssertSqlSafe};
 use tidings_admin::tidings_postgres::{PgOutboxOptions, PgOutboxStore, Retention};
-use tidings_core::{ClaimRequest, ClaimedBatch, OutboxSpec, OutboxStore, Outcome, Settlement};
+use tidings_core::{
+    ClaimRequest, ClaimedBatch, OutboxBuffer, OutboxSpec, OutboxStore, Outcome, Settlement,
+};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{amqp_url, database_url, mongodb_url, service_missing};
 use uuid::Uuid;
@@ -143,6 +145,16 @@ pub(crate) async fn mongo_store() -> MongoOutboxStore {
     store
 }
 
+/// Stages `types` on `spec` into `outbox`, the payload of each its index;
+/// returns the event ids in order.
+fn stage_each(outbox: &mut OutboxBuffer, spec: &OutboxSpec<u32>, types: &[&str]) -> Vec<Uuid> {
+    let stage = |(n, event_type): (usize, &&str)| {
+        let staged = outbox.stage(spec, event_type, &(n as u32));
+        staged.expect("stage").envelope().event_id
+    };
+    types.iter().enumerate().map(stage).collect()
+}
+
 /// Stages `types` on `spec` in one PostgreSQL transaction; returns the
 /// event ids in order.
 pub(crate) async fn pg_stage(
@@ -151,14 +163,7 @@ pub(crate) async fn pg_stage(
     types: &[&str],
 ) -> Vec<Uuid> {
     let mut ctx = store.begin().await.expect("begin");
-    let mut ids = Vec::new();
-    for (n, event_type) in types.iter().enumerate() {
-        let staged = ctx
-            .outbox()
-            .stage(spec, event_type, &(n as u32))
-            .expect("stage");
-        ids.push(staged.envelope().event_id);
-    }
+    let ids = stage_each(ctx.outbox(), spec, types);
     ctx.commit().await.expect("commit");
     ids
 }
@@ -171,14 +176,7 @@ pub(crate) async fn mongo_stage(
     types: &[&str],
 ) -> Vec<Uuid> {
     let mut ctx = store.begin().await.expect("begin");
-    let mut ids = Vec::new();
-    for (n, event_type) in types.iter().enumerate() {
-        let staged = ctx
-            .outbox()
-            .stage(spec, event_type, &(n as u32))
-            .expect("stage");
-        ids.push(staged.envelope().event_id);
-    }
+    let ids = stage_each(ctx.outbox(), spec, types);
     ctx.commit().await.expect("commit");
     ids
 }

@@ -6,8 +6,8 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
-use support::{ORDER_EVENTS, drop_schema, listening_backend, store};
-use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
+use support::{ORDER_EVENTS, claim_orders, drop_schema, listening_backend, publish_all, store};
+use tidings_core::{ClaimedBatch, Wakeup};
 use tidings_postgres::{PgOutboxStore, Retention};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -31,26 +31,12 @@ fn relay(
                 _ = wakeup.notified() => {}
                 _ = tokio::time::sleep(POLL_INTERVAL) => {}
             }
-            let request = ClaimRequest {
-                route: ORDER_EVENTS.route(),
-                limit: 10,
-                lease: Duration::from_secs(60),
-                after: None,
-            };
-            let batch = store.claim(request).await.expect("claim");
+            let batch = claim_orders(&store, 10, Duration::from_secs(60)).await;
             if batch.records().is_empty() {
                 continue;
             }
             let _ = claimed.send(Instant::now());
-            let done = batch
-                .records()
-                .iter()
-                .map(|r| Settlement {
-                    event_id: r.envelope.event_id,
-                    outcome: Outcome::Published,
-                })
-                .collect();
-            batch.settle(done).await.expect("settle");
+            publish_all(batch).await;
         }
     });
     (rx, task)

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 use sqlx::postgres::PgPoolOptions;
 use support::cluster::PrivateCluster;
 use support::{LISTENING_BACKENDS, ORDER_EVENTS};
-use tidings_core::{Backoff, ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
+use tidings_core::{Backoff, ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Wakeup};
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore, PgWakeupSource};
 use tidings_testing::eventually::eventually;
 use tidings_testing::services::service_missing;
+use tidings_testing::store::settle_all;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -43,14 +44,7 @@ fn relay(
                 continue;
             }
             let _ = claimed.send(Instant::now());
-            let done = batch
-                .records()
-                .iter()
-                .map(|r| Settlement {
-                    event_id: r.envelope.event_id,
-                    outcome: Outcome::Published,
-                })
-                .collect();
+            let done = settle_all(&batch, Outcome::Published);
             let _ = batch.settle(done).await;
         }
     });

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgSslMode};
 use sqlx::{PgPool, Row};
 use support::cluster::PrivateCluster;
-use support::{LISTENING_BACKENDS, ORDER_EVENTS};
-use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Settlement, Wakeup};
+use support::{LISTENING_BACKENDS, ORDER_EVENTS, claim_orders, publish_all};
+use tidings_core::{ClaimedBatch, Wakeup};
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore, PgWakeupSource};
 use tidings_testing::services::{service_missing, tls_file};
 use tokio_util::sync::CancellationToken;
@@ -89,25 +89,9 @@ async fn a_store_on_a_verify_full_pool_stages_relays_and_listens_over_tls() {
         .expect("woken by the other store's commit over TLS")
         .unwrap();
 
-    let batch = relay
-        .claim(ClaimRequest {
-            route: ORDER_EVENTS.route(),
-            limit: 10,
-            lease: Duration::from_secs(60),
-            after: None,
-        })
-        .await
-        .unwrap();
+    let batch = claim_orders(&relay, 10, Duration::from_secs(60)).await;
     assert_eq!(batch.records().len(), 1);
-    let done = batch
-        .records()
-        .iter()
-        .map(|r| Settlement {
-            event_id: r.envelope.event_id,
-            outcome: Outcome::Published,
-        })
-        .collect();
-    batch.settle(done).await.unwrap();
+    publish_all(batch).await;
 
     // Every client session on this private cluster is ours, and encrypted.
     let sessions = sqlx::query(
