@@ -5,7 +5,7 @@
 use crate::support::{
     ORDER_EVENTS, collection_name, database, drop_collections, outbox_count, store,
 };
-use mongodb::bson::doc;
+use mongodb::bson::{Document, doc};
 use tidings_core::{ClaimedBatch, OutboxStore, Requeue, StoreError};
 use tidings_mongo::{MongoOutboxOptions, MongoOutboxStore, Retention};
 use tidings_testing::store::try_claim;
@@ -66,12 +66,11 @@ async fn claim(store: &MongoOutboxStore) -> Result<tidings_mongo::MongoBatch, St
     try_claim(store, ORDER_EVENTS.route(), 10).await
 }
 
-#[tokio::test]
-async fn unreadable_documents_are_reported_by_event_failed_and_kept() {
-    let store = store(Retention::Delete).await;
+/// Commits `count` orders with fresh time-ordered ids; returns the ids.
+async fn stage_orders(store: &MongoOutboxStore, count: u64) -> Vec<Uuid> {
     let mut ids = Vec::new();
     let mut ctx = store.begin().await.unwrap();
-    for n in 0..4 {
+    for n in 0..count {
         let id = Uuid::now_v7();
         ctx.outbox()
             .stage(&ORDER_EVENTS, "order.placed", &n)
@@ -80,12 +79,21 @@ async fn unreadable_documents_are_reported_by_event_failed_and_kept() {
         ids.push(id);
     }
     ctx.commit().await.unwrap();
-    let by_id = |id: Uuid| {
-        doc! { "event_id": mongodb::bson::Binary {
-            subtype: mongodb::bson::spec::BinarySubtype::Uuid,
-            bytes: id.as_bytes().to_vec(),
-        } }
-    };
+    ids
+}
+
+/// The filter matching the document of event `id`.
+fn by_id(id: Uuid) -> Document {
+    doc! { "event_id": mongodb::bson::Binary {
+        subtype: mongodb::bson::spec::BinarySubtype::Uuid,
+        bytes: id.as_bytes().to_vec(),
+    } }
+}
+
+#[tokio::test]
+async fn unreadable_documents_are_reported_by_event_failed_and_kept() {
+    let store = store(Retention::Delete).await;
+    let ids = stage_orders(&store, 4).await;
     let damage = [
         doc! { "$unset": { "payload": "" } },
         doc! { "$set": { "event_type": 5 } },
@@ -147,21 +155,8 @@ async fn unreadable_documents_are_reported_by_event_failed_and_kept() {
 #[tokio::test]
 async fn a_document_whose_attempt_counter_is_not_a_number_is_set_aside() {
     let store = store(Retention::Delete).await;
-    let mut ids = Vec::new();
-    let mut ctx = store.begin().await.unwrap();
-    for n in 0..3 {
-        let id = Uuid::now_v7();
-        ctx.outbox()
-            .stage(&ORDER_EVENTS, "order.placed", &n)
-            .unwrap()
-            .event_id(id);
-        ids.push(id);
-    }
-    ctx.commit().await.unwrap();
-    let damaged = doc! { "event_id": mongodb::bson::Binary {
-        subtype: mongodb::bson::spec::BinarySubtype::Uuid,
-        bytes: ids[1].as_bytes().to_vec(),
-    } };
+    let ids = stage_orders(&store, 3).await;
+    let damaged = by_id(ids[1]);
     store
         .outbox()
         .update_one(damaged, doc! { "$set": { "attempts_started": "zero" } })
