@@ -9,8 +9,8 @@ use tidings_admin::tidings_rabbitmq::lapin::{Connection, ConnectionProperties};
 use tidings_testing::services::amqp_url;
 
 use crate::support::{
-    Driver, TOKEN, click, count, delete_queue, drop_store, queue_with_dead_letters, quick_page,
-    screenshot, seeded_store, serve, text_of, wait_for, wait_text,
+    Driver, TOKEN, click, count, delete_queue, drop_store, enter_token, queue_with_dead_letters,
+    quick_page, screenshot, seeded_store, serve, text_of, wait_failed_rows, wait_for, wait_text,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -38,11 +38,7 @@ async fn dead_letters_open_one_by_one_and_a_broken_queue_stays_in_its_row() {
     )
     .await;
     wait_text(&client, "#routes tbody tr td:nth-child(1)", "order-events").await;
-    wait_for(
-        &client,
-        "return document.querySelectorAll('#failed tbody tr[data-id]').length === 1",
-    )
-    .await;
+    wait_failed_rows(&client, 1).await;
     assert_eq!(
         text_of(&client, "#dead-letters-section .section-error").await,
         ""
@@ -68,13 +64,7 @@ async fn dead_letters_open_one_by_one_and_a_broken_queue_stays_in_its_row() {
     wait_text(&client, "#dead-letter-detail", "order.placed").await;
     screenshot(&client, "console-dead-letter-open.png").await;
 
-    client
-        .find(fantoccini::Locator::Id("token"))
-        .await
-        .unwrap()
-        .send_keys(TOKEN)
-        .await
-        .unwrap();
+    enter_token(&client).await;
     click(
         &client,
         &format!("#dead-letters tr[data-id='{}'] input", ids[0]),

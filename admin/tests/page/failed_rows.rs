@@ -5,8 +5,8 @@
 use tidings_core::{FailedFilter, OutboxAdmin, OutboxStore};
 
 use crate::support::{
-    Driver, TOKEN, click, count, drop_store, quick_page, screenshot, seeded_store, serve, text_of,
-    wait_for, wait_text,
+    Driver, TOKEN, click, count, drop_store, enter_token, quick_page, screenshot, seeded_store,
+    serve, text_of, wait_failed_rows, wait_for, wait_text,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -22,11 +22,7 @@ async fn a_selected_failed_row_is_deleted_after_its_preview() {
     let client = driver.client().await;
     client.goto(&format!("http://{address}/")).await.unwrap();
 
-    wait_for(
-        &client,
-        "return document.querySelectorAll('#failed tbody tr[data-id]').length === 2",
-    )
-    .await;
+    wait_failed_rows(&client, 2).await;
     wait_text(&client, "#health", "2 failed rows").await;
     wait_text(&client, "#routes tbody tr.bad td.health", "2 failed").await;
     wait_text(&client, "#failed tbody", "no exchange 'orders' (attempt 0)").await;
@@ -39,13 +35,7 @@ async fn a_selected_failed_row_is_deleted_after_its_preview() {
     .await;
     screenshot(&client, "console-failed-rows.png").await;
 
-    client
-        .find(fantoccini::Locator::Id("token"))
-        .await
-        .unwrap()
-        .send_keys(TOKEN)
-        .await
-        .unwrap();
+    enter_token(&client).await;
     click(&client, &format!("#sel-failed-{doomed}")).await;
     wait_text(&client, "#failed-selected", "1 selected").await;
     click(&client, "#failed-delete").await;
@@ -65,11 +55,7 @@ async fn a_selected_failed_row_is_deleted_after_its_preview() {
 
     click(&client, "#confirm-ok").await;
     wait_text(&client, "#message", "deleted 1 of 1 failed rows").await;
-    wait_for(
-        &client,
-        "return document.querySelectorAll('#failed tbody tr[data-id]').length === 1",
-    )
-    .await;
+    wait_failed_rows(&client, 1).await;
     let left = store
         .failed("order-events", &FailedFilter::default())
         .await

@@ -5,7 +5,7 @@ use tidings_core::{OutboxAdmin, OutboxStore};
 
 use crate::support::{
     Driver, count, drop_store, http, quick_page, screenshot, seeded_store, serve, text_of,
-    wait_for, wait_text,
+    wait_failed_rows, wait_text,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -16,11 +16,7 @@ async fn a_read_only_page_shows_no_write_controls() {
     let client = driver.client().await;
     client.goto(&format!("http://{address}/")).await.unwrap();
 
-    wait_for(
-        &client,
-        "return document.querySelectorAll('#failed tbody tr[data-id]').length === 2",
-    )
-    .await;
+    wait_failed_rows(&client, 2).await;
     wait_text(&client, "#read-only", "read-only").await;
     for control in [
         "button:not(.link):not(#failed-detail-close)",

@@ -281,6 +281,19 @@ pub(crate) async fn wait_for(client: &Client, script: &str) {
     }
 }
 
+/// Waits up to 15 s for the failed-rows table to list `rows` rows.
+pub(crate) async fn wait_failed_rows(client: &Client, rows: usize) {
+    let script =
+        format!("return document.querySelectorAll('#failed tbody tr[data-id]').length === {rows}");
+    wait_for(client, &script).await;
+}
+
+/// Types the write token into the page's token field.
+pub(crate) async fn enter_token(client: &Client) {
+    let field = client.find(Locator::Id("token")).await.unwrap();
+    field.send_keys(TOKEN).await.unwrap();
+}
+
 /// Waits up to 15 s for `selector`'s text to contain `text`.
 pub(crate) async fn wait_text(client: &Client, selector: &str, text: &str) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);

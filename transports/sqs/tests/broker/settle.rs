@@ -7,9 +7,32 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use support::{publish_all, queue_url, source_options, standard_queue};
-use tidings_core::{DEAD_LETTER_REASON_HEADER, PublisherExt, Redelivery};
-use tidings_sqs::{QueueOptions, SqsSource, dead_letter_queue};
+use tidings_core::{DEAD_LETTER_REASON_HEADER, Delivery, PublisherExt, Redelivery};
+use tidings_sqs::{QueueOptions, SourceOptions, SqsAcker, SqsSource, SqsStream, dead_letter_queue};
 use tidings_testing::broker::{envelope, next, next_within, subscribe};
+
+/// The visibility timeout of the queues whose held deliveries are watched.
+const HELD_VISIBILITY: Duration = Duration::from_secs(2);
+
+/// Publishes one message to a new queue with a visibility timeout of
+/// [`HELD_VISIBILITY`], receives it on one subscription and opens a
+/// second: the first subscription, the held delivery and the second.
+async fn hold_one(
+    prefix: &str,
+    options: SourceOptions,
+) -> (SqsStream, Delivery<SqsAcker>, SqsStream) {
+    let queue_options = QueueOptions::default().visibility_timeout(HELD_VISIBILITY);
+    let (client, queue, publisher) = standard_queue(prefix, queue_options).await;
+    publisher
+        .publish(&envelope(&queue, 1))
+        .await
+        .expect("publish");
+    let source = SqsSource::new(client, options);
+    let mut first = subscribe(&source, &queue).await;
+    let held = next(&mut first).await;
+    let second = subscribe(&source, &queue).await;
+    (first, held, second)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_nacked_past_max_receive_count_lands_in_the_dead_letter_queue() {
@@ -40,48 +63,27 @@ async fn a_message_nacked_past_max_receive_count_lands_in_the_dead_letter_queue(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_delivery_stays_invisible_past_its_visibility_timeout() {
-    let visibility = Duration::from_secs(2);
-    let (client, queue, publisher) = standard_queue(
-        "heartbeat",
-        QueueOptions::default().visibility_timeout(visibility),
-    )
-    .await;
-    publisher
-        .publish(&envelope(&queue, 1))
-        .await
-        .expect("publish");
-
-    let source = SqsSource::new(client, source_options());
-    let mut first = subscribe(&source, &queue).await;
-    let held = next(&mut first).await;
-    let mut second = subscribe(&source, &queue).await;
+    let (_first, held, mut second) = hold_one("heartbeat", source_options()).await;
     assert!(
-        next_within(&mut second, visibility * 3).await.is_none(),
+        next_within(&mut second, HELD_VISIBILITY * 3)
+            .await
+            .is_none(),
         "redelivered while its delivery was held"
     );
     held.ack()
         .await
         .expect("ack after three visibility timeouts");
-    assert!(next_within(&mut second, visibility * 2).await.is_none());
+    assert!(
+        next_within(&mut second, HELD_VISIBILITY * 2)
+            .await
+            .is_none()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_heartbeat_a_held_delivery_comes_back() {
-    let visibility = Duration::from_secs(2);
-    let (client, queue, publisher) = standard_queue(
-        "noheartbeat",
-        QueueOptions::default().visibility_timeout(visibility),
-    )
-    .await;
-    publisher
-        .publish(&envelope(&queue, 1))
-        .await
-        .expect("publish");
-
-    let source = SqsSource::new(client, source_options().heartbeat(false));
-    let mut first = subscribe(&source, &queue).await;
-    let held = next(&mut first).await;
-    let mut second = subscribe(&source, &queue).await;
+    let (_first, held, mut second) =
+        hold_one("noheartbeat", source_options().heartbeat(false)).await;
     let again = next(&mut second).await;
     assert_eq!(again.delivery_count(), Some(2));
     again.ack().await.expect("ack");
