@@ -210,69 +210,75 @@ async fn bad_input_fails_with_a_clear_message_and_the_right_code() {
         .assert()
         .code(1)
         .stderr(contains("unknown route \"orders-events\"").and(contains("order-events")));
-    on_postgres(&schema)
-        .args([
-            "failed",
-            "show",
-            "--route",
-            "order-events",
-            "0190c8f2-not-a-uuid",
-        ])
-        .assert()
-        .code(2)
-        .stderr(contains("invalid value '0190c8f2-not-a-uuid'"));
+    let id = ids[0].to_string();
     let unknown = uuid::Uuid::new_v4().to_string();
-    on_postgres(&schema)
-        .args([
-            "failed",
-            "requeue",
-            "--route",
-            "order-events",
-            "--id",
-            &ids[0].to_string(),
-            "--id",
-            &unknown,
-        ])
-        .assert()
-        .code(1)
-        .stderr(contains(format!("no failed row {unknown}")));
+    let no_row = format!("no failed row {unknown}");
+    let show_bad_id = [
+        "failed",
+        "show",
+        "--route",
+        "order-events",
+        "0190c8f2-not-a-uuid",
+    ];
+    let partial = [
+        "failed",
+        "requeue",
+        "--route",
+        "order-events",
+        "--id",
+        &id,
+        "--id",
+        &unknown,
+    ];
+    let stale = [
+        "inbox",
+        "purge",
+        "--consumer",
+        "nobody",
+        "--older-than",
+        "1d",
+    ];
+    let refusals: [(&str, &[&str], i32, &str); 7] = [
+        (
+            &schema,
+            &show_bad_id,
+            2,
+            "invalid value '0190c8f2-not-a-uuid'",
+        ),
+        (&schema, &partial, 1, &no_row),
+        (
+            &schema,
+            &["failed", "requeue", "--route", "order-events"],
+            2,
+            "--all",
+        ),
+        (
+            &schema,
+            &["purge", "--route", "order-events", "--status", "gone"],
+            2,
+            "possible values: published, failed",
+        ),
+        (
+            "tidings_cli_missing_schema",
+            &["status"],
+            1,
+            "tidings migrate",
+        ),
+        ("bad\"name", &["status"], 1, "schema"),
+        (&schema, &stale, 1, "unknown consumer \"nobody\""),
+    ];
+    for (in_schema, args, code, refusal) in refusals {
+        on_postgres(in_schema)
+            .args(args)
+            .assert()
+            .code(code)
+            .stderr(contains(refusal));
+    }
     assert_eq!(
         store.stats("order-events").await.unwrap().failed,
         1,
         "a partial requeue ran"
     );
-    on_postgres(&schema)
-        .args(["failed", "requeue", "--route", "order-events"])
-        .assert()
-        .code(2)
-        .stderr(contains("--all"));
-    on_postgres(&schema)
-        .args(["purge", "--route", "order-events", "--status", "gone"])
-        .assert()
-        .code(2)
-        .stderr(contains("possible values: published, failed"));
-    on_postgres("tidings_cli_missing_schema")
-        .arg("status")
-        .assert()
-        .code(1)
-        .stderr(contains("tidings migrate"));
-    on_postgres("bad\"name")
-        .arg("status")
-        .assert()
-        .code(1)
-        .stderr(contains("schema"));
-    on_postgres(&schema)
-        .args([
-            "inbox",
-            "purge",
-            "--consumer",
-            "nobody",
-            "--older-than",
-            "1d",
-        ])
-        .assert()
-        .code(1)
-        .stderr(contains("unknown consumer \"nobody\""));
     drop_schema(&store).await;
 }
 
