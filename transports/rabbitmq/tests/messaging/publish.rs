@@ -3,7 +3,7 @@
 use crate::support;
 
 use bytes::Bytes;
-use support::{Setup, connection, envelope, next};
+use support::{Setup, envelope, next};
 use tidings_core::{Envelope, PublishBatch, PublishError, Publisher, PublisherExt, Queued};
 use tidings_rabbitmq::{ConnectionOptions, PublisherOptions, QueueKind};
 
@@ -49,13 +49,7 @@ async fn missing_exchange_fails_only_its_message() {
 #[tokio::test]
 async fn a_batch_on_one_confirm_channel_arrives_in_batch_order() {
     let options = PublisherOptions::default().confirm_channels(1);
-    let setup = Setup::with(
-        "batch_order",
-        QueueKind::Classic,
-        options,
-        connection("source"),
-    )
-    .await;
+    let setup = Setup::classic("batch_order", options).await;
     let batch: Vec<_> = (0..300).map(|n| setup.envelope(n)).collect();
 
     let results = setup.publisher.publish_batch(&batch).await;
@@ -80,7 +74,7 @@ const KEYS: [&str; 7] = ["a", "b", "c", "d", "e", "f", "g"];
 /// channels.
 async fn keyed(name: &str) -> (Setup, Vec<Envelope>) {
     let options = PublisherOptions::default().confirm_channels(4);
-    let setup = Setup::with(name, QueueKind::Classic, options, connection("source")).await;
+    let setup = Setup::classic(name, options).await;
     let batch = (0..350)
         .map(|n| {
             let mut envelope = setup.envelope(n);
@@ -176,13 +170,7 @@ async fn unroutable_mandatory_publish_fails_only_its_message() {
 #[tokio::test]
 async fn oversized_message_is_refused_before_sending() {
     let options = PublisherOptions::default().max_message_size(1024);
-    let setup = Setup::with(
-        "too_large",
-        QueueKind::Classic,
-        options,
-        support::connection("source"),
-    )
-    .await;
+    let setup = Setup::classic("too_large", options).await;
     let mut big = setup.envelope(2);
     big.payload = Bytes::from(vec![b'x'; 2048]);
     let results = setup
@@ -214,13 +202,7 @@ async fn oversized_message_is_refused_before_sending() {
 #[tokio::test]
 async fn message_above_the_broker_limit_fails_only_its_message() {
     let options = PublisherOptions::default().max_message_size(usize::MAX);
-    let setup = Setup::with(
-        "broker_limit",
-        QueueKind::Classic,
-        options,
-        support::connection("source"),
-    )
-    .await;
+    let setup = Setup::classic("broker_limit", options).await;
     let mut big = setup.envelope(2);
     big.payload = Bytes::from(vec![b'x'; PublisherOptions::DEFAULT_MAX_MESSAGE_SIZE + 1]);
     let results = setup

@@ -71,6 +71,11 @@ impl Setup {
         .await
     }
 
+    /// A classic queue, published to with `options`.
+    pub async fn classic(prefix: &str, options: PublisherOptions) -> Self {
+        Self::with(prefix, QueueKind::Classic, options, connection("source")).await
+    }
+
     pub async fn with(
         prefix: &str,
         kind: QueueKind,
