@@ -6,18 +6,17 @@ use crate::support::{VISIBILITY, client, declare, queue_name, source_options};
 use tidings_consumer::{HandlerError, TxHandle};
 use tidings_core::{Envelope, PublisherExt, QueueSpec};
 use tidings_inbox::Inbox;
-use tidings_postgres::sqlx::{self, AssertSqlSafe};
 use tidings_postgres::{PgContext, PgInboxStore, PgOutboxOptions, PgOutboxStore};
 use tidings_sqs::{PublisherOptions, QueueOptions, SqsPublisher, SqsSource};
-use tidings_testing::consumer::{ConsumerWorld, Effects, Order};
+use tidings_testing::consumer::{ConsumerWorld, Effects, Order, PgEffects};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::postgres_pool;
 
-/// A PostgreSQL schema with an effects table, and an SQS queue of the
-/// case's own.
+/// A PostgreSQL schema with the inbox and an effects table, and an SQS
+/// queue of the case's own.
 struct PgSqs {
     store: PgOutboxStore,
-    schema: String,
+    effects: PgEffects,
     queue: String,
     publisher: SqsPublisher,
     source: SqsSource,
@@ -28,15 +27,8 @@ impl PgSqs {
         let pool = postgres_pool(12).await;
         let schema = unique_name("tidings_sqs_consumer");
         let options = PgOutboxOptions::new().schema(schema.clone());
-        let store = PgOutboxStore::new(pool, options).unwrap();
+        let store = PgOutboxStore::new(pool.clone(), options).unwrap();
         store.migrate().await.unwrap();
-        let create = format!(
-            "create table \"{schema}\".effects (order_id int primary key, times int not null)"
-        );
-        sqlx::query(AssertSqlSafe(create))
-            .execute(store.pool())
-            .await
-            .unwrap();
 
         let client = client().await;
         let queue = queue_name("orders", fifo);
@@ -46,7 +38,7 @@ impl PgSqs {
         declare(&client, &queue, options).await;
         Self {
             store,
-            schema,
+            effects: PgEffects::create(pool, &schema).await,
             queue,
             publisher: SqsPublisher::new(client.clone(), PublisherOptions::default()),
             source: SqsSource::new(client, source_options()),
@@ -75,40 +67,17 @@ impl ConsumerWorld for PgSqs {
     }
 
     async fn apply(&self, tx: &TxHandle<PgContext<'static>>, id: u32) -> Result<(), HandlerError> {
-        let sql = format!(
-            "insert into \"{}\".effects (order_id, times) values ($1, 1) \
-             on conflict (order_id) do update set times = effects.times + 1",
-            self.schema
-        );
         let mut ctx = tx.lock().await;
-        sqlx::query(AssertSqlSafe(sql))
-            .bind(i32::try_from(id).expect("a small order id"))
-            .execute(ctx.tx())
-            .await?;
+        self.effects.apply(id).execute(ctx.tx()).await?;
         Ok(())
     }
 
     async fn effects(&self) -> Effects {
-        let sql = format!(
-            "select count(*), coalesce(max(times), 0) from \"{}\".effects",
-            self.schema
-        );
-        let (orders, most): (i64, i32) = sqlx::query_as(AssertSqlSafe(sql))
-            .fetch_one(self.store.pool())
-            .await
-            .unwrap();
-        Effects {
-            orders: orders as u64,
-            most: most as u64,
-        }
+        self.effects.effects().await
     }
 
     async fn teardown(&self) {
-        let sql = format!("drop schema if exists \"{}\" cascade", self.schema);
-        sqlx::query(AssertSqlSafe(sql))
-            .execute(self.store.pool())
-            .await
-            .unwrap();
+        self.effects.drop_schema().await;
     }
 }
 
