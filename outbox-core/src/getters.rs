@@ -1,4 +1,4 @@
-//! The getters every options type has, written once.
+//! The setters and getters every options type has, written once.
 
 /// Writes the `get_*` getters of an options type: one a line, the getter's
 /// name, what it returns and the field it reads, each documented as the
@@ -83,5 +83,83 @@ macro_rules! getters {
             self.$field
         }
         $crate::getters!(@each $($rest)*);
+    };
+}
+
+/// Writes the settings of an options type: for each, declared once, its
+/// consuming setter and its `get_*` getter. An entry is the setter's doc,
+/// its name and argument, then what it stores when that is not the
+/// argument itself (`= limit.max(1)`, `= Some(limit)`, `= name.into()`),
+/// then the getter's name and what it returns. The setter writes the field
+/// named after it; the getter reads that field, by reference when its type
+/// starts with `&`, or through a method named after it (`= as_deref()`).
+///
+/// ```
+/// use std::time::Duration;
+///
+/// /// Settings of a poller.
+/// #[derive(Debug, Default)]
+/// pub struct PollerOptions {
+///     name: String,
+///     interval: Duration,
+///     limit: Option<usize>,
+///     label: Option<String>,
+/// }
+///
+/// tidings_core::settings!(PollerOptions {
+///     /// The poller's name; default: empty.
+///     name(name: impl Into<String>) = name.into(), get_name: &str;
+///     /// The time between polls; default: none.
+///     interval(interval: Duration), get_interval: Duration;
+///     /// The most items a poll takes (at least 1); default: no limit.
+///     limit(limit: usize) = Some(limit.max(1)), get_limit: Option<usize>;
+///     /// A label for logs; default: none.
+///     label(label: impl Into<String>) = Some(label.into()), get_label: Option<&str> = as_deref();
+/// });
+///
+/// let options = PollerOptions::default().name("orders").limit(0).label("a");
+/// assert_eq!(options.get_name(), "orders");
+/// assert_eq!(options.get_limit(), Some(1));
+/// assert_eq!(options.get_label(), Some("a"));
+/// assert_eq!(options.get_interval(), Duration::ZERO);
+/// ```
+#[macro_export]
+macro_rules! settings {
+    ($options:ty { $($settings:tt)* }) => {
+        impl $options {
+            $crate::settings!(@each $($settings)*);
+        }
+    };
+    (@each) => {};
+    (@each $(#[$doc:meta])* $set:ident($arg:ident: $input:ty) $(= $value:expr)?, $get:ident: $($rest:tt)*) => {
+        $(#[$doc])*
+        pub fn $set(mut self, $arg: $input) -> Self {
+            self.$set = $crate::settings!(@value $arg $(, $value)?);
+            self
+        }
+        $crate::settings!(@getter $set $get: $($rest)*);
+    };
+    (@value $arg:ident) => { $arg };
+    (@value $arg:ident, $value:expr) => { $value };
+    (@getter $field:ident $get:ident: &$t:ty; $($rest:tt)*) => {
+        #[doc = concat!("The [`", stringify!($field), "`](Self::", stringify!($field), ") setting.")]
+        pub fn $get(&self) -> &$t {
+            &self.$field
+        }
+        $crate::settings!(@each $($rest)*);
+    };
+    (@getter $field:ident $get:ident: $t:ty = $method:ident(); $($rest:tt)*) => {
+        #[doc = concat!("The [`", stringify!($field), "`](Self::", stringify!($field), ") setting.")]
+        pub fn $get(&self) -> $t {
+            self.$field.$method()
+        }
+        $crate::settings!(@each $($rest)*);
+    };
+    (@getter $field:ident $get:ident: $t:ty; $($rest:tt)*) => {
+        #[doc = concat!("The [`", stringify!($field), "`](Self::", stringify!($field), ") setting.")]
+        pub fn $get(&self) -> $t {
+            self.$field
+        }
+        $crate::settings!(@each $($rest)*);
     };
 }

@@ -4,7 +4,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::error::RDKafkaErrorCode;
 
-use tidings_core::getters;
+use tidings_core::settings;
 
 use crate::error::{ClientError, ConnectError, Failed, TopologyError, failed_topology};
 use crate::names::{dead_letter_topic, retry_topic, validate_with_companions};
@@ -25,33 +25,18 @@ impl TopicOptions {
     /// Default [`replication_factor`](Self::replication_factor): 1; use 3
     /// on a production cluster.
     pub const DEFAULT_REPLICATION_FACTOR: i32 = 1;
+}
 
+settings!(TopicOptions {
     /// The number of partitions of the topic and of its retry and
     /// dead-letter topics (at least 1); the consumers of one group share
     /// them. Default [`DEFAULT_PARTITIONS`](Self::DEFAULT_PARTITIONS).
-    pub fn partitions(mut self, partitions: i32) -> Self {
-        self.partitions = partitions.max(1);
-        self
-    }
-
+    partitions(partitions: i32) = partitions.max(1), get_partitions: i32;
     /// How many brokers keep a copy of each partition (at least 1); default
     /// [`DEFAULT_REPLICATION_FACTOR`](Self::DEFAULT_REPLICATION_FACTOR).
-    pub fn replication_factor(mut self, factor: i32) -> Self {
-        self.replication_factor = factor.max(1);
-        self
-    }
-
+    replication_factor(factor: i32) = factor.max(1), get_replication_factor: i32;
     /// The topics' `max.message.bytes`; the broker's default when unset.
-    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
-        self.max_message_bytes = Some(bytes);
-        self
-    }
-}
-
-getters!(TopicOptions {
-    get_partitions: i32 = partitions;
-    get_replication_factor: i32 = replication_factor;
-    get_max_message_bytes: Option<usize> = max_message_bytes;
+    max_message_bytes(bytes: usize) = Some(bytes), get_max_message_bytes: Option<usize>;
 });
 
 impl Default for TopicOptions {
