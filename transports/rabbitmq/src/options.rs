@@ -88,7 +88,6 @@ pub struct DestinationOptions {
     pub(crate) routing_key: RoutingKey,
 }
 
-
 settings!(DestinationOptions {
     /// The exchange to publish to. Default: the exchange named after the
     /// destination, which [`Topology`](crate::Topology) declares.

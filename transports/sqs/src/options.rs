@@ -17,7 +17,6 @@ pub struct DestinationOptions {
     pub(crate) delay: Option<Duration>,
 }
 
-
 settings!(DestinationOptions {
     /// Delays every message to this destination by `delay` (the message's
     /// `DelaySeconds`, rounded up to whole seconds, at most [`MAX_DELAY`]).
