@@ -141,7 +141,8 @@ tidings_core::settings!(ConsumerOptions {
     handler_timeout(timeout: Duration), get_handler_timeout: Duration;
     /// How long a nacked delivery stays away; `None`, the default,
     /// redelivers at once.
-    redelivery_delay(delay: impl Into<Option<Duration>>) = delay.into(), get_redelivery_delay: Option<Duration>;
+    redelivery_delay(delay: impl Into<Option<Duration>>) = delay.into(),
+        get_redelivery_delay: Option<Duration>;
     /// Waits before subscribing again after the source fails; default
     /// [`DEFAULT_RESTART_BACKOFF`](Self::DEFAULT_RESTART_BACKOFF).
     restart_backoff(backoff: Backoff), get_restart_backoff: Backoff;

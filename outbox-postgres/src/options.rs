@@ -181,7 +181,8 @@ settings!(PgOutboxOptions {
     /// `LISTEN`, give the server's own address here; without it, a
     /// listener wakes its relay only for this process's commits, and relays
     /// elsewhere find other processes' events by polling.
-    listen_options(options: PgConnectOptions) = Some(options), get_listen_options: Option<&PgConnectOptions> = as_ref();
+    listen_options(options: PgConnectOptions) = Some(options),
+        get_listen_options: Option<&PgConnectOptions> = as_ref();
     /// The clock stamping staged events (`occurred_at` and hybrid-clock
     /// stamps); default: the system clock. Lease and retry times always use
     /// the database clock.

@@ -54,7 +54,8 @@ impl CleanerOptions {
 crate::settings!(CleanerOptions {
     /// Keeps published rows this long; `None` never deletes them. Default
     /// [`DEFAULT_KEEP_PUBLISHED`](Self::DEFAULT_KEEP_PUBLISHED).
-    keep_published(keep: impl Into<Option<Duration>>) = keep.into(), get_keep_published: Option<Duration>;
+    keep_published(keep: impl Into<Option<Duration>>) = keep.into(),
+        get_keep_published: Option<Duration>;
     /// Keeps failed rows this long; `None`, the default, never deletes
     /// them.
     keep_failed(keep: impl Into<Option<Duration>>) = keep.into(), get_keep_failed: Option<Duration>;

@@ -94,7 +94,8 @@ crate::settings!(RelayOptions {
     /// started alone after a crash recovers what the dead one held. `None`
     /// leaves that to a separate [`Sweeper`](super::Sweeper) step. Default
     /// [`DEFAULT_SWEEP_INTERVAL`](Self::DEFAULT_SWEEP_INTERVAL).
-    sweep_interval(sweep_interval: impl Into<Option<Duration>>) = sweep_interval.into(), get_sweep_interval: Option<Duration>;
+    sweep_interval(sweep_interval: impl Into<Option<Duration>>) = sweep_interval.into(),
+        get_sweep_interval: Option<Duration>;
     /// How many pipelined drains work an unordered route's backlog at
     /// once, each claiming, publishing and settling its own batches; the
     /// store hands each its own rows, and their publishes overlap whatever

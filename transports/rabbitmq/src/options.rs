@@ -91,7 +91,8 @@ pub struct DestinationOptions {
 settings!(DestinationOptions {
     /// The exchange to publish to. Default: the exchange named after the
     /// destination, which [`Topology`](crate::Topology) declares.
-    exchange(exchange: impl Into<String>) = Some(exchange.into()), get_exchange: Option<&str> = as_deref();
+    exchange(exchange: impl Into<String>) = Some(exchange.into()),
+        get_exchange: Option<&str> = as_deref();
     /// The routing key; default [`RoutingKey::Destination`].
     routing_key(routing_key: RoutingKey), get_routing_key: RoutingKey;
 });

@@ -159,7 +159,8 @@ settings!(SourceOptions {
     wait_time(wait: Duration) = wait.min(Self::DEFAULT_WAIT_TIME), get_wait_time: Duration;
     /// The visibility timeout of received messages, rounded up to whole
     /// seconds. Default: the queue's own `VisibilityTimeout`.
-    visibility_timeout(timeout: Duration) = Some(timeout.min(MAX_VISIBILITY_TIMEOUT)), get_visibility_timeout: Option<Duration>;
+    visibility_timeout(timeout: Duration) = Some(timeout.min(MAX_VISIBILITY_TIMEOUT)),
+        get_visibility_timeout: Option<Duration>;
     /// Whether received messages have their visibility extended while they
     /// wait or their handler runs (default `true`): every third of the
     /// visibility timeout, by one visibility timeout, until the delivery is settled or

@@ -90,7 +90,8 @@ settings!(QueueOptions {
     max_receive_count(count: u32) = Some(count.max(1)), get_max_receive_count: Option<u32>;
     /// The queue's `VisibilityTimeout` (whole seconds, at most 12 hours).
     /// Default: SQS's, 30 s.
-    visibility_timeout(timeout: Duration) = Some(timeout.min(MAX_VISIBILITY_TIMEOUT)), get_visibility_timeout: Option<Duration>;
+    visibility_timeout(timeout: Duration) = Some(timeout.min(MAX_VISIBILITY_TIMEOUT)),
+        get_visibility_timeout: Option<Duration>;
     /// How long SQS keeps a message (`MessageRetentionPeriod`, 60 s to 14
     /// days), for the queue and its dead-letter queue. Default: SQS's, 4
     /// days.
