@@ -93,6 +93,7 @@ macro_rules! getters {
 /// then the getter's name and what it returns. The setter writes the field
 /// named after it; the getter reads that field, by reference when its type
 /// starts with `&`, or through a method named after it (`= as_deref()`).
+/// A setting kept in a field of a field names both (`limits.max_length`).
 ///
 /// ```
 /// use std::time::Duration;
@@ -131,6 +132,19 @@ macro_rules! settings {
         }
     };
     (@each) => {};
+    (@each $(#[$doc:meta])* $parent:ident.$set:ident($arg:ident: $input:ty) $(= $value:expr)?, $get:ident: $t:ty; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub fn $set(mut self, $arg: $input) -> Self {
+            self.$parent.$set = $crate::settings!(@value $arg $(, $value)?);
+            self
+        }
+
+        #[doc = concat!("The [`", stringify!($set), "`](Self::", stringify!($set), ") setting.")]
+        pub fn $get(&self) -> $t {
+            self.$parent.$set
+        }
+        $crate::settings!(@each $($rest)*);
+    };
     (@each $(#[$doc:meta])* $set:ident($arg:ident: $input:ty) $(= $value:expr)?, $get:ident: $($rest:tt)*) => {
         $(#[$doc])*
         pub fn $set(mut self, $arg: $input) -> Self {

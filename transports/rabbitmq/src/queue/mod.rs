@@ -10,7 +10,7 @@ mod rules;
 
 use std::time::Duration;
 
-use tidings_core::{getters, settings};
+use tidings_core::settings;
 
 pub use dead_letter::DeadLetterOptions;
 pub use kind::{Overflow, QueueKind};
@@ -66,31 +66,6 @@ impl QueueOptions {
     pub fn stream() -> Self {
         Self::default().kind(QueueKind::Stream)
     }
-
-    /// At most this many ready messages in the queue (`x-max-length`);
-    /// default: no limit. Not on a stream.
-    pub fn max_length(mut self, messages: u64) -> Self {
-        self.limits.max_length = Some(messages);
-        self
-    }
-
-    /// At most this many bytes of ready message bodies in the queue
-    /// (`x-max-length-bytes`); default: no limit. On a stream, the size
-    /// past which its oldest segments are discarded.
-    pub fn max_length_bytes(mut self, bytes: u64) -> Self {
-        self.limits.max_length_bytes = Some(bytes);
-        self
-    }
-
-    /// What a full queue does with a new message (`x-overflow`); default:
-    /// not set, which the broker takes as [`Overflow::DropHead`]. Needs
-    /// [`max_length`](Self::max_length) or
-    /// [`max_length_bytes`](Self::max_length_bytes); not on a stream;
-    /// [`Overflow::RejectPublishDlx`] on classic queues only.
-    pub fn overflow(mut self, overflow: Overflow) -> Self {
-        self.limits.overflow = Some(overflow);
-        self
-    }
 }
 
 settings!(QueueOptions {
@@ -119,12 +94,19 @@ settings!(QueueOptions {
     /// How the dead-letter queue `q.dlq` is declared; default
     /// [`DeadLetterOptions::default`]: the queue's own type, no limits.
     dead_letter(options: DeadLetterOptions), get_dead_letter: DeadLetterOptions;
-});
-
-getters!(QueueOptions {
-    get_max_length: Option<u64> = limits.max_length;
-    get_max_length_bytes: Option<u64> = limits.max_length_bytes;
-    get_overflow: Option<Overflow> = limits.overflow;
+    /// At most this many ready messages in the queue (`x-max-length`);
+    /// default: no limit. Not on a stream.
+    limits.max_length(messages: u64) = Some(messages), get_max_length: Option<u64>;
+    /// At most this many bytes of ready message bodies in the queue
+    /// (`x-max-length-bytes`); default: no limit. On a stream, the size
+    /// past which its oldest segments are discarded.
+    limits.max_length_bytes(bytes: u64) = Some(bytes), get_max_length_bytes: Option<u64>;
+    /// What a full queue does with a new message (`x-overflow`); default:
+    /// not set, which the broker takes as [`Overflow::DropHead`]. Needs
+    /// [`max_length`](Self::max_length) or
+    /// [`max_length_bytes`](Self::max_length_bytes); not on a stream;
+    /// [`Overflow::RejectPublishDlx`] on classic queues only.
+    limits.overflow(overflow: Overflow) = Some(overflow), get_overflow: Option<Overflow>;
 });
 
 impl From<QueueKind> for QueueOptions {
