@@ -177,3 +177,57 @@ macro_rules! settings {
         $crate::settings!(@each $($rest)*);
     };
 }
+
+/// Writes the per-destination settings of a publisher's options type: the
+/// consuming setter `destination(name, options)` and the getter
+/// `get_destination(name)`, over a field
+/// `destinations: HashMap<String, DestinationOptions>`.
+///
+/// ```
+/// use std::collections::HashMap;
+///
+/// /// Settings for the messages of one destination.
+/// #[derive(Debug, Clone, Default, PartialEq)]
+/// pub struct DestinationOptions {
+///     priority: u8,
+/// }
+///
+/// /// Settings of a publisher.
+/// #[derive(Debug, Default)]
+/// pub struct PublisherOptions {
+///     destinations: HashMap<String, DestinationOptions>,
+/// }
+///
+/// tidings_core::destination_settings!(PublisherOptions, DestinationOptions);
+///
+/// let urgent = DestinationOptions { priority: 9 };
+/// let options = PublisherOptions::default().destination("alerts", urgent.clone());
+/// assert_eq!(options.get_destination("alerts"), Some(&urgent));
+/// assert_eq!(options.get_destination("orders"), None);
+/// ```
+#[macro_export]
+macro_rules! destination_settings {
+    ($options:ty, $destination:ident) => {
+        impl $options {
+            #[doc = concat!(
+                        "Settings for the messages whose destination is `destination`;\n",
+                        "destinations without settings use [`", stringify!($destination),
+                        "::default`].",
+                    )]
+            pub fn destination(
+                mut self,
+                destination: impl Into<String>,
+                options: $destination,
+            ) -> Self {
+                self.destinations.insert(destination.into(), options);
+                self
+            }
+
+            /// The [`destination`](Self::destination) settings of `destination`,
+            /// `None` where it has none of its own.
+            pub fn get_destination(&self, destination: &str) -> Option<&$destination> {
+                self.destinations.get(destination)
+            }
+        }
+    };
+}

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use tidings_core::{Backoff, settings};
+use tidings_core::{Backoff, destination_settings, settings};
 
 use crate::tls::TlsOptions;
 
@@ -114,23 +114,6 @@ impl PublisherOptions {
     pub const DEFAULT_CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
     /// Default [`confirm_channels`](Self::confirm_channels): 2.
     pub const DEFAULT_CONFIRM_CHANNELS: usize = 2;
-
-    /// Settings for the messages whose destination is `destination`;
-    /// destinations without settings use [`DestinationOptions::default`].
-    pub fn destination(
-        mut self,
-        destination: impl Into<String>,
-        options: DestinationOptions,
-    ) -> Self {
-        self.destinations.insert(destination.into(), options);
-        self
-    }
-
-    /// The [`destination`](Self::destination) settings of `destination`,
-    /// `None` where it has none of its own.
-    pub fn get_destination(&self, destination: &str) -> Option<&DestinationOptions> {
-        self.destinations.get(destination)
-    }
 }
 
 settings!(PublisherOptions {
@@ -162,6 +145,8 @@ settings!(PublisherOptions {
     /// ```
     confirm_channels(channels: usize) = channels.max(1), get_confirm_channels: usize;
 });
+
+destination_settings!(PublisherOptions, DestinationOptions);
 
 impl Default for PublisherOptions {
     fn default() -> Self {

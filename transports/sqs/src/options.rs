@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use tidings_core::{Backoff, settings};
+use tidings_core::{Backoff, destination_settings, settings};
 
 /// The longest `DelaySeconds` SQS accepts: 15 minutes.
 pub const MAX_DELAY: Duration = Duration::from_secs(900);
@@ -45,23 +45,6 @@ impl PublisherOptions {
     /// Default [`default_message_group`](Self::default_message_group):
     /// `default`.
     pub const DEFAULT_MESSAGE_GROUP: &'static str = "default";
-
-    /// Settings for the messages whose destination is `destination`;
-    /// destinations without settings use [`DestinationOptions::default`].
-    pub fn destination(
-        mut self,
-        destination: impl Into<String>,
-        options: DestinationOptions,
-    ) -> Self {
-        self.destinations.insert(destination.into(), options);
-        self
-    }
-
-    /// The [`destination`](Self::destination) settings of `destination`,
-    /// `None` where it has none of its own.
-    pub fn get_destination(&self, destination: &str) -> Option<&DestinationOptions> {
-        self.destinations.get(destination)
-    }
 }
 
 settings!(PublisherOptions {
@@ -81,6 +64,8 @@ settings!(PublisherOptions {
     /// Default [`DEFAULT_MESSAGE_GROUP`](Self::DEFAULT_MESSAGE_GROUP).
     default_message_group(group: impl Into<String>) = group.into(), get_default_message_group: &str;
 });
+
+destination_settings!(PublisherOptions, DestinationOptions);
 
 impl Default for PublisherOptions {
     fn default() -> Self {
