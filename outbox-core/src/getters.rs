@@ -209,11 +209,8 @@ macro_rules! settings {
 macro_rules! destination_settings {
     ($options:ty, $destination:ident) => {
         impl $options {
-            #[doc = concat!(
-                        "Settings for the messages whose destination is `destination`;\n",
-                        "destinations without settings use [`", stringify!($destination),
-                        "::default`].",
-                    )]
+            /// Settings for the messages whose destination is `destination`;
+            #[doc = concat!("destinations without settings use [`", stringify!($destination), "::default`].")]
             pub fn destination(
                 mut self,
                 destination: impl Into<String>,
