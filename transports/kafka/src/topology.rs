@@ -1,8 +1,8 @@
 //! Creating a topic with its retry and dead-letter topics.
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication, TopicResult};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::error::{KafkaResult, RDKafkaErrorCode};
 
 use tidings_core::settings;
 
@@ -135,28 +135,14 @@ impl Topology {
                 }
             })
             .collect();
-        let created = async {
-            let results = self.admin.create_topics(&new, &self.options).await;
-            results.map_err(Failed::Kafka)
-        };
-        let results = self
-            .watcher
-            .watch()
-            .race(created)
-            .await
-            .map_err(|failed| failed_topology(failed, "create topic", topic))?;
-        for result in results {
-            match result {
-                Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-                Err((name, code)) => {
-                    return Err(TopologyError::Broker {
-                        action: "create topic",
-                        topic: name,
-                        reason: code.to_string(),
-                    });
-                }
-            }
-        }
+        let created = self.admin.create_topics(&new, &self.options);
+        self.settle(
+            created,
+            "create topic",
+            topic,
+            RDKafkaErrorCode::TopicAlreadyExists,
+        )
+        .await?;
         tracing::info!(
             messaging.destination.name = topic,
             partitions = options.partitions,
@@ -180,22 +166,40 @@ impl Topology {
             dead_letter_topic(topic),
         ];
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let deleted = async {
-            let results = self.admin.delete_topics(&refs, &self.options).await;
-            results.map_err(Failed::Kafka)
-        };
+        let deleted = self.admin.delete_topics(&refs, &self.options);
+        self.settle(
+            deleted,
+            "delete topic",
+            topic,
+            RDKafkaErrorCode::UnknownTopicOrPartition,
+        )
+        .await
+    }
+
+    /// Waits for an admin call on `topic` and its companions, given up
+    /// when the connection is lost; a topic answered with `done` (already
+    /// there, already gone) counts as done.
+    async fn settle(
+        &self,
+        call: impl Future<Output = KafkaResult<Vec<TopicResult>>>,
+        action: &'static str,
+        topic: &str,
+        done: RDKafkaErrorCode,
+    ) -> Result<(), TopologyError> {
+        let call = async { call.await.map_err(Failed::Kafka) };
         let results = self
             .watcher
             .watch()
-            .race(deleted)
+            .race(call)
             .await
-            .map_err(|failed| failed_topology(failed, "delete topic", topic))?;
+            .map_err(|failed| failed_topology(failed, action, topic))?;
         for result in results {
             match result {
-                Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
+                Ok(_) => {}
+                Err((_, code)) if code == done => {}
                 Err((name, code)) => {
                     return Err(TopologyError::Broker {
-                        action: "delete topic",
+                        action,
                         topic: name,
                         reason: code.to_string(),
                     });
