@@ -138,11 +138,7 @@ macro_rules! settings {
             self.$parent.$set = $crate::settings!(@value $arg $(, $value)?);
             self
         }
-
-        #[doc = concat!("The [`", stringify!($set), "`](Self::", stringify!($set), ") setting.")]
-        pub fn $get(&self) -> $t {
-            self.$parent.$set
-        }
+        $crate::getters!(@each $get: $t = $parent.$set;);
         $crate::settings!(@each $($rest)*);
     };
     (@each $(#[$doc:meta])* $set:ident($arg:ident: $input:ty) $(= $value:expr)?, $get:ident: $($rest:tt)*) => {
@@ -156,24 +152,15 @@ macro_rules! settings {
     (@value $arg:ident) => { $arg };
     (@value $arg:ident, $value:expr) => { $value };
     (@getter $field:ident $get:ident: &$t:ty; $($rest:tt)*) => {
-        #[doc = concat!("The [`", stringify!($field), "`](Self::", stringify!($field), ") setting.")]
-        pub fn $get(&self) -> &$t {
-            &self.$field
-        }
+        $crate::getters!(@each $get: &$t = $field;);
         $crate::settings!(@each $($rest)*);
     };
     (@getter $field:ident $get:ident: $t:ty = $method:ident(); $($rest:tt)*) => {
-        #[doc = concat!("The [`", stringify!($field), "`](Self::", stringify!($field), ") setting.")]
-        pub fn $get(&self) -> $t {
-            self.$field.$method()
-        }
+        $crate::getters!(@each $get: $t = $field.$method(););
         $crate::settings!(@each $($rest)*);
     };
     (@getter $field:ident $get:ident: $t:ty; $($rest:tt)*) => {
-        #[doc = concat!("The [`", stringify!($field), "`](Self::", stringify!($field), ") setting.")]
-        pub fn $get(&self) -> $t {
-            self.$field
-        }
+        $crate::getters!(@each $get: $t = $field;);
         $crate::settings!(@each $($rest)*);
     };
 }
