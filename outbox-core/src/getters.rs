@@ -5,7 +5,9 @@
 /// setting of the setter named after the field. A getter returning a
 /// reference starts its type with `&`; one that reads through a method
 /// names it after the field (`tls.as_ref()`); one that reads a field of a
-/// field names both (`limits.max_length`).
+/// field names both (`limits.max_length`). Where the setter only stores
+/// its argument, [`settings!`](crate::settings) writes the setter and the
+/// getter together.
 ///
 /// ```
 /// use std::time::Duration;
