@@ -128,12 +128,13 @@ macro_rules! getters {
 /// ```
 #[macro_export]
 macro_rules! settings {
+    (@value $arg:ident) => { $arg };
+    (@value $arg:ident, $value:expr) => { $value };
     ($options:ty { $($settings:tt)* }) => {
         impl $options {
             $crate::settings!(@each $($settings)*);
         }
     };
-    (@each) => {};
     (@each $(#[$doc:meta])* $parent:ident.$set:ident($arg:ident: $input:ty) $(= $value:expr)?, $get:ident: $t:ty; $($rest:tt)*) => {
         $(#[$doc])*
         pub fn $set(mut self, $arg: $input) -> Self {
@@ -151,8 +152,6 @@ macro_rules! settings {
         }
         $crate::settings!(@getter $set $get: $($rest)*);
     };
-    (@value $arg:ident) => { $arg };
-    (@value $arg:ident, $value:expr) => { $value };
     (@getter $field:ident $get:ident: &$t:ty; $($rest:tt)*) => {
         $crate::getters!(@each $get: &$t = $field;);
         $crate::settings!(@each $($rest)*);
@@ -165,6 +164,7 @@ macro_rules! settings {
         $crate::getters!(@each $get: $t = $field;);
         $crate::settings!(@each $($rest)*);
     };
+    (@each) => {};
 }
 
 /// Writes the per-destination settings of a publisher's options type: the
