@@ -65,15 +65,13 @@ impl ConsumerOptions {
     /// crashes of neighbours add (at most `max_deliveries + 1` per message
     /// that crashes the process, for each delivery prefetched behind it).
     pub const BROKER_COUNT_BACKSTOP: u32 = 10;
+}
 
+tidings_core::settings!(ConsumerOptions {
     /// Deliveries, or batches of them, handled at once.
     ///
     /// At least 1; default [`DEFAULT_CONCURRENCY`](Self::DEFAULT_CONCURRENCY).
-    pub fn concurrency(mut self, concurrency: usize) -> Self {
-        self.concurrency = concurrency.max(1);
-        self
-    }
-
+    concurrency(concurrency: usize) = concurrency.max(1), get_concurrency: usize;
     /// Deliveries at most that share one inbox transaction (at least 1,
     /// the default). Deliveries already waiting when a handler slot frees
     /// up are marked and handled one after another in one transaction,
@@ -86,18 +84,10 @@ impl ConsumerOptions {
     /// `concurrency × max_batch` for batches to fill.
     ///
     /// At least 1.
-    pub fn max_batch(mut self, max: usize) -> Self {
-        self.max_batch = max.max(1);
-        self
-    }
-
+    max_batch(max: usize) = max.max(1), get_max_batch: usize;
     /// How deliveries sharing an ordering key are ordered, and what a
     /// failing one does to its key ([`KeyOrder::Serial`] by default).
-    pub fn key_order(mut self, order: KeyOrder) -> Self {
-        self.key_order = order;
-        self
-    }
-
+    key_order(order: KeyOrder), get_key_order: KeyOrder;
     /// How many times a message's handler may start without committing
     /// before the message is dead-lettered without running it again.
     ///
@@ -115,22 +105,14 @@ impl ConsumerOptions {
     /// default, so a poison message stops by itself even on a queue whose
     /// broker counts deliveries loosely. `None` counts nothing and leaves
     /// parking to the broker's own redrive policy.
-    pub fn max_deliveries(mut self, max: impl Into<Option<u32>>) -> Self {
-        self.max_deliveries = max.into();
-        self
-    }
-
+    max_deliveries(max: impl Into<Option<u32>>) = max.into(), get_max_deliveries: Option<u32>;
     /// Handler attempts per delivery before it is nacked (at least 1);
     /// under [`KeyOrder::Strict`] a delivery with an ordering key gets
     /// [`strict_attempts`](Self::strict_attempts) instead and is never
     /// nacked.
     ///
     /// At least 1; default [`DEFAULT_ATTEMPTS`](Self::DEFAULT_ATTEMPTS).
-    pub fn attempts(mut self, attempts: u32) -> Self {
-        self.attempts = attempts.max(1);
-        self
-    }
-
+    attempts(attempts: u32) = attempts.max(1), get_attempts: u32;
     /// Whether failures a handler returns through `?` without saying their
     /// kind are read by the inbox store ([`InboxStore::is_permanent`]), so
     /// those that can never succeed on retry are dead-lettered at once
@@ -143,73 +125,32 @@ impl ConsumerOptions {
     /// [`InboxStore::is_permanent`]: tidings_core::InboxStore::is_permanent
     /// [`HandlerError::transient`]: crate::HandlerError::transient
     /// [`HandlerError::permanent`]: crate::HandlerError::permanent
-    pub fn classify_errors(mut self, classify: bool) -> Self {
-        self.classify_errors = classify;
-        self
-    }
-
+    classify_errors(classify: bool), get_classify_errors: bool;
     /// Under [`KeyOrder::Strict`], handler attempts in all for a delivery
     /// that holds its key before it is dead-lettered (at least 1). With
     /// the default backoff, 10 attempts hold a key for at most about 13 s
     /// of waits plus the handler runs.
     ///
     /// At least 1; default [`DEFAULT_STRICT_ATTEMPTS`](Self::DEFAULT_STRICT_ATTEMPTS).
-    pub fn strict_attempts(mut self, attempts: u32) -> Self {
-        self.strict_attempts = attempts.max(1);
-        self
-    }
-
+    strict_attempts(attempts: u32) = attempts.max(1), get_strict_attempts: u32;
     /// Waits between those attempts (and between strict attempts); default
     /// [`DEFAULT_RETRY_BACKOFF`](Self::DEFAULT_RETRY_BACKOFF).
-    pub fn retry_backoff(mut self, backoff: Backoff) -> Self {
-        self.retry_backoff = backoff;
-        self
-    }
-
+    retry_backoff(backoff: Backoff), get_retry_backoff: Backoff;
     /// How long a handler may run; a timeout counts as a transient failure.
     /// Default [`DEFAULT_HANDLER_TIMEOUT`](Self::DEFAULT_HANDLER_TIMEOUT).
-    pub fn handler_timeout(mut self, timeout: Duration) -> Self {
-        self.handler_timeout = timeout;
-        self
-    }
-
+    handler_timeout(timeout: Duration), get_handler_timeout: Duration;
     /// How long a nacked delivery stays away; `None`, the default,
     /// redelivers at once.
-    pub fn redelivery_delay(mut self, delay: impl Into<Option<Duration>>) -> Self {
-        self.redelivery_delay = delay.into();
-        self
-    }
-
+    redelivery_delay(delay: impl Into<Option<Duration>>) = delay.into(),
+        get_redelivery_delay: Option<Duration>;
     /// Waits before subscribing again after the source fails; default
     /// [`DEFAULT_RESTART_BACKOFF`](Self::DEFAULT_RESTART_BACKOFF).
-    pub fn restart_backoff(mut self, backoff: Backoff) -> Self {
-        self.restart_backoff = backoff;
-        self
-    }
-
+    restart_backoff(backoff: Backoff), get_restart_backoff: Backoff;
     /// How long running handlers get to finish on shutdown; the rest are
     /// left unsettled for redelivery, as is a delivery waiting to be
     /// retried. Default
     /// [`DEFAULT_SHUTDOWN_TIMEOUT`](Self::DEFAULT_SHUTDOWN_TIMEOUT).
-    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
-        self.shutdown_timeout = timeout;
-        self
-    }
-}
-
-tidings_core::getters!(ConsumerOptions {
-    get_concurrency: usize = concurrency;
-    get_max_batch: usize = max_batch;
-    get_key_order: KeyOrder = key_order;
-    get_max_deliveries: Option<u32> = max_deliveries;
-    get_attempts: u32 = attempts;
-    get_strict_attempts: u32 = strict_attempts;
-    get_retry_backoff: Backoff = retry_backoff;
-    get_classify_errors: bool = classify_errors;
-    get_handler_timeout: Duration = handler_timeout;
-    get_redelivery_delay: Option<Duration> = redelivery_delay;
-    get_restart_backoff: Backoff = restart_backoff;
-    get_shutdown_timeout: Duration = shutdown_timeout;
+    shutdown_timeout(timeout: Duration), get_shutdown_timeout: Duration;
 });
 
 impl Default for ConsumerOptions {

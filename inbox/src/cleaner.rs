@@ -51,33 +51,18 @@ impl InboxCleanerOptions {
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// How long marks (and attempt counts) are kept; default
-    /// [`DEFAULT_KEEP`](Self::DEFAULT_KEEP).
-    pub fn keep(mut self, keep: Duration) -> Self {
-        self.keep = keep;
-        self
-    }
-
-    /// The time between cleanups; default
-    /// [`DEFAULT_INTERVAL`](Self::DEFAULT_INTERVAL).
-    pub fn interval(mut self, interval: Duration) -> Self {
-        self.interval = interval;
-        self
-    }
-
-    /// The marks deleted per statement (at least 1); default
-    /// [`DEFAULT_BATCH`](Self::DEFAULT_BATCH).
-    pub fn batch(mut self, batch: usize) -> Self {
-        self.batch = batch.max(1);
-        self
-    }
 }
 
-tidings_core::getters!(InboxCleanerOptions {
-    get_keep: Duration = keep;
-    get_interval: Duration = interval;
-    get_batch: usize = batch;
+tidings_core::settings!(InboxCleanerOptions {
+    /// How long marks (and attempt counts) are kept; default
+    /// [`DEFAULT_KEEP`](Self::DEFAULT_KEEP).
+    keep(keep: Duration), get_keep: Duration;
+    /// The time between cleanups; default
+    /// [`DEFAULT_INTERVAL`](Self::DEFAULT_INTERVAL).
+    interval(interval: Duration), get_interval: Duration;
+    /// The marks deleted per statement (at least 1); default
+    /// [`DEFAULT_BATCH`](Self::DEFAULT_BATCH).
+    batch(batch: usize) = batch.max(1), get_batch: usize;
 });
 
 impl Default for InboxCleanerOptions {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use tidings_core::{Retention, SharedClock, SystemClock, getters};
+use tidings_core::{Retention, SharedClock, SystemClock, settings};
 
 /// Options of a [`MongoOutboxStore`](crate::MongoOutboxStore).
 ///
@@ -39,51 +39,26 @@ impl MongoOutboxOptions {
     pub fn new() -> Self {
         Self::default()
     }
+}
 
+settings!(MongoOutboxOptions {
     /// The outbox collection; default
     /// [`DEFAULT_COLLECTION`](Self::DEFAULT_COLLECTION).
-    pub fn collection(mut self, name: impl Into<String>) -> Self {
-        self.collection = name.into();
-        self
-    }
-
+    collection(name: impl Into<String>) = name.into(), get_collection: &str;
     /// The inbox collection; default
     /// [`DEFAULT_INBOX_COLLECTION`](Self::DEFAULT_INBOX_COLLECTION).
-    pub fn inbox_collection(mut self, name: impl Into<String>) -> Self {
-        self.inbox_collection = name.into();
-        self
-    }
-
+    inbox_collection(name: impl Into<String>) = name.into(), get_inbox_collection: &str;
     /// What happens to published documents; default [`Retention::Delete`].
-    pub fn retention(mut self, retention: Retention) -> Self {
-        self.retention = retention;
-        self
-    }
-
+    retention(retention: Retention), get_retention: Retention;
     /// How long [`transaction`](crate::MongoOutboxStore::transaction) keeps
     /// retrying transient failures before it gives up with the last one;
     /// default [`DEFAULT_TRANSACTION_TIMEOUT`](Self::DEFAULT_TRANSACTION_TIMEOUT).
-    pub fn transaction_timeout(mut self, timeout: Duration) -> Self {
-        self.transaction_timeout = timeout;
-        self
-    }
-
+    transaction_timeout(timeout: Duration), get_transaction_timeout: Duration;
     /// The clock for every time the store writes: `occurred_at`, hybrid
     /// clock stamps, availability, lease expiry and finishing times. Relays
     /// on several machines rely on their clocks roughly agreeing; leases
     /// much longer than the skew keep that safe. Default: the system clock.
-    pub fn clock(mut self, clock: SharedClock) -> Self {
-        self.clock = clock;
-        self
-    }
-}
-
-getters!(MongoOutboxOptions {
-    get_collection: &str = collection;
-    get_inbox_collection: &str = inbox_collection;
-    get_retention: Retention = retention;
-    get_transaction_timeout: Duration = transaction_timeout;
-    get_clock: &SharedClock = clock;
+    clock(clock: SharedClock), get_clock: &SharedClock;
 });
 
 impl Default for MongoOutboxOptions {

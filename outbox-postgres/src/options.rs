@@ -1,7 +1,7 @@
 //! How a store is set up: table names, retention, claims and clock.
 
 use sqlx::postgres::PgConnectOptions;
-use tidings_core::{Retention, SharedClock, SystemClock, getters};
+use tidings_core::{Retention, SharedClock, SystemClock, settings};
 
 use crate::{Layout, Pooling};
 
@@ -89,48 +89,30 @@ impl PgOutboxOptions {
     pub fn new() -> Self {
         Self::default()
     }
+}
 
+settings!(PgOutboxOptions {
     /// The schema holding the tables; [`migrate`](crate::PgOutboxStore::migrate)
     /// creates it when missing. Several outbox tables may share a schema.
     /// The schemas PostgreSQL keeps for itself (`information_schema` and
     /// every name starting with `pg_`) are refused by
     /// [`PgOutboxStore::new`](crate::PgOutboxStore::new). Default
     /// [`DEFAULT_SCHEMA`](Self::DEFAULT_SCHEMA).
-    pub fn schema(mut self, schema: impl Into<String>) -> Self {
-        self.schema = schema.into();
-        self
-    }
-
+    schema(schema: impl Into<String>) = schema.into(), get_schema: &str;
     /// The outbox table. Its migrations are recorded in `<table>_migrations`.
     /// Default [`DEFAULT_TABLE`](Self::DEFAULT_TABLE).
-    pub fn table(mut self, table: impl Into<String>) -> Self {
-        self.table = table.into();
-        self
-    }
-
+    table(table: impl Into<String>) = table.into(), get_table: &str;
     /// The inbox table. Outbox tables of one schema naming the same inbox
     /// share it: the first to migrate makes it. Default
     /// [`DEFAULT_INBOX_TABLE`](Self::DEFAULT_INBOX_TABLE).
-    pub fn inbox_table(mut self, table: impl Into<String>) -> Self {
-        self.inbox_table = table.into();
-        self
-    }
-
+    inbox_table(table: impl Into<String>) = table.into(), get_inbox_table: &str;
     /// What happens to published rows; default [`Retention::Delete`].
-    pub fn retention(mut self, retention: Retention) -> Self {
-        self.retention = retention;
-        self
-    }
-
+    retention(retention: Retention), get_retention: Retention;
     /// How the outbox table is laid out ([`Layout::Plain`] by default;
     /// [`Layout::Rotated`] where long transactions or lagging replicas
     /// may hold back vacuum). [`migrate`](crate::PgOutboxStore::migrate)
     /// builds the table in this layout, or converts a plain one.
-    pub fn layout(mut self, layout: Layout) -> Self {
-        self.layout = layout;
-        self
-    }
-
+    layout(layout: Layout), get_layout: Layout;
     /// Whether commits through [`begin`](crate::PgOutboxStore::begin)
     /// contexts hint relays in other processes (on by default). Hints are
     /// sent only while such a relay listens; turn them off where every
@@ -139,20 +121,12 @@ impl PgOutboxOptions {
     /// woken at commit, and the other replicas' relays, which would only
     /// compete for the same rows, keep polling instead. Transactions that
     /// announce inside themselves (`begin_on`, `context`) are not affected.
-    pub fn remote_hints(mut self, enabled: bool) -> Self {
-        self.remote_hints = enabled;
-        self
-    }
-
+    remote_hints(enabled: bool), get_remote_hints: bool;
     /// How relays' claims hold their rows ([`ClaimMode::Locked`] by
     /// default; [`ClaimMode::Leased`] for publishes that may outlast the
     /// lease or must not hold a connection). Stores of either mode can
     /// relay one table side by side.
-    pub fn claim_mode(mut self, mode: ClaimMode) -> Self {
-        self.claim_mode = mode;
-        self
-    }
-
+    claim_mode(mode: ClaimMode), get_claim_mode: ClaimMode;
     /// The most connections locked claims hold at once (at least one).
     /// They are the store's own, opened with the pool's settings and kept
     /// between batches, so a locked batch pays no pool checks and its claim
@@ -162,11 +136,7 @@ impl PgOutboxOptions {
     /// transaction pooler ([`Pooling::Transaction`]) they are the pool's
     /// own instead, so this must be below the pool's `max_connections`.
     /// Default [`DEFAULT_CLAIM_CONNECTIONS`](Self::DEFAULT_CLAIM_CONNECTIONS).
-    pub fn claim_connections(mut self, max: usize) -> Self {
-        self.claim_connections = max.max(1);
-        self
-    }
-
+    claim_connections(max: usize) = max.max(1), get_claim_connections: usize;
     /// The most locked claims of one per-key route that run at once,
     /// across every relay on the table (at least one; default
     /// [`DEFAULT_PER_KEY_CLAIMS`](Self::DEFAULT_PER_KEY_CLAIMS)). A
@@ -192,11 +162,7 @@ impl PgOutboxOptions {
     /// assert_eq!(options.get_per_key_claims(), 1);
     /// assert_eq!(options.per_key_claims(0).get_per_key_claims(), 1);
     /// ```
-    pub fn per_key_claims(mut self, max: usize) -> Self {
-        self.per_key_claims = max.max(1);
-        self
-    }
-
+    per_key_claims(max: usize) = max.max(1), get_per_key_claims: usize;
     /// How the pool reaches PostgreSQL ([`Pooling::Direct`] by default).
     /// Behind a pooler in transaction mode (PgBouncer's `pool_mode =
     /// transaction`, RDS Proxy, Supabase's pooler), set
@@ -208,44 +174,19 @@ impl PgOutboxOptions {
     /// claims behind such a pooler when
     /// [`claim_connections`](Self::claim_connections) would take the whole
     /// pool.
-    pub fn pooling(mut self, pooling: Pooling) -> Self {
-        self.pooling = pooling;
-        self
-    }
-
+    pooling(pooling: Pooling), get_pooling: Pooling;
     /// Where [wake-up sources](crate::PgOutboxStore::wakeup_source) connect, when not
     /// through the pool: a direct connection to the server (none by
     /// default). Behind a pooler in transaction mode, which cannot carry a
     /// `LISTEN`, give the server's own address here; without it, a
     /// listener wakes its relay only for this process's commits, and relays
     /// elsewhere find other processes' events by polling.
-    pub fn listen_options(mut self, options: PgConnectOptions) -> Self {
-        self.listen_options = Some(options);
-        self
-    }
-
+    listen_options(options: PgConnectOptions) = Some(options),
+        get_listen_options: Option<&PgConnectOptions> = as_ref();
     /// The clock stamping staged events (`occurred_at` and hybrid-clock
     /// stamps); default: the system clock. Lease and retry times always use
     /// the database clock.
-    pub fn clock(mut self, clock: SharedClock) -> Self {
-        self.clock = clock;
-        self
-    }
-}
-
-getters!(PgOutboxOptions {
-    get_schema: &str = schema;
-    get_table: &str = table;
-    get_inbox_table: &str = inbox_table;
-    get_retention: Retention = retention;
-    get_layout: Layout = layout;
-    get_remote_hints: bool = remote_hints;
-    get_claim_mode: ClaimMode = claim_mode;
-    get_claim_connections: usize = claim_connections;
-    get_per_key_claims: usize = per_key_claims;
-    get_pooling: Pooling = pooling;
-    get_listen_options: Option<&PgConnectOptions> = listen_options.as_ref();
-    get_clock: &SharedClock = clock;
+    clock(clock: SharedClock), get_clock: &SharedClock;
 });
 
 impl Default for PgOutboxOptions {

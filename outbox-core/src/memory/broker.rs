@@ -38,27 +38,17 @@ impl MemoryBrokerOptions {
     pub fn new() -> Self {
         Self::default()
     }
+}
 
+crate::settings!(MemoryBrokerOptions {
     /// Messages larger than this (payload plus attributes) are refused
     /// with [`PublishError::TooLarge`]; default
     /// [`DEFAULT_MAX_MESSAGE_SIZE`](Self::DEFAULT_MAX_MESSAGE_SIZE).
-    pub fn max_message_size(mut self, bytes: usize) -> Self {
-        self.max_message_size = bytes;
-        self
-    }
-
+    max_message_size(bytes: usize), get_max_message_size: usize;
     /// Enqueues every n-th accepted message twice (n at least 1), as
     /// at-least-once brokers sometimes do, so consumers can prove they
     /// dedupe; default: never.
-    pub fn duplicate_every(mut self, n: u32) -> Self {
-        self.duplicate_every = Some(n.max(1));
-        self
-    }
-}
-
-crate::getters!(MemoryBrokerOptions {
-    get_max_message_size: usize = max_message_size;
-    get_duplicate_every: Option<u32> = duplicate_every;
+    duplicate_every(n: u32) = Some(n.max(1)), get_duplicate_every: Option<u32>;
 });
 
 impl Default for MemoryBrokerOptions {

@@ -28,26 +28,16 @@ impl MemoryStoreOptions {
     pub fn new() -> Self {
         Self::default()
     }
+}
 
+crate::settings!(MemoryStoreOptions {
     /// The clock the store reads time from: a
     /// [`ManualClock`](crate::ManualClock) in tests, so delays and retries
     /// pass when the test says. Default: the system clock
     /// ([`SystemClock::shared`]).
-    pub fn clock(mut self, clock: SharedClock) -> Self {
-        self.clock = clock;
-        self
-    }
-
+    clock(clock: SharedClock), get_clock: &SharedClock;
     /// What happens to published rows; default [`Retention::Delete`].
-    pub fn retention(mut self, retention: Retention) -> Self {
-        self.retention = retention;
-        self
-    }
-}
-
-crate::getters!(MemoryStoreOptions {
-    get_clock: &SharedClock = clock;
-    get_retention: Retention = retention;
+    retention(retention: Retention), get_retention: Retention;
 });
 
 impl Default for MemoryStoreOptions {

@@ -49,41 +49,22 @@ impl CleanerOptions {
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// Keeps published rows this long; `None` never deletes them. Default
-    /// [`DEFAULT_KEEP_PUBLISHED`](Self::DEFAULT_KEEP_PUBLISHED).
-    pub fn keep_published(mut self, keep: impl Into<Option<Duration>>) -> Self {
-        self.keep_published = keep.into();
-        self
-    }
-
-    /// Keeps failed rows this long; `None`, the default, never deletes
-    /// them.
-    pub fn keep_failed(mut self, keep: impl Into<Option<Duration>>) -> Self {
-        self.keep_failed = keep.into();
-        self
-    }
-
-    /// The time between cleanups; default
-    /// [`DEFAULT_INTERVAL`](Self::DEFAULT_INTERVAL).
-    pub fn interval(mut self, interval: Duration) -> Self {
-        self.interval = interval;
-        self
-    }
-
-    /// The rows deleted per statement (at least 1); default
-    /// [`DEFAULT_BATCH`](Self::DEFAULT_BATCH).
-    pub fn batch(mut self, batch: usize) -> Self {
-        self.batch = batch.max(1);
-        self
-    }
 }
 
-crate::getters!(CleanerOptions {
-    get_keep_published: Option<Duration> = keep_published;
-    get_keep_failed: Option<Duration> = keep_failed;
-    get_interval: Duration = interval;
-    get_batch: usize = batch;
+crate::settings!(CleanerOptions {
+    /// Keeps published rows this long; `None` never deletes them. Default
+    /// [`DEFAULT_KEEP_PUBLISHED`](Self::DEFAULT_KEEP_PUBLISHED).
+    keep_published(keep: impl Into<Option<Duration>>) = keep.into(),
+        get_keep_published: Option<Duration>;
+    /// Keeps failed rows this long; `None`, the default, never deletes
+    /// them.
+    keep_failed(keep: impl Into<Option<Duration>>) = keep.into(), get_keep_failed: Option<Duration>;
+    /// The time between cleanups; default
+    /// [`DEFAULT_INTERVAL`](Self::DEFAULT_INTERVAL).
+    interval(interval: Duration), get_interval: Duration;
+    /// The rows deleted per statement (at least 1); default
+    /// [`DEFAULT_BATCH`](Self::DEFAULT_BATCH).
+    batch(batch: usize) = batch.max(1), get_batch: usize;
 });
 
 impl Default for CleanerOptions {

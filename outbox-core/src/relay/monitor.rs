@@ -45,17 +45,12 @@ impl MonitorOptions {
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// The time between two readings; default
-    /// [`DEFAULT_INTERVAL`](Self::DEFAULT_INTERVAL).
-    pub fn interval(mut self, interval: Duration) -> Self {
-        self.interval = interval;
-        self
-    }
 }
 
-crate::getters!(MonitorOptions {
-    get_interval: Duration = interval;
+crate::settings!(MonitorOptions {
+    /// The time between two readings; default
+    /// [`DEFAULT_INTERVAL`](Self::DEFAULT_INTERVAL).
+    interval(interval: Duration), get_interval: Duration;
 });
 
 impl Default for MonitorOptions {

@@ -55,7 +55,9 @@ impl RelayOptions {
     /// keep their order across batches, as consumers of unordered routes
     /// with keys (Kafka partitions, RabbitMQ's keyed channels) expect.
     pub const DEFAULT_DRAINS: usize = 1;
+}
 
+crate::settings!(RelayOptions {
     /// The most rows claimed per pass. A relay claims only a
     /// [`publish_window`](Self::publish_window)'s worth when it starts and
     /// after a claim that held a row with crashes counted against it, so a
@@ -63,11 +65,7 @@ impl RelayOptions {
     /// rows with it, however large this is.
     ///
     /// At least 1; default [`DEFAULT_BATCH_SIZE`](Self::DEFAULT_BATCH_SIZE).
-    pub fn batch_size(mut self, batch_size: usize) -> Self {
-        self.batch_size = batch_size.max(1);
-        self
-    }
-
+    batch_size(batch_size: usize) = batch_size.max(1), get_batch_size: usize;
     /// Envelopes handed to the publisher at once: a claimed batch larger
     /// than this is published in windows of this size, each after the one
     /// before has been answered, so it bounds how many messages await the
@@ -76,51 +74,28 @@ impl RelayOptions {
     ///
     /// At least 1; default
     /// [`DEFAULT_PUBLISH_WINDOW`](Self::DEFAULT_PUBLISH_WINDOW).
-    pub fn publish_window(mut self, publish_window: usize) -> Self {
-        self.publish_window = publish_window.max(1);
-        self
-    }
-
+    publish_window(publish_window: usize) = publish_window.max(1), get_publish_window: usize;
     /// How long a claim holds before a sweep may take the rows back. Longer
     /// than the slowest publish of a batch. Default
     /// [`DEFAULT_LEASE`](Self::DEFAULT_LEASE).
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.lease = lease;
-        self
-    }
-
+    lease(lease: Duration), get_lease: Duration;
     /// The polling floor: the longest the relay sleeps without a wake-up;
     /// default [`DEFAULT_POLL_INTERVAL`](Self::DEFAULT_POLL_INTERVAL).
-    pub fn poll_interval(mut self, poll_interval: Duration) -> Self {
-        self.poll_interval = poll_interval;
-        self
-    }
-
+    poll_interval(poll_interval: Duration), get_poll_interval: Duration;
     /// Claims that never finished before a row is failed as poison
     /// (crash-loop protection); default
     /// [`DEFAULT_MAX_CRASHES`](Self::DEFAULT_MAX_CRASHES).
-    pub fn max_crashes(mut self, max_crashes: u32) -> Self {
-        self.max_crashes = max_crashes;
-        self
-    }
-
+    max_crashes(max_crashes: u32), get_max_crashes: u32;
     /// Waits between passes while the store is unavailable; default
     /// [`DEFAULT_ERROR_BACKOFF`](Self::DEFAULT_ERROR_BACKOFF).
-    pub fn error_backoff(mut self, error_backoff: Backoff) -> Self {
-        self.error_backoff = error_backoff;
-        self
-    }
-
+    error_backoff(error_backoff: Backoff), get_error_backoff: Backoff;
     /// How often the relay returns its route's rows whose claims died
     /// (expired leases, claims of a dead relay) to pending, so a relay
     /// started alone after a crash recovers what the dead one held. `None`
     /// leaves that to a separate [`Sweeper`](super::Sweeper) step. Default
     /// [`DEFAULT_SWEEP_INTERVAL`](Self::DEFAULT_SWEEP_INTERVAL).
-    pub fn sweep_interval(mut self, sweep_interval: impl Into<Option<Duration>>) -> Self {
-        self.sweep_interval = sweep_interval.into();
-        self
-    }
-
+    sweep_interval(sweep_interval: impl Into<Option<Duration>>) = sweep_interval.into(),
+        get_sweep_interval: Option<Duration>;
     /// How many pipelined drains work an unordered route's backlog at
     /// once, each claiming, publishing and settling its own batches; the
     /// store hands each its own rows, and their publishes overlap whatever
@@ -139,21 +114,7 @@ impl RelayOptions {
     /// drain overlapped its own publishes; not measured since.
     ///
     /// At least 1; default [`DEFAULT_DRAINS`](Self::DEFAULT_DRAINS).
-    pub fn drains(mut self, drains: usize) -> Self {
-        self.drains = drains.max(1);
-        self
-    }
-}
-
-crate::getters!(RelayOptions {
-    get_batch_size: usize = batch_size;
-    get_publish_window: usize = publish_window;
-    get_lease: Duration = lease;
-    get_poll_interval: Duration = poll_interval;
-    get_max_crashes: u32 = max_crashes;
-    get_error_backoff: Backoff = error_backoff;
-    get_sweep_interval: Option<Duration> = sweep_interval;
-    get_drains: usize = drains;
+    drains(drains: usize) = drains.max(1), get_drains: usize;
 });
 
 impl Default for RelayOptions {

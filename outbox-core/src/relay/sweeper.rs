@@ -44,25 +44,15 @@ impl SweeperOptions {
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// The time between sweeps; default
-    /// [`DEFAULT_INTERVAL`](Self::DEFAULT_INTERVAL).
-    pub fn interval(mut self, interval: Duration) -> Self {
-        self.interval = interval;
-        self
-    }
-
-    /// The most rows one sweep returns to pending (at least 1); default
-    /// [`DEFAULT_LIMIT`](Self::DEFAULT_LIMIT).
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = limit.max(1);
-        self
-    }
 }
 
-crate::getters!(SweeperOptions {
-    get_interval: Duration = interval;
-    get_limit: usize = limit;
+crate::settings!(SweeperOptions {
+    /// The time between sweeps; default
+    /// [`DEFAULT_INTERVAL`](Self::DEFAULT_INTERVAL).
+    interval(interval: Duration), get_interval: Duration;
+    /// The most rows one sweep returns to pending (at least 1); default
+    /// [`DEFAULT_LIMIT`](Self::DEFAULT_LIMIT).
+    limit(limit: usize) = limit.max(1), get_limit: usize;
 });
 
 impl Default for SweeperOptions {

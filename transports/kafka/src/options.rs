@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rdkafka::ClientConfig;
-use tidings_core::getters;
+use tidings_core::settings;
 
 use crate::security::{self, KafkaSasl, KafkaTls};
 
@@ -74,34 +74,6 @@ impl ClientOptions {
         }
     }
 
-    /// The `client.id` the brokers see in their logs and quotas; default
-    /// [`DEFAULT_CLIENT_ID`](Self::DEFAULT_CLIENT_ID).
-    pub fn client_id(mut self, client_id: impl Into<String>) -> Self {
-        self.client_id = client_id.into();
-        self
-    }
-
-    /// How long a metadata or administration request may take; default
-    /// [`DEFAULT_REQUEST_TIMEOUT`](Self::DEFAULT_REQUEST_TIMEOUT).
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-
-    /// TLS to the brokers; none by default. With it, `security.protocol`
-    /// is `SSL`, or `SASL_SSL` with [`sasl`](Self::sasl) too.
-    pub fn tls(mut self, tls: KafkaTls) -> Self {
-        self.tls = Some(tls);
-        self
-    }
-
-    /// A SASL login; none by default. With it, `security.protocol` is
-    /// `SASL_SSL`, or `SASL_PLAINTEXT` without [`tls`](Self::tls).
-    pub fn sasl(mut self, sasl: KafkaSasl) -> Self {
-        self.sasl = Some(sasl);
-        self
-    }
-
     /// Sets any librdkafka property (`sasl.oauthbearer.config`,
     /// `ssl.cipher.suites`, ..); it overrides what the transport and the
     /// typed settings set, so use it with care. Default: none.
@@ -150,11 +122,19 @@ impl ClientOptions {
     }
 }
 
-getters!(ClientOptions {
-    get_client_id: &str = client_id;
-    get_request_timeout: Duration = request_timeout;
-    get_tls: Option<&KafkaTls> = tls.as_ref();
-    get_sasl: Option<&KafkaSasl> = sasl.as_ref();
+settings!(ClientOptions {
+    /// The `client.id` the brokers see in their logs and quotas; default
+    /// [`DEFAULT_CLIENT_ID`](Self::DEFAULT_CLIENT_ID).
+    client_id(client_id: impl Into<String>) = client_id.into(), get_client_id: &str;
+    /// How long a metadata or administration request may take; default
+    /// [`DEFAULT_REQUEST_TIMEOUT`](Self::DEFAULT_REQUEST_TIMEOUT).
+    request_timeout(timeout: Duration), get_request_timeout: Duration;
+    /// TLS to the brokers; none by default. With it, `security.protocol`
+    /// is `SSL`, or `SASL_SSL` with [`sasl`](Self::sasl) too.
+    tls(tls: KafkaTls) = Some(tls), get_tls: Option<&KafkaTls> = as_ref();
+    /// A SASL login; none by default. With it, `security.protocol` is
+    /// `SASL_SSL`, or `SASL_PLAINTEXT` without [`tls`](Self::tls).
+    sasl(sasl: KafkaSasl) = Some(sasl), get_sasl: Option<&KafkaSasl> = as_ref();
 });
 
 /// Settings of the publisher.
@@ -173,31 +153,6 @@ impl PublisherOptions {
     pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_000_000;
     /// Default [`linger`](Self::linger): 5 ms, librdkafka's default.
     pub const DEFAULT_LINGER: Duration = Duration::from_millis(5);
-
-    /// How long a record may wait for the brokers' acknowledgement, retries
-    /// included, before its publish fails as timed out (a transient
-    /// failure the relay retries). Default
-    /// [`DEFAULT_MESSAGE_TIMEOUT`](Self::DEFAULT_MESSAGE_TIMEOUT).
-    pub fn message_timeout(mut self, timeout: Duration) -> Self {
-        self.message_timeout = timeout;
-        self
-    }
-
-    /// The largest record the publisher sends; larger ones fail with
-    /// `TooLarge` before reaching a broker. Keep it at or below the
-    /// topics' `max.message.bytes`. Default
-    /// [`DEFAULT_MAX_MESSAGE_BYTES`](Self::DEFAULT_MAX_MESSAGE_BYTES).
-    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
-        self.max_message_bytes = bytes;
-        self
-    }
-
-    /// How long librdkafka waits to fill a batch (`linger.ms`); default
-    /// [`DEFAULT_LINGER`](Self::DEFAULT_LINGER).
-    pub fn linger(mut self, linger: Duration) -> Self {
-        self.linger = linger;
-        self
-    }
 
     /// The producer settings: idempotent, acknowledged by all in-sync
     /// replicas, never creating topics.
@@ -219,10 +174,20 @@ impl PublisherOptions {
     }
 }
 
-getters!(PublisherOptions {
-    get_message_timeout: Duration = message_timeout;
-    get_max_message_bytes: usize = max_message_bytes;
-    get_linger: Duration = linger;
+settings!(PublisherOptions {
+    /// How long a record may wait for the brokers' acknowledgement, retries
+    /// included, before its publish fails as timed out (a transient
+    /// failure the relay retries). Default
+    /// [`DEFAULT_MESSAGE_TIMEOUT`](Self::DEFAULT_MESSAGE_TIMEOUT).
+    message_timeout(timeout: Duration), get_message_timeout: Duration;
+    /// The largest record the publisher sends; larger ones fail with
+    /// `TooLarge` before reaching a broker. Keep it at or below the
+    /// topics' `max.message.bytes`. Default
+    /// [`DEFAULT_MAX_MESSAGE_BYTES`](Self::DEFAULT_MAX_MESSAGE_BYTES).
+    max_message_bytes(bytes: usize), get_max_message_bytes: usize;
+    /// How long librdkafka waits to fill a batch (`linger.ms`); default
+    /// [`DEFAULT_LINGER`](Self::DEFAULT_LINGER).
+    linger(linger: Duration), get_linger: Duration;
 });
 
 impl Default for PublisherOptions {
@@ -274,53 +239,6 @@ impl SourceOptions {
         }
     }
 
-    /// How often settled offsets are committed. A crash redelivers what was
-    /// settled in the last interval; the inbox absorbs the duplicates.
-    /// Default [`DEFAULT_COMMIT_INTERVAL`](Self::DEFAULT_COMMIT_INTERVAL).
-    pub fn commit_interval(mut self, interval: Duration) -> Self {
-        self.commit_interval = interval;
-        self
-    }
-
-    /// How long a rebalance waits for deliveries being handled on revoked
-    /// partitions to settle before giving those partitions up; what is
-    /// still unsettled then is redelivered to their next owner. Default
-    /// [`DEFAULT_REVOKE_GRACE`](Self::DEFAULT_REVOKE_GRACE).
-    pub fn revoke_grace(mut self, grace: Duration) -> Self {
-        self.revoke_grace = grace;
-        self
-    }
-
-    /// How many deliveries are read ahead of the handlers (at least 1);
-    /// default [`DEFAULT_PREFETCH`](Self::DEFAULT_PREFETCH).
-    pub fn prefetch(mut self, prefetch: usize) -> Self {
-        self.prefetch = prefetch.max(1);
-        self
-    }
-
-    /// How many retry records waiting for their time are held in memory
-    /// before the retry topic's partitions are paused (at least 1); default
-    /// [`DEFAULT_MAX_HELD`](Self::DEFAULT_MAX_HELD).
-    pub fn max_held(mut self, max_held: usize) -> Self {
-        self.max_held = max_held.max(1);
-        self
-    }
-
-    /// How long the group waits for a silent member before giving its
-    /// partitions to the others (`session.timeout.ms`); default
-    /// [`DEFAULT_SESSION_TIMEOUT`](Self::DEFAULT_SESSION_TIMEOUT).
-    pub fn session_timeout(mut self, timeout: Duration) -> Self {
-        self.session_timeout = timeout;
-        self
-    }
-
-    /// The settings of the producer that writes retry and dead-letter
-    /// records; default [`PublisherOptions::default`].
-    pub fn publisher(mut self, publisher: PublisherOptions) -> Self {
-        self.publisher = publisher;
-        self
-    }
-
     /// The consumer group, given to [`new`](Self::new).
     pub fn get_group(&self) -> &str {
         &self.group
@@ -348,13 +266,30 @@ impl SourceOptions {
     }
 }
 
-getters!(SourceOptions {
-    get_commit_interval: Duration = commit_interval;
-    get_revoke_grace: Duration = revoke_grace;
-    get_prefetch: usize = prefetch;
-    get_max_held: usize = max_held;
-    get_session_timeout: Duration = session_timeout;
-    get_publisher: &PublisherOptions = publisher;
+settings!(SourceOptions {
+    /// How often settled offsets are committed. A crash redelivers what was
+    /// settled in the last interval; the inbox absorbs the duplicates.
+    /// Default [`DEFAULT_COMMIT_INTERVAL`](Self::DEFAULT_COMMIT_INTERVAL).
+    commit_interval(interval: Duration), get_commit_interval: Duration;
+    /// How long a rebalance waits for deliveries being handled on revoked
+    /// partitions to settle before giving those partitions up; what is
+    /// still unsettled then is redelivered to their next owner. Default
+    /// [`DEFAULT_REVOKE_GRACE`](Self::DEFAULT_REVOKE_GRACE).
+    revoke_grace(grace: Duration), get_revoke_grace: Duration;
+    /// How many deliveries are read ahead of the handlers (at least 1);
+    /// default [`DEFAULT_PREFETCH`](Self::DEFAULT_PREFETCH).
+    prefetch(prefetch: usize) = prefetch.max(1), get_prefetch: usize;
+    /// How many retry records waiting for their time are held in memory
+    /// before the retry topic's partitions are paused (at least 1); default
+    /// [`DEFAULT_MAX_HELD`](Self::DEFAULT_MAX_HELD).
+    max_held(max_held: usize) = max_held.max(1), get_max_held: usize;
+    /// How long the group waits for a silent member before giving its
+    /// partitions to the others (`session.timeout.ms`); default
+    /// [`DEFAULT_SESSION_TIMEOUT`](Self::DEFAULT_SESSION_TIMEOUT).
+    session_timeout(timeout: Duration), get_session_timeout: Duration;
+    /// The settings of the producer that writes retry and dead-letter
+    /// records; default [`PublisherOptions::default`].
+    publisher(publisher: PublisherOptions), get_publisher: &PublisherOptions;
 });
 
 /// Whole milliseconds, at least one.

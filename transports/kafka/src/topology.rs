@@ -1,10 +1,10 @@
 //! Creating a topic with its retry and dead-letter topics.
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication, TopicResult};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::error::{KafkaResult, RDKafkaErrorCode};
 
-use tidings_core::getters;
+use tidings_core::settings;
 
 use crate::error::{ClientError, ConnectError, Failed, TopologyError, failed_topology};
 use crate::names::{dead_letter_topic, retry_topic, validate_with_companions};
@@ -25,33 +25,18 @@ impl TopicOptions {
     /// Default [`replication_factor`](Self::replication_factor): 1; use 3
     /// on a production cluster.
     pub const DEFAULT_REPLICATION_FACTOR: i32 = 1;
+}
 
+settings!(TopicOptions {
     /// The number of partitions of the topic and of its retry and
     /// dead-letter topics (at least 1); the consumers of one group share
     /// them. Default [`DEFAULT_PARTITIONS`](Self::DEFAULT_PARTITIONS).
-    pub fn partitions(mut self, partitions: i32) -> Self {
-        self.partitions = partitions.max(1);
-        self
-    }
-
+    partitions(partitions: i32) = partitions.max(1), get_partitions: i32;
     /// How many brokers keep a copy of each partition (at least 1); default
     /// [`DEFAULT_REPLICATION_FACTOR`](Self::DEFAULT_REPLICATION_FACTOR).
-    pub fn replication_factor(mut self, factor: i32) -> Self {
-        self.replication_factor = factor.max(1);
-        self
-    }
-
+    replication_factor(factor: i32) = factor.max(1), get_replication_factor: i32;
     /// The topics' `max.message.bytes`; the broker's default when unset.
-    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
-        self.max_message_bytes = Some(bytes);
-        self
-    }
-}
-
-getters!(TopicOptions {
-    get_partitions: i32 = partitions;
-    get_replication_factor: i32 = replication_factor;
-    get_max_message_bytes: Option<usize> = max_message_bytes;
+    max_message_bytes(bytes: usize) = Some(bytes), get_max_message_bytes: Option<usize>;
 });
 
 impl Default for TopicOptions {
@@ -150,28 +135,14 @@ impl Topology {
                 }
             })
             .collect();
-        let created = async {
-            let results = self.admin.create_topics(&new, &self.options).await;
-            results.map_err(Failed::Kafka)
-        };
-        let results = self
-            .watcher
-            .watch()
-            .race(created)
-            .await
-            .map_err(|failed| failed_topology(failed, "create topic", topic))?;
-        for result in results {
-            match result {
-                Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-                Err((name, code)) => {
-                    return Err(TopologyError::Broker {
-                        action: "create topic",
-                        topic: name,
-                        reason: code.to_string(),
-                    });
-                }
-            }
-        }
+        let created = self.admin.create_topics(&new, &self.options);
+        self.settle(
+            created,
+            "create topic",
+            topic,
+            RDKafkaErrorCode::TopicAlreadyExists,
+        )
+        .await?;
         tracing::info!(
             messaging.destination.name = topic,
             partitions = options.partitions,
@@ -195,22 +166,40 @@ impl Topology {
             dead_letter_topic(topic),
         ];
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let deleted = async {
-            let results = self.admin.delete_topics(&refs, &self.options).await;
-            results.map_err(Failed::Kafka)
-        };
+        let deleted = self.admin.delete_topics(&refs, &self.options);
+        self.settle(
+            deleted,
+            "delete topic",
+            topic,
+            RDKafkaErrorCode::UnknownTopicOrPartition,
+        )
+        .await
+    }
+
+    /// Waits for an admin call on `topic` and its companions, given up
+    /// when the connection is lost; a topic answered with `done` (already
+    /// there, already gone) counts as done.
+    async fn settle(
+        &self,
+        call: impl Future<Output = KafkaResult<Vec<TopicResult>>>,
+        action: &'static str,
+        topic: &str,
+        done: RDKafkaErrorCode,
+    ) -> Result<(), TopologyError> {
+        let call = async { call.await.map_err(Failed::Kafka) };
         let results = self
             .watcher
             .watch()
-            .race(deleted)
+            .race(call)
             .await
-            .map_err(|failed| failed_topology(failed, "delete topic", topic))?;
+            .map_err(|failed| failed_topology(failed, action, topic))?;
         for result in results {
             match result {
-                Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
+                Ok(_) => {}
+                Err((_, code)) if code == done => {}
                 Err((name, code)) => {
                     return Err(TopologyError::Broker {
-                        action: "delete topic",
+                        action,
                         topic: name,
                         reason: code.to_string(),
                     });

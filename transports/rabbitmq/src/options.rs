@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use tidings_core::{Backoff, getters};
+use tidings_core::{Backoff, destination_settings, settings};
 
 use crate::tls::TlsOptions;
 
@@ -41,51 +41,31 @@ impl ConnectionOptions {
         }
     }
 
-    /// The name the connection shows in `rabbitmqctl list_connections` and
-    /// the management UI (the `connection_name` client property); default
-    /// [`DEFAULT_CONNECTION_NAME`](Self::DEFAULT_CONNECTION_NAME).
-    pub fn connection_name(mut self, name: impl Into<String>) -> Self {
-        self.connection_name = name.into();
-        self
-    }
-
-    /// The delay schedule between reconnect attempts after the connection
-    /// drops; default [`DEFAULT_RECONNECT_BACKOFF`](Self::DEFAULT_RECONNECT_BACKOFF).
-    pub fn reconnect_backoff(mut self, backoff: Backoff) -> Self {
-        self.reconnect_backoff = backoff;
-        self
-    }
-
-    /// How long opening a connection (TCP, TLS and the AMQP handshake) may
-    /// take before the attempt counts as failed; default
-    /// [`DEFAULT_CONNECT_TIMEOUT`](Self::DEFAULT_CONNECT_TIMEOUT).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// How an `amqps://` URL's TLS is set up: extra CA certificates and a
-    /// client certificate. Default: [`TlsOptions::default`], which verifies
-    /// the broker's certificate against the operating system's roots.
-    /// Setting anything here for an `amqp://` URL fails every connect with
-    /// [`TlsError::NotAmqps`](crate::TlsError::NotAmqps), rather than send
-    /// in the clear what was meant to be encrypted.
-    pub fn tls(mut self, tls: TlsOptions) -> Self {
-        self.tls = tls;
-        self
-    }
-
     /// The broker URL, given to [`new`](Self::new).
     pub fn get_url(&self) -> &str {
         &self.url
     }
 }
 
-getters!(ConnectionOptions {
-    get_connection_name: &str = connection_name;
-    get_reconnect_backoff: Backoff = reconnect_backoff;
-    get_connect_timeout: Duration = connect_timeout;
-    get_tls: &TlsOptions = tls;
+settings!(ConnectionOptions {
+    /// The name the connection shows in `rabbitmqctl list_connections` and
+    /// the management UI (the `connection_name` client property); default
+    /// [`DEFAULT_CONNECTION_NAME`](Self::DEFAULT_CONNECTION_NAME).
+    connection_name(name: impl Into<String>) = name.into(), get_connection_name: &str;
+    /// The delay schedule between reconnect attempts after the connection
+    /// drops; default [`DEFAULT_RECONNECT_BACKOFF`](Self::DEFAULT_RECONNECT_BACKOFF).
+    reconnect_backoff(backoff: Backoff), get_reconnect_backoff: Backoff;
+    /// How long opening a connection (TCP, TLS and the AMQP handshake) may
+    /// take before the attempt counts as failed; default
+    /// [`DEFAULT_CONNECT_TIMEOUT`](Self::DEFAULT_CONNECT_TIMEOUT).
+    connect_timeout(timeout: Duration), get_connect_timeout: Duration;
+    /// How an `amqps://` URL's TLS is set up: extra CA certificates and a
+    /// client certificate. Default: [`TlsOptions::default`], which verifies
+    /// the broker's certificate against the operating system's roots.
+    /// Setting anything here for an `amqp://` URL fails every connect with
+    /// [`TlsError::NotAmqps`](crate::TlsError::NotAmqps), rather than send
+    /// in the clear what was meant to be encrypted.
+    tls(tls: TlsOptions), get_tls: &TlsOptions;
 });
 
 /// Which routing key a message is published with.
@@ -108,24 +88,13 @@ pub struct DestinationOptions {
     pub(crate) routing_key: RoutingKey,
 }
 
-impl DestinationOptions {
+settings!(DestinationOptions {
     /// The exchange to publish to. Default: the exchange named after the
     /// destination, which [`Topology`](crate::Topology) declares.
-    pub fn exchange(mut self, exchange: impl Into<String>) -> Self {
-        self.exchange = Some(exchange.into());
-        self
-    }
-
+    exchange(exchange: impl Into<String>) = Some(exchange.into()),
+        get_exchange: Option<&str> = as_deref();
     /// The routing key; default [`RoutingKey::Destination`].
-    pub fn routing_key(mut self, routing_key: RoutingKey) -> Self {
-        self.routing_key = routing_key;
-        self
-    }
-}
-
-getters!(DestinationOptions {
-    get_exchange: Option<&str> = exchange.as_deref();
-    get_routing_key: RoutingKey = routing_key;
+    routing_key(routing_key: RoutingKey), get_routing_key: RoutingKey;
 });
 
 /// Settings of a [`RabbitPublisher`](crate::RabbitPublisher).
@@ -145,25 +114,19 @@ impl PublisherOptions {
     pub const DEFAULT_CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
     /// Default [`confirm_channels`](Self::confirm_channels): 2.
     pub const DEFAULT_CONFIRM_CHANNELS: usize = 2;
+}
 
+settings!(PublisherOptions {
     /// Payloads larger than this fail with
     /// [`PublishError::TooLarge`](tidings_core::PublishError::TooLarge)
     /// before anything is sent. Set it to the broker's `max_message_size`;
     /// default [`DEFAULT_MAX_MESSAGE_SIZE`](Self::DEFAULT_MAX_MESSAGE_SIZE).
-    pub fn max_message_size(mut self, bytes: usize) -> Self {
-        self.max_message_size = bytes;
-        self
-    }
-
+    max_message_size(bytes: usize), get_max_message_size: usize;
     /// How long a batch waits for its publisher confirms before the
     /// unconfirmed messages fail with
     /// [`PublishError::Timeout`](tidings_core::PublishError::Timeout);
     /// default [`DEFAULT_CONFIRM_TIMEOUT`](Self::DEFAULT_CONFIRM_TIMEOUT).
-    pub fn confirm_timeout(mut self, timeout: Duration) -> Self {
-        self.confirm_timeout = timeout;
-        self
-    }
-
+    confirm_timeout(timeout: Duration), get_confirm_timeout: Duration;
     /// Confirm channels a batch is spread over, on the publisher's one
     /// connection. Each channel's messages are confirmed independently of
     /// the others', so the broker works on several at once. Messages with
@@ -180,34 +143,10 @@ impl PublisherOptions {
     /// let options = PublisherOptions::default().confirm_channels(2);
     /// assert_eq!(options.get_confirm_channels(), 2);
     /// ```
-    pub fn confirm_channels(mut self, channels: usize) -> Self {
-        self.confirm_channels = channels.max(1);
-        self
-    }
-
-    /// Settings for the messages whose destination is `destination`;
-    /// destinations without settings use [`DestinationOptions::default`].
-    pub fn destination(
-        mut self,
-        destination: impl Into<String>,
-        options: DestinationOptions,
-    ) -> Self {
-        self.destinations.insert(destination.into(), options);
-        self
-    }
-
-    /// The [`destination`](Self::destination) settings of `destination`,
-    /// `None` where it has none of its own.
-    pub fn get_destination(&self, destination: &str) -> Option<&DestinationOptions> {
-        self.destinations.get(destination)
-    }
-}
-
-getters!(PublisherOptions {
-    get_max_message_size: usize = max_message_size;
-    get_confirm_timeout: Duration = confirm_timeout;
-    get_confirm_channels: usize = confirm_channels;
+    confirm_channels(channels: usize) = channels.max(1), get_confirm_channels: usize;
 });
+
+destination_settings!(PublisherOptions, DestinationOptions);
 
 impl Default for PublisherOptions {
     fn default() -> Self {
@@ -247,23 +186,17 @@ impl SourceOptions {
     pub const DEFAULT_PREFETCH: u16 = 32;
     /// Default [`confirm_timeout`](Self::confirm_timeout): 30 s.
     pub const DEFAULT_CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
+}
 
+settings!(SourceOptions {
     /// How many deliveries a subscription holds unsettled at most (the
     /// channel's `basic.qos` prefetch count, which a stream requires), at
     /// least 1; default [`DEFAULT_PREFETCH`](Self::DEFAULT_PREFETCH).
-    pub fn prefetch(mut self, count: u16) -> Self {
-        self.prefetch = count.max(1);
-        self
-    }
-
+    prefetch(count: u16) = count.max(1), get_prefetch: u16;
     /// How long dead-lettering and delayed redelivery, which republish the
     /// message, wait for the broker's confirm; default
     /// [`DEFAULT_CONFIRM_TIMEOUT`](Self::DEFAULT_CONFIRM_TIMEOUT).
-    pub fn confirm_timeout(mut self, timeout: Duration) -> Self {
-        self.confirm_timeout = timeout;
-        self
-    }
-
+    confirm_timeout(timeout: Duration), get_confirm_timeout: Duration;
     /// Where each subscription to a stream
     /// ([`QueueKind::Stream`](crate::QueueKind::Stream)) starts, sent as
     /// the consumer's `x-stream-offset` argument; default: not sent, so
@@ -272,16 +205,7 @@ impl SourceOptions {
     /// so [`StreamOffset::First`] with the inbox is the way to see every
     /// message (the inbox skips those handled before). Only for streams:
     /// classic and quorum queues refuse the argument.
-    pub fn stream_offset(mut self, offset: StreamOffset) -> Self {
-        self.stream_offset = Some(offset);
-        self
-    }
-}
-
-getters!(SourceOptions {
-    get_prefetch: u16 = prefetch;
-    get_confirm_timeout: Duration = confirm_timeout;
-    get_stream_offset: Option<StreamOffset> = stream_offset;
+    stream_offset(offset: StreamOffset) = Some(offset), get_stream_offset: Option<StreamOffset>;
 });
 
 impl Default for SourceOptions {

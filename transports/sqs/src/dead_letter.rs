@@ -89,18 +89,27 @@ fn attributes_with_reason(
     reason: &str,
     record: [(&'static str, String); 3],
 ) -> Result<HashMap<String, MessageAttributeValue>, String> {
+    let mut text = message_headers(raw);
+    text.insert(
+        DEAD_LETTER_REASON_HEADER.to_owned(),
+        truncate_reason(reason, MAX_REASON_LEN).to_owned(),
+    );
+    text.extend(record.map(|(name, value)| (name.to_owned(), value)));
+    repack(text, raw)
+}
+
+/// `text` packed into the slots SQS leaves beside the binary attributes of
+/// `raw`, which are kept as they are; or why it does not fit.
+fn repack(
+    text: BTreeMap<String, String>,
+    raw: Option<&HashMap<String, MessageAttributeValue>>,
+) -> Result<HashMap<String, MessageAttributeValue>, String> {
     let binary: HashMap<String, MessageAttributeValue> = raw
         .into_iter()
         .flatten()
         .filter(|(_, value)| text_value(value).is_none())
         .map(|(name, value)| (name.clone(), value.clone()))
         .collect();
-    let mut text = unpack(raw).unwrap_or_else(|_| plain_text(raw));
-    text.insert(
-        DEAD_LETTER_REASON_HEADER.to_owned(),
-        truncate_reason(reason, MAX_REASON_LEN).to_owned(),
-    );
-    text.extend(record.map(|(name, value)| (name.to_owned(), value)));
     let slots = MAX_MESSAGE_ATTRIBUTES.saturating_sub(binary.len());
     let mut attributes = to_sqs(&pack(text, slots)?);
     attributes.extend(binary);
@@ -128,21 +137,12 @@ fn plain_text(raw: Option<&HashMap<String, MessageAttributeValue>>) -> BTreeMap<
 pub fn replay_attributes(
     raw: Option<&HashMap<String, MessageAttributeValue>>,
 ) -> Result<HashMap<String, MessageAttributeValue>, String> {
-    let binary: HashMap<String, MessageAttributeValue> = raw
-        .into_iter()
-        .flatten()
-        .filter(|(_, value)| text_value(value).is_none())
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
     let mut text = message_headers(raw);
     text.retain(|name, _| !is_parking_record(name));
     if let Some(reason) = text.remove(DEAD_LETTER_REASON_HEADER) {
         text.insert(REPLAYED_REASON_HEADER.to_owned(), reason);
     }
-    let slots = MAX_MESSAGE_ATTRIBUTES.saturating_sub(binary.len());
-    let mut attributes = to_sqs(&pack(text, slots)?);
-    attributes.extend(binary);
-    Ok(attributes)
+    repack(text, raw)
 }
 
 /// The text attributes of a received message by name, the transport's

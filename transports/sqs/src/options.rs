@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use tidings_core::{Backoff, getters};
+use tidings_core::{Backoff, destination_settings, settings};
 
 /// The longest `DelaySeconds` SQS accepts: 15 minutes.
 pub const MAX_DELAY: Duration = Duration::from_secs(900);
@@ -17,21 +17,14 @@ pub struct DestinationOptions {
     pub(crate) delay: Option<Duration>,
 }
 
-impl DestinationOptions {
+settings!(DestinationOptions {
     /// Delays every message to this destination by `delay` (the message's
     /// `DelaySeconds`, rounded up to whole seconds, at most [`MAX_DELAY`]).
     /// FIFO queues take no per-message delay: for them this is ignored and
     /// the queue's own `DelaySeconds` applies (see
     /// [`QueueOptions::delay`](crate::QueueOptions::delay)). Default: no
     /// delay of its own, the queue's.
-    pub fn delay(mut self, delay: Duration) -> Self {
-        self.delay = Some(delay.min(MAX_DELAY));
-        self
-    }
-}
-
-getters!(DestinationOptions {
-    get_delay: Option<Duration> = delay;
+    delay(delay: Duration) = Some(delay.min(MAX_DELAY)), get_delay: Option<Duration>;
 });
 
 /// Settings of an [`SqsPublisher`](crate::SqsPublisher).
@@ -52,57 +45,27 @@ impl PublisherOptions {
     /// Default [`default_message_group`](Self::default_message_group):
     /// `default`.
     pub const DEFAULT_MESSAGE_GROUP: &'static str = "default";
+}
 
+settings!(PublisherOptions {
     /// The largest message, and the largest batch, sent: body plus every
     /// attribute's name, type and value. A larger message fails with
     /// [`PublishError::TooLarge`](tidings_core::PublishError::TooLarge)
     /// before anything is sent. SQS now accepts up to 1 MiB per message
     /// and batch; raise this to the queue's `MaximumMessageSize` to use it.
     /// Default [`DEFAULT_MAX_MESSAGE_SIZE`](Self::DEFAULT_MAX_MESSAGE_SIZE).
-    pub fn max_message_size(mut self, bytes: usize) -> Self {
-        self.max_message_size = bytes;
-        self
-    }
-
+    max_message_size(bytes: usize), get_max_message_size: usize;
     /// How long one `SendMessageBatch` call may take before its messages
     /// fail with [`PublishError::Timeout`](tidings_core::PublishError::Timeout);
     /// default [`DEFAULT_REQUEST_TIMEOUT`](Self::DEFAULT_REQUEST_TIMEOUT).
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-
+    request_timeout(timeout: Duration), get_request_timeout: Duration;
     /// The message group of FIFO messages without an ordering key. Messages
     /// with one use it as their group, so each key is delivered in order.
     /// Default [`DEFAULT_MESSAGE_GROUP`](Self::DEFAULT_MESSAGE_GROUP).
-    pub fn default_message_group(mut self, group: impl Into<String>) -> Self {
-        self.default_message_group = group.into();
-        self
-    }
-
-    /// Settings for the messages whose destination is `destination`;
-    /// destinations without settings use [`DestinationOptions::default`].
-    pub fn destination(
-        mut self,
-        destination: impl Into<String>,
-        options: DestinationOptions,
-    ) -> Self {
-        self.destinations.insert(destination.into(), options);
-        self
-    }
-
-    /// The [`destination`](Self::destination) settings of `destination`,
-    /// `None` where it has none of its own.
-    pub fn get_destination(&self, destination: &str) -> Option<&DestinationOptions> {
-        self.destinations.get(destination)
-    }
-}
-
-getters!(PublisherOptions {
-    get_max_message_size: usize = max_message_size;
-    get_request_timeout: Duration = request_timeout;
-    get_default_message_group: &str = default_message_group;
+    default_message_group(group: impl Into<String>) = group.into(), get_default_message_group: &str;
 });
+
+destination_settings!(PublisherOptions, DestinationOptions);
 
 impl Default for PublisherOptions {
     fn default() -> Self {
@@ -150,45 +113,6 @@ impl SourceOptions {
         self
     }
 
-    /// How long one `ReceiveMessage` call waits for messages (long
-    /// polling), at most 20 s; default
-    /// [`DEFAULT_WAIT_TIME`](Self::DEFAULT_WAIT_TIME).
-    pub fn wait_time(mut self, wait: Duration) -> Self {
-        self.wait_time = wait.min(Self::DEFAULT_WAIT_TIME);
-        self
-    }
-
-    /// The visibility timeout of received messages, rounded up to whole
-    /// seconds. Default: the queue's own `VisibilityTimeout`.
-    pub fn visibility_timeout(mut self, timeout: Duration) -> Self {
-        self.visibility_timeout = Some(timeout.min(MAX_VISIBILITY_TIMEOUT));
-        self
-    }
-
-    /// Whether received messages have their visibility extended while they
-    /// wait or their handler runs (default `true`): every third of the
-    /// visibility timeout, by one visibility timeout, until the delivery is settled or
-    /// dropped.
-    pub fn heartbeat(mut self, enabled: bool) -> Self {
-        self.heartbeat = enabled;
-        self
-    }
-
-    /// How long any call but the long poll may take (the long poll gets
-    /// this on top of its wait time) before it counts as failed; default
-    /// [`DEFAULT_REQUEST_TIMEOUT`](Self::DEFAULT_REQUEST_TIMEOUT).
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-
-    /// The waits between `ReceiveMessage` calls after they failed; default
-    /// [`DEFAULT_RETRY_BACKOFF`](Self::DEFAULT_RETRY_BACKOFF).
-    pub fn retry_backoff(mut self, backoff: Backoff) -> Self {
-        self.retry_backoff = backoff;
-        self
-    }
-
     /// Where dead-lettered deliveries of `queue` go. Default: the target of
     /// the queue's redrive policy.
     pub fn dead_letter_queue(
@@ -213,12 +137,27 @@ impl SourceOptions {
     }
 }
 
-getters!(SourceOptions {
-    get_wait_time: Duration = wait_time;
-    get_visibility_timeout: Option<Duration> = visibility_timeout;
-    get_heartbeat: bool = heartbeat;
-    get_request_timeout: Duration = request_timeout;
-    get_retry_backoff: Backoff = retry_backoff;
+settings!(SourceOptions {
+    /// How long one `ReceiveMessage` call waits for messages (long
+    /// polling), at most 20 s; default
+    /// [`DEFAULT_WAIT_TIME`](Self::DEFAULT_WAIT_TIME).
+    wait_time(wait: Duration) = wait.min(Self::DEFAULT_WAIT_TIME), get_wait_time: Duration;
+    /// The visibility timeout of received messages, rounded up to whole
+    /// seconds. Default: the queue's own `VisibilityTimeout`.
+    visibility_timeout(timeout: Duration) = Some(timeout.min(MAX_VISIBILITY_TIMEOUT)),
+        get_visibility_timeout: Option<Duration>;
+    /// Whether received messages have their visibility extended while they
+    /// wait or their handler runs (default `true`): every third of the
+    /// visibility timeout, by one visibility timeout, until the delivery is settled or
+    /// dropped.
+    heartbeat(enabled: bool), get_heartbeat: bool;
+    /// How long any call but the long poll may take (the long poll gets
+    /// this on top of its wait time) before it counts as failed; default
+    /// [`DEFAULT_REQUEST_TIMEOUT`](Self::DEFAULT_REQUEST_TIMEOUT).
+    request_timeout(timeout: Duration), get_request_timeout: Duration;
+    /// The waits between `ReceiveMessage` calls after they failed; default
+    /// [`DEFAULT_RETRY_BACKOFF`](Self::DEFAULT_RETRY_BACKOFF).
+    retry_backoff(backoff: Backoff), get_retry_backoff: Backoff;
 });
 
 impl Default for SourceOptions {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::QueueAttributeName;
-use tidings_core::{OutboxSpec, QueueSpec, SpecError, getters};
+use tidings_core::{OutboxSpec, QueueSpec, SpecError, settings};
 
 use crate::error::{Failure, TopologyError, call};
 use crate::options::{MAX_DELAY, MAX_VISIBILITY_TIMEOUT, whole_seconds};
@@ -74,14 +74,6 @@ impl QueueOptions {
     /// Default [`max_receive_count`](Self::max_receive_count): 5.
     pub const DEFAULT_MAX_RECEIVE_COUNT: u32 = 5;
 
-    /// After this many receives, SQS moves a message to the dead-letter
-    /// queue (the redrive policy's `maxReceiveCount`, at least 1); default
-    /// [`DEFAULT_MAX_RECEIVE_COUNT`](Self::DEFAULT_MAX_RECEIVE_COUNT).
-    pub fn max_receive_count(mut self, count: u32) -> Self {
-        self.max_receive_count = Some(count.max(1));
-        self
-    }
-
     /// Creates the queue without a dead-letter queue or redrive policy.
     /// Dead-lettering from it then needs
     /// [`SourceOptions::dead_letter_queue`](crate::SourceOptions::dead_letter_queue).
@@ -89,35 +81,24 @@ impl QueueOptions {
         self.max_receive_count = None;
         self
     }
+}
 
+settings!(QueueOptions {
+    /// After this many receives, SQS moves a message to the dead-letter
+    /// queue (the redrive policy's `maxReceiveCount`, at least 1); default
+    /// [`DEFAULT_MAX_RECEIVE_COUNT`](Self::DEFAULT_MAX_RECEIVE_COUNT).
+    max_receive_count(count: u32) = Some(count.max(1)), get_max_receive_count: Option<u32>;
     /// The queue's `VisibilityTimeout` (whole seconds, at most 12 hours).
     /// Default: SQS's, 30 s.
-    pub fn visibility_timeout(mut self, timeout: Duration) -> Self {
-        self.visibility_timeout = Some(timeout.min(MAX_VISIBILITY_TIMEOUT));
-        self
-    }
-
+    visibility_timeout(timeout: Duration) = Some(timeout.min(MAX_VISIBILITY_TIMEOUT)),
+        get_visibility_timeout: Option<Duration>;
     /// How long SQS keeps a message (`MessageRetentionPeriod`, 60 s to 14
     /// days), for the queue and its dead-letter queue. Default: SQS's, 4
     /// days.
-    pub fn retention(mut self, retention: Duration) -> Self {
-        self.retention = Some(retention);
-        self
-    }
-
+    retention(retention: Duration) = Some(retention), get_retention: Option<Duration>;
     /// The queue's `DelaySeconds`, at most 15 minutes: the delay of every
     /// message, FIFO ones included. Default: SQS's, none.
-    pub fn delay(mut self, delay: Duration) -> Self {
-        self.delay = Some(delay.min(MAX_DELAY));
-        self
-    }
-}
-
-getters!(QueueOptions {
-    get_max_receive_count: Option<u32> = max_receive_count;
-    get_visibility_timeout: Option<Duration> = visibility_timeout;
-    get_retention: Option<Duration> = retention;
-    get_delay: Option<Duration> = delay;
+    delay(delay: Duration) = Some(delay.min(MAX_DELAY)), get_delay: Option<Duration>;
 });
 
 impl Default for QueueOptions {

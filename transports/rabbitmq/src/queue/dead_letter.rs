@@ -1,6 +1,6 @@
 //! How the dead-letter queue of a queue is declared.
 
-use tidings_core::getters;
+use tidings_core::settings;
 
 use super::kind::{Overflow, QueueKind};
 use super::limits::Limits;
@@ -34,29 +34,6 @@ impl DeadLetterOptions {
         self
     }
 
-    /// At most this many messages in the dead-letter queue
-    /// (`x-max-length`); default: no limit. Not on a stream.
-    pub fn max_length(mut self, messages: u64) -> Self {
-        self.limits.max_length = Some(messages);
-        self
-    }
-
-    /// At most this many bytes of message bodies in the dead-letter queue
-    /// (`x-max-length-bytes`); default: no limit.
-    pub fn max_length_bytes(mut self, bytes: u64) -> Self {
-        self.limits.max_length_bytes = Some(bytes);
-        self
-    }
-
-    /// What happens to a dead letter arriving at a full dead-letter queue
-    /// (`x-overflow`); default: not set, which the broker takes as
-    /// [`Overflow::DropHead`]. The dead-letter queue has no dead-letter
-    /// exchange of its own, so [`Overflow::RejectPublishDlx`] is refused.
-    pub fn overflow(mut self, overflow: Overflow) -> Self {
-        self.limits.overflow = Some(overflow);
-        self
-    }
-
     /// The [`kind`](Self::kind) setting, `None` for the queue's own.
     pub fn get_kind(&self) -> Option<QueueKind> {
         self.kind
@@ -73,8 +50,16 @@ impl DeadLetterOptions {
     }
 }
 
-getters!(DeadLetterOptions {
-    get_max_length: Option<u64> = limits.max_length;
-    get_max_length_bytes: Option<u64> = limits.max_length_bytes;
-    get_overflow: Option<Overflow> = limits.overflow;
+settings!(DeadLetterOptions {
+    /// At most this many messages in the dead-letter queue
+    /// (`x-max-length`); default: no limit. Not on a stream.
+    limits.max_length(messages: u64) = Some(messages), get_max_length: Option<u64>;
+    /// At most this many bytes of message bodies in the dead-letter queue
+    /// (`x-max-length-bytes`); default: no limit.
+    limits.max_length_bytes(bytes: u64) = Some(bytes), get_max_length_bytes: Option<u64>;
+    /// What happens to a dead letter arriving at a full dead-letter queue
+    /// (`x-overflow`); default: not set, which the broker takes as
+    /// [`Overflow::DropHead`]. The dead-letter queue has no dead-letter
+    /// exchange of its own, so [`Overflow::RejectPublishDlx`] is refused.
+    limits.overflow(overflow: Overflow) = Some(overflow), get_overflow: Option<Overflow>;
 });

@@ -10,7 +10,7 @@ mod rules;
 
 use std::time::Duration;
 
-use tidings_core::getters;
+use tidings_core::settings;
 
 pub use dead_letter::DeadLetterOptions;
 pub use kind::{Overflow, QueueKind};
@@ -66,87 +66,47 @@ impl QueueOptions {
     pub fn stream() -> Self {
         Self::default().kind(QueueKind::Stream)
     }
+}
 
+settings!(QueueOptions {
     /// The queue type (`x-queue-type`); default [`QueueKind::Classic`].
-    pub fn kind(mut self, kind: QueueKind) -> Self {
-        self.kind = kind;
-        self
-    }
-
+    kind(kind: QueueKind), get_kind: QueueKind;
     /// Lets the broker delete the queues after they have gone unused (no
     /// consumer, no redeclaration) this long (`x-expires`), and makes the
     /// exchanges auto-delete with their last binding. Meant for tests and
     /// throwaway queues; default: never. Not on a stream. The delay queue
     /// counts as unused even while messages wait in it, so keep this well
     /// above the longest redelivery delay.
-    pub fn expires(mut self, after: Duration) -> Self {
-        self.expires = Some(after);
-        self
-    }
-
+    expires(after: Duration) = Some(after), get_expires: Option<Duration>;
     /// Whether the broker delivers to one consumer of the queue at a time
     /// (`x-single-active-consumer`); default `false`. The others wait,
     /// subscribed, and the next takes over, in queue order, when the
     /// active one goes away: with the consumer's strict key order this
     /// keeps each key's order across any number of consumer replicas.
     /// Classic and quorum queues.
-    pub fn single_active_consumer(mut self, single: bool) -> Self {
-        self.single_active_consumer = single;
-        self
-    }
-
+    single_active_consumer(single: bool), get_single_active_consumer: bool;
     /// How many times the broker delivers a message again before it
     /// dead-letters it instead (`x-delivery-limit`): with 2, a message is
     /// delivered at most 3 times; default: no limit. Quorum queues only. The consumer's own `max_deliveries`
     /// parks a message with a reason before this, so set this above it,
     /// as a backstop for consumers that die on the message.
-    pub fn delivery_limit(mut self, deliveries: u32) -> Self {
-        self.delivery_limit = Some(deliveries);
-        self
-    }
-
+    delivery_limit(deliveries: u32) = Some(deliveries), get_delivery_limit: Option<u32>;
+    /// How the dead-letter queue `q.dlq` is declared; default
+    /// [`DeadLetterOptions::default`]: the queue's own type, no limits.
+    dead_letter(options: DeadLetterOptions), get_dead_letter: DeadLetterOptions;
     /// At most this many ready messages in the queue (`x-max-length`);
     /// default: no limit. Not on a stream.
-    pub fn max_length(mut self, messages: u64) -> Self {
-        self.limits.max_length = Some(messages);
-        self
-    }
-
+    limits.max_length(messages: u64) = Some(messages), get_max_length: Option<u64>;
     /// At most this many bytes of ready message bodies in the queue
     /// (`x-max-length-bytes`); default: no limit. On a stream, the size
     /// past which its oldest segments are discarded.
-    pub fn max_length_bytes(mut self, bytes: u64) -> Self {
-        self.limits.max_length_bytes = Some(bytes);
-        self
-    }
-
+    limits.max_length_bytes(bytes: u64) = Some(bytes), get_max_length_bytes: Option<u64>;
     /// What a full queue does with a new message (`x-overflow`); default:
     /// not set, which the broker takes as [`Overflow::DropHead`]. Needs
     /// [`max_length`](Self::max_length) or
     /// [`max_length_bytes`](Self::max_length_bytes); not on a stream;
     /// [`Overflow::RejectPublishDlx`] on classic queues only.
-    pub fn overflow(mut self, overflow: Overflow) -> Self {
-        self.limits.overflow = Some(overflow);
-        self
-    }
-
-    /// How the dead-letter queue `q.dlq` is declared; default
-    /// [`DeadLetterOptions::default`]: the queue's own type, no limits.
-    pub fn dead_letter(mut self, options: DeadLetterOptions) -> Self {
-        self.dead_letter = options;
-        self
-    }
-}
-
-getters!(QueueOptions {
-    get_kind: QueueKind = kind;
-    get_expires: Option<Duration> = expires;
-    get_single_active_consumer: bool = single_active_consumer;
-    get_delivery_limit: Option<u32> = delivery_limit;
-    get_max_length: Option<u64> = limits.max_length;
-    get_max_length_bytes: Option<u64> = limits.max_length_bytes;
-    get_overflow: Option<Overflow> = limits.overflow;
-    get_dead_letter: DeadLetterOptions = dead_letter;
+    limits.overflow(overflow: Overflow) = Some(overflow), get_overflow: Option<Overflow>;
 });
 
 impl From<QueueKind> for QueueOptions {
