@@ -45,10 +45,19 @@ pub async fn several_relays_drain_every_event_exactly_once<H: StoreHarness>(h: &
     for n in 0..RELAYS {
         let (peer, route, seen) = (h.peer(&store, n).await, route.clone(), seen.clone());
         relays.push(tokio::spawn(async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
             loop {
                 let batch = claim(&peer, &route, 100).await;
                 if batch.records().is_empty() {
-                    return;
+                    // An empty claim may only mean the rows left are held
+                    // by the other relays' claims: stop once none is left.
+                    let stats = peer.stats(&route.name).await.expect("stats");
+                    if stats.pending + stats.in_flight == 0 {
+                        return;
+                    }
+                    assert!(tokio::time::Instant::now() < deadline, "left {stats:?}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
                 }
                 for number in numbers(&batch) {
                     *seen.lock().expect("seen").entry(number).or_default() += 1;
