@@ -7,7 +7,7 @@ use std::time::Duration;
 use tidings_core::Envelope;
 
 use crate::raw_publish::RawPublisher;
-use crate::report::Figure;
+use crate::report::{Figure, Report};
 
 /// Confirm windows swept, per channel.
 pub(crate) const WINDOWS: [usize; 5] = [100, 250, 500, 1000, 2000];
@@ -67,12 +67,7 @@ impl Sweep {
 
     /// Every setting's rate over `events` messages, then the fastest's,
     /// which is the ceiling (returned).
-    pub(crate) fn report(
-        &self,
-        scenario: &str,
-        events: usize,
-        report: &mut dyn FnMut(Figure),
-    ) -> Figure {
+    pub(crate) fn report(&self, scenario: &str, events: usize, report: Report<'_>) -> Figure {
         let mut best: Option<Figure> = None;
         for (setting, took) in self.settings.iter().zip(&self.took) {
             let measure = format!(

@@ -135,6 +135,9 @@ impl Figure {
     }
 }
 
+/// Where a scenario hands each figure as it is measured.
+pub(crate) type Report<'a> = &'a mut dyn FnMut(Figure);
+
 /// Every figure as a markdown table.
 pub(crate) fn table(figures: &[Figure]) -> String {
     let mut out = String::from(

@@ -15,18 +15,14 @@ use crate::env::{Env, table_in};
 use crate::payload::{Payload, envelopes};
 use crate::raw_consume::receive_and_ack;
 use crate::raw_publish::RawPublisher;
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 const NAME: &str = "consume";
 /// The confirm window while filling the queue.
 const FILL_WINDOW: usize = 500;
 
-pub(super) async fn run(
-    env: &Env,
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let raw = env.store("consume_raw", Retention::Delete).await?;
     let single = env.store("consume", Retention::Delete).await?;
     let batched = env.store("consume_batch", Retention::Delete).await?;

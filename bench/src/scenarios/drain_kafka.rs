@@ -31,7 +31,7 @@ use crate::consuming::{consume_from, create_invoices};
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
 use crate::payload::envelopes;
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 const NAME: &str = "drain-kafka";
@@ -59,11 +59,7 @@ const ORDERS: [[Side; 3]; 6] = {
     ]
 };
 
-pub(super) async fn run(
-    env: &Env,
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let client = ClientOptions::new(kafka_brokers()).client_id("tidings-bench");
     let topology = Topology::new(&client)?;
     let mut topics = Vec::new();
@@ -94,7 +90,7 @@ async fn drain(
     client: &ClientOptions,
     store: &PgOutboxStore,
     topics: &[&'static str],
-    report: &mut dyn FnMut(Figure),
+    report: Report<'_>,
 ) -> anyhow::Result<()> {
     env.stop_autovacuum(store).await?;
     let per_round = sizes.drain_events.div_ceil(ORDERS.len());
@@ -166,7 +162,7 @@ async fn consume(
     sizes: &Sizes,
     client: &ClientOptions,
     topic: &'static str,
-    report: &mut dyn FnMut(Figure),
+    report: Report<'_>,
 ) -> anyhow::Result<()> {
     let count = sizes.drain_events.div_ceil(ORDERS.len()) * ORDERS.len() + 1;
     let raw = env.store("kafka_raw", Retention::Delete).await?;

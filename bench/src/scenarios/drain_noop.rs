@@ -16,7 +16,7 @@ use crate::cpu::CpuTime;
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
 use crate::raw_drain;
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 const NAME: &str = "drain-noop";
@@ -28,11 +28,7 @@ const PARALLEL_DRAINS: usize = 4;
 /// The raw drain's settings swept: rows per statement, connections.
 const SWEEP: [(usize, usize); 6] = [(100, 1), (500, 1), (500, 2), (500, 4), (1000, 2), (1000, 4)];
 
-pub(super) async fn run(
-    env: &Env,
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let raw = env.store("drain_raw", Retention::Delete).await?;
     let locked = env.store("drain", Retention::Delete).await?;
     let leased = env

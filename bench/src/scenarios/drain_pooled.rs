@@ -21,7 +21,7 @@ use crate::env::{Env, spec};
 use crate::load::stage_pending;
 use crate::payload::{Payload, envelopes};
 use crate::raw_publish::RawPublisher;
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 const NAME: &str = "drain-rabbitmq-pooled";
@@ -52,11 +52,7 @@ const ORDERS: [[Side; 3]; 6] = {
     ]
 };
 
-pub(super) async fn run(
-    env: &Env,
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let pooled = env.pooled_pool(POOLED_CONNECTIONS).await?;
     let queues = [
         env.queue("bench-drain-direct").await?,
@@ -91,7 +87,7 @@ async fn measure(
     sizes: &Sizes,
     stores: &[PgOutboxStore; 3],
     queues: [&'static str; 3],
-    report: &mut dyn FnMut(Figure),
+    report: Report<'_>,
 ) -> anyhow::Result<()> {
     for store in stores {
         env.stop_autovacuum(store).await?;

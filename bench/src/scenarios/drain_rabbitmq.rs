@@ -27,7 +27,7 @@ use crate::load::stage_pending;
 use crate::payload::{Payload, envelopes};
 use crate::raw_publish::RawPublisher;
 use crate::raw_sweep::{self, Setting, Sweep};
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 const NAME: &str = "drain-rabbitmq";
@@ -36,11 +36,7 @@ const NAME: &str = "drain-rabbitmq";
 /// load falls on all of them: one per order in [`ORDERS`].
 const ROUNDS: usize = ORDERS.len();
 
-pub(super) async fn run(
-    env: &Env,
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let queues = [
         env.queue("bench-drain-raw").await?,
         env.queue("bench-drain-transport").await?,
@@ -97,7 +93,7 @@ async fn measure(
     sizes: &Sizes,
     stores: &[PgOutboxStore; 2],
     queues: [&'static str; 4],
-    report: &mut dyn FnMut(Figure),
+    report: Report<'_>,
 ) -> anyhow::Result<()> {
     for store in stores {
         env.stop_autovacuum(store).await?;

@@ -10,7 +10,7 @@ use tidings_postgres::Retention;
 
 use crate::env::{Env, spec};
 use crate::load::{insert_published, stage_pending};
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 use super::relay_to_nothing;
@@ -20,11 +20,7 @@ const NAME: &str = "growth";
 /// machine's load falls on both.
 const ROUNDS: usize = 6;
 
-pub(super) async fn run(
-    env: &Env,
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let empty = env.store("growth_empty", Retention::Keep).await?;
     let full = env.store("growth_full", Retention::Keep).await?;
     let result = async {

@@ -16,7 +16,7 @@ use tidings_postgres::{PgOutboxStore, Retention};
 
 use super::woken::{Plan, Run, WokenRelay, produce, warm_up};
 use crate::env::{Env, spec};
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 const NAME: &str = "latency";
@@ -25,11 +25,7 @@ pub(super) const WARM_UP_WAIT: Duration = Duration::from_millis(20);
 /// How long the relay gets to publish the last events after producing stops.
 const SETTLE: Duration = Duration::from_secs(10);
 
-pub(super) async fn run(
-    env: &Env,
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     for &rate in &sizes.latency_rates {
         for wake in [Wake::InProcess, Wake::Notify] {
             let store = env.store("latency", Retention::Delete).await?;

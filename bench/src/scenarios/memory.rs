@@ -21,7 +21,7 @@ use crate::consuming::{consume, create_invoices};
 use crate::env::{Env, connect_options, spec};
 use crate::load::stage_pending;
 use crate::payload::Payload;
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 const NAME: &str = "memory";
@@ -30,11 +30,7 @@ const PEAK_PREFIX: &str = "vmhwm_kb=";
 /// Connections of a child's pool.
 const CHILD_CONNECTIONS: u32 = 10;
 
-pub(super) async fn run(
-    env: &Env,
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let store = env.store("memory", Retention::Delete).await?;
     let queue = env.queue("bench-memory").await?;
     let result = async {

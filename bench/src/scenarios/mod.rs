@@ -33,7 +33,7 @@ use tidings_postgres::PgOutboxStore;
 use crate::env::Env;
 use crate::payload::Payload;
 use crate::publishers::NoopPublisher;
-use crate::report::Figure;
+use crate::report::Report;
 use crate::sizes::Sizes;
 
 /// Runs one child process of a scenario: the chaos scenario's relay or
@@ -194,7 +194,7 @@ impl Scenario {
         self,
         env: &Env,
         sizes: &Sizes,
-        report: &mut dyn FnMut(Figure),
+        report: Report<'_>,
     ) -> anyhow::Result<()> {
         // Each scenario starts with the database's dirty pages written out,
         // so none pays for the writes of the one before it.

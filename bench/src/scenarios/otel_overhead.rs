@@ -11,7 +11,7 @@
 //! its four runs.
 
 use crate::env::Env;
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 use crate::telemetry::set_exporting;
 
@@ -40,11 +40,7 @@ const MEASURED: [(Scenario, &str, &str); 2] = [
     ),
 ];
 
-pub(super) async fn run(
-    env: &Env,
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     for (scenario, rate, cpu) in MEASURED {
         let mut rates = [0.0; 2];
         let mut cpus = [0.0; 2];

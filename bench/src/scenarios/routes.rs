@@ -22,7 +22,7 @@ use crate::env::{Env, connect_options, spec};
 use crate::load::stage_pending;
 use crate::payload::{Payload, envelopes};
 use crate::raw_publish::RawPublisher;
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 const NAME: &str = "routes";
@@ -58,11 +58,7 @@ struct Lane {
     name: String,
 }
 
-pub(super) async fn run(
-    env: &Env,
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let mut lanes = Vec::new();
     let mut result = Ok(());
     for (side, routes) in [
@@ -124,7 +120,7 @@ async fn measure(
     env: &Env,
     sizes: &Sizes,
     lanes: &[Lane],
-    report: &mut dyn FnMut(Figure),
+    report: Report<'_>,
 ) -> anyhow::Result<()> {
     let per_route = sizes.drain_events.div_ceil(ROUTES * ORDERS.len()).max(1);
     let per_round = per_route * ROUTES;

@@ -24,7 +24,7 @@ use crate::clients::run_clients;
 use crate::cpu::CpuTime;
 use crate::env::{Env, outbox_table, spec, table_in};
 use crate::payload::Payload;
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 const NAME: &str = "stage";
@@ -32,11 +32,7 @@ const NAME: &str = "stage";
 /// twice, so each side runs first, second and last equally often.
 const ROUNDS: usize = 12;
 
-pub(super) async fn run(
-    env: &Env,
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let stores = Stores {
         raw: env.store("stage_raw", Retention::Delete).await?,
         unheard: env.store("stage", Retention::Delete).await?,

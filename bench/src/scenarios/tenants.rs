@@ -24,7 +24,7 @@ use crate::env::{Env, connect_options, spec, stop_autovacuum_on, vacuum_on};
 use crate::load::stage_pending;
 use crate::payload::{Payload, envelopes};
 use crate::raw_publish::RawPublisher;
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 const NAME: &str = "tenants";
@@ -53,11 +53,7 @@ struct Tenancy {
     relay: Relay<PgOutboxStore, RabbitPublisher>,
 }
 
-pub(super) async fn run(
-    env: &Env,
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let queue = env.queue("bench-tenants").await?;
     let publisher = RabbitPublisher::new(
         env.amqp("tidings-bench-tenants"),
@@ -135,7 +131,7 @@ async fn measure(
     sizes: &Sizes,
     tenants: &[Tenancy],
     queue: &'static str,
-    report: &mut dyn FnMut(Figure),
+    report: Report<'_>,
 ) -> anyhow::Result<()> {
     let (shared_side, alone_side) = tenants.split_at(TENANTS);
     let backlog = (sizes.drain_events / TENANTS).max(1);

@@ -24,7 +24,7 @@ use uuid::Uuid;
 
 use crate::env::{Env, table_in};
 use crate::payload::Payload;
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 pub(crate) use children::run_child;
@@ -44,11 +44,7 @@ struct Round {
     consumer_kills: KillReport,
 }
 
-pub(super) async fn run(
-    env: &Env,
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let events = sizes.chaos_events;
     let calm = round(env, events, None).await?;
     let rate = |round: &Round| events as f64 / round.took.as_secs_f64().max(1e-9);

@@ -17,7 +17,7 @@ use crate::env::spec;
 use crate::load::stage_pending;
 use crate::payload::Payload;
 use crate::publishers::NoopPublisher;
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 use super::documents::now_micros;
@@ -25,10 +25,7 @@ use super::services::{database, drop_store, store};
 
 const NAME: &str = "mongo-drain-noop";
 
-pub(in crate::scenarios) async fn run(
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(in crate::scenarios) async fn run(sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let database = database().await?;
     let raw = store(&database, "drain_raw").await?;
     let relayed = store(&database, "drain").await?;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tidings_mongo::MongoOutboxStore;
 
 use crate::env::spec;
-use crate::report::Figure;
+use crate::report::{Figure, Report};
 use crate::scenarios::woken::{Plan, WokenRelay, produce, warm_up};
 use crate::sizes::Sizes;
 
@@ -21,10 +21,7 @@ const WARM_UP_WAIT: Duration = Duration::from_millis(100);
 /// How long the relay gets to publish the last events after producing stops.
 const SETTLE: Duration = Duration::from_secs(10);
 
-pub(in crate::scenarios) async fn run(
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(in crate::scenarios) async fn run(sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let database = database().await?;
     for &rate in &sizes.mongo_rates {
         let store = store(&database, "latency").await?;

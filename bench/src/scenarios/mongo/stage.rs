@@ -13,7 +13,7 @@ use tidings_mongo::MongoOutboxStore;
 use crate::clients::run_clients;
 use crate::env::spec;
 use crate::payload::Payload;
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 use super::documents::{order, pending_event};
@@ -25,10 +25,7 @@ const ROUNDS: usize = 4;
 /// The label of an error after which the whole transaction may run again.
 const TRANSIENT: &str = "TransientTransactionError";
 
-pub(in crate::scenarios) async fn run(
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(in crate::scenarios) async fn run(sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let database = database().await?;
     let raw = store(&database, "stage_raw").await?;
     let staged = store(&database, "stage").await?;

@@ -28,7 +28,7 @@ use tidings_postgres::{Layout, PgOutboxOptions, PgOutboxStore, Retention};
 use crate::delays::quantile;
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 use super::latency::WARM_UP_WAIT;
@@ -52,11 +52,7 @@ struct Run {
     dead_tuples: i64,
 }
 
-pub(super) async fn run(
-    env: &Env,
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let healthy = run_once(env, sizes, Layout::Plain, false).await?;
     let pinned = run_once(env, sizes, Layout::Plain, true).await?;
     let rotated_healthy = run_once(env, sizes, Layout::Rotated, false).await?;

@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 use crate::env::{Env, outbox_table};
 use crate::payload::Payload;
-use crate::report::{Figure, Goal};
+use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
 use super::chaos::child_command;
@@ -49,11 +49,7 @@ const TAKEOVER_RELAYS: usize = 2;
 /// How long a round may take at most.
 const DEADLINE: Duration = Duration::from_secs(600);
 
-pub(super) async fn run(
-    env: &Env,
-    sizes: &Sizes,
-    report: &mut dyn FnMut(Figure),
-) -> anyhow::Result<()> {
+pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let events = sizes.scale_events;
     for ordering in [Ordering::Unordered, Ordering::PerKey] {
         let mut one = None;
@@ -83,7 +79,7 @@ pub(super) async fn run(
     Ok(())
 }
 
-fn report_takeover(report: &mut dyn FnMut(Figure), label: &str, takeover: Takeover) {
+fn report_takeover(report: Report<'_>, label: &str, takeover: Takeover) {
     report(Figure::new(
         NAME,
         &format!("{label}: rows it held"),
@@ -104,12 +100,7 @@ fn report_takeover(report: &mut dyn FnMut(Figure), label: &str, takeover: Takeov
 
 /// Lost events must be none; events published twice too, unless a relay
 /// was killed after publishing some of its batch.
-fn report_received(
-    report: &mut dyn FnMut(Figure),
-    label: &str,
-    received: Received,
-    exactly_once: bool,
-) {
+fn report_received(report: Report<'_>, label: &str, received: Received, exactly_once: bool) {
     let lost = Figure::new(NAME, &format!("{label}: lost"), received.lost as f64, "");
     report(lost.goal(Goal::Equal(0.0)));
     let twice = Figure::new(
