@@ -27,20 +27,13 @@
 //! broker's count is held against `max_deliveries` as before.
 
 use tidings_core::port::error_chain;
-use tidings_core::{Attempts, Codec, Envelope, InboxAttempts, InboxError};
+use tidings_core::{Attempts, Envelope, InboxAttempts, InboxError};
 
 use crate::ConsumerOptions;
-use crate::handler::Handler;
 use crate::isolation::Turn;
 use crate::process::{Counted, Pipeline};
 
-impl<T, C, H, I> Pipeline<T, C, H, I>
-where
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-    H: Handler<T, I::Tx>,
-{
+impl<T, C, H, I: InboxAttempts> Pipeline<T, C, H, I> {
     /// Takes this delivery's turn and counts its attempt where it needs
     /// counting: a redelivery, or one whose count the broker does not know.
     /// A redelivery with an attempt that never returned is a suspect and

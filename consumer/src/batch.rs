@@ -76,11 +76,12 @@ where
             return;
         }
         let envelopes: Vec<&Envelope> = items.iter().map(|item| &item.envelope).collect();
-        let span = telemetry::process_batch_span(
+        let span = telemetry::process_span(
             self.system,
             self.queue.name(),
             self.inbox.consumer(),
             &envelopes,
+            None,
         );
         async move {
             let turn = self.isolation.shared().await;

@@ -85,7 +85,7 @@ where
             self.system,
             self.queue.name(),
             self.inbox.consumer(),
-            &envelope,
+            &[&envelope],
             count,
         );
         async move {

@@ -111,6 +111,7 @@ impl<S: InboxPurge> InboxCleaner<S> {
     /// [`InboxError::Schema`] when the inbox or attempts table is missing,
     /// [`InboxError::Backend`] for any other database error. Marks deleted
     /// before it stay deleted.
+    #[tracing::instrument(skip_all, fields(messaging.consumer.group.name = %self.consumer), err)]
     pub async fn clean(&self) -> Result<u64, InboxError> {
         let (consumer, keep) = (&self.consumer, self.options.keep);
         let deleted = purge_in_batches(self.options.batch, |limit| {

@@ -46,7 +46,7 @@ impl<S: InboxStore> Inbox<S> {
     /// [`InboxError::Schema`] when the inbox table is missing,
     /// [`InboxError::Backend`] for any other database error. A transaction
     /// whose mark failed is rolled back.
-    #[tracing::instrument(skip_all, fields(consumer = %self.consumer, messaging.message.id = %event_id), err)]
+    #[tracing::instrument(skip_all, fields(messaging.consumer.group.name = %self.consumer, messaging.message.id = %event_id), err)]
     pub async fn begin(&self, event_id: Uuid) -> Result<InboxMark<S::Tx>, InboxError> {
         let mut tx = self.store.begin().await?;
         match self.store.mark(&mut tx, self.consumer.key(event_id)).await {
@@ -86,6 +86,7 @@ impl<S: InboxStore> Inbox<S> {
     /// event; [`InboxError::Unavailable`] when the database cannot be reached;
     /// [`InboxError::Schema`] when the inbox table is missing;
     /// [`InboxError::Backend`] for any other database error.
+    #[tracing::instrument(skip_all, fields(messaging.consumer.group.name = %self.consumer, messaging.message.id = %event_id), err)]
     pub async fn mark(&self, tx: &mut S::Tx, event_id: Uuid) -> Result<InboxMark, InboxError> {
         self.store.mark(tx, self.consumer.key(event_id)).await
     }
@@ -128,6 +129,7 @@ impl<S: InboxAttempts> Inbox<S> {
     /// conflicts; [`InboxError::Unavailable`] when the database cannot be
     /// reached; [`InboxError::Schema`] when the attempts table is missing;
     /// [`InboxError::Backend`] for any other database error.
+    #[tracing::instrument(skip_all, fields(messaging.consumer.group.name = %self.consumer, messaging.message.id = %event_id), err)]
     pub async fn start_attempt(&self, event_id: Uuid) -> Result<Option<Attempts>, InboxError> {
         self.store.start_attempt(self.consumer.key(event_id)).await
     }
@@ -140,6 +142,7 @@ impl<S: InboxAttempts> Inbox<S> {
     /// [`InboxError::Unavailable`] when the database cannot be reached;
     /// [`InboxError::Schema`] when the attempts table is missing;
     /// [`InboxError::Backend`] for any other database error.
+    #[tracing::instrument(skip_all, fields(messaging.consumer.group.name = %self.consumer, messaging.message.id = %event_id), err)]
     pub async fn attempts(&self, event_id: Uuid) -> Result<Option<Attempts>, InboxError> {
         self.store.attempts(self.consumer.key(event_id)).await
     }
@@ -153,6 +156,7 @@ impl<S: InboxAttempts> Inbox<S> {
     /// conflicts; [`InboxError::Unavailable`] when the database cannot be
     /// reached; [`InboxError::Schema`] when the attempts table is missing;
     /// [`InboxError::Backend`] for any other database error.
+    #[tracing::instrument(skip_all, fields(messaging.consumer.group.name = %self.consumer, messaging.message.id = %event_id), err)]
     pub async fn finish_attempt(
         &self,
         event_id: Uuid,

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use futures::TryStreamExt;
 use mongodb::bson::{Bson, Document};
 use tidings_core::{ConsumerStats, FailedFilter, FailedRow, OutboxAdmin, PurgeRequest, StoreError};
 use tracing::instrument;
@@ -13,6 +12,7 @@ use crate::MongoOutboxStore;
 use crate::document::failed_row;
 use crate::error::store_error;
 use crate::filters;
+use crate::read::read_all;
 use crate::schema::{field, int64, micros};
 
 impl OutboxAdmin for MongoOutboxStore {
@@ -49,16 +49,14 @@ impl OutboxAdmin for MongoOutboxStore {
     ) -> Result<Vec<FailedRow>, StoreError> {
         let now = micros(self.now());
         let cutoff = now.saturating_sub(duration_micros(filter.older_than.unwrap_or_default()));
-        let documents: Vec<Document> = self
-            .outbox()
-            .find(filters::failed_matching(route, filter, cutoff))
-            .sort(filters::failure_order())
-            .limit(int64(filter.limit))
-            .await
-            .map_err(store_error)?
-            .try_collect()
-            .await
-            .map_err(store_error)?;
+        let documents: Vec<Document> = read_all(
+            self.outbox()
+                .find(filters::failed_matching(route, filter, cutoff))
+                .sort(filters::failure_order())
+                .limit(int64(filter.limit)),
+        )
+        .await
+        .map_err(store_error)?;
         documents.iter().map(|d| failed_row(d, now)).collect()
     }
 
@@ -75,14 +73,12 @@ impl OutboxAdmin for MongoOutboxStore {
 
     #[instrument(skip_all, fields(db.system = "mongodb"), err)]
     async fn consumers(&self) -> Result<Vec<ConsumerStats>, StoreError> {
-        let groups: Vec<Document> = self
-            .inbox_collection()
-            .aggregate(filters::consumers_pipeline())
-            .await
-            .map_err(store_error)?
-            .try_collect()
-            .await
-            .map_err(store_error)?;
+        let groups: Vec<Document> = read_all(
+            self.inbox_collection()
+                .aggregate(filters::consumers_pipeline()),
+        )
+        .await
+        .map_err(store_error)?;
         let now = micros(self.now());
         Ok(groups
             .into_iter()

@@ -7,7 +7,7 @@ use futures::FutureExt;
 use tidings_core::{
     ClaimedBatch, ClaimedRows, LeaseToken, OutboxRecord, SettleReport, Settlement, StoreError,
 };
-use tracing::{instrument, warn};
+use tracing::warn;
 
 use crate::MongoOutboxStore;
 use crate::error::store_error;
@@ -70,16 +70,6 @@ impl ClaimedBatch for MongoBatch {
         &mut self.rows
     }
 
-    #[instrument(
-        skip_all,
-        fields(
-            db.system = "mongodb",
-            outbox.route = %self.route,
-            outbox.lease = %self.rows.lease.0,
-            settlements = settlements.len(),
-        ),
-        err
-    )]
     async fn settle(self, settlements: Vec<Settlement>) -> Result<SettleReport, StoreError> {
         let plan = Plan::new(settlements);
         if plan.ids.is_empty() {

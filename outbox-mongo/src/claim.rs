@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 
-use futures::{FutureExt, TryStreamExt};
+use futures::FutureExt;
 use mongodb::ClientSession;
 use mongodb::bson::{Bson, Document};
 use mongodb::error::Result as MongoResult;
@@ -21,6 +21,7 @@ use tidings_core::{ClaimRequest, LeaseToken, OrderingMode, Route};
 use crate::MongoOutboxStore;
 use crate::error::TRANSIENT_TRANSACTION_ERROR;
 use crate::filters;
+use crate::read::read_all;
 use crate::rerun::retrying;
 use crate::schema::{field, int64, micros, micros_after, status, uuid};
 
@@ -73,13 +74,13 @@ async fn read_back(
     request: &ClaimRequest<'_>,
     lease: LeaseToken,
 ) -> MongoResult<Vec<Document>> {
-    store
-        .outbox()
-        .find(filters::leased(lease))
-        .sort(filters::claim_order(request.route.hlc_ordering))
-        .await?
-        .try_collect()
-        .await
+    read_all(
+        store
+            .outbox()
+            .find(filters::leased(lease))
+            .sort(filters::claim_order(request.route.hlc_ordering)),
+    )
+    .await
 }
 
 /// Reads the oldest due candidates whole, then stamps those still pending
@@ -93,14 +94,14 @@ async fn claim_unordered(
     let route = request.route;
     for _ in 0..UNORDERED_ROUNDS {
         let now = store.now();
-        let mut candidates: Vec<Document> = store
-            .outbox()
-            .find(filters::claimable(&route.name, micros(now)))
-            .sort(filters::claim_order(route.hlc_ordering))
-            .limit(int64(request.limit))
-            .await?
-            .try_collect()
-            .await?;
+        let mut candidates: Vec<Document> = read_all(
+            store
+                .outbox()
+                .find(filters::claimable(&route.name, micros(now)))
+                .sort(filters::claim_order(route.hlc_ordering))
+                .limit(int64(request.limit)),
+        )
+        .await?;
         if candidates.is_empty() {
             return Ok(Claimed::Nothing);
         }

@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use futures::TryStreamExt;
 use mongodb::Collection;
 use mongodb::bson::Document;
 use mongodb::options::ReturnDocument;
@@ -10,10 +9,11 @@ use tidings_core::port::caused_by;
 use tidings_core::{
     Attempts, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark, InboxPurge, InboxStore,
 };
-use tracing::{debug, instrument};
+use tracing::debug;
 
 use crate::error::{CommitError, inbox_error, is_duplicate_key};
 use crate::filters;
+use crate::read::read_all;
 use crate::schema::{field, int64, micros};
 use crate::{MongoContext, MongoOutboxStore};
 
@@ -64,11 +64,6 @@ impl InboxStore for MongoInboxStore {
     /// transaction stays usable. A mark another transaction holds
     /// uncommitted is a write conflict ([`InboxError::Conflict`]); handling
     /// the delivery again finds it committed.
-    #[instrument(
-        skip_all,
-        fields(db.system = "mongodb", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
-        err
-    )]
     async fn mark(
         &self,
         tx: &mut MongoContext,
@@ -98,22 +93,12 @@ impl InboxStore for MongoInboxStore {
 }
 
 impl InboxAttempts for MongoInboxStore {
-    #[instrument(
-        skip_all,
-        fields(db.system = "mongodb", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
-        err
-    )]
     async fn start_attempt(&self, key: InboxKey<'_>) -> Result<Option<Attempts>, InboxError> {
         let attempts = self.count_attempt(key, 1, 0).await?;
         debug!(?attempts, "attempt started");
         Ok(Some(attempts))
     }
 
-    #[instrument(
-        skip_all,
-        fields(db.system = "mongodb", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
-        err
-    )]
     async fn attempts(&self, key: InboxKey<'_>) -> Result<Option<Attempts>, InboxError> {
         let document = self
             .store
@@ -125,11 +110,6 @@ impl InboxAttempts for MongoInboxStore {
         Ok(Some(stored_attempts(&document)))
     }
 
-    #[instrument(
-        skip_all,
-        fields(db.system = "mongodb", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
-        err
-    )]
     async fn finish_attempt(
         &self,
         key: InboxKey<'_>,
@@ -156,11 +136,6 @@ impl InboxAttempts for MongoInboxStore {
 }
 
 impl InboxPurge for MongoInboxStore {
-    #[instrument(
-        skip_all,
-        fields(db.system = "mongodb", messaging.consumer.group.name = %consumer),
-        err
-    )]
     async fn purge_older_than(
         &self,
         consumer: &ConsumerName,
@@ -249,15 +224,14 @@ async fn purge(
     filter: Document,
     limit: usize,
 ) -> Result<u64, InboxError> {
-    let doomed: Vec<Document> = collection
-        .find(filter)
-        .limit(int64(limit))
-        .projection(filters::id_only())
-        .await
-        .map_err(inbox_error)?
-        .try_collect()
-        .await
-        .map_err(inbox_error)?;
+    let doomed: Vec<Document> = read_all(
+        collection
+            .find(filter)
+            .limit(int64(limit))
+            .projection(filters::id_only()),
+    )
+    .await
+    .map_err(inbox_error)?;
     let ids = doomed
         .into_iter()
         .filter_map(|mut d| d.remove("_id"))

@@ -2,7 +2,6 @@
 //! [`MongoOutboxStore::ensure_indexes`] and checked by
 //! [`MongoOutboxStore::verify`].
 
-use futures::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::options::IndexOptions;
 use mongodb::{Collection, IndexModel};
@@ -11,6 +10,7 @@ use tracing::{info, instrument};
 
 use crate::MongoOutboxStore;
 use crate::error::{is_namespace_exists, is_namespace_missing, store_error};
+use crate::read::read_all;
 use crate::schema::field;
 
 /// Which of the store's collections an index belongs to.
@@ -251,11 +251,7 @@ async fn existing_indexes(
             Missing::Unreadable(store_error(e))
         }
     };
-    let models: Vec<IndexModel> = collection
-        .list_indexes()
-        .await
-        .map_err(unreadable)?
-        .try_collect()
+    let models: Vec<IndexModel> = read_all(collection.list_indexes())
         .await
         .map_err(unreadable)?;
     Ok(models

@@ -12,6 +12,7 @@ mod indexes;
 mod names;
 mod options;
 mod outbox;
+mod read;
 mod rerun;
 mod schema;
 mod settle;

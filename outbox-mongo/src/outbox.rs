@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use futures::TryStreamExt;
 use mongodb::bson::{Bson, Document};
 use tidings_core::{
     ClaimRequest, LeaseToken, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus, Requeue,
@@ -14,6 +13,7 @@ use crate::claim::claim;
 use crate::document::record;
 use crate::error::{is_type_mismatch, store_error};
 use crate::filters;
+use crate::read::read_all;
 use crate::schema::{int64, micros, status};
 use crate::unreadable;
 use crate::{MongoBatch, MongoOutboxStore};
@@ -21,16 +21,6 @@ use crate::{MongoBatch, MongoOutboxStore};
 impl OutboxStore for MongoOutboxStore {
     type Batch = MongoBatch;
 
-    #[instrument(
-        skip_all,
-        fields(
-            db.system = "mongodb",
-            outbox.route = %request.route.name,
-            limit = request.limit,
-            claimed,
-        ),
-        err
-    )]
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<MongoBatch, StoreError> {
         let lease = LeaseToken::new();
         // The stamp's expiry counts from a later reading of the clock.
@@ -55,7 +45,6 @@ impl OutboxStore for MongoOutboxStore {
         if !unreadable.is_empty() {
             return Err(unreadable::set_aside(self, lease, unreadable).await);
         }
-        tracing::Span::current().record("claimed", records.len());
         Ok(MongoBatch::new(
             self.clone(),
             request.route.name.to_string(),
@@ -137,14 +126,10 @@ impl OutboxStore for MongoOutboxStore {
 
     #[instrument(skip_all, fields(db.system = "mongodb", outbox.route = route), err)]
     async fn stats(&self, route: &str) -> Result<OutboxStats, StoreError> {
-        let groups: Vec<Document> = self
-            .outbox()
-            .aggregate(filters::stats_pipeline(route))
-            .await
-            .map_err(store_error)?
-            .try_collect()
-            .await
-            .map_err(store_error)?;
+        let groups: Vec<Document> =
+            read_all(self.outbox().aggregate(filters::stats_pipeline(route)))
+                .await
+                .map_err(store_error)?;
         let now = micros(self.now());
         let mut stats = OutboxStats::default();
         for group in groups {
@@ -189,17 +174,15 @@ impl MongoOutboxStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let documents: Vec<Document> = self
-            .outbox()
-            .find(filter)
-            .sort(filters::claim_order(false))
-            .limit(int64(limit))
-            .projection(filters::id_only())
-            .await
-            .map_err(store_error)?
-            .try_collect()
-            .await
-            .map_err(store_error)?;
+        let documents: Vec<Document> = read_all(
+            self.outbox()
+                .find(filter)
+                .sort(filters::claim_order(false))
+                .limit(int64(limit))
+                .projection(filters::id_only()),
+        )
+        .await
+        .map_err(store_error)?;
         Ok(documents
             .into_iter()
             .filter_map(|mut d| d.remove("_id"))

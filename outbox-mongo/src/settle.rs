@@ -28,6 +28,7 @@ use uuid::Uuid;
 use crate::MongoOutboxStore;
 use crate::document::event_id;
 use crate::filters;
+use crate::read::read_all;
 use crate::schema::{field, micros, micros_after, status};
 
 /// The settlements, each event once (the first outcome given wins).
@@ -116,13 +117,13 @@ async fn written_by(
     group: &Group,
     ids: &[Uuid],
 ) -> MongoResult<Vec<Uuid>> {
-    let found: Vec<Document> = store
-        .outbox()
-        .find(filters::events(route, ids))
-        .projection(filters::settled_fields())
-        .await?
-        .try_collect()
-        .await?;
+    let found: Vec<Document> = read_all(
+        store
+            .outbox()
+            .find(filters::events(route, ids))
+            .projection(filters::settled_fields()),
+    )
+    .await?;
     let found: HashMap<Uuid, &Document> = found
         .iter()
         .filter_map(|d| Some((event_id(d)?, d)))

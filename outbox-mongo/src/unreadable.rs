@@ -3,7 +3,6 @@
 //! reported as [`StoreError::Corrupt`] naming the event. The rest of the
 //! claim returns to pending as if never claimed, so the next claim goes on.
 
-use futures::TryStreamExt;
 use mongodb::bson::{Bson, Document};
 use mongodb::error::Error as MongoError;
 use tidings_core::{LeaseToken, StoreError};
@@ -14,6 +13,7 @@ use crate::MongoOutboxStore;
 use crate::document::event_id;
 use crate::error::store_error;
 use crate::filters;
+use crate::read::read_all;
 use crate::schema::{field, micros};
 
 /// How many documents with an uncountable attempt counter one claim sets
@@ -55,13 +55,13 @@ pub(crate) async fn set_aside_unstampable(
     let now = micros(store.now());
     unclaim(store, lease, now).await;
     let found: Result<Vec<Document>, MongoError> = async {
-        store
-            .outbox()
-            .find(filters::uncountable(route))
-            .limit(SET_ASIDE_LIMIT)
-            .await?
-            .try_collect()
-            .await
+        read_all(
+            store
+                .outbox()
+                .find(filters::uncountable(route))
+                .limit(SET_ASIDE_LIMIT),
+        )
+        .await
     }
     .await;
     let documents = match found {

@@ -7,7 +7,7 @@ use tidings_core::port::caused_by;
 use tidings_core::{
     Attempts, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark, InboxPurge, InboxStore,
 };
-use tracing::{debug, instrument};
+use tracing::debug;
 
 use crate::error::{CommitError, inbox_error};
 use crate::params::{limit, micros};
@@ -61,11 +61,6 @@ impl InboxStore for PgInboxStore {
         })
     }
 
-    #[instrument(
-        skip_all,
-        fields(db.system = "postgresql", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
-        err
-    )]
     async fn mark(
         &self,
         tx: &mut PgContext<'static>,
@@ -94,11 +89,6 @@ impl InboxStore for PgInboxStore {
 }
 
 impl InboxAttempts for PgInboxStore {
-    #[instrument(
-        skip_all,
-        fields(db.system = "postgresql", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
-        err
-    )]
     async fn start_attempt(&self, key: InboxKey<'_>) -> Result<Option<Attempts>, InboxError> {
         let statement = self.store.inner().sql.inbox_attempt_start.clone();
         let attempts = self.attempt_count(statement, key).await?;
@@ -106,21 +96,11 @@ impl InboxAttempts for PgInboxStore {
         Ok(Some(attempts))
     }
 
-    #[instrument(
-        skip_all,
-        fields(db.system = "postgresql", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
-        err
-    )]
     async fn attempts(&self, key: InboxKey<'_>) -> Result<Option<Attempts>, InboxError> {
         let statement = self.store.inner().sql.inbox_attempts.clone();
         Ok(Some(self.attempt_count(statement, key).await?))
     }
 
-    #[instrument(
-        skip_all,
-        fields(db.system = "postgresql", messaging.consumer.group.name = key.consumer(), messaging.message.id = %key.event_id()),
-        err
-    )]
     async fn finish_attempt(
         &self,
         key: InboxKey<'_>,
@@ -151,11 +131,6 @@ impl InboxAttempts for PgInboxStore {
 }
 
 impl InboxPurge for PgInboxStore {
-    #[instrument(
-        skip_all,
-        fields(db.system = "postgresql", messaging.consumer.group.name = %consumer),
-        err
-    )]
     async fn purge_older_than(
         &self,
         consumer: &ConsumerName,

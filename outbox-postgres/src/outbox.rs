@@ -17,16 +17,6 @@ use crate::{PgBatch, PgOutboxStore};
 impl OutboxStore for PgOutboxStore {
     type Batch = PgBatch;
 
-    #[instrument(
-        skip_all,
-        fields(
-            db.system = "postgresql",
-            outbox.route = %request.route.name,
-            limit = request.limit,
-            claimed,
-        ),
-        err
-    )]
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<PgBatch, StoreError> {
         self.rotate_when_due();
         PgBatch::claim(self, request).await

@@ -2,27 +2,36 @@
 //! the JSON of a result or an error.
 
 use axum::Json;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::State;
 use crate::AdminError;
 
-/// Passes a request bearing the page's token; a 401 otherwise, and always
-/// on a read-only page (one started without a token).
-#[allow(clippy::result_large_err)]
-pub(crate) fn authorize<S>(state: &State<S>, headers: &HeaderMap) -> Result<(), Response> {
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    match (&state.token, given) {
-        (Some(token), Some(given)) if same(token.as_bytes(), given.as_bytes()) => Ok(()),
-        (None, _) => Err(refuse(
-            "this page was started without a token: it is read-only",
-        )),
-        _ => Err(refuse("a write needs the page's bearer token")),
+/// Proof that a request bears the page's token: a handler that takes it
+/// runs only for such requests. Every other request gets a 401, and so does
+/// every request to a read-only page (one started without a token).
+pub(crate) struct Authorized;
+
+impl<S: Send + Sync> FromRequestParts<State<S>> for Authorized {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &State<S>) -> Result<Self, Response> {
+        let given = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        match (&state.token, given) {
+            (Some(token), Some(given)) if same(token.as_bytes(), given.as_bytes()) => Ok(Self),
+            (None, _) => Err(refuse(
+                "this page was started without a token: it is read-only",
+            )),
+            _ => Err(refuse("a write needs the page's bearer token")),
+        }
     }
 }
 

@@ -7,12 +7,11 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Path, Query, State as Extract};
-use axum::http::HeaderMap;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
 
 use super::State;
-use super::access::{authorize, bad_request, message, not_found, respond};
+use super::access::{Authorized, bad_request, message, not_found, respond};
 use super::brokers::{Queue, find, queues};
 use crate::AdminError;
 use crate::dead_letters::{DeadLetterFilter, ReplayOptions};
@@ -106,13 +105,10 @@ pub(crate) enum Action {
 /// Replays or deletes the named dead letters (bearer token).
 pub(crate) async fn act<S: AdminStore>(
     Extract(state): Extract<State<S>>,
+    _: Authorized,
     Path(action): Path<Action>,
-    headers: HeaderMap,
     Json(body): Json<Selection>,
 ) -> Response {
-    if let Err(refused) = authorize(&state, &headers) {
-        return refused;
-    }
     if body.ids.is_empty() {
         return bad_request("name at least one dead letter by its id");
     }

@@ -3,14 +3,13 @@
 
 use axum::Json;
 use axum::extract::{Path, Query, State as Extract};
-use axum::http::HeaderMap;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use tidings_core::{FailedFilter, FailedRow};
 use uuid::Uuid;
 
 use super::State;
-use super::access::{authorize, respond};
+use super::access::{Authorized, respond};
 use crate::AdminError;
 use crate::stores::AdminStore;
 
@@ -70,13 +69,10 @@ pub(crate) enum Action {
 /// Requeues or deletes the named failed rows (bearer token).
 pub(crate) async fn act<S: AdminStore>(
     Extract(state): Extract<State<S>>,
+    _: Authorized,
     Path(action): Path<Action>,
-    headers: HeaderMap,
     Json(body): Json<Selection>,
 ) -> Response {
-    if let Err(refused) = authorize(&state, &headers) {
-        return refused;
-    }
     respond(run(&state, body, action).await)
 }
 

@@ -93,7 +93,14 @@ pub(super) async fn claim<S: OutboxStore>(
         after,
     };
     let started = Instant::now();
-    let batch = store.claim(request).await?;
+    let span = tracing::info_span!(
+        "claim",
+        outbox.route = %lane.route.name,
+        limit,
+        claimed = tracing::field::Empty,
+    );
+    let batch = store.claim(request).instrument(span.clone()).await?;
+    span.record("claimed", batch.records().len());
     metrics::histogram!("tidings_relay_claim_seconds", lane.labels().iter())
         .record(started.elapsed());
     width.observe(batch.records());
@@ -106,7 +113,13 @@ pub(super) async fn settle<B: ClaimedBatch>(
     settlements: Vec<Settlement>,
     lane: &Lane,
 ) -> Result<PassReport, StoreError> {
-    let settled = batch.settle(settlements).await?;
+    let span = tracing::info_span!(
+        "settle",
+        outbox.route = %lane.route.name,
+        outbox.lease = %batch.lease().0,
+        settlements = settlements.len(),
+    );
+    let settled = batch.settle(settlements).instrument(span).await?;
     count(lane, &settled);
     if !settled.lost.is_empty() {
         tracing::warn!(

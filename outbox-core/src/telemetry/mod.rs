@@ -35,9 +35,7 @@
 mod context;
 mod spans;
 
-pub use spans::{
-    Settle, create_span, process_batch_span, process_span, record_error, send_span, settle_span,
-};
+pub use spans::{Settle, create_span, process_span, record_error, send_span, settle_span};
 
 use crate::Envelope;
 

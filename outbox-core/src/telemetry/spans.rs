@@ -26,6 +26,27 @@ impl Settle {
     }
 }
 
+/// A span after the OpenTelemetry messaging conventions: the attributes
+/// every broker operation carries, `$fields` (each with its trailing comma),
+/// then `error.type`, recorded by [`record_error`] on failure.
+macro_rules! messaging_span {
+    ($level:ident, $operation:literal, $name:expr, $kind:literal, $system:expr, $destination:expr, $($fields:tt)*) => {
+        tracing::span!(
+            tracing::Level::$level,
+            $operation,
+            otel.name = format!("{} {}", $name, $destination),
+            otel.kind = $kind,
+            otel.status_code = tracing::field::Empty,
+            messaging.system = $system,
+            messaging.operation.type = $operation,
+            messaging.operation.name = $name,
+            messaging.destination.name = $destination,
+            $($fields)*
+            error.type = tracing::field::Empty,
+        )
+    };
+}
+
 /// The `create {destination}` span of a staged event; staging captures its
 /// context into the envelope (see [`inject`](super::inject)).
 pub fn create_span(envelope: &Envelope) -> Span {
@@ -49,20 +70,17 @@ pub fn create_span(envelope: &Envelope) -> Span {
 /// `messaging.rabbitmq.destination.routing_key` the window shares, SQS the
 /// `aws.sqs.queue.url`.
 pub fn send_span(system: &'static str, destination: &str, envelopes: &[Envelope]) -> Span {
-    let span = tracing::info_span!(
+    let span = messaging_span!(
+        INFO,
         "send",
-        otel.name = format!("send {destination}"),
-        otel.kind = "producer",
-        otel.status_code = tracing::field::Empty,
-        messaging.system = system,
-        messaging.operation.type = "send",
-        messaging.operation.name = "send",
-        messaging.destination.name = destination,
+        "send",
+        "producer",
+        system,
+        destination,
         messaging.message.id = tracing::field::Empty,
         messaging.batch.message_count = tracing::field::Empty,
         messaging.rabbitmq.destination.routing_key = tracing::field::Empty,
         aws.sqs.queue.url = tracing::field::Empty,
-        error.type = tracing::field::Empty,
     );
     match envelopes {
         [one] => span.record(
@@ -75,58 +93,45 @@ pub fn send_span(system: &'static str, destination: &str, envelopes: &[Envelope]
     span
 }
 
-/// The `process {queue}` span of one delivery: a child of the message's
-/// creation context, and linked to it, when the message carries one; in
-/// a trace of its own otherwise.
+/// The `process {queue}` span of deliveries handled in one transaction.
+/// One delivery is named in `messaging.message.id` and its span is a
+/// child of the message's creation context, and linked to it, when the
+/// message carries one (in a trace of its own otherwise); several are
+/// counted in `messaging.batch.message_count` and linked to each
+/// message's creation context.
 pub fn process_span(
     system: &'static str,
     queue: &str,
     consumer: &str,
-    envelope: &Envelope,
+    envelopes: &[&Envelope],
     delivery_count: Option<u32>,
 ) -> Span {
-    let span = tracing::info_span!(
+    let span = messaging_span!(
+        INFO,
         "process",
-        otel.name = format!("process {queue}"),
-        otel.kind = "consumer",
-        otel.status_code = tracing::field::Empty,
-        messaging.system = system,
-        messaging.operation.type = "process",
-        messaging.operation.name = "process",
-        messaging.destination.name = queue,
+        "process",
+        "consumer",
+        system,
+        queue,
         messaging.consumer.group.name = consumer,
-        messaging.message.id = %envelope.event_id,
+        messaging.message.id = tracing::field::Empty,
         messaging.message.delivery_count = delivery_count,
-        error.type = tracing::field::Empty,
+        messaging.batch.message_count = tracing::field::Empty,
     );
-    super::follow(&span, envelope);
-    span
-}
-
-/// The `process {queue}` span of deliveries handled in one transaction,
-/// counted in `messaging.batch.message_count` and linked to each
-/// message's creation context.
-pub fn process_batch_span(
-    system: &'static str,
-    queue: &str,
-    consumer: &str,
-    envelopes: &[&Envelope],
-) -> Span {
-    let span = tracing::info_span!(
-        "process_batch",
-        otel.name = format!("process {queue}"),
-        otel.kind = "consumer",
-        otel.status_code = tracing::field::Empty,
-        messaging.system = system,
-        messaging.operation.type = "process",
-        messaging.operation.name = "process",
-        messaging.destination.name = queue,
-        messaging.consumer.group.name = consumer,
-        messaging.batch.message_count = envelopes.len(),
-        error.type = tracing::field::Empty,
-    );
-    for envelope in envelopes {
-        super::link_all(&span, std::slice::from_ref(*envelope));
+    match envelopes {
+        [one] => {
+            span.record(
+                "messaging.message.id",
+                tracing::field::display(one.event_id),
+            );
+            super::follow(&span, one);
+        }
+        many => {
+            span.record("messaging.batch.message_count", many.len());
+            for envelope in many {
+                super::link_all(&span, std::slice::from_ref(*envelope));
+            }
+        }
     }
     span
 }
@@ -134,17 +139,7 @@ pub fn process_batch_span(
 /// The span settling one delivery: `ack {queue}`, `nack {queue}` or
 /// `dead_letter {queue}`.
 pub fn settle_span(system: &'static str, queue: &str, settle: Settle) -> Span {
-    tracing::debug_span!(
-        "settle",
-        otel.name = format!("{} {queue}", settle.name()),
-        otel.kind = "client",
-        otel.status_code = tracing::field::Empty,
-        messaging.system = system,
-        messaging.operation.type = "settle",
-        messaging.operation.name = settle.name(),
-        messaging.destination.name = queue,
-        error.type = tracing::field::Empty,
-    )
+    messaging_span!(DEBUG, "settle", settle.name(), "client", system, queue,)
 }
 
 /// Marks `span` failed with the conventions' `error.type`, a low-cardinality

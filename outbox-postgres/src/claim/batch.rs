@@ -2,7 +2,7 @@
 
 use tidings_core::{ClaimRequest, ClaimedBatch, ClaimedRows, SettleReport, Settlement, StoreError};
 use tokio_util::task::AbortOnDropHandle;
-use tracing::{Instrument, instrument};
+use tracing::Instrument;
 
 use crate::claim::locked::LockedRows;
 use crate::claim::outcomes::OutcomeColumns;
@@ -122,16 +122,6 @@ impl ClaimedBatch for PgBatch {
         &mut self.rows
     }
 
-    #[instrument(
-        skip_all,
-        fields(
-            db.system = "postgresql",
-            outbox.route = %self.route,
-            outbox.lease = %self.rows.lease.0,
-            settlements = settlements.len(),
-        ),
-        err
-    )]
     async fn settle(self, settlements: Vec<Settlement>) -> Result<SettleReport, StoreError> {
         let columns = OutcomeColumns::new(settlements);
         match self.hold {

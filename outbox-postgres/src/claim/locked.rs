@@ -95,14 +95,11 @@ pub(crate) async fn claim(
     let cursors = ClaimCursor::fits(route);
     let after = request.after.map(|cursor| cursor.0);
     let from = ClaimFrom::of(route, ClaimMode::Locked, after, &store.inner().keys);
-    let (limit, lease) = (request.limit, request.lease);
     let (held, rows, unreadable) = if store.persistent() {
-        let (connection, rows, unreadable) =
-            own::claim(store, route, limit, lease, from.clone()).await?;
+        let (connection, rows, unreadable) = own::claim(store, &request, from.clone()).await?;
         (Held::Own(connection), rows, unreadable)
     } else {
-        let (claim, rows, unreadable) =
-            pooled::claim(store, route, limit, lease, from.clone()).await?;
+        let (claim, rows, unreadable) = pooled::claim(store, &request, from.clone()).await?;
         (Held::Pooled(claim), rows, unreadable)
     };
     if !unreadable.is_empty() {
@@ -135,7 +132,7 @@ pub(crate) async fn claim(
         })
     };
     let records = into_records(rows, route.hlc_ordering);
-    from.advance(&store.inner().keys, route, &records, limit);
+    from.advance(&store.inner().keys, route, &records, request.limit);
     Ok(Claimed {
         token,
         records,

@@ -25,7 +25,7 @@
 use std::time::Duration;
 
 use sqlx::{AssertSqlSafe, SqlStr};
-use tidings_core::{Route, StoreError};
+use tidings_core::{ClaimRequest, Route, StoreError};
 use uuid::Uuid;
 
 use crate::PgOutboxStore;
@@ -50,11 +50,10 @@ const SETTLE_PUBLISHED_KEPT: &str = "tidings_settle_published_kept";
 /// read.
 pub(crate) async fn claim(
     store: &PgOutboxStore,
-    route: &Route,
-    limit: usize,
-    lease: Duration,
+    request: &ClaimRequest<'_>,
     from: ClaimFrom,
 ) -> Result<(ClaimConnection, Vec<ClaimedRow>, Unreadable), StoreError> {
+    let (route, limit, lease) = (request.route, request.limit, request.lease);
     let inner = store.inner();
     let sql = inner.sql.claim.locked(route, limit, store.skipped_slot());
     let mut connection = inner.claims.take(&inner.pool, lease).await?;

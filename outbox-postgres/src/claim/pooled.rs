@@ -20,10 +20,8 @@
 //! (`tidings-bench drain-rabbitmq-pooled`, `docs/benchmarks.md`), so
 //! locked claims stay the default behind a pooler too.
 
-use std::time::Duration;
-
 use sqlx::{AssertSqlSafe, Postgres, Transaction};
-use tidings_core::{Route, StoreError};
+use tidings_core::{ClaimRequest, StoreError};
 use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 
@@ -51,11 +49,10 @@ pub(crate) struct PooledClaim {
 /// could not be read.
 pub(crate) async fn claim(
     store: &PgOutboxStore,
-    route: &Route,
-    limit: usize,
-    lease: Duration,
+    request: &ClaimRequest<'_>,
     from: ClaimFrom,
 ) -> Result<(PooledClaim, Vec<ClaimedRow>, Unreadable), StoreError> {
+    let (route, limit, lease) = (request.route, request.limit, request.lease);
     let inner = store.inner();
     let permit = inner.claims.permit().await?;
     let begin = AssertSqlSafe(begin_statement(lease));

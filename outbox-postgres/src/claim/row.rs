@@ -110,13 +110,11 @@ impl RowDecoder {
     }
 
     /// The rows decoded, in the order they came, and those that could not
-    /// be read, or the error that stopped the decoding; records the rows'
-    /// number as the current span's `claimed`.
+    /// be read, or the error that stopped the decoding.
     pub(crate) fn finish(self) -> Result<(Vec<ClaimedRow>, Unreadable), StoreError> {
         if let Some(error) = self.error {
             return Err(error);
         }
-        tracing::Span::current().record("claimed", self.rows.len());
         Ok((self.rows, self.unreadable))
     }
 }
