@@ -127,12 +127,9 @@ impl<S: InboxPurge> InboxCleaner<S> {
 
 impl<S: InboxPurge> Step for InboxCleaner<S> {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
-        async move {
-            repeat("inbox cleaner", self.options.interval, &cancel, || async {
-                self.clean().await.map(drop)
-            })
-            .await
-        }
+        repeat("inbox cleaner", self.options.interval, cancel, || {
+            self.clean()
+        })
         .boxed()
     }
 }

@@ -6,6 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use super::dead_letters::Action;
 use crate::AdminError;
 use crate::dead_letters::{
     DeadLetter, DeadLetterFilter, DeadLetterReport, QueueDepth, ReplayOptions,
@@ -26,16 +27,10 @@ pub(crate) trait Reader: Send + Sync {
         queue: &'a str,
         filter: &'a DeadLetterFilter,
     ) -> Answer<'a, Vec<DeadLetter>>;
-    /// Replays the dead letters matching `filter`.
-    fn replay<'a>(
+    /// Replays or removes the dead letters matching `filter`.
+    fn act<'a>(
         &'a self,
-        queue: &'a str,
-        filter: &'a DeadLetterFilter,
-        options: ReplayOptions,
-    ) -> Answer<'a, DeadLetterReport>;
-    /// Removes the dead letters matching `filter`.
-    fn purge<'a>(
-        &'a self,
+        action: Action,
         queue: &'a str,
         filter: &'a DeadLetterFilter,
         options: ReplayOptions,
@@ -62,26 +57,18 @@ impl<B: crate::dead_letters::DeadLetterQueues + Send + Sync> Reader for B {
         ))
     }
 
-    fn replay<'a>(
+    fn act<'a>(
         &'a self,
+        action: Action,
         queue: &'a str,
         filter: &'a DeadLetterFilter,
         options: ReplayOptions,
     ) -> Answer<'a, DeadLetterReport> {
-        Box::pin(crate::dead_letters::DeadLetterQueues::replay(
-            self, queue, filter, options,
-        ))
-    }
-
-    fn purge<'a>(
-        &'a self,
-        queue: &'a str,
-        filter: &'a DeadLetterFilter,
-        options: ReplayOptions,
-    ) -> Answer<'a, DeadLetterReport> {
-        Box::pin(crate::dead_letters::DeadLetterQueues::purge(
-            self, queue, filter, options,
-        ))
+        use crate::dead_letters::DeadLetterQueues;
+        match action {
+            Action::Replay => Box::pin(DeadLetterQueues::replay(self, queue, filter, options)),
+            Action::Delete => Box::pin(DeadLetterQueues::purge(self, queue, filter, options)),
+        }
     }
 }
 

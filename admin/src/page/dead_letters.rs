@@ -142,8 +142,8 @@ async fn run(
         });
     }
     let options = ReplayOptions::new().dry_run(body.dry_run);
-    match action {
-        Action::Replay => queue.reader.replay(&queue.name, &filter, options).await,
-        Action::Delete => queue.reader.purge(&queue.name, &filter, options).await,
-    }
+    queue
+        .reader
+        .act(action, &queue.name, &filter, options)
+        .await
 }

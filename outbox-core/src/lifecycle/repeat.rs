@@ -16,20 +16,20 @@ use crate::port::{Transient, error_chain};
 ///
 /// The first error of `tick` that is not transient, as a [`StepError`]; a
 /// transient one is logged and retried at the next tick.
-pub async fn repeat<F, Fut, E>(
+pub async fn repeat<F, Fut, T, E>(
     what: &str,
     interval: Duration,
-    cancel: &CancellationToken,
+    cancel: CancellationToken,
     mut tick: F,
 ) -> Result<(), StepError>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<(), E>>,
+    Fut: Future<Output = Result<T, E>>,
     E: std::error::Error + Transient + Send + Sync + 'static,
 {
     while !cancel.is_cancelled() {
         match tick().await {
-            Ok(()) => {}
+            Ok(_) => {}
             Err(e) if e.is_transient() => {
                 tracing::error!(step = what, error = %error_chain(&e), "periodic step failed; trying again next tick");
             }

@@ -135,12 +135,6 @@ impl<S: OutboxStore> Cleaner<S> {
 
 impl<S: OutboxStore> Step for Cleaner<S> {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
-        async move {
-            repeat("cleaner", self.options.interval, &cancel, || async {
-                self.clean().await.map(drop)
-            })
-            .await
-        }
-        .boxed()
+        repeat("cleaner", self.options.interval, cancel, || self.clean()).boxed()
     }
 }

@@ -115,7 +115,6 @@ impl<S: OutboxStore> Monitor<S> {
 
 impl<S: OutboxStore> Step for Monitor<S> {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
-        async move { repeat("monitor", self.options.interval, &cancel, || self.observe()).await }
-            .boxed()
+        repeat("monitor", self.options.interval, cancel, || self.observe()).boxed()
     }
 }

@@ -115,12 +115,6 @@ pub(super) async fn sweep<S: OutboxStore>(
 
 impl<S: OutboxStore> Step for Sweeper<S> {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
-        async move {
-            repeat("sweeper", self.options.interval, &cancel, || async {
-                self.sweep().await.map(drop)
-            })
-            .await
-        }
-        .boxed()
+        repeat("sweeper", self.options.interval, cancel, || self.sweep()).boxed()
     }
 }

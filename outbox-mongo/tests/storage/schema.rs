@@ -2,9 +2,7 @@
 //! names are refused, missing indexes named, unreadable documents reported
 //! by event and kept.
 
-use crate::support::{
-    ORDER_EVENTS, collection_name, database, drop_collections, outbox_count, store,
-};
+use crate::support::{ORDER_EVENTS, collection_name, database, documents, drop_collections, store};
 use mongodb::bson::{Document, doc};
 use tidings_core::{ClaimedBatch, OutboxStore, Requeue, StoreError};
 use tidings_mongo::{MongoOutboxOptions, MongoOutboxStore, Retention};
@@ -123,7 +121,7 @@ async fn unreadable_documents_are_reported_by_event_failed_and_kept() {
 
     let stats = store.stats(ORDER_EVENTS.name()).await.unwrap();
     assert_eq!((stats.failed, stats.in_flight, stats.pending), (3, 1, 0));
-    assert_eq!(outbox_count(&store).await, 4, "nothing was lost");
+    assert_eq!(documents(store.outbox()).await, 4, "nothing was lost");
     let kept = store
         .outbox()
         .find_one(by_id(ids[1]))
@@ -178,6 +176,6 @@ async fn a_document_whose_attempt_counter_is_not_a_number_is_set_aside() {
     assert!(batch.records().iter().all(|r| r.attempts_started == 1));
     let stats = store.stats(ORDER_EVENTS.name()).await.unwrap();
     assert_eq!((stats.failed, stats.in_flight), (1, 2));
-    assert_eq!(outbox_count(&store).await, 3, "nothing was lost");
+    assert_eq!(documents(store.outbox()).await, 3, "nothing was lost");
     drop_collections(&store).await;
 }

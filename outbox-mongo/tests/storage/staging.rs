@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::time::Duration;
 
-use crate::support::{ORDER_EVENTS, claim, drop_collections, outbox_count, store};
+use crate::support::{ORDER_EVENTS, claim, documents, drop_collections, store};
 use futures::FutureExt;
 use mongodb::bson::{Document, doc};
 use tidings_core::ClaimedBatch;
@@ -35,13 +35,13 @@ async fn a_committed_context_writes_the_order_and_its_event_together() {
         .header("traceparent", "00-1-2-01");
     ctx.outbox().stage(&ORDER_EVENTS, "order.paid", &1).unwrap();
     assert_eq!(
-        outbox_count(&store).await,
+        documents(store.outbox()).await,
         0,
         "nothing visible before commit"
     );
     ctx.commit().await.unwrap();
 
-    assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 1);
+    assert_eq!(documents(&orders).await, 1);
     let batch = claim(&store, 100).await;
     let types: Vec<_> = batch
         .records()
@@ -77,8 +77,8 @@ async fn a_rolled_back_or_dropped_context_leaves_nothing() {
     }
     // A dropped session aborts its transaction in the background.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(outbox_count(&store).await, 0);
-    assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 0);
+    assert_eq!(documents(store.outbox()).await, 0);
+    assert_eq!(documents(&orders).await, 0);
     assert!(claim(&store, 100).await.records().is_empty());
     drop_collections(&store).await;
 }
@@ -104,11 +104,11 @@ async fn an_event_staged_again_is_skipped_and_the_rest_commits() {
         ctx.commit().await.unwrap();
     }
     assert_eq!(
-        outbox_count(&store).await,
+        documents(store.outbox()).await,
         3,
         "the repeated event is stored once"
     );
-    assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 2);
+    assert_eq!(documents(&orders).await, 2);
     orders.drop().await.unwrap();
     drop_collections(&store).await;
 }
@@ -152,7 +152,7 @@ async fn an_event_staged_by_two_transactions_at_once_is_stored_once() {
         .await
         .unwrap();
     assert_eq!(runs.load(SeqCst), 1);
-    assert_eq!(outbox_count(&store).await, 1);
+    assert_eq!(documents(store.outbox()).await, 1);
     drop_collections(&store).await;
 }
 
@@ -171,10 +171,10 @@ async fn a_session_the_caller_holds_commits_with_the_events() {
         .session(&mut session)
         .await
         .unwrap();
-    assert_eq!(outbox_count(&store).await, 0);
+    assert_eq!(documents(store.outbox()).await, 0);
     session.commit_transaction().await.unwrap();
-    assert_eq!(outbox_count(&store).await, 1);
-    assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 1);
+    assert_eq!(documents(store.outbox()).await, 1);
+    assert_eq!(documents(&orders).await, 1);
     orders.drop().await.unwrap();
     drop_collections(&store).await;
 }
@@ -237,7 +237,11 @@ async fn the_transaction_helper_reruns_a_conflicting_closure_and_commits_once() 
         101,
         "applied once, after the other"
     );
-    assert_eq!(outbox_count(&store).await, 1, "one event, not one per run");
+    assert_eq!(
+        documents(store.outbox()).await,
+        1,
+        "one event, not one per run"
+    );
     orders.drop().await.unwrap();
     drop_collections(&store).await;
 }
@@ -262,6 +266,6 @@ async fn an_abandoned_transaction_is_not_run_again() {
         .await;
     assert!(matches!(result, Err(CommitError::Abandoned(_))));
     assert_eq!(runs.load(SeqCst), 1);
-    assert_eq!(outbox_count(&store).await, 0);
+    assert_eq!(documents(store.outbox()).await, 0);
     drop_collections(&store).await;
 }

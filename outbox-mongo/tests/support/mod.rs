@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mongodb::bson::{Document, doc};
 use mongodb::options::ClientOptions;
-use mongodb::{Client, Database};
+use mongodb::{Client, Collection, Database};
 use tidings_core::{OutboxSpec, StagedEvent};
 use tidings_mongo::{MongoOutboxOptions, MongoOutboxStore, Retention};
 use tidings_testing::names::unique_name;
@@ -149,20 +149,11 @@ pub(crate) async fn claim(store: &MongoOutboxStore, limit: usize) -> tidings_mon
         .expect("claim")
 }
 
-/// Documents in the store's outbox, whatever their route or status.
-pub(crate) async fn outbox_count(store: &MongoOutboxStore) -> u64 {
-    store
-        .outbox()
+/// Documents in `collection` (the store's outbox or inbox), whatever
+/// their route or status.
+pub(crate) async fn documents(collection: &Collection<Document>) -> u64 {
+    collection
         .count_documents(Document::new())
         .await
-        .expect("count outbox")
-}
-
-/// Marks in the store's inbox.
-pub(crate) async fn inbox_count(store: &MongoOutboxStore) -> u64 {
-    store
-        .inbox_collection()
-        .count_documents(Document::new())
-        .await
-        .expect("count inbox")
+        .expect("count documents")
 }

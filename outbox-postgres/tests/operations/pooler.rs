@@ -12,19 +12,16 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool, Row};
+use support::billing::{invoice_all, rows};
 use support::pooler::{
     direct_options, pooled_options, pooled_pool, pooled_pool_named, pooled_store_on,
 };
 use support::{LISTENING_BACKENDS, ORDER_EVENTS, SCHEMA_PREFIX, drop_schema};
-use tidings_consumer::{ConsumerOptions, HandlerError, TxHandle, handler_fn, run_consumer};
 use tidings_core::memory::{MemoryBroker, MemoryBrokerOptions};
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{
-    InboxMark, InboxPurge, InboxStore, Message, OutboxStore, QueueSpec, StoreError, Wakeup,
-};
-use tidings_inbox::Inbox;
+use tidings_core::{InboxMark, InboxPurge, InboxStore, OutboxStore, QueueSpec, StoreError, Wakeup};
 use tidings_postgres::{
-    ClaimMode, CommitError, PgContext, PgOutboxOptions, PgOutboxStore, PgWakeupSource, Pooling,
+    ClaimMode, CommitError, PgOutboxOptions, PgOutboxStore, PgWakeupSource, Pooling,
 };
 use tidings_testing::names::{consumer_name, unique_name};
 use tidings_testing::services::{pgbouncer_url, service_missing};
@@ -282,24 +279,6 @@ async fn the_inbox_marks_and_purges_through_the_pooler() {
     drop_schema(&store).await;
 }
 
-/// The handler: one invoice per order, in the inbox's transaction, with
-/// the statement unnamed as the pooler needs.
-async fn invoice(
-    invoices: String,
-    msg: Message<u64>,
-    tx: TxHandle<PgContext<'static>>,
-) -> Result<(), HandlerError> {
-    let mut ctx = tx.lock().await;
-    let sql = format!("insert into {invoices} (order_id) values ($1)");
-    sqlx::query(AssertSqlSafe(sql))
-        .persistent(false)
-        .bind(msg.payload as i64)
-        .execute(ctx.tx())
-        .await
-        .map_err(HandlerError::transient)?;
-    Ok(())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_with_the_inbox_behind_the_pooler_handles_each_event_once() {
     let store = store(ClaimMode::Locked).await;
@@ -317,32 +296,10 @@ async fn a_consumer_with_the_inbox_behind_the_pooler_handles_each_event_once() {
     let relay = Relay::new(store.clone(), broker.clone(), &ORDER_EVENTS).unwrap();
     assert_eq!(relay.drain().await.unwrap().published, 40);
 
-    let cancel = CancellationToken::new();
-    let consumer = tokio::spawn(run_consumer(
-        broker.clone(),
-        &ORDERS,
-        handler_fn({
-            let invoices = invoices.clone();
-            move |msg, tx| invoice(invoices.clone(), msg, tx)
-        }),
-        Inbox::new(store.inbox(), "billing").unwrap(),
-        ConsumerOptions::default(),
-        cancel.clone(),
-    ));
-    let started = Instant::now();
-    while count(&direct, &store, "invoices").await < 40 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "invoices missing"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    cancel.cancel();
-    let report = consumer.await.unwrap().unwrap();
-    assert_eq!(count(&direct, &store, "invoices").await, 40);
-    assert_eq!(report.processed, 40);
-    assert!(report.duplicates > 0, "{report:?}");
+    let invoiced = invoice_all(&store, &direct, &broker, &invoices, 40).await;
+    assert_eq!(rows(&direct, &invoices).await, 40);
+    assert_eq!(invoiced.processed, 40);
+    assert!(invoiced.duplicates > 0, "{invoiced:?}");
     assert_eq!(count(&direct, &store, "tidings_inbox").await, 40);
     drop_schema(&store).await;
 }

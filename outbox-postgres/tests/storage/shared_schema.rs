@@ -24,6 +24,18 @@ async fn run(pool: &PgPool, sql: String) {
         .expect("setup statement");
 }
 
+/// Prepares a fresh schema with `prepare` (given the schema's name), then
+/// checks that a store migrating into it refuses to take over `relation`.
+async fn refuses_clash(prepare: impl FnOnce(&str) -> String, relation: &str) {
+    let pool = pool(4).await;
+    let schema = unique_name(SCHEMA_PREFIX);
+    run(&pool, prepare(&schema)).await;
+    let store = store_in(&pool, &schema, PgOutboxOptions::new());
+    let result = store.migrate().await;
+    assert_clash(&store, result, relation).await;
+    drop_schema(&store).await;
+}
+
 /// Asserts that `migrate` failed with a schema error naming `relation`,
 /// and that it left nothing of the store behind.
 async fn assert_clash(store: &PgOutboxStore, result: Result<usize, StoreError>, relation: &str) {
@@ -84,51 +96,35 @@ async fn two_outbox_tables_share_the_default_inbox() {
 
 #[tokio::test]
 async fn an_unrelated_table_named_like_the_inbox_is_refused() {
-    let pool = pool(4).await;
-    let schema = unique_name(SCHEMA_PREFIX);
-    run(
-        &pool,
-        format!("create schema \"{schema}\"; create table \"{schema}\".tidings_inbox (id int)"),
+    refuses_clash(
+        |s| format!("create schema \"{s}\"; create table \"{s}\".tidings_inbox (id int)"),
+        "tidings_inbox",
     )
     .await;
-    let store = store_in(&pool, &schema, PgOutboxOptions::new());
-    let result = store.migrate().await;
-    assert_clash(&store, result, "tidings_inbox").await;
-    drop_schema(&store).await;
 }
 
 #[tokio::test]
 async fn an_unrelated_index_named_like_the_inbox_age_index_is_refused() {
-    let pool = pool(4).await;
-    let schema = unique_name(SCHEMA_PREFIX);
-    run(
-        &pool,
-        format!(
-            "create schema \"{schema}\"; \
-             create table \"{schema}\".other (n int); \
-             create index tidings_inbox_age_idx on \"{schema}\".other (n)"
-        ),
+    refuses_clash(
+        |s| {
+            format!(
+                "create schema \"{s}\"; \
+                 create table \"{s}\".other (n int); \
+                 create index tidings_inbox_age_idx on \"{s}\".other (n)"
+            )
+        },
+        "tidings_inbox_age_idx",
     )
     .await;
-    let store = store_in(&pool, &schema, PgOutboxOptions::new());
-    let result = store.migrate().await;
-    assert_clash(&store, result, "tidings_inbox_age_idx").await;
-    drop_schema(&store).await;
 }
 
 #[tokio::test]
 async fn an_unrelated_table_named_like_the_outbox_is_refused() {
-    let pool = pool(4).await;
-    let schema = unique_name(SCHEMA_PREFIX);
-    run(
-        &pool,
-        format!("create schema \"{schema}\"; create table \"{schema}\".tidings_outbox (id int)"),
+    refuses_clash(
+        |s| format!("create schema \"{s}\"; create table \"{s}\".tidings_outbox (id int)"),
+        "tidings_outbox",
     )
     .await;
-    let store = store_in(&pool, &schema, PgOutboxOptions::new());
-    let result = store.migrate().await;
-    assert_clash(&store, result, "tidings_outbox").await;
-    drop_schema(&store).await;
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 // Each test file uses its own subset of these helpers.
 #![allow(dead_code)]
 
+pub(crate) mod billing;
 pub(crate) mod cluster;
 pub(crate) mod pooler;
 
