@@ -19,12 +19,15 @@
 //! dead-letter queue moves a message elsewhere where the next look would
 //! not find it. Copying works on every queue type and version.
 
+use std::sync::Arc;
+
 use tidings_rabbitmq::dead_letter_queue;
 use tidings_rabbitmq::lapin::options::{
     BasicGetOptions, ConfirmSelectOptions, QueueDeclareOptions,
 };
 use tidings_rabbitmq::lapin::types::FieldTable;
 use tidings_rabbitmq::lapin::{self, Channel, Connection, ConnectionProperties};
+use tokio::sync::Mutex;
 
 use super::amqp_message::{keep_properties, read, replay_properties};
 use super::amqp_moves::{Moves, broker};
@@ -48,6 +51,9 @@ use crate::AdminError;
 /// ```
 pub struct RabbitDeadLetters {
     connection: Connection,
+    /// Scans take turns: two at once would each hold messages the other
+    /// is looking for, and a dry run could miss what it should find.
+    turns: Arc<Mutex<()>>,
 }
 
 impl std::fmt::Debug for RabbitDeadLetters {
@@ -82,7 +88,10 @@ impl RabbitDeadLetters {
         let properties =
             ConnectionProperties::default().with_connection_name(connection_name.into());
         let connection = Connection::connect(url, properties).await.map_err(broker)?;
-        Ok(Self { connection })
+        Ok(Self {
+            connection,
+            turns: Arc::default(),
+        })
     }
 }
 
@@ -204,6 +213,7 @@ impl Scan for RabbitDeadLetters {
     /// matching (up to the filter's limit) and copying the rest back.
     async fn scan(&self, request: ScanRequest<'_>) -> Result<(Vec<DeadLetter>, usize), AdminError> {
         let (queue, filter, action, options) = request.parts();
+        let _turn = self.turns.lock().await;
         let dlq = dead_letter_queue(queue);
         let channel = self.connection.create_channel().await.map_err(broker)?;
         let depth = count(&channel, &dlq, DLQ_HINT).await?;

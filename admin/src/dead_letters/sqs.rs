@@ -16,12 +16,14 @@
 //! held when it started, instead of waiting out an empty long poll.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tidings_sqs::aws_sdk_sqs::Client;
 use tidings_sqs::aws_sdk_sqs::error::SdkError;
 use tidings_sqs::aws_sdk_sqs::types::{Message, MessageSystemAttributeName, QueueAttributeName};
 use tidings_sqs::{dead_letter_queue, is_fifo, message_headers, replay_attributes};
+use tokio::sync::Mutex;
 
 use super::scan::{Action, DeadLetterQueues, Scan, ScanRequest};
 use super::{DeadLetter, QueueDepth};
@@ -46,12 +48,18 @@ const HOLD: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone)]
 pub struct SqsDeadLetters {
     client: Client,
+    /// Scans take turns: two at once would each hold messages the other
+    /// is looking for, and a dry run could miss what it should find.
+    turns: Arc<Mutex<()>>,
 }
 
 impl SqsDeadLetters {
     /// The dead-letter queues `client` reaches.
     pub fn new(client: Client) -> Self {
-        Self { client }
+        Self {
+            client,
+            turns: Arc::default(),
+        }
     }
 
     /// The queue's depth and redrive policy, in one `GetQueueAttributes`.
@@ -218,6 +226,7 @@ impl Scan for SqsDeadLetters {
 
     async fn scan(&self, request: ScanRequest<'_>) -> Result<(Vec<DeadLetter>, usize), AdminError> {
         let (queue, filter, action, options) = request.parts();
+        let _turn = self.turns.lock().await;
         let dlq = dead_letter_queue(queue);
         let dlq_url = self.url(&dlq, DLQ_HINT).await?;
         let state = self.state(&dlq_url).await?;
