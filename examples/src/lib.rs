@@ -7,6 +7,7 @@ use tracing_subscriber::EnvFilter;
 
 #[cfg(feature = "postgres")]
 pub mod billing;
+pub mod orders;
 
 /// Logs to stderr at `info`, or as `RUST_LOG` says.
 pub fn init_tracing() {
