@@ -26,7 +26,7 @@ use tidings_postgres::{PgOutboxStore, Retention};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{SETUP_COMMAND, kafka_brokers};
 
-use super::publish_through;
+use super::{in_windows, publish_through};
 use crate::consuming::{consume_from, create_invoices};
 use crate::env::Env;
 use crate::load::stage_pending;
@@ -203,38 +203,46 @@ async fn produce_all(
     envelopes: &[Envelope],
     window: usize,
 ) -> anyhow::Result<Duration> {
-    let started = Instant::now();
-    for chunk in envelopes.chunks(window.max(1)) {
-        let mut deliveries = Vec::with_capacity(chunk.len());
-        for envelope in chunk {
-            let mut headers = OwnedHeaders::new();
-            for (name, value) in to_attributes(envelope) {
-                let name = match name.strip_prefix("ce-") {
-                    Some(rest) => format!("ce_{rest}"),
-                    None => name,
-                };
-                headers = headers.insert(Header {
-                    key: &name,
-                    value: Some(value.as_bytes()),
-                });
-            }
-            let mut record = FutureRecord::<[u8], [u8]>::to(&envelope.destination)
-                .payload(&envelope.payload[..])
-                .headers(headers);
-            if let Some(key) = &envelope.ordering_key {
-                record = record.key(key.as_bytes());
-            }
-            let delivery = producer
-                .send_result(record)
-                .map_err(|(e, _)| anyhow::anyhow!("produce: {e}"))?;
-            deliveries.push(async move {
-                delivery
-                    .await?
-                    .map(|_| ())
-                    .map_err(|(e, _)| anyhow::anyhow!("produce: {e}"))
-            });
-        }
+    in_windows(envelopes, window, |chunk| async move {
+        let deliveries = (chunk.iter())
+            .map(|envelope| produce(producer, envelope))
+            .collect::<anyhow::Result<Vec<_>>>()?;
         try_join_all(deliveries).await?;
+        Ok(())
+    })
+    .await
+}
+
+/// Sends `envelope` as a record with the transport's headers and key;
+/// the future returned resolves with its acknowledgement.
+fn produce(
+    producer: &FutureProducer,
+    envelope: &Envelope,
+) -> anyhow::Result<impl Future<Output = anyhow::Result<()>>> {
+    let mut headers = OwnedHeaders::new();
+    for (name, value) in to_attributes(envelope) {
+        let name = match name.strip_prefix("ce-") {
+            Some(rest) => format!("ce_{rest}"),
+            None => name,
+        };
+        headers = headers.insert(Header {
+            key: &name,
+            value: Some(value.as_bytes()),
+        });
     }
-    Ok(started.elapsed())
+    let mut record = FutureRecord::<[u8], [u8]>::to(&envelope.destination)
+        .payload(&envelope.payload[..])
+        .headers(headers);
+    if let Some(key) = &envelope.ordering_key {
+        record = record.key(key.as_bytes());
+    }
+    let delivery = producer
+        .send_result(record)
+        .map_err(|(e, _)| anyhow::anyhow!("produce: {e}"))?;
+    Ok(async move {
+        delivery
+            .await?
+            .map(|_| ())
+            .map_err(|(e, _)| anyhow::anyhow!("produce: {e}"))
+    })
 }
