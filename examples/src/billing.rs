@@ -12,6 +12,7 @@ use tidings::postgres::{PgContext, PgOutboxOptions, PgOutboxStore, Pooling};
 use tidings::prelude::*;
 use tidings::{Publisher, Source};
 
+use crate::database::database_url;
 use crate::orders::{
     ORDERS_TO_PLACE, OrderPlaced, check_invoices, print_invoice, run_while_placing,
 };
@@ -45,8 +46,7 @@ impl Billing {
     /// parse, the store refuses the schema name, or dropping, migrating or
     /// creating the schema's tables fails.
     pub async fn open(schema: &'static str) -> anyhow::Result<Self> {
-        let url = std::env::var("DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+        let url = database_url();
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .connect(&url)
