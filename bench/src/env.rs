@@ -171,6 +171,22 @@ impl Env {
         Ok(())
     }
 
+    /// Drops the schemas of `stores` and deletes `queues`: what a scenario
+    /// made, once it has measured.
+    pub(crate) async fn remove<'a>(
+        &self,
+        stores: impl IntoIterator<Item = &'a PgOutboxStore>,
+        queues: impl IntoIterator<Item = &'a str>,
+    ) -> anyhow::Result<()> {
+        for store in stores {
+            self.drop_store(store).await?;
+        }
+        for queue in queues {
+            self.drop_queue(queue).await?;
+        }
+        Ok(())
+    }
+
     /// Connection options for a named client connection.
     pub(crate) fn amqp(&self, connection_name: &str) -> ConnectionOptions {
         ConnectionOptions::new(self.amqp_url.clone()).connection_name(connection_name)

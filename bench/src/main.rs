@@ -29,9 +29,11 @@ mod raw_drain;
 mod raw_publish;
 mod raw_sweep;
 mod report;
+mod rounds;
 mod scenarios;
 mod sizes;
 mod telemetry;
+mod warm_relay;
 
 use args::Command;
 use env::Env;

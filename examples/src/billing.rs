@@ -2,31 +2,29 @@
 //! `order.placed` event commit together (one order in five rolls back,
 //! taking its event with it), and a billing consumer writes one invoice
 //! per order through the inbox. Each example wires it to its own broker.
-#![allow(clippy::print_stdout)]
 
-use std::time::Duration;
+use std::sync::Arc;
 
-use anyhow::{Context, bail};
-use serde::{Deserialize, Serialize};
-use tidings::consumer::{ConsumerReport, Handler};
+use anyhow::Context;
+use tidings::consumer::Handler;
 use tidings::postgres::sqlx::{self, AssertSqlSafe, postgres::PgPoolOptions};
 use tidings::postgres::{PgContext, PgOutboxOptions, PgOutboxStore, Pooling};
 use tidings::prelude::*;
+use tidings::{Publisher, Source};
 
-/// The event.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct OrderPlaced {
-    /// The order.
-    pub order_id: i64,
-    /// What it costs.
-    pub amount_cents: i64,
-}
+use crate::database::database_url;
+use crate::orders::{
+    ORDERS_TO_PLACE, OrderPlaced, check_invoices, print_invoice, run_while_placing,
+};
 
-/// Orders each run places.
-pub const ORDERS_TO_PLACE: i64 = 20;
+/// The route of the service's events into the queue [`ORDERS`], each
+/// customer's events in order.
+pub static ORDER_EVENTS: OutboxSpec<OrderPlaced> = OutboxSpec::json("order-events")
+    .destination("tidings-example-orders")
+    .per_key();
 
-/// How long a run waits for the last invoice.
-const PATIENCE: Duration = Duration::from_secs(30);
+/// The queue the billing consumer reads.
+pub static ORDERS: QueueSpec<OrderPlaced> = QueueSpec::json("tidings-example-orders");
 
 /// The service's tables and outbox in a schema of its own.
 #[derive(Debug, Clone)]
@@ -48,8 +46,7 @@ impl Billing {
     /// parse, the store refuses the schema name, or dropping, migrating or
     /// creating the schema's tables fails.
     pub async fn open(schema: &'static str) -> anyhow::Result<Self> {
-        let url = std::env::var("DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+        let url = database_url();
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .connect(&url)
@@ -80,11 +77,6 @@ impl Billing {
         .execute(store.pool())
         .await?;
         Ok(Self { store })
-    }
-
-    /// The store.
-    pub fn store(&self) -> &PgOutboxStore {
-        &self.store
     }
 
     /// `table` in the service's schema, quoted.
@@ -160,12 +152,7 @@ impl Billing {
                         .bind(order.amount_cents)
                         .execute(ctx.tx())
                         .await?;
-                    println!(
-                        "invoiced order {} for {} cents (event {})",
-                        order.order_id,
-                        order.amount_cents,
-                        msg.event_id()
-                    );
+                    print_invoice(&msg);
                     Ok(())
                 }
             },
@@ -185,51 +172,41 @@ impl Billing {
             .await?)
     }
 
-    /// Runs `plan` while placing the orders, until every committed order
-    /// has its invoice or 30 s pass; prints what `consumer` reports and
-    /// fails when an invoice is missing.
+    /// Runs the service on a broker while placing the orders: relays
+    /// publish `events` through `publisher`, and the billing consumer reads
+    /// `orders` from `source` and writes each invoice through the inbox.
+    /// Stops once every committed order has its invoice or 30 s pass;
+    /// prints what the consumer reports and fails when an invoice is
+    /// missing.
     ///
     /// # Errors
     ///
-    /// When placing the orders fails, a step is still running once the plan's
+    /// When `events` does not publish into `orders`, a name is refused,
+    /// placing the orders fails, a step is still running once the plan's
     /// shutdown timeout has passed, or an invoice is missing after 30 s.
-    pub async fn run(
+    pub async fn run<P, S>(
         &self,
-        plan: LifecyclePlan,
-        spec: &OutboxSpec<OrderPlaced>,
-        consumer: impl Fn() -> ConsumerReport,
-    ) -> anyhow::Result<()> {
-        let mut outcome = None;
-        plan.run_until(async {
-            let placed = self.place_orders(spec).await;
-            if let Ok(committed) = placed {
-                self.wait_for_invoices(committed).await;
-            }
-            outcome = Some(placed);
-        })
-        .await?;
-        let committed = outcome.context("the plan stopped before the orders were placed")??;
-        let invoices = self.invoices().await?;
-        let report = consumer();
-        println!("orders committed: {committed}, invoices written: {invoices}");
-        println!(
-            "consumer: {} processed, {} duplicates skipped, {} parked",
-            report.processed, report.duplicates, report.parked
-        );
-        if invoices != committed {
-            bail!("{committed} orders committed but {invoices} invoices written");
-        }
-        Ok(())
-    }
-
-    /// Returns once `expected` invoices exist, or after [`PATIENCE`].
-    async fn wait_for_invoices(&self, expected: i64) {
-        let deadline = tokio::time::Instant::now() + PATIENCE;
-        while tokio::time::Instant::now() < deadline {
-            if self.invoices().await.is_ok_and(|n| n >= expected) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        publisher: P,
+        source: S,
+        events: &'static OutboxSpec<OrderPlaced>,
+        orders: &'static QueueSpec<OrderPlaced>,
+    ) -> anyhow::Result<()>
+    where
+        P: Publisher + Clone,
+        S: Source,
+    {
+        events.check_pair(orders)?;
+        let relays = self.store.relays(publisher).route(events)?;
+        let inbox = Inbox::new(self.store.inbox(), "billing")?;
+        let consumer = Arc::new(Consumer::new(source, orders, self.handler())?.inbox(inbox));
+        let plan = LifecyclePlan::new()
+            .steps(relays)
+            .step("billing", consumer.clone());
+        let committed =
+            run_while_placing(plan, self.place_orders(events), |committed| async move {
+                self.invoices().await.is_ok_and(|n| n >= committed)
+            })
+            .await?;
+        check_invoices(committed, self.invoices().await?, &consumer.report())
     }
 }

@@ -7,6 +7,9 @@ use tracing_subscriber::EnvFilter;
 
 #[cfg(feature = "postgres")]
 pub mod billing;
+#[cfg(feature = "postgres")]
+pub mod database;
+pub mod orders;
 
 /// Logs to stderr at `info`, or as `RUST_LOG` says.
 pub fn init_tracing() {
@@ -15,4 +18,10 @@ pub fn init_tracing() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+}
+
+/// The value of the environment variable `name`, or `default` when it is
+/// not set.
+pub fn env_or(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_owned())
 }

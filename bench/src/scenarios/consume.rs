@@ -79,10 +79,7 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
         Ok(())
     }
     .await;
-    env.drop_store(&raw).await?;
-    env.drop_store(&single).await?;
-    env.drop_store(&batched).await?;
-    env.drop_queue(queue).await?;
+    env.remove([&raw, &single, &batched], [queue]).await?;
     result
 }
 

@@ -19,20 +19,22 @@ use futures::future::try_join_all;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use tidings_core::cloudevents::to_attributes;
-use tidings_core::relay::Relay;
+use tidings_core::relay::RelayOptions;
 use tidings_core::{Envelope, PublisherExt};
 use tidings_kafka::{ClientOptions, KafkaPublisher, PublisherOptions, TopicOptions, Topology};
 use tidings_postgres::{PgOutboxStore, Retention};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{SETUP_COMMAND, kafka_brokers};
 
-use super::publish_through;
+use super::{in_windows, publish_through};
 use crate::consuming::{consume_from, create_invoices};
-use crate::env::{Env, spec};
+use crate::env::Env;
 use crate::load::stage_pending;
 use crate::payload::envelopes;
 use crate::report::{Figure, Goal, Report};
+use crate::rounds;
 use crate::sizes::Sizes;
+use crate::warm_relay::warm_relay;
 
 const NAME: &str = "drain-kafka";
 /// Partitions of every topic the scenario makes.
@@ -44,20 +46,6 @@ enum Side {
     Transport,
     Relay,
 }
-
-/// A balanced Latin square of the three sides and its rows reversed: each
-/// side runs in each position twice and right after each other twice.
-const ORDERS: [[Side; 3]; 6] = {
-    use Side::{Raw as R, Relay as E, Transport as T};
-    [
-        [R, T, E],
-        [T, E, R],
-        [E, R, T],
-        [E, T, R],
-        [R, E, T],
-        [T, R, E],
-    ]
-};
 
 pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let client = ClientOptions::new(kafka_brokers()).client_id("tidings-bench");
@@ -73,8 +61,8 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
     }
     let store = env.store("drain_kafka", Retention::Delete).await?;
     let result = async {
-        drain(env, sizes, &client, &store, &topics, report).await?;
-        consume(env, sizes, &client, topics[2], report).await
+        let relayed = drain(env, sizes, &client, &store, &topics, report).await?;
+        consume(env, sizes, &client, topics[2], relayed + 1, report).await
     }
     .await;
     env.drop_store(&store).await?;
@@ -91,10 +79,13 @@ async fn drain(
     store: &PgOutboxStore,
     topics: &[&'static str],
     report: Report<'_>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<usize> {
     env.stop_autovacuum(store).await?;
-    let per_round = sizes.drain_events.div_ceil(ORDERS.len());
-    let total = per_round * ORDERS.len();
+    // Each side runs in each position twice and right after each other
+    // twice.
+    let orders = rounds::balanced([Side::Raw, Side::Transport, Side::Relay]);
+    let per_round = sizes.drain_events.div_ceil(orders.len());
+    let total = per_round * orders.len();
     let window = sizes.batch_size;
     let raw = raw_producer()?;
     let raw_envelopes = envelopes(topics[0], per_round)?;
@@ -103,13 +94,11 @@ async fn drain(
     // Every side connects and learns its topic untimed.
     transport.publish(&transport_envelopes[0]).await?;
     produce_all(&raw, &raw_envelopes[..1], 1).await?;
-    let spec = spec(topics[2]);
     let publisher = KafkaPublisher::new(client, PublisherOptions::default())?;
-    publisher.publish(&envelopes(topics[2], 1)?[0]).await?;
-    let relay = Relay::new(store.clone(), publisher, spec)?;
+    let (spec, relay) = warm_relay(store, publisher, topics[2], RelayOptions::default()).await?;
     let mut took = [Duration::ZERO; 3];
     let mut relayed = 0;
-    for order in ORDERS {
+    for order in orders {
         stage_pending(store, spec, per_round).await?;
         env.vacuum(store).await?;
         for side in order {
@@ -151,20 +140,20 @@ async fn drain(
         .limit(raw_rate.value)
         .goal(Goal::RatioAtLeast(0.85)),
     );
-    Ok(())
+    Ok(relayed)
 }
 
-/// The consumer with the PostgreSQL inbox on `topic`, which holds the
-/// drained records and the warm-up one: one transaction each, then
-/// batches; against plain two-row transactions.
+/// The consumer with the PostgreSQL inbox on `topic`, whose `count`
+/// records are the drained ones and the warm-up one: one transaction each,
+/// then batches; against plain two-row transactions.
 async fn consume(
     env: &Env,
     sizes: &Sizes,
     client: &ClientOptions,
     topic: &'static str,
+    count: usize,
     report: Report<'_>,
 ) -> anyhow::Result<()> {
-    let count = sizes.drain_events.div_ceil(ORDERS.len()) * ORDERS.len() + 1;
     let raw = env.store("kafka_raw", Retention::Delete).await?;
     let single = env.store("kafka_one", Retention::Delete).await?;
     let batched = env.store("kafka_batch", Retention::Delete).await?;
@@ -214,38 +203,46 @@ async fn produce_all(
     envelopes: &[Envelope],
     window: usize,
 ) -> anyhow::Result<Duration> {
-    let started = Instant::now();
-    for chunk in envelopes.chunks(window.max(1)) {
-        let mut deliveries = Vec::with_capacity(chunk.len());
-        for envelope in chunk {
-            let mut headers = OwnedHeaders::new();
-            for (name, value) in to_attributes(envelope) {
-                let name = match name.strip_prefix("ce-") {
-                    Some(rest) => format!("ce_{rest}"),
-                    None => name,
-                };
-                headers = headers.insert(Header {
-                    key: &name,
-                    value: Some(value.as_bytes()),
-                });
-            }
-            let mut record = FutureRecord::<[u8], [u8]>::to(&envelope.destination)
-                .payload(&envelope.payload[..])
-                .headers(headers);
-            if let Some(key) = &envelope.ordering_key {
-                record = record.key(key.as_bytes());
-            }
-            let delivery = producer
-                .send_result(record)
-                .map_err(|(e, _)| anyhow::anyhow!("produce: {e}"))?;
-            deliveries.push(async move {
-                delivery
-                    .await?
-                    .map(|_| ())
-                    .map_err(|(e, _)| anyhow::anyhow!("produce: {e}"))
-            });
-        }
+    in_windows(envelopes, window, |chunk| async move {
+        let deliveries = (chunk.iter())
+            .map(|envelope| produce(producer, envelope))
+            .collect::<anyhow::Result<Vec<_>>>()?;
         try_join_all(deliveries).await?;
+        Ok(())
+    })
+    .await
+}
+
+/// Sends `envelope` as a record with the transport's headers and key;
+/// the future returned resolves with its acknowledgement.
+fn produce(
+    producer: &FutureProducer,
+    envelope: &Envelope,
+) -> anyhow::Result<impl Future<Output = anyhow::Result<()>>> {
+    let mut headers = OwnedHeaders::new();
+    for (name, value) in to_attributes(envelope) {
+        let name = match name.strip_prefix("ce-") {
+            Some(rest) => format!("ce_{rest}"),
+            None => name,
+        };
+        headers = headers.insert(Header {
+            key: &name,
+            value: Some(value.as_bytes()),
+        });
     }
-    Ok(started.elapsed())
+    let mut record = FutureRecord::<[u8], [u8]>::to(&envelope.destination)
+        .payload(&envelope.payload[..])
+        .headers(headers);
+    if let Some(key) = &envelope.ordering_key {
+        record = record.key(key.as_bytes());
+    }
+    let delivery = producer
+        .send_result(record)
+        .map_err(|(e, _)| anyhow::anyhow!("produce: {e}"))?;
+    Ok(async move {
+        delivery
+            .await?
+            .map(|_| ())
+            .map_err(|(e, _)| anyhow::anyhow!("produce: {e}"))
+    })
 }

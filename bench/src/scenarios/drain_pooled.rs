@@ -11,18 +11,18 @@
 use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
-use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{OutboxSpec, PublisherExt};
+use tidings_core::relay::RelayOptions;
 use tidings_postgres::{ClaimMode, PgOutboxStore, Retention};
 use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
 
 use crate::cpu::CpuTime;
-use crate::env::{Env, spec};
+use crate::env::Env;
 use crate::load::stage_pending;
-use crate::payload::{Payload, envelopes};
 use crate::raw_publish::RawPublisher;
 use crate::report::{Figure, Goal, Report};
+use crate::rounds;
 use crate::sizes::Sizes;
+use crate::warm_relay::warm_relay;
 
 const NAME: &str = "drain-rabbitmq-pooled";
 
@@ -38,19 +38,8 @@ enum Side {
     PooledLeased,
 }
 
-/// The orders of the rounds: a Latin square of the three sides and its
-/// rows reversed, so each side runs in each position twice.
-const ORDERS: [[Side; 3]; 6] = {
-    use Side::{Direct as D, PooledLeased as E, PooledLocked as L};
-    [
-        [D, L, E],
-        [L, E, D],
-        [E, D, L],
-        [E, L, D],
-        [D, E, L],
-        [L, D, E],
-    ]
-};
+/// Every side, run in the rounds of [`rounds::balanced`].
+const SIDES: [Side; 3] = [Side::Direct, Side::PooledLocked, Side::PooledLeased];
 
 pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let pooled = env.pooled_pool(POOLED_CONNECTIONS).await?;
@@ -61,12 +50,7 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
     ];
     let stores = stores(env, &pooled).await?;
     let result = measure(env, sizes, &stores, queues, report).await;
-    for store in &stores {
-        env.drop_store(store).await?;
-    }
-    for queue in queues {
-        env.drop_queue(queue).await?;
-    }
+    env.remove(&stores, queues).await?;
     result
 }
 
@@ -92,18 +76,25 @@ async fn measure(
     for store in stores {
         env.stop_autovacuum(store).await?;
     }
-    let per_round = sizes.drain_events.div_ceil(ORDERS.len());
-    let total = per_round * ORDERS.len();
+    let orders = rounds::balanced(SIDES);
+    let per_round = sizes.drain_events.div_ceil(orders.len());
+    let total = per_round * orders.len();
     let raw = RawPublisher::connect(&env.amqp_url).await?;
+    // The relay in its default configuration: wide claims published in
+    // windows of the batch size.
+    let options = RelayOptions::default()
+        .batch_size(sizes.wide_claim)
+        .publish_window(sizes.batch_size);
     let mut relays = Vec::new();
     for (n, (store, queue)) in stores.iter().zip(queues).enumerate() {
         let name = format!("tidings-bench-pooled-{n}");
-        relays.push(relay(env, sizes, store, queue, &name).await?);
+        let publisher = RabbitPublisher::new(env.amqp(&name), PublisherOptions::default());
+        relays.push(warm_relay(store, publisher, queue, options).await?);
     }
     let mut took = [Duration::ZERO; 3];
     let mut cpu = [CpuTime::default(); 3];
     let mut relayed = [0; 3];
-    for order in ORDERS {
+    for order in orders {
         for (store, (spec, _)) in stores.iter().zip(&relays) {
             stage_pending(store, spec, per_round).await?;
             env.vacuum(store).await?;
@@ -162,26 +153,4 @@ async fn measure(
         report(Figure::cpu_per_thousand(NAME, side, cpu[n], total));
     }
     Ok(())
-}
-
-/// A fresh route into `queue` and its relay on `store` in the default
-/// configuration, the relay's connection open.
-async fn relay(
-    env: &Env,
-    sizes: &Sizes,
-    store: &PgOutboxStore,
-    queue: &'static str,
-    connection_name: &str,
-) -> anyhow::Result<(
-    &'static OutboxSpec<Payload>,
-    Relay<PgOutboxStore, RabbitPublisher>,
-)> {
-    let publisher = RabbitPublisher::new(env.amqp(connection_name), PublisherOptions::default());
-    publisher.publish(&envelopes(queue, 1)?[0]).await?;
-    let spec = spec(queue);
-    let config = RelayOptions::default()
-        .batch_size(sizes.wide_claim)
-        .publish_window(sizes.batch_size);
-    let relay = Relay::new(store.clone(), publisher, spec)?.options(config);
-    Ok((spec, relay))
 }

@@ -15,26 +15,24 @@
 
 use std::time::{Duration, Instant};
 
-use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{OutboxSpec, PublisherExt};
+use tidings_core::PublisherExt;
+use tidings_core::relay::RelayOptions;
 use tidings_postgres::{PgOutboxStore, Retention};
 use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
 
 use super::publish_through;
 use crate::cpu::CpuTime;
-use crate::env::{Env, spec};
+use crate::env::Env;
 use crate::load::stage_pending;
-use crate::payload::{Payload, envelopes};
+use crate::payload::envelopes;
 use crate::raw_publish::RawPublisher;
 use crate::raw_sweep::{self, Setting, Sweep};
 use crate::report::{Figure, Goal, Report};
+use crate::rounds;
 use crate::sizes::Sizes;
+use crate::warm_relay::warm_relay;
 
 const NAME: &str = "drain-rabbitmq";
-
-/// Rounds each side runs, alternating, so that a change in the machine's
-/// load falls on all of them: one per order in [`ORDERS`].
-const ROUNDS: usize = ORDERS.len();
 
 pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let queues = [
@@ -48,12 +46,7 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
         env.store("drain_narrow", Retention::Delete).await?,
     ];
     let result = measure(env, sizes, &stores, queues, report).await;
-    for store in &stores {
-        env.drop_store(store).await?;
-    }
-    for queue in queues {
-        env.drop_queue(queue).await?;
-    }
+    env.remove(&stores, queues).await?;
     result
 }
 
@@ -71,22 +64,9 @@ enum Side {
     NarrowRelay,
 }
 
-/// The orders of the rounds: a balanced Latin square of the four sides and
-/// its rows reversed. Each side runs in each position twice and right
-/// after each other side twice.
-const ORDERS: [[Side; 4]; 8] = {
-    use Side::{NarrowRelay as L, Raw as R, Relay as E, Transport as T};
-    [
-        [R, T, L, E],
-        [T, E, R, L],
-        [E, L, T, R],
-        [L, R, E, T],
-        [E, L, T, R],
-        [L, R, E, T],
-        [R, T, L, E],
-        [T, E, R, L],
-    ]
-};
+/// Every side, run in the rounds of [`rounds::balanced`], alternating, so
+/// that a change in the machine's load falls on all of them.
+const SIDES: [Side; 4] = [Side::Raw, Side::Transport, Side::Relay, Side::NarrowRelay];
 
 async fn measure(
     env: &Env,
@@ -98,8 +78,9 @@ async fn measure(
     for store in stores {
         env.stop_autovacuum(store).await?;
     }
-    let per_round = sizes.drain_events.div_ceil(ROUNDS);
-    let total = per_round * ROUNDS;
+    let orders = rounds::balanced(SIDES);
+    let per_round = sizes.drain_events.div_ceil(orders.len());
+    let total = per_round * orders.len();
     let channels = raw_sweep::CHANNELS.iter().copied().max().unwrap_or(1);
     let raw = RawPublisher::connect_channels(&env.amqp_url, channels).await?;
     let raw_envelopes = envelopes(queues[0], per_round)?;
@@ -113,33 +94,25 @@ async fn measure(
     // as each relay does in `relay`.
     transport.publish(&transport_envelopes[0]).await?;
     let window = sizes.batch_size;
-    let relays = [
-        relay(
-            env,
-            relay_options.clone(),
-            &stores[0],
-            queues[2],
-            "tidings-bench-relay",
-        )
-        .await?,
-        relay(
-            env,
-            (
-                RelayOptions::default()
-                    .batch_size(sizes.wide_claim)
-                    .publish_window(window),
-                PublisherOptions::default().confirm_channels(1),
-            ),
-            &stores[1],
-            queues[3],
-            "tidings-bench-relay-narrow",
-        )
-        .await?,
+    let narrow_options = (
+        RelayOptions::default()
+            .batch_size(sizes.wide_claim)
+            .publish_window(window),
+        PublisherOptions::default().confirm_channels(1),
+    );
+    let sides = [
+        (queues[2], "tidings-bench-relay", relay_options.clone()),
+        (queues[3], "tidings-bench-relay-narrow", narrow_options),
     ];
+    let mut relays = Vec::new();
+    for (store, (queue, name, (options, publisher))) in stores.iter().zip(sides) {
+        let publisher = RabbitPublisher::new(env.amqp(name), publisher);
+        relays.push(warm_relay(store, publisher, queue, options).await?);
+    }
     let mut took = [Duration::ZERO; 4];
     let mut cpu = [CpuTime::default(); 4];
     let mut relayed = [0; 2];
-    for (round, order) in ORDERS.into_iter().enumerate() {
+    for (round, order) in orders.into_iter().enumerate() {
         for (store, relay) in stores.iter().zip(&relays) {
             stage_pending(store, relay.0, per_round).await?;
             env.vacuum(store).await?;
@@ -229,23 +202,4 @@ async fn measure(
 /// The relay's default options, and the transport's.
 fn default_options() -> (RelayOptions, PublisherOptions) {
     (RelayOptions::default(), PublisherOptions::default())
-}
-
-/// A fresh route into `queue` and its relay on `store`, with `options`,
-/// the relay's connection open.
-async fn relay(
-    env: &Env,
-    (options, publisher): (RelayOptions, PublisherOptions),
-    store: &PgOutboxStore,
-    queue: &'static str,
-    connection_name: &str,
-) -> anyhow::Result<(
-    &'static OutboxSpec<Payload>,
-    Relay<PgOutboxStore, RabbitPublisher>,
-)> {
-    let publisher = RabbitPublisher::new(env.amqp(connection_name), publisher);
-    publisher.publish(&envelopes(queue, 1)?[0]).await?;
-    let spec = spec(queue);
-    let relay = Relay::new(store.clone(), publisher, spec)?.options(options);
-    Ok((spec, relay))
 }

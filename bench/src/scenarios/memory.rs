@@ -57,8 +57,7 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
         Ok(())
     }
     .await;
-    env.drop_store(&store).await?;
-    env.drop_queue(queue).await?;
+    env.remove([&store], [queue]).await?;
     result
 }
 

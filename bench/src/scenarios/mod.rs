@@ -262,11 +262,29 @@ async fn publish_through<P: Publisher>(
     envelopes: &[Envelope],
     batch: usize,
 ) -> anyhow::Result<Duration> {
-    let started = Instant::now();
-    for chunk in envelopes.chunks(batch.max(1)) {
+    in_windows(envelopes, batch, |chunk| async move {
         for result in transport.publish_batch(chunk).await {
             result?;
         }
+        Ok(())
+    })
+    .await
+}
+
+/// Sends `envelopes` `window` at a time through `send`, which returns once
+/// its window is acknowledged, so the next waits for it; returns how long
+/// it took.
+async fn in_windows<'e, F>(
+    envelopes: &'e [Envelope],
+    window: usize,
+    mut send: impl FnMut(&'e [Envelope]) -> F,
+) -> anyhow::Result<Duration>
+where
+    F: Future<Output = anyhow::Result<()>>,
+{
+    let started = Instant::now();
+    for chunk in envelopes.chunks(window.max(1)) {
+        send(chunk).await?;
     }
     Ok(started.elapsed())
 }

@@ -25,11 +25,13 @@ use crate::cpu::CpuTime;
 use crate::env::{Env, outbox_table, spec, table_in};
 use crate::payload::Payload;
 use crate::report::{Figure, Goal, Report};
+use crate::rounds;
 use crate::sizes::Sizes;
 
 const NAME: &str = "stage";
 /// Rounds each side runs, alternating: every order of the three sides
-/// twice, so each side runs first, second and last equally often.
+/// ([`rounds::balanced`]) twice, so each side runs first, second and last
+/// equally often.
 const ROUNDS: usize = 12;
 
 pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
@@ -113,8 +115,9 @@ async fn measure(stores: &Stores, sizes: &Sizes) -> anyhow::Result<Took> {
 async fn rounds(stores: &Stores, sizes: &Sizes) -> anyhow::Result<Took> {
     let (clients, per_round) = (sizes.clients, sizes.stage_transactions.div_ceil(ROUNDS));
     let mut took = Took::default();
+    let orders = rounds::balanced([Side::Raw, Side::Unheard, Side::Heard]);
     for round in 0..ROUNDS {
-        for side in ORDERS[round % ORDERS.len()] {
+        for side in orders[round % orders.len()] {
             let before = CpuTime::now();
             match side {
                 Side::Raw => took.raw += stage_raw(&stores.raw, clients, per_round).await?,
@@ -138,19 +141,6 @@ enum Side {
     Unheard,
     Heard,
 }
-
-/// Every order of the sides.
-const ORDERS: [[Side; 3]; 6] = {
-    use Side::{Heard as H, Raw as R, Unheard as U};
-    [
-        [R, U, H],
-        [H, U, R],
-        [U, H, R],
-        [R, H, U],
-        [H, R, U],
-        [U, R, H],
-    ]
-};
 
 async fn create_orders(store: &PgOutboxStore) -> anyhow::Result<()> {
     let sql = format!(

@@ -20,24 +20,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use futures::FutureExt;
-use serde::{Deserialize, Serialize};
 use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::lifecycle::LifecyclePlan;
 use tidings_core::memory::{MemoryBroker, MemoryBrokerOptions};
 use tidings_core::relay::RelayOptions;
 use tidings_core::{Message, OutboxSpec, QueueSpec};
+use tidings_examples::orders::{
+    ORDERS_TO_PLACE, OrderPlaced, check_invoices, print_invoice, run_while_placing,
+};
 use tidings_inbox::Inbox;
 use tidings_mongo::mongodb::bson::{Document, doc};
 use tidings_mongo::mongodb::{Client, Collection};
 use tidings_mongo::{CommitError, MongoContext, MongoOutboxOptions, MongoOutboxStore};
-
-#[derive(Debug, Serialize, Deserialize)]
-struct OrderPlaced {
-    order_id: i64,
-    amount_cents: i64,
-}
 
 static ORDER_EVENTS: OutboxSpec<OrderPlaced> = OutboxSpec::json("order-events")
     .destination("orders")
@@ -45,7 +41,6 @@ static ORDER_EVENTS: OutboxSpec<OrderPlaced> = OutboxSpec::json("order-events")
 static ORDERS: QueueSpec<OrderPlaced> = QueueSpec::json("orders");
 
 const DATABASE: &str = "tidings_example";
-const ORDERS_TO_PLACE: i64 = 20;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -68,28 +63,14 @@ async fn main() -> anyhow::Result<()> {
         .steps(relays)
         .step("billing", billing.clone());
 
-    let mut outcome = None;
-    plan.run_until(async {
-        let placed = place_orders(&store).await;
-        if let Ok(committed) = placed {
-            wait_for_invoices(&store, committed).await;
-        }
-        outcome = Some(placed);
+    let written = invoices(&store);
+    let committed = run_while_placing(plan, place_orders(&store), |committed| {
+        let count = written.count_documents(doc! {});
+        async move { count.await.is_ok_and(|n| n >= committed) }
     })
     .await?;
-    let committed = outcome.context("the plan stopped before the orders were placed")??;
-
-    let invoices = invoices(&store).count_documents(doc! {}).await?;
-    let report = billing.report();
-    println!("orders committed: {committed}, invoices written: {invoices}");
-    println!(
-        "consumer: {} processed, {} duplicates skipped, {} parked",
-        report.processed, report.duplicates, report.parked
-    );
-    if invoices != committed {
-        bail!("{committed} orders committed but {invoices} invoices written");
-    }
-    Ok(())
+    let invoices = written.count_documents(doc! {}).await?;
+    check_invoices(committed, invoices, &billing.report())
 }
 
 async fn open_store() -> anyhow::Result<MongoOutboxStore> {
@@ -176,22 +157,6 @@ async fn bill(msg: Message<OrderPlaced>, tx: TxHandle<MongoContext>) -> Result<(
         .insert_one(doc! { "_id": order.order_id, "amount_cents": order.amount_cents })
         .session(ctx.session())
         .await?;
-    println!(
-        "invoiced order {} for {} cents (event {})",
-        order.order_id,
-        order.amount_cents,
-        msg.event_id()
-    );
+    print_invoice(&msg);
     Ok(())
-}
-
-/// Returns once `expected` invoices exist, or after 30 s.
-async fn wait_for_invoices(store: &MongoOutboxStore, expected: u64) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while tokio::time::Instant::now() < deadline {
-        match invoices(store).count_documents(doc! {}).await {
-            Ok(n) if n >= expected => return,
-            _ => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
 }

@@ -17,27 +17,17 @@
 //! has its invoice, or non-zero after 30 s. The consumer group `billing`
 //! commits its offsets, so a second run reads only its own events. The
 //! billing service itself is `tidings_examples::billing`.
-use std::sync::Arc;
-
 use anyhow::Context;
 use tidings::kafka::{
     ClientOptions, KafkaPublisher, KafkaSource, PublisherOptions, SourceOptions, TopicOptions,
     Topology,
 };
-use tidings::prelude::*;
-use tidings_examples::billing::{Billing, OrderPlaced};
-
-static ORDER_EVENTS: OutboxSpec<OrderPlaced> = OutboxSpec::json("order-events")
-    .destination("tidings-example-orders")
-    .per_key();
-static ORDERS: QueueSpec<OrderPlaced> = QueueSpec::json("tidings-example-orders");
+use tidings_examples::billing::{Billing, ORDER_EVENTS, ORDERS};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tidings_examples::init_tracing();
-    ORDER_EVENTS.check_pair(&ORDERS)?;
     let billing = Billing::open("tidings_example_kafka").await?;
-    let store = billing.store();
     let brokers = std::env::var("KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".to_owned());
     let client = ClientOptions::new(brokers.clone()).client_id("tidings-example");
     Topology::new(&client)?
@@ -47,14 +37,9 @@ async fn main() -> anyhow::Result<()> {
             format!("creating the topic on {brokers}; run bash scripts/setup-services.sh")
         })?;
 
+    // Each customer's events go to one partition, in order; the consumer
+    // group `billing` reads them.
     let publisher = KafkaPublisher::new(&client, PublisherOptions::default())?;
-    let relays = store.relays(publisher).route(&ORDER_EVENTS)?;
     let source = KafkaSource::new(&client, SourceOptions::new("billing"))?;
-    let inbox = Inbox::new(store.inbox(), "billing")?;
-    let consumer = Arc::new(Consumer::new(source, &ORDERS, billing.handler())?.inbox(inbox));
-    let plan = LifecyclePlan::new()
-        .steps(relays)
-        .step("billing", consumer.clone());
-
-    billing.run(plan, &ORDER_EVENTS, || consumer.report()).await
+    billing.run(publisher, source, &ORDER_EVENTS, &ORDERS).await
 }

@@ -20,28 +20,18 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use serde::{Deserialize, Serialize};
 use sqlx::postgres::PgPoolOptions;
 use tidings_core::lifecycle::LifecyclePlan;
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{
-    Envelope, OutboxSpec, OutboxStore, PublishBatch, PublishError, Publisher, Wakeup,
-};
+use tidings_core::{OutboxSpec, OutboxStore, PublishBatch, PublishError, Publisher, Wakeup};
+use tidings_examples::orders::{ORDERS_TO_PLACE, OrderPlaced, run_while_placing};
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
-
-/// The event.
-#[derive(Debug, Serialize, Deserialize)]
-struct OrderPlaced {
-    order_id: i64,
-    amount_cents: i64,
-}
 
 static ORDER_EVENTS: OutboxSpec<OrderPlaced> = OutboxSpec::json("order-events")
     .destination("orders")
     .per_key();
 
 const SCHEMA: &str = "tidings_example";
-const ORDERS_TO_PLACE: i64 = 20;
 
 /// A stand-in broker: prints each event and counts it as accepted.
 #[derive(Debug, Clone, Default)]
@@ -51,26 +41,24 @@ struct PrintingPublisher {
 
 impl Publisher for PrintingPublisher {
     async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
-        batch.each(|envelope| self.print(envelope)).await
+        batch
+            .each(|envelope| async move {
+                println!(
+                    "published {} {} to {} (key {}): {}",
+                    envelope.event_type,
+                    envelope.event_id,
+                    envelope.destination,
+                    envelope.ordering_key.as_deref().unwrap_or("-"),
+                    String::from_utf8_lossy(&envelope.payload),
+                );
+                self.published.fetch_add(1, Relaxed);
+                Ok(())
+            })
+            .await
     }
 
     fn messaging_system(&self) -> &'static str {
         "stdout"
-    }
-}
-
-impl PrintingPublisher {
-    async fn print(&self, envelope: &Envelope) -> Result<(), PublishError> {
-        println!(
-            "published {} {} to {} (key {}): {}",
-            envelope.event_type,
-            envelope.event_id,
-            envelope.destination,
-            envelope.ordering_key.as_deref().unwrap_or("-"),
-            String::from_utf8_lossy(&envelope.payload),
-        );
-        self.published.fetch_add(1, Relaxed);
-        Ok(())
     }
 }
 
@@ -105,18 +93,13 @@ async fn main() -> anyhow::Result<()> {
     // Orders are placed while the plan runs: with a 10 s polling floor,
     // each is relayed within milliseconds because its commit NOTIFYs the
     // listener.
-    let mut placed = None;
-    plan.run_until(async {
-        let result = place_orders(&store).await;
-        if let Ok(committed) = result {
-            wait_for(&publisher, committed).await;
-        }
-        placed = Some(result);
+    let published = || publisher.published.load(Relaxed);
+    let committed = run_while_placing(plan, place_orders(&store), |committed| async move {
+        published() >= committed
     })
     .await?;
-    let committed = placed.context("the plan stopped before the orders were placed")??;
 
-    let published = publisher.published.load(Relaxed);
+    let published = published();
     let stats = store.stats(ORDER_EVENTS.name()).await?;
     println!("orders committed: {committed}, events published: {published}");
     if published < committed || stats.pending + stats.in_flight > 0 {
@@ -157,12 +140,4 @@ async fn place_orders(store: &PgOutboxStore) -> anyhow::Result<u64> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     Ok(committed)
-}
-
-/// Returns once `expected` events were published, or after 30 s.
-async fn wait_for(publisher: &PrintingPublisher, expected: u64) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while publisher.published.load(Relaxed) < expected && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }

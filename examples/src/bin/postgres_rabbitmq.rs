@@ -24,43 +24,26 @@
 //! has its invoice, or non-zero after 30 s. The billing service itself
 //! (orders, events, invoices) is `tidings_examples::billing`.
 
-use std::sync::Arc;
-
 use anyhow::Context;
-use tidings::prelude::*;
 use tidings::rabbitmq::{
     ConnectionOptions, PublisherOptions, QueueOptions, RabbitConnection, SourceOptions,
 };
-use tidings_examples::billing::{Billing, OrderPlaced};
-
-static ORDER_EVENTS: OutboxSpec<OrderPlaced> = OutboxSpec::json("order-events")
-    .destination("tidings-example-orders")
-    .per_key();
-static ORDERS: QueueSpec<OrderPlaced> = QueueSpec::json("tidings-example-orders");
+use tidings_examples::billing::{Billing, ORDER_EVENTS, ORDERS};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tidings_examples::init_tracing();
-    ORDER_EVENTS.check_pair(&ORDERS)?;
     let billing = Billing::open("tidings_example_billing").await?;
-    let store = billing.store();
     let amqp = std::env::var("AMQP_URL")
         .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned());
 
-    // The wiring: one AMQP connection, the queue, the consumer and the
-    // relay's steps, in one plan.
+    // The wiring: one AMQP connection for the queue, the consumer's source
+    // and the relays' publisher.
     let rabbit = RabbitConnection::new(ConnectionOptions::new(&amqp).connection_name("example"));
     let queue = QueueOptions::quorum();
     let declared = rabbit.topology().declare_queue_spec(&ORDERS, queue).await;
     declared.with_context(|| format!("declaring on {amqp}; run scripts/setup-services.sh"))?;
     let source = rabbit.source(SourceOptions::default());
-    let inbox = Inbox::new(store.inbox(), "billing")?;
-    let consumer = Arc::new(Consumer::new(source, &ORDERS, billing.handler())?.inbox(inbox));
     let publisher = rabbit.publisher(PublisherOptions::default());
-    let relays = store.relays(publisher).route(&ORDER_EVENTS)?;
-    let plan = LifecyclePlan::new()
-        .steps(relays)
-        .step("billing", consumer.clone());
-
-    billing.run(plan, &ORDER_EVENTS, || consumer.report()).await
+    billing.run(publisher, source, &ORDER_EVENTS, &ORDERS).await
 }

@@ -16,8 +16,6 @@
 //! both, places 20 orders (one in five rolled back), and exits once every
 //! committed order has its invoice, or non-zero after 30 s. The billing
 //! service itself is `tidings_examples::billing`.
-use std::sync::Arc;
-
 use anyhow::Context;
 use tidings::prelude::*;
 use tidings::sqs::aws_sdk_sqs::Client;
@@ -25,8 +23,11 @@ use tidings::sqs::{
     PublisherOptions, QueueOptions, SourceOptions, SqsPublisher, SqsSource, Topology,
     dead_letter_queue, local_client,
 };
-use tidings_examples::billing::{Billing, OrderPlaced};
+use tidings_examples::billing::Billing;
+use tidings_examples::orders::OrderPlaced;
 
+// A FIFO queue's name ends in `.fifo`, so this service's route and queue
+// are its own: one message group per customer.
 static ORDER_EVENTS: OutboxSpec<OrderPlaced> = OutboxSpec::json("order-events")
     .destination("tidings-example-orders.fifo")
     .per_key();
@@ -35,9 +36,7 @@ static ORDERS: QueueSpec<OrderPlaced> = QueueSpec::json("tidings-example-orders.
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tidings_examples::init_tracing();
-    ORDER_EVENTS.check_pair(&ORDERS)?;
     let billing = Billing::open("tidings_example_sqs").await?;
-    let store = billing.store();
     let endpoint =
         std::env::var("SQS_ENDPOINT").unwrap_or_else(|_| "http://127.0.0.1:4566".to_owned());
     let client = local_client(&endpoint);
@@ -50,15 +49,8 @@ async fn main() -> anyhow::Result<()> {
     empty_queues(&client).await;
 
     let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
-    let relays = store.relays(publisher).route(&ORDER_EVENTS)?;
     let source = SqsSource::new(client, SourceOptions::default());
-    let inbox = Inbox::new(store.inbox(), "billing")?;
-    let consumer = Arc::new(Consumer::new(source, &ORDERS, billing.handler())?.inbox(inbox));
-    let plan = LifecyclePlan::new()
-        .steps(relays)
-        .step("billing", consumer.clone());
-
-    billing.run(plan, &ORDER_EVENTS, || consumer.report()).await
+    billing.run(publisher, source, &ORDER_EVENTS, &ORDERS).await
 }
 
 /// Drops what earlier runs left in the queues: their orders are gone with

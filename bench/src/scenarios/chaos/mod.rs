@@ -148,8 +148,7 @@ async fn round(env: &Env, events: usize, schedule: Option<KillSchedule>) -> anyh
         })
     }
     .await;
-    env.drop_store(&store).await?;
-    env.drop_queue(queue).await?;
+    env.remove([&store], [queue]).await?;
     result
 }
 

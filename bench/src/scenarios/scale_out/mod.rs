@@ -182,8 +182,7 @@ async fn round(
         })
     }
     .await;
-    env.drop_store(&store).await?;
-    env.drop_queue(queue).await?;
+    env.remove([&store], [queue]).await?;
     result
 }
 

@@ -35,12 +35,14 @@ use std::sync::LazyLock;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use tidings::postgres::sqlx::{self, postgres::PgConnectOptions, postgres::PgPoolOptions};
-use tidings::postgres::{PgOutboxOptions, PgOutboxStore};
+use tidings::postgres::PgOutboxStore;
+use tidings::postgres::sqlx;
 use tidings::prelude::*;
 use tidings::rabbitmq::{
     ConnectionOptions, PublisherOptions, QueueOptions, RabbitConnection, SourceOptions,
 };
+use tidings_examples::database::store_in_schema;
+use tidings_examples::env_or;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -106,17 +108,8 @@ async fn main() -> anyhow::Result<()> {
 /// service's own statements name their tables plainly, and creates what is
 /// missing.
 async fn open_store() -> anyhow::Result<PgOutboxStore> {
-    let url = env_or("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test");
     let schema = env_or("ORDERS_SCHEMA", "tidings_example_axum");
-    // The store checks the schema's name before anything reaches the server.
-    let options = PgOutboxOptions::new().schema(&schema);
-    let connect: PgConnectOptions = url.parse().context("DATABASE_URL")?;
-    let pool = PgPoolOptions::new()
-        .max_connections(10)
-        .connect_with(connect.options([("search_path", schema.as_str())]))
-        .await
-        .with_context(|| format!("connecting to {url}; run bash scripts/setup-services.sh"))?;
-    let store = PgOutboxStore::new(pool, options)?;
+    let store = store_in_schema(&schema, 10).await?;
     store.migrate().await?;
     sqlx::raw_sql(
         "create table if not exists orders (id bigserial primary key, customer text not null, amount_cents bigint not null); \
@@ -138,8 +131,4 @@ fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
             _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
         }
     })
-}
-
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.to_owned())
 }

@@ -32,12 +32,14 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use anyhow::Context;
-use tidings::postgres::sqlx::{self, postgres::PgPoolOptions};
-use tidings::postgres::{PgOutboxOptions, PgOutboxStore};
+use tidings::postgres::PgOutboxStore;
+use tidings::postgres::sqlx;
 use tidings::prelude::*;
 use tidings::rabbitmq::{
     ConnectionOptions, PublisherOptions, QueueOptions, RabbitConnection, SourceOptions,
 };
+use tidings_examples::database::store_in_schema;
+use tidings_examples::env_or;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::Instrument;
@@ -133,17 +135,8 @@ async fn place_orders(store: &PgOutboxStore, every: Duration) -> anyhow::Result<
 /// Recreates `ORDERS_SCHEMA` with the outbox, the inbox, `orders` and
 /// `invoices`, on a pool whose search path is that schema.
 async fn open_store() -> anyhow::Result<PgOutboxStore> {
-    let url = env_or("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test");
     let schema = env_or("ORDERS_SCHEMA", "tidings_example_observability");
-    // The store checks the schema's name before anything reaches the server.
-    let options = PgOutboxOptions::new().schema(&schema);
-    let connect: sqlx::postgres::PgConnectOptions = url.parse().context("DATABASE_URL")?;
-    let pool = PgPoolOptions::new()
-        .max_connections(8)
-        .connect_with(connect.options([("search_path", schema.as_str())]))
-        .await
-        .with_context(|| format!("connecting to {url}; run bash scripts/setup-services.sh"))?;
-    let store = PgOutboxStore::new(pool, options)?;
+    let store = store_in_schema(&schema, 8).await?;
     let recreate = format!("drop schema if exists \"{schema}\" cascade");
     sqlx::raw_sql(sqlx::AssertSqlSafe(recreate))
         .execute(store.pool())
@@ -156,8 +149,4 @@ async fn open_store() -> anyhow::Result<PgOutboxStore> {
     .execute(store.pool())
     .await?;
     Ok(store)
-}
-
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.to_owned())
 }
