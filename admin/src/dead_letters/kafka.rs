@@ -18,6 +18,7 @@
 //! which the consumer's inbox handles once (the event id is kept). The
 //! records themselves go when the topic's retention removes them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tidings_kafka::rdkafka::ClientConfig;
@@ -25,6 +26,7 @@ use tidings_kafka::rdkafka::consumer::BaseConsumer;
 use tidings_kafka::rdkafka::message::{Header, OwnedHeaders};
 use tidings_kafka::rdkafka::producer::{FutureProducer, FutureRecord};
 use tidings_kafka::{ClientOptions, dead_letter_topic, validate_topic};
+use tokio::sync::Mutex;
 
 use super::kafka_log::{
     Parked, RESOLUTION_HEADER, RESOLVED_HEADER, broker, partitions, read_topic, unresolved,
@@ -55,6 +57,8 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 pub struct KafkaDeadLetters {
     config: ClientConfig,
     producer: FutureProducer,
+    /// The turn scans take (see [`Scan::scan_alone`]).
+    turns: Arc<Mutex<()>>,
 }
 
 impl std::fmt::Debug for KafkaDeadLetters {
@@ -81,7 +85,11 @@ impl KafkaDeadLetters {
             .set("allow.auto.create.topics", "false")
             .create()
             .map_err(|e| AdminError::Invalid(format!("invalid kafka client settings: {e}")))?;
-        Ok(Self { config, producer })
+        Ok(Self {
+            config,
+            producer,
+            turns: Arc::default(),
+        })
     }
 
     /// The unresolved records of the dead-letter topic of `queue`.
@@ -173,6 +181,10 @@ impl DeadLetterQueues for KafkaDeadLetters {
 impl Scan for KafkaDeadLetters {
     fn dead_letter_queue(&self, queue: &str) -> String {
         dead_letter_topic(queue)
+    }
+
+    fn turns(&self) -> &Mutex<()> {
+        &self.turns
     }
 
     async fn scan(&self, request: ScanRequest<'_>) -> Result<(Vec<DeadLetter>, usize), AdminError> {

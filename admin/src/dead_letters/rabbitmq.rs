@@ -51,8 +51,7 @@ use crate::AdminError;
 /// ```
 pub struct RabbitDeadLetters {
     connection: Connection,
-    /// Scans take turns: two at once would each hold messages the other
-    /// is looking for, and a dry run could miss what it should find.
+    /// The turn scans take (see [`Scan::scan_alone`]).
     turns: Arc<Mutex<()>>,
 }
 
@@ -209,11 +208,14 @@ impl Scan for RabbitDeadLetters {
         dead_letter_queue(queue)
     }
 
+    fn turns(&self) -> &Mutex<()> {
+        &self.turns
+    }
+
     /// Takes every message of the dead-letter queue once, acting on those
     /// matching (up to the filter's limit) and copying the rest back.
     async fn scan(&self, request: ScanRequest<'_>) -> Result<(Vec<DeadLetter>, usize), AdminError> {
         let (queue, filter, action, options) = request.parts();
-        let _turn = self.turns.lock().await;
         let dlq = dead_letter_queue(queue);
         let channel = self.connection.create_channel().await.map_err(broker)?;
         let depth = count(&channel, &dlq, DLQ_HINT).await?;

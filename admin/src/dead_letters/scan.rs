@@ -5,6 +5,7 @@
 
 use std::future::Future;
 
+use tokio::sync::Mutex;
 use tracing::info;
 
 use super::{DeadLetter, DeadLetterFilter, DeadLetterReport, QueueDepth, ReplayOptions};
@@ -40,6 +41,23 @@ pub trait Scan: Sync {
         &self,
         request: ScanRequest<'_>,
     ) -> impl Future<Output = Result<(Vec<DeadLetter>, usize), AdminError>> + Send;
+
+    /// The turn the reader's scans take, shared by its clones.
+    fn turns(&self) -> &Mutex<()>;
+
+    /// [`scan`](Self::scan) once no other scan of this reader runs. A scan
+    /// takes each message off the queue and puts it back, so two at once
+    /// would each hold messages the other looks for, and a dry run could
+    /// miss what it should find.
+    fn scan_alone(
+        &self,
+        request: ScanRequest<'_>,
+    ) -> impl Future<Output = Result<(Vec<DeadLetter>, usize), AdminError>> + Send {
+        async move {
+            let _turn = self.turns().lock().await;
+            self.scan(request).await
+        }
+    }
 }
 
 /// One scan of a dead-letter queue: whose, which messages, and what to do
@@ -102,7 +120,7 @@ pub trait DeadLetterQueues: Scan {
     ) -> impl Future<Output = Result<Vec<DeadLetter>, AdminError>> + Send {
         async move {
             let (letters, _) = self
-                .scan(ScanRequest {
+                .scan_alone(ScanRequest {
                     queue,
                     filter,
                     action: Action::Peek,
@@ -188,7 +206,7 @@ async fn act(
         action,
         options,
     };
-    let (letters, done) = reader.scan(request).await?;
+    let (letters, done) = reader.scan_alone(request).await?;
     info!(
         messaging.destination.name = queue,
         ?action,

@@ -48,8 +48,7 @@ const HOLD: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone)]
 pub struct SqsDeadLetters {
     client: Client,
-    /// Scans take turns: two at once would each hold messages the other
-    /// is looking for, and a dry run could miss what it should find.
+    /// The turn scans take (see [`Scan::scan_alone`]).
     turns: Arc<Mutex<()>>,
 }
 
@@ -224,9 +223,12 @@ impl Scan for SqsDeadLetters {
         dead_letter_queue(queue)
     }
 
+    fn turns(&self) -> &Mutex<()> {
+        &self.turns
+    }
+
     async fn scan(&self, request: ScanRequest<'_>) -> Result<(Vec<DeadLetter>, usize), AdminError> {
         let (queue, filter, action, options) = request.parts();
-        let _turn = self.turns.lock().await;
         let dlq = dead_letter_queue(queue);
         let dlq_url = self.url(&dlq, DLQ_HINT).await?;
         let state = self.state(&dlq_url).await?;
