@@ -198,26 +198,14 @@ async fn inbox_show_says_whether_a_consumer_handled_an_event() {
         .unwrap();
     store.inbox().commit(tx).await.unwrap();
 
-    let shown = json(on_postgres(&schema).args([
-        "inbox",
-        "show",
-        "--consumer",
-        "billing",
-        "--event-id",
-        &ids[0].to_string(),
-    ]));
+    let show = ["inbox", "show", "--consumer", "billing", "--event-id"];
+    let handled = ids[0].to_string();
+    let shown = json(on_postgres(&schema).args(show).arg(&handled));
     assert_eq!(shown["handled"], true, "{shown}");
     assert_eq!(shown["consumer"], "billing");
     assert!(shown["handled_secs"].as_f64().is_some(), "{shown}");
 
-    let text = stdout(on_postgres(&schema).args([
-        "inbox",
-        "show",
-        "--consumer",
-        "billing",
-        "--event-id",
-        &ids[0].to_string(),
-    ]));
+    let text = stdout(on_postgres(&schema).args(show).arg(&handled));
     assert!(text.contains("yes"), "{text}");
 
     on_postgres(&schema)

@@ -89,25 +89,17 @@ async fn failed_rows_are_listed_shown_and_requeued_by_filter() {
         "{shown}"
     );
 
-    let dry = stdout(on_postgres(&schema).args([
-        "failed",
-        "requeue",
-        "--route",
-        "order-events",
-        "--event-type",
-        "order.placed",
-        "--dry-run",
-    ]));
+    let requeue = ["failed", "requeue", "--route", "order-events"];
+    let placed = ["--event-type", "order.placed"];
+    let dry = stdout(
+        on_postgres(&schema)
+            .args(requeue)
+            .args(placed)
+            .arg("--dry-run"),
+    );
     assert_eq!(dry.trim(), "would requeue 2 failed rows of order-events");
     assert_eq!(store.stats("order-events").await.unwrap().failed, 3);
-    let done = stdout(on_postgres(&schema).args([
-        "failed",
-        "requeue",
-        "--route",
-        "order-events",
-        "--event-type",
-        "order.placed",
-    ]));
+    let done = stdout(on_postgres(&schema).args(requeue).args(placed));
     assert_eq!(done.trim(), "requeued 2 failed rows of order-events");
     let stats = store.stats("order-events").await.unwrap();
     assert_eq!((stats.pending, stats.failed), (2, 1));

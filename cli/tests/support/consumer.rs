@@ -5,12 +5,11 @@ use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use tidings_admin::tidings_postgres::sqlx::{self, AssertSqlSafe};
 use tidings_admin::tidings_postgres::{PgContext, PgOutboxStore};
 use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
 use tidings_core::{Backoff, Envelope, Message, QueueSpec, REPLAYED_REASON_HEADER, Source};
-use tidings_testing::consumer::Order;
+use tidings_testing::consumer::{Order, order_to};
 use tokio_util::sync::CancellationToken;
 
 /// The order a broken handler parks.
@@ -54,18 +53,18 @@ pub(crate) async fn handle_replay_once<S: Source>(
 
 /// An order event for `queue`.
 pub(crate) fn envelope(queue: &str, id: u32) -> Envelope {
-    let payload = Bytes::from(serde_json::to_vec(&Order { id }).unwrap());
-    Envelope::new(
-        "order-events",
-        queue,
-        "order.placed",
-        payload,
-        "application/json",
-    )
+    order_to(queue, id, None)
+}
+
+/// A fresh PostgreSQL store with the effects table.
+pub(crate) async fn effects_store() -> PgOutboxStore {
+    let store = super::pg_store().await;
+    create_effects(&store).await;
+    store
 }
 
 /// Creates the effects table in the store's schema.
-pub(crate) async fn create_effects(store: &PgOutboxStore) {
+async fn create_effects(store: &PgOutboxStore) {
     let sql = format!(
         "create table \"{}\".effects (order_id int primary key, times int not null)",
         store.options().get_schema()

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use sqlx::AssertSqlSafe;
 use tidings_consumer::{Consumer, ConsumerOptions, ConsumerReport, HandlerError, TxHandle};
 use tidings_core::{Backoff, Envelope, Message, PublisherExt, QueueSpec};
@@ -80,15 +79,9 @@ impl World {
         tidings_inbox::Inbox::new(self.store.inbox(), "billing").unwrap()
     }
 
+    /// Order `id` as an envelope for the test's queue.
     pub(crate) fn envelope(&self, id: u32) -> Envelope {
-        let payload = Bytes::from(serde_json::to_vec(&Order { id }).unwrap());
-        Envelope::new(
-            "order-events",
-            self.queue.name(),
-            "order.placed",
-            payload,
-            "application/json",
-        )
+        tidings_testing::consumer::order_to(self.queue.name(), id, None)
     }
 
     pub(crate) async fn publish(&self, envelope: &Envelope) {
@@ -144,11 +137,7 @@ impl World {
 
     /// Drops the test's schema.
     pub(crate) async fn drop_schema(&self) {
-        let sql = format!("drop schema if exists \"{}\" cascade", self.schema);
-        sqlx::query(AssertSqlSafe(sql))
-            .execute(self.store.pool())
-            .await
-            .unwrap();
+        tidings_testing::services::drop_schema(self.store.pool(), &self.schema).await;
     }
 }
 

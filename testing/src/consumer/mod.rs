@@ -8,6 +8,7 @@
 
 mod delivery;
 mod key_order;
+pub mod memory_effects;
 mod order;
 mod pg_effects;
 mod recovery;

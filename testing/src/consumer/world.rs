@@ -97,10 +97,15 @@ pub fn options() -> ConsumerOptions {
 
 /// Order `id` as an envelope for the world's queue, keyed by `key`.
 pub fn order(world: &impl ConsumerWorld, id: u32, key: Option<&str>) -> Envelope {
+    order_to(world.queue().name(), id, key)
+}
+
+/// Order `id` as an `order.placed` envelope for `queue`, keyed by `key`.
+pub fn order_to(queue: &str, id: u32, key: Option<&str>) -> Envelope {
     let payload = Bytes::from(serde_json::to_vec(&Order { id }).expect("an order encodes"));
     let mut envelope = Envelope::new(
         "order-events",
-        world.queue().name(),
+        queue,
         "order.placed",
         payload,
         "application/json",

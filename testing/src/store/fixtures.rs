@@ -9,6 +9,7 @@ use tidings_core::{
 };
 use uuid::Uuid;
 
+use super::StoreHarness;
 use crate::eventually::eventually;
 use crate::names::unique_name;
 
@@ -26,6 +27,19 @@ pub fn route(ordering: OrderingMode) -> Route {
         retry: RetryPolicy::new(),
         hlc_ordering: false,
     }
+}
+
+/// A fresh store of `h` with the events `numbers` committed in one
+/// transaction on a fresh unordered route; returns both.
+pub async fn staged<H: StoreHarness>(
+    h: &H,
+    numbers: impl IntoIterator<Item = u32>,
+) -> (H::Store, Route) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    let events = numbers.into_iter().map(|n| event(&route, n)).collect();
+    h.commit(&store, events).await;
+    (store, route)
 }
 
 /// An event of `route` whose JSON payload is `n`.

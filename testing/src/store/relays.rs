@@ -8,7 +8,7 @@ use std::time::Duration;
 use tidings_core::{ClaimedBatch, OrderingMode, OutboxStore, Outcome, Route, Settlement};
 
 use super::StoreHarness;
-use super::fixtures::{claim, claim_leased, event, keyed, numbers, route, settle_all};
+use super::fixtures::{claim, claim_leased, event, keyed, numbers, route, settle_all, staged};
 
 /// How many relays race in these cases.
 const RELAYS: u64 = 4;
@@ -82,9 +82,7 @@ pub async fn several_relays_drain_every_event_exactly_once<H: StoreHarness>(h: &
 pub async fn a_swept_relays_late_mark_is_lost_and_the_new_owner_publishes_once<H: StoreHarness>(
     h: &H,
 ) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, vec![event(&route, 1)]).await;
+    let (store, route) = staged(h, [1]).await;
 
     let old = claim_leased(&store, &route, 10, Duration::from_millis(200)).await;
     assert_eq!(old.records().len(), 1);
