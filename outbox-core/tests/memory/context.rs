@@ -9,7 +9,7 @@ static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events").destination("events-
 
 /// Writes order `n` as placed and stages its event in `ctx`.
 fn place(ctx: &mut MemoryContext, n: u32) {
-    ctx.insert("orders", &n.to_string(), "placed");
+    ctx.insert("orders", n.to_string(), "placed");
     ctx.outbox().stage(&EVENTS, "order.placed", &n).unwrap();
 }
 
