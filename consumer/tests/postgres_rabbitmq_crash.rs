@@ -22,17 +22,17 @@ use std::time::Duration;
 use futures::StreamExt;
 use sqlx::AssertSqlSafe;
 use support::postgres_rabbitmq::{Order, apply, options};
-use support::staging::{leak, relay_every, stage_orders, store_in};
+use support::staging::{ChildSetup, declare, leak, relay_every, stage_orders, store_with_effects};
 use tidings_consumer::{Consumer, TxHandle, handler_fn};
-use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, OutboxSpec, QueueSpec, Source};
+use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, OutboxSpec, Source};
 use tidings_inbox::Inbox;
 use tidings_postgres::{PgContext, PgOutboxStore};
 use tidings_rabbitmq::{
-    ConnectionOptions, QueueOptions, RabbitSource, SourceOptions, Topology, dead_letter_queue,
+    ConnectionOptions, QueueOptions, RabbitSource, SourceOptions, dead_letter_queue,
 };
 use tidings_testing::faults::harnessless;
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{amqp_url, service_missing};
+use tidings_testing::services::{amqp_url, drop_schema};
 
 /// Set in the child's environment to `<schema> <queue>`.
 const CHILD_ENV: &str = "TIDINGS_CRASH_CHILD";
@@ -59,25 +59,11 @@ fn main() {
 /// The parent: stages and relays the orders, runs children until the
 /// queue is drained, and returns the figures.
 async fn a_message_that_kills_its_consumer_is_parked_alone() -> String {
-    let schema = unique_name("tidings_crash");
-    let store = store_in(&schema).await;
-    store.migrate().await.unwrap();
-    let create =
-        format!("create table \"{schema}\".effects (order_id int primary key, times int not null)");
-    sqlx::query(AssertSqlSafe(create))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    let columns = "order_id int primary key, times int not null";
+    let (store, schema) = store_with_effects("tidings_crash", columns).await;
     let queue = leak(unique_name("crash_orders"));
-    let amqp = amqp_url();
-    let topology = Topology::new(ConnectionOptions::new(amqp.clone()));
-    topology
-        .declare_queue(
-            queue,
-            QueueOptions::quorum().expires(Duration::from_secs(300)),
-        )
-        .await
-        .unwrap_or_else(|e| service_missing("RabbitMQ", &amqp, &e));
+    let options = QueueOptions::quorum().expires(Duration::from_secs(300));
+    let topology = declare(queue, options).await;
 
     stage_and_relay(&store, queue).await;
     let parked = collect_parked(queue);
@@ -85,10 +71,7 @@ async fn a_message_that_kills_its_consumer_is_parked_alone() -> String {
 
     let parked = std::mem::take(&mut *parked.lock().unwrap());
     let (handled, most, poison_handled) = effects(&store).await;
-    sqlx::query(AssertSqlSafe(format!("drop schema \"{schema}\" cascade")))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    drop_schema(store.pool(), &schema).await;
     let ids: Vec<u32> = parked.iter().map(|(id, _)| *id).collect();
     assert_eq!(
         ids,
@@ -188,14 +171,12 @@ async fn run_children(
 
 /// The child: one consumer until it is terminated.
 async fn child(config: &str) {
-    let (schema, queue) = config.split_once(' ').expect("<schema> <queue>");
-    let store = store_in(schema).await;
-    let queue: &'static QueueSpec<Order> =
-        Box::leak(Box::new(QueueSpec::json(leak(queue.to_owned()))));
-    let source = RabbitSource::new(
-        ConnectionOptions::new(amqp_url()),
-        SourceOptions::default().prefetch(PREFETCH),
-    );
+    let ChildSetup {
+        schema,
+        store,
+        queue,
+        source,
+    } = ChildSetup::new(config, PREFETCH).await;
     let sql = format!(
         "insert into \"{schema}\".effects (order_id, times) values ($1, 1) \
          on conflict (order_id) do update set times = effects.times + 1"

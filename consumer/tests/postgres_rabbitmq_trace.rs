@@ -11,7 +11,9 @@ use tidings_core::relay::Relay;
 use tidings_core::{Message, OutboxSpec};
 use tidings_postgres::PgContext;
 use tidings_rabbitmq::QueueKind;
-use tidings_testing::otel::{attribute, exporter, is_root, links_to, span_named};
+use tidings_testing::otel::{
+    assert_attributes, attribute, exporter, is_root, links_to, span_named,
+};
 use tracing::Instrument;
 
 macro_rules! consume_one {
@@ -84,16 +86,15 @@ async fn staging_relay_and_handler_share_the_business_transactions_trace() {
         links_to(&send, &create),
         "send span does not link to create"
     );
-    for (key, value) in [
+    let sent = [
         ("messaging.system", "rabbitmq"),
         ("messaging.operation.type", "send"),
         ("messaging.operation.name", "send"),
         ("messaging.destination.name", queue),
         ("messaging.message.id", &id),
         ("messaging.rabbitmq.destination.routing_key", queue),
-    ] {
-        assert_eq!(attribute(&send, key).as_deref(), Some(value), "send {key}");
-    }
+    ];
+    assert_attributes(&send, "send", &sent);
 
     // The handler runs in the business transaction's trace, a child of the
     // message's creation context and linked to it.
@@ -107,19 +108,14 @@ async fn staging_relay_and_handler_share_the_business_transactions_trace() {
         links_to(&process, &create),
         "process span does not link to create"
     );
-    for (key, value) in [
+    let processed = [
         ("messaging.system", "rabbitmq"),
         ("messaging.operation.type", "process"),
         ("messaging.destination.name", queue),
         ("messaging.consumer.group.name", "billing"),
         ("messaging.message.id", &id),
-    ] {
-        assert_eq!(
-            attribute(&process, key).as_deref(),
-            Some(value),
-            "process {key}"
-        );
-    }
+    ];
+    assert_attributes(&process, "process", &processed);
     assert_eq!(process.status, Status::Unset);
     assert_eq!(attribute(&process, "error.type"), None);
 

@@ -8,13 +8,14 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command as Process, Stdio};
 
-use crate::support::{ORDERS, drop_schema, json, on_postgres, pg_stage, pg_store, stdout, tidings};
+use crate::support::{
+    ORDERS, drop_schema, json, mark_handled, on_postgres, pg_stage, pg_store, stdout, tidings,
+};
 use predicates::str::contains;
 use tidings_admin::tidings_postgres::PgOutboxStore;
 use tidings_admin::tidings_postgres::sqlx::{self, AssertSqlSafe};
-use tidings_core::InboxStore;
 
-use tidings_testing::names::{consumer_name, unique_name};
+use tidings_testing::names::unique_name;
 use tidings_testing::services::database_url;
 
 /// Records `count` routes without rows, as stagings long purged leave them.
@@ -190,13 +191,7 @@ async fn inbox_show_says_whether_a_consumer_handled_an_event() {
     let store = pg_store().await;
     let schema = store.options().get_schema().to_owned();
     let ids = pg_stage(&store, &ORDERS, &["order.placed"; 2]).await;
-    let mut tx = store.inbox().begin().await.unwrap();
-    store
-        .inbox()
-        .mark(&mut tx, consumer_name("billing").key(ids[0]))
-        .await
-        .unwrap();
-    store.inbox().commit(tx).await.unwrap();
+    mark_handled(&store.inbox(), "billing", &[ids[0]]).await;
 
     let show = ["inbox", "show", "--consumer", "billing", "--event-id"];
     let handled = ids[0].to_string();

@@ -16,9 +16,10 @@ use tidings_admin::tidings_mongo::mongodb::options::ClientOptions;
 use tidings_admin::tidings_mongo::{MongoOutboxOptions, MongoOutboxStore};
 use tidings_admin::tidings_postgres::{PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_core::{
-    ClaimRequest, ClaimedBatch, OutboxBuffer, OutboxSpec, OutboxStore, Outcome, Settlement,
+    ClaimRequest, ClaimedBatch, InboxStore, OutboxBuffer, OutboxSpec, OutboxStore, Outcome,
+    Settlement,
 };
-use tidings_testing::names::unique_name;
+use tidings_testing::names::{consumer_name, unique_name};
 use tidings_testing::services::{self, amqp_url, database_url, mongodb_url, service_missing};
 use uuid::Uuid;
 
@@ -165,6 +166,17 @@ pub(crate) async fn mongo_stage(
     let ids = stage_each(ctx.outbox(), spec, types);
     ctx.commit().await.expect("commit");
     ids
+}
+
+/// Marks the events `ids` handled by `consumer` in `inbox`, in one
+/// transaction.
+pub(crate) async fn mark_handled<I: InboxStore>(inbox: &I, consumer: &str, ids: &[Uuid]) {
+    let consumer = consumer_name(consumer);
+    let mut tx = inbox.begin().await.expect("begin");
+    for &id in ids {
+        inbox.mark(&mut tx, consumer.key(id)).await.expect("mark");
+    }
+    inbox.commit(tx).await.expect("commit");
 }
 
 /// Claims every row of `spec`'s route and settles them: the events of

@@ -2,7 +2,6 @@
 //! and an effect counter written through the handler's transaction.
 #![allow(dead_code)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tidings_consumer::{Consumer, ConsumerOptions, ConsumerReport, Handler, Inbox};
@@ -15,7 +14,7 @@ pub(crate) static ORDERS: QueueSpec<Order> = QueueSpec::json("orders");
 pub(crate) use tidings_testing::consumer::Order;
 #[allow(unused_imports)] // each binary uses some
 pub(crate) use tidings_testing::consumer::memory_effects::{add_effect, count_effect, effects};
-use tidings_testing::consumer::order_to;
+use tidings_testing::consumer::{order_to, run_for};
 
 pub(crate) const QUICK: Backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(20));
 
@@ -78,19 +77,8 @@ pub(crate) async fn run_until<H>(
 where
     H: tidings_consumer::Handler<Order, MemoryContext>,
 {
-    let cancel = CancellationToken::new();
-    let consumer = Arc::new(consumer);
-    let task = tokio::spawn({
-        let (consumer, cancel) = (consumer.clone(), cancel.clone());
-        async move { consumer.run(cancel).await }
-    });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !done(&consumer.report()) && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    cancel.cancel();
-    task.await.unwrap();
-    consumer.report()
+    let done = |report: ConsumerReport| std::future::ready(done(&report));
+    run_for(consumer, Duration::from_secs(10), done).await
 }
 
 /// Runs consumers of `handler` with the `billing` inbox one after another,

@@ -1,15 +1,13 @@
 //! Orders, a consumer driven until a condition holds, and effect counters
 //! kept in the in-memory store.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tidings_consumer::{Consumer, ConsumerReport};
 use tidings_core::memory::{MemoryContext, MemoryStore};
 use tidings_core::{Envelope, QueueSpec};
 use tidings_sqs::SqsSource;
-use tidings_testing::consumer::order_to;
-use tokio_util::sync::CancellationToken;
+use tidings_testing::consumer::{order_to, run_for};
 
 #[allow(unused_imports)] // each binary uses some
 pub use tidings_testing::consumer::memory_effects::{count_effect, effects};
@@ -36,17 +34,6 @@ pub async fn run_until<H>(
 where
     H: tidings_consumer::Handler<Order, MemoryContext>,
 {
-    let cancel = CancellationToken::new();
-    let consumer = Arc::new(consumer);
-    let task = tokio::spawn({
-        let (consumer, cancel) = (consumer.clone(), cancel.clone());
-        async move { consumer.run(cancel).await }
-    });
-    let deadline = tokio::time::Instant::now() + limit;
-    while !done(&consumer.report()) && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    cancel.cancel();
-    task.await.unwrap();
-    consumer.report()
+    let done = |report: ConsumerReport| std::future::ready(done(&report));
+    run_for(consumer, limit, done).await
 }
