@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::support::consumer::{POISON, consume, effects, effects_store, envelope, replayed_once};
 use crate::support::letters::{assert_done, assert_list_refused, assert_reason};
-use crate::support::{drop_schema, json, stdout, tidings};
+use crate::support::{json, stdout, tidings};
 use predicates::str::contains;
 use serde_json::Value;
 use tidings_admin::tidings_kafka::{
@@ -145,7 +145,7 @@ async fn a_parked_record_survives_a_hundred_looks_and_is_replayed_once() {
     // died handling it): so 2, where a partition read for the first time
     // would show 1.
     assert_eq!(replayed.2, Some(2), "{seen:?}");
-    drop_schema(&store).await;
+    store.drop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,7 +18,7 @@ use support::letters::{assert_done, assert_list_refused, assert_reason};
 use support::rabbit::{
     declare, declare_with_delivery_limit, delete_only, drain, park, rabbit_source, remove,
 };
-use support::{drop_schema, json, stdout, tidings};
+use support::{json, stdout, tidings};
 use tidings_admin::tidings_rabbitmq::{
     ConnectionOptions, PublisherOptions, RabbitPublisher, dead_letter_queue,
 };
@@ -79,7 +79,7 @@ async fn a_parked_message_is_listed_shown_replayed_and_handled_once() {
 
     handle_replay_once(&store, queue, rabbit_source()).await;
     remove(queue).await;
-    drop_schema(&store).await;
+    store.drop().await;
 }
 
 #[tokio::test]
@@ -233,7 +233,7 @@ async fn a_dead_letter_under_a_delivery_limit_survives_a_hundred_looks() {
     assert!(reason.contains("negative total"), "{seen:?}");
     assert_eq!(json(tidings().args(list))["depth"], 0);
     remove(queue).await;
-    drop_schema(&store).await;
+    store.drop().await;
 }
 
 #[tokio::test]

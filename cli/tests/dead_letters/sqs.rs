@@ -14,7 +14,7 @@ use std::time::Duration;
 use predicates::str::contains;
 use support::consumer::{consume, effects, effects_store, envelope, handle_replay_once};
 use support::letters::{assert_done, assert_list_refused, assert_reason};
-use support::{drop_schema, json, stdout, tidings};
+use support::{json, stdout, tidings};
 use tidings_admin::tidings_sqs::aws_sdk_sqs::Client;
 use tidings_admin::tidings_sqs::aws_sdk_sqs::types::{
     MessageSystemAttributeName, QueueAttributeName,
@@ -135,7 +135,7 @@ async fn a_parked_message_is_listed_shown_replayed_and_handled_once() {
 
     handle_replay_once(&store, queue, source()).await;
     Topology::new(client).delete_queue(queue).await.unwrap();
-    drop_schema(&store).await;
+    store.drop().await;
 }
 
 #[tokio::test]
