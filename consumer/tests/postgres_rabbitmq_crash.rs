@@ -16,20 +16,19 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
-use futures::StreamExt;
 use sqlx::AssertSqlSafe;
 use support::postgres_rabbitmq::{Order, apply, options};
 use support::staging::{ChildSetup, declare, leak, relay_every, stage_orders, store_with_effects};
-use tidings_consumer::{Consumer, TxHandle, handler_fn};
-use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, OutboxSpec, Source};
-use tidings_inbox::Inbox;
+use tidings_consumer::{TxHandle, handler_fn};
+use tidings_core::{Message, OutboxSpec, Source};
 use tidings_postgres::{PgContext, PgOutboxStore};
 use tidings_rabbitmq::{
     ConnectionOptions, QueueOptions, RabbitSource, SourceOptions, dead_letter_queue,
 };
+use tidings_testing::consumer::{Parked, collect_parked};
 use tidings_testing::faults::harnessless;
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{amqp_url, drop_schema};
@@ -66,7 +65,7 @@ async fn a_message_that_kills_its_consumer_is_parked_alone() -> String {
     let topology = declare(queue, options).await;
 
     stage_and_relay(&store, queue).await;
-    let parked = collect_parked(queue);
+    let parked = parked_in(queue).await;
     let crashes = run_children(&store, &schema, queue, &parked).await;
 
     let parked = std::mem::take(&mut *parked.lock().unwrap());
@@ -109,23 +108,9 @@ async fn stage_and_relay(store: &PgOutboxStore, queue: &'static str) {
 }
 
 /// Collects what lands in the dead-letter queue: `(order id, reason)`.
-fn collect_parked(queue: &str) -> Arc<Mutex<Vec<(u32, String)>>> {
-    let parked = Arc::new(Mutex::new(Vec::new()));
+async fn parked_in(queue: &str) -> Parked {
     let source = RabbitSource::new(ConnectionOptions::new(amqp_url()), SourceOptions::default());
-    let dead_letters = dead_letter_queue(queue);
-    tokio::spawn({
-        let parked = parked.clone();
-        async move {
-            let mut stream = source.subscribe(&dead_letters).await.unwrap();
-            while let Some(Ok(delivery)) = stream.next().await {
-                let order: Order = serde_json::from_slice(&delivery.envelope().payload).unwrap();
-                let reason = delivery.envelope().headers[DEAD_LETTER_REASON_HEADER].clone();
-                parked.lock().unwrap().push((order.id, reason));
-                delivery.ack().await.unwrap();
-            }
-        }
-    });
-    parked
+    collect_parked(source.subscribe(&dead_letter_queue(queue)).await.unwrap())
 }
 
 /// `(orders with an effect, the most effects one order had, whether the
@@ -171,12 +156,8 @@ async fn run_children(
 
 /// The child: one consumer until it is terminated.
 async fn child(config: &str) {
-    let ChildSetup {
-        schema,
-        store,
-        queue,
-        source,
-    } = ChildSetup::new(config, PREFETCH).await;
+    let child = ChildSetup::new(config, PREFETCH).await;
+    let schema = child.schema;
     let sql = format!(
         "insert into \"{schema}\".effects (order_id, times) values ($1, 1) \
          on conflict (order_id) do update set times = effects.times + 1"
@@ -193,13 +174,8 @@ async fn child(config: &str) {
             }
         },
     );
-    let consumer = Consumer::new(source, queue, handler)
-        .unwrap()
-        .inbox(Inbox::new(store.inbox(), "billing").unwrap())
-        .options(
-            options()
-                .concurrency(CONCURRENCY)
-                .max_deliveries(MAX_DELIVERIES),
-        );
-    consumer.run(harnessless::until_terminated()).await;
+    let options = options()
+        .concurrency(CONCURRENCY)
+        .max_deliveries(MAX_DELIVERIES);
+    child.consume(handler, options).await;
 }

@@ -22,9 +22,8 @@ use std::time::{Duration, Instant};
 use sqlx::AssertSqlSafe;
 use support::postgres_rabbitmq::{Order, options};
 use support::staging::{ChildSetup, declare, leak, relay_every, stage_orders, store_with_effects};
-use tidings_consumer::{Consumer, HandlerError, KeyOrder, TxHandle, handler_fn};
+use tidings_consumer::{HandlerError, KeyOrder, TxHandle, handler_fn};
 use tidings_core::{Message, OutboxSpec};
-use tidings_inbox::Inbox;
 use tidings_postgres::{PgContext, PgOutboxStore};
 use tidings_rabbitmq::QueueOptions;
 use tidings_testing::faults::{ChildProcess, harnessless};
@@ -190,12 +189,8 @@ async fn out_of_order(store: &PgOutboxStore) -> Vec<(i32, i32, i32)> {
 
 /// A child: one consumer replica until it is terminated.
 async fn child(config: &str) {
-    let ChildSetup {
-        schema,
-        store,
-        queue,
-        source,
-    } = ChildSetup::new(config, PREFETCH).await;
+    let child = ChildSetup::new(config, PREFETCH).await;
+    let schema = child.schema;
     let sql = format!("insert into \"{schema}\".effects (order_id, key) values ($1, $2)");
     let told = std::sync::Once::new();
     let told: &'static std::sync::Once = Box::leak(Box::new(told));
@@ -214,13 +209,8 @@ async fn child(config: &str) {
             }
         },
     );
-    let consumer = Consumer::new(source, queue, handler)
-        .unwrap()
-        .inbox(Inbox::new(store.inbox(), "billing").unwrap())
-        .options(
-            options()
-                .concurrency(CONCURRENCY)
-                .key_order(KeyOrder::Strict),
-        );
-    consumer.run(harnessless::until_terminated()).await;
+    let options = options()
+        .concurrency(CONCURRENCY)
+        .key_order(KeyOrder::Strict);
+    child.consume(handler, options).await;
 }

@@ -5,13 +5,16 @@
 use std::time::{Duration, Instant};
 
 use sqlx::AssertSqlSafe;
+use tidings_consumer::{Consumer, ConsumerOptions, Handler};
 use tidings_core::relay::Relay;
 use tidings_core::{OutboxSpec, QueueSpec};
-use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
+use tidings_inbox::Inbox;
+use tidings_postgres::{PgContext, PgOutboxOptions, PgOutboxStore};
 use tidings_rabbitmq::{
     ConnectionOptions, PublisherOptions, QueueOptions, RabbitPublisher, RabbitSource,
     SourceOptions, Topology,
 };
+use tidings_testing::faults::harnessless;
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{amqp_url, postgres_pool, service_missing};
 
@@ -74,6 +77,20 @@ impl ChildSetup {
             queue: Box::leak(Box::new(QueueSpec::json(leak(queue.to_owned())))),
             source: RabbitSource::new(ConnectionOptions::new(amqp_url()), options),
         }
+    }
+
+    /// Runs a consumer of the queue with `handler`, the `billing` inbox
+    /// and `options` until the process is terminated.
+    pub(crate) async fn consume<H>(self, handler: H, options: ConsumerOptions)
+    where
+        H: Handler<Order, PgContext<'static>>,
+    {
+        let inbox = Inbox::new(self.store.inbox(), "billing").unwrap();
+        let consumer = Consumer::new(self.source, self.queue, handler)
+            .unwrap()
+            .inbox(inbox)
+            .options(options);
+        consumer.run(harnessless::until_terminated()).await;
     }
 }
 
