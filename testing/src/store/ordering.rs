@@ -29,6 +29,13 @@ async fn settle<B: ClaimedBatch>(batch: B, outcomes: Vec<(Uuid, Outcome)>) {
     assert!(report.lost.is_empty());
 }
 
+/// Checks `batch` holds row `n` alone (`why` it should) and publishes it.
+async fn publish_only<B: ClaimedBatch>(batch: B, n: u32, why: &str) {
+    assert_eq!(numbers(&batch), [n], "{why}");
+    let id = id_of(&batch, n);
+    settle(batch, vec![(id, Outcome::Published)]).await;
+}
+
 /// Only the oldest row of each key is claimed, none while its key is in
 /// flight; rows without a key are never held back.
 pub async fn per_key_claims_the_oldest_row_of_each_key<H: StoreHarness>(h: &H) {
@@ -75,22 +82,15 @@ pub async fn per_key_retry_holds_back_only_its_key<H: StoreHarness>(h: &H) {
     settle(first, outcomes).await;
 
     let second = claim(&store, &route, 10).await;
-    assert_eq!(
-        numbers(&second),
-        [4],
-        "k2 moves on while k1 waits for its retry"
-    );
-    let four = id_of(&second, 4);
-    settle(second, vec![(four, Outcome::Published)]).await;
+    publish_only(second, 4, "k2 moves on while k1 waits for its retry").await;
 
     let third = claim_within(&store, &route, 10, Duration::from_secs(5)).await;
-    assert_eq!(
-        numbers(&third),
-        [1],
-        "the retry comes before the younger row of its key"
-    );
-    let one = id_of(&third, 1);
-    settle(third, vec![(one, Outcome::Published)]).await;
+    publish_only(
+        third,
+        1,
+        "the retry comes before the younger row of its key",
+    )
+    .await;
     assert_eq!(numbers(&claim(&store, &route, 10).await), [3]);
 }
 
