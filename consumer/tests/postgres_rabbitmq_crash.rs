@@ -16,23 +16,22 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
-use futures::StreamExt;
 use sqlx::AssertSqlSafe;
 use support::postgres_rabbitmq::{Order, apply, options};
-use support::staging::{leak, relay_every, stage_orders, store_in};
-use tidings_consumer::{Consumer, TxHandle, handler_fn};
-use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, OutboxSpec, QueueSpec, Source};
-use tidings_inbox::Inbox;
+use support::staging::{ChildSetup, declare, leak, relay_every, stage_orders, store_with_effects};
+use tidings_consumer::{TxHandle, handler_fn};
+use tidings_core::{Message, OutboxSpec, Source};
 use tidings_postgres::{PgContext, PgOutboxStore};
 use tidings_rabbitmq::{
-    ConnectionOptions, QueueOptions, RabbitSource, SourceOptions, Topology, dead_letter_queue,
+    ConnectionOptions, QueueOptions, RabbitSource, SourceOptions, dead_letter_queue,
 };
+use tidings_testing::consumer::{Parked, collect_parked};
 use tidings_testing::faults::harnessless;
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{amqp_url, service_missing};
+use tidings_testing::services::{amqp_url, drop_schema};
 
 /// Set in the child's environment to `<schema> <queue>`.
 const CHILD_ENV: &str = "TIDINGS_CRASH_CHILD";
@@ -59,36 +58,19 @@ fn main() {
 /// The parent: stages and relays the orders, runs children until the
 /// queue is drained, and returns the figures.
 async fn a_message_that_kills_its_consumer_is_parked_alone() -> String {
-    let schema = unique_name("tidings_crash");
-    let store = store_in(&schema).await;
-    store.migrate().await.unwrap();
-    let create =
-        format!("create table \"{schema}\".effects (order_id int primary key, times int not null)");
-    sqlx::query(AssertSqlSafe(create))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    let columns = "order_id int primary key, times int not null";
+    let (store, schema) = store_with_effects("tidings_crash", columns).await;
     let queue = leak(unique_name("crash_orders"));
-    let amqp = amqp_url();
-    let topology = Topology::new(ConnectionOptions::new(amqp.clone()));
-    topology
-        .declare_queue(
-            queue,
-            QueueOptions::quorum().expires(Duration::from_secs(300)),
-        )
-        .await
-        .unwrap_or_else(|e| service_missing("RabbitMQ", &amqp, &e));
+    let options = QueueOptions::quorum().expires(Duration::from_secs(300));
+    let topology = declare(queue, options).await;
 
     stage_and_relay(&store, queue).await;
-    let parked = collect_parked(queue);
+    let parked = parked_in(queue).await;
     let crashes = run_children(&store, &schema, queue, &parked).await;
 
     let parked = std::mem::take(&mut *parked.lock().unwrap());
     let (handled, most, poison_handled) = effects(&store).await;
-    sqlx::query(AssertSqlSafe(format!("drop schema \"{schema}\" cascade")))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    drop_schema(store.pool(), &schema).await;
     let ids: Vec<u32> = parked.iter().map(|(id, _)| *id).collect();
     assert_eq!(
         ids,
@@ -126,23 +108,9 @@ async fn stage_and_relay(store: &PgOutboxStore, queue: &'static str) {
 }
 
 /// Collects what lands in the dead-letter queue: `(order id, reason)`.
-fn collect_parked(queue: &str) -> Arc<Mutex<Vec<(u32, String)>>> {
-    let parked = Arc::new(Mutex::new(Vec::new()));
+async fn parked_in(queue: &str) -> Parked {
     let source = RabbitSource::new(ConnectionOptions::new(amqp_url()), SourceOptions::default());
-    let dead_letters = dead_letter_queue(queue);
-    tokio::spawn({
-        let parked = parked.clone();
-        async move {
-            let mut stream = source.subscribe(&dead_letters).await.unwrap();
-            while let Some(Ok(delivery)) = stream.next().await {
-                let order: Order = serde_json::from_slice(&delivery.envelope().payload).unwrap();
-                let reason = delivery.envelope().headers[DEAD_LETTER_REASON_HEADER].clone();
-                parked.lock().unwrap().push((order.id, reason));
-                delivery.ack().await.unwrap();
-            }
-        }
-    });
-    parked
+    collect_parked(source.subscribe(&dead_letter_queue(queue)).await.unwrap())
 }
 
 /// `(orders with an effect, the most effects one order had, whether the
@@ -188,14 +156,8 @@ async fn run_children(
 
 /// The child: one consumer until it is terminated.
 async fn child(config: &str) {
-    let (schema, queue) = config.split_once(' ').expect("<schema> <queue>");
-    let store = store_in(schema).await;
-    let queue: &'static QueueSpec<Order> =
-        Box::leak(Box::new(QueueSpec::json(leak(queue.to_owned()))));
-    let source = RabbitSource::new(
-        ConnectionOptions::new(amqp_url()),
-        SourceOptions::default().prefetch(PREFETCH),
-    );
+    let child = ChildSetup::new(config, PREFETCH).await;
+    let schema = child.schema;
     let sql = format!(
         "insert into \"{schema}\".effects (order_id, times) values ($1, 1) \
          on conflict (order_id) do update set times = effects.times + 1"
@@ -212,13 +174,8 @@ async fn child(config: &str) {
             }
         },
     );
-    let consumer = Consumer::new(source, queue, handler)
-        .unwrap()
-        .inbox(Inbox::new(store.inbox(), "billing").unwrap())
-        .options(
-            options()
-                .concurrency(CONCURRENCY)
-                .max_deliveries(MAX_DELIVERIES),
-        );
-    consumer.run(harnessless::until_terminated()).await;
+    let options = options()
+        .concurrency(CONCURRENCY)
+        .max_deliveries(MAX_DELIVERIES);
+    child.consume(handler, options).await;
 }

@@ -21,15 +21,14 @@ use std::time::{Duration, Instant};
 
 use sqlx::AssertSqlSafe;
 use support::postgres_rabbitmq::{Order, options};
-use support::staging::{leak, relay_every, stage_orders, store_in};
-use tidings_consumer::{Consumer, HandlerError, KeyOrder, TxHandle, handler_fn};
-use tidings_core::{Message, OutboxSpec, QueueSpec};
-use tidings_inbox::Inbox;
+use support::staging::{ChildSetup, declare, leak, relay_every, stage_orders, store_with_effects};
+use tidings_consumer::{HandlerError, KeyOrder, TxHandle, handler_fn};
+use tidings_core::{Message, OutboxSpec};
 use tidings_postgres::{PgContext, PgOutboxStore};
-use tidings_rabbitmq::{ConnectionOptions, QueueOptions, RabbitSource, SourceOptions, Topology};
+use tidings_rabbitmq::QueueOptions;
 use tidings_testing::faults::{ChildProcess, harnessless};
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{amqp_url, service_missing};
+use tidings_testing::services::drop_schema;
 use tokio::sync::mpsc;
 
 /// Set in a child's environment to `<schema> <queue>`.
@@ -55,27 +54,13 @@ fn main() {
 /// The parent: runs the replicas and the relay, kills the active replica
 /// twice, and checks the effects.
 async fn each_key_keeps_its_order_across_killed_replicas() -> String {
-    let schema = unique_name("tidings_replicas");
-    let store = store_in(&schema).await;
-    store.migrate().await.unwrap();
-    let create = format!(
-        "create table \"{schema}\".effects \
-         (seq bigserial primary key, order_id int not null, key int not null)"
-    );
-    sqlx::query(AssertSqlSafe(create))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    let columns = "seq bigserial primary key, order_id int not null, key int not null";
+    let (store, schema) = store_with_effects("tidings_replicas", columns).await;
     let queue = leak(unique_name("replica_orders"));
-    let amqp = amqp_url();
-    let topology = Topology::new(ConnectionOptions::new(amqp.clone()));
     let queue_options = QueueOptions::quorum()
         .single_active_consumer(true)
         .expires(Duration::from_secs(300));
-    topology
-        .declare_queue(queue, queue_options)
-        .await
-        .unwrap_or_else(|e| service_missing("RabbitMQ", &amqp, &e));
+    let topology = declare(queue, queue_options).await;
 
     let spec = stage(&store, queue).await;
     let (lines, mut active) = mpsc::unbounded_channel();
@@ -128,10 +113,7 @@ async fn each_key_keeps_its_order_across_killed_replicas() -> String {
 
     let (with_effect, rows) = effects(&store).await;
     let out_of_order = out_of_order(&store).await;
-    sqlx::query(AssertSqlSafe(format!("drop schema \"{schema}\" cascade")))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    drop_schema(store.pool(), &schema).await;
     topology.delete_queue(queue).await.unwrap();
     assert_eq!(
         (with_effect, rows),
@@ -207,14 +189,8 @@ async fn out_of_order(store: &PgOutboxStore) -> Vec<(i32, i32, i32)> {
 
 /// A child: one consumer replica until it is terminated.
 async fn child(config: &str) {
-    let (schema, queue) = config.split_once(' ').expect("<schema> <queue>");
-    let store = store_in(schema).await;
-    let queue: &'static QueueSpec<Order> =
-        Box::leak(Box::new(QueueSpec::json(leak(queue.to_owned()))));
-    let source = RabbitSource::new(
-        ConnectionOptions::new(amqp_url()),
-        SourceOptions::default().prefetch(PREFETCH),
-    );
+    let child = ChildSetup::new(config, PREFETCH).await;
+    let schema = child.schema;
     let sql = format!("insert into \"{schema}\".effects (order_id, key) values ($1, $2)");
     let told = std::sync::Once::new();
     let told: &'static std::sync::Once = Box::leak(Box::new(told));
@@ -233,13 +209,8 @@ async fn child(config: &str) {
             }
         },
     );
-    let consumer = Consumer::new(source, queue, handler)
-        .unwrap()
-        .inbox(Inbox::new(store.inbox(), "billing").unwrap())
-        .options(
-            options()
-                .concurrency(CONCURRENCY)
-                .key_order(KeyOrder::Strict),
-        );
-    consumer.run(harnessless::until_terminated()).await;
+    let options = options()
+        .concurrency(CONCURRENCY)
+        .key_order(KeyOrder::Strict);
+    child.consume(handler, options).await;
 }

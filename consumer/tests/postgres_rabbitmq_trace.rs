@@ -11,7 +11,7 @@ use tidings_core::relay::Relay;
 use tidings_core::{Message, OutboxSpec};
 use tidings_postgres::PgContext;
 use tidings_rabbitmq::QueueKind;
-use tidings_testing::otel::{attribute, exporter, is_root, links_to, span_named};
+use tidings_testing::otel::{Trip, assert_attributes, attribute, exporter, is_root, span_named};
 use tracing::Instrument;
 
 macro_rules! consume_one {
@@ -61,65 +61,39 @@ async fn staging_relay_and_handler_share_the_business_transactions_trace() {
     let report = consume_one!(world);
     assert_eq!(report.processed, 1);
 
-    let root = span_named("place_order").await;
-    let create = span_named(&format!("create {queue}")).await;
-    let send = span_named(&format!("send {queue}")).await;
-    let process = span_named(&format!("process {queue}")).await;
+    let trip = Trip::of("place_order", queue).await;
     let ack = span_named(&format!("ack {queue}")).await;
     let id = event_id.to_string();
+    // The relay publishes in a trace of its own, linked to each message's
+    // creation context; the handler runs in the business transaction's
+    // trace, a child of the message's creation context and linked to it.
+    trip.assert_one_trace("rabbitmq", &id);
+    let Trip {
+        root,
+        create,
+        send,
+        process,
+    } = trip;
 
     assert_eq!(create.span_context.trace_id(), root.span_context.trace_id());
-    assert_eq!(create.parent_span_id, root.span_context.span_id());
     assert_eq!(create.span_kind, SpanKind::Producer);
     assert_eq!(
         attribute(&create, "messaging.operation.type").as_deref(),
         Some("create")
     );
     assert_eq!(attribute(&create, "messaging.message.id"), Some(id.clone()));
-
-    // The relay publishes in a trace of its own, linked to each message's
-    // creation context.
-    assert_eq!(send.span_kind, SpanKind::Producer);
-    assert!(
-        links_to(&send, &create),
-        "send span does not link to create"
-    );
-    for (key, value) in [
-        ("messaging.system", "rabbitmq"),
+    let sent = [
         ("messaging.operation.type", "send"),
         ("messaging.operation.name", "send"),
         ("messaging.destination.name", queue),
-        ("messaging.message.id", &id),
         ("messaging.rabbitmq.destination.routing_key", queue),
-    ] {
-        assert_eq!(attribute(&send, key).as_deref(), Some(value), "send {key}");
-    }
-
-    // The handler runs in the business transaction's trace, a child of the
-    // message's creation context and linked to it.
-    assert_eq!(process.span_kind, SpanKind::Consumer);
-    assert_eq!(
-        process.span_context.trace_id(),
-        root.span_context.trace_id()
-    );
-    assert_eq!(process.parent_span_id, create.span_context.span_id());
-    assert!(
-        links_to(&process, &create),
-        "process span does not link to create"
-    );
-    for (key, value) in [
-        ("messaging.system", "rabbitmq"),
-        ("messaging.operation.type", "process"),
+    ];
+    assert_attributes(&send, "send", &sent);
+    let processed = [
         ("messaging.destination.name", queue),
         ("messaging.consumer.group.name", "billing"),
-        ("messaging.message.id", &id),
-    ] {
-        assert_eq!(
-            attribute(&process, key).as_deref(),
-            Some(value),
-            "process {key}"
-        );
-    }
+    ];
+    assert_attributes(&process, "process", &processed);
     assert_eq!(process.status, Status::Unset);
     assert_eq!(attribute(&process, "error.type"), None);
 

@@ -9,6 +9,7 @@ pub mod ledger;
 pub mod names;
 #[cfg(feature = "otel")]
 pub mod otel;
+pub mod publisher;
 pub mod services;
 pub mod store;
 

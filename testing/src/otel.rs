@@ -73,6 +73,15 @@ pub fn attribute(span: &SpanData, key: &str) -> Option<String> {
         })
 }
 
+/// Asserts `span` (named `name` in the messages) carries every attribute
+/// of `expected` with its value.
+#[track_caller]
+pub fn assert_attributes(span: &SpanData, name: &str, expected: &[(&str, &str)]) {
+    for &(key, value) in expected {
+        assert_eq!(attribute(span, key).as_deref(), Some(value), "{name} {key}");
+    }
+}
+
 /// Whether `span` links to the span `target` (by trace and span id: the
 /// link holds the context as read back from a message, remote).
 pub fn links_to(span: &SpanData, target: &SpanData) -> bool {
@@ -128,11 +137,11 @@ impl Trip {
         assert_eq!(create.parent_span_id, root.span_context.span_id());
         assert!(links_to(send, create), "send span does not link to create");
         assert_eq!(send.span_kind, SpanKind::Producer);
-        assert_eq!(attribute(send, "messaging.system").as_deref(), Some(system));
-        assert_eq!(
-            attribute(send, "messaging.message.id").as_deref(),
-            Some(event_id)
-        );
+        let named = [
+            ("messaging.system", system),
+            ("messaging.message.id", event_id),
+        ];
+        assert_attributes(send, "send", &named);
         assert_eq!(process.span_kind, SpanKind::Consumer);
         assert_eq!(
             process.span_context.trace_id(),
@@ -143,17 +152,11 @@ impl Trip {
             links_to(process, create),
             "process span does not link to create"
         );
-        assert_eq!(
-            attribute(process, "messaging.system").as_deref(),
-            Some(system)
-        );
-        assert_eq!(
-            attribute(process, "messaging.operation.type").as_deref(),
-            Some("process")
-        );
-        assert_eq!(
-            attribute(process, "messaging.message.id").as_deref(),
-            Some(event_id)
-        );
+        let process_named = [
+            ("messaging.system", system),
+            ("messaging.operation.type", "process"),
+            ("messaging.message.id", event_id),
+        ];
+        assert_attributes(process, "process", &process_named);
     }
 }

@@ -156,6 +156,29 @@ pub async fn postgres_pool(max_connections: u32) -> sqlx::PgPool {
         .unwrap_or_else(|e| service_missing("PostgreSQL", &url, &e))
 }
 
+/// Drops `schema` on `pool` and everything in it.
+///
+/// A session of a store the test dropped may still be ending, a claim's
+/// transaction begun ahead with it; the server then may pick the drop as a
+/// deadlock's victim, and the drop is tried again.
+pub async fn drop_schema(pool: &sqlx::PgPool, schema: &str) {
+    let sql = format!("drop schema if exists \"{schema}\" cascade");
+    for attempt in 1.. {
+        match sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone()))
+            .execute(pool)
+            .await
+        {
+            Ok(_) => return,
+            Err(sqlx::Error::Database(e))
+                if e.code().as_deref() == Some("40P01") && attempt < 5 =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("drop schema {schema}: {e}"),
+        }
+    }
+}
+
 /// Fails the test with the service's name, address, the error, and the
 /// command that starts it.
 #[track_caller]

@@ -7,8 +7,9 @@
 
 use std::time::Duration;
 
-use crate::support::consumer::{POISON, consume, create_effects, effects, envelope, replayed_once};
-use crate::support::{drop_schema, json, pg_store, stdout, tidings};
+use crate::support::consumer::{POISON, consume, effects, effects_store, envelope, replayed_once};
+use crate::support::letters::{assert_done, assert_list_refused, assert_reason};
+use crate::support::{json, stdout, tidings};
 use predicates::str::contains;
 use serde_json::Value;
 use tidings_admin::tidings_kafka::{
@@ -88,19 +89,14 @@ fn look_ten_ways(queue: &str, id: &str) {
                 .args(dry_run)
                 .args(["--queue", queue]),
         );
-        assert_eq!(
-            (&report["matched"], &report["done"]),
-            (&1.into(), &0.into()),
-            "{dry_run:?}: {report}"
-        );
+        assert_done(&report, 1, 0);
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parked_record_survives_a_hundred_looks_and_is_replayed_once() {
     let client = client();
-    let store = pg_store().await;
-    create_effects(&store).await;
+    let store = effects_store().await;
     let queue = create_topic("tidings_cli_orders").await;
     let publisher = KafkaPublisher::new(&client, PublisherOptions::default()).unwrap();
     let poison = envelope(queue, POISON);
@@ -125,13 +121,7 @@ async fn a_parked_record_survives_a_hundred_looks_and_is_replayed_once() {
     assert_eq!(listed["depth"], 1, "{listed}");
     let letter = &listed["messages"][0];
     assert_eq!(letter["id"], id.as_str());
-    assert!(
-        letter["reason"]
-            .as_str()
-            .unwrap()
-            .contains("negative total"),
-        "{letter}"
-    );
+    assert_reason(letter, "negative total");
     assert_eq!(
         letter["deliveries"].as_u64().map(|n| n as u32),
         parked_after,
@@ -140,7 +130,7 @@ async fn a_parked_record_survives_a_hundred_looks_and_is_replayed_once() {
     assert!(letter["parked_age_secs"].is_number(), "{letter}");
 
     let done = json(on_kafka().args(["dead-letters", "replay", "--queue", queue]));
-    assert_eq!((&done["matched"], &done["done"]), (&1.into(), &1.into()));
+    assert_done(&done, 1, 1);
     assert_eq!(ids(&json(on_kafka().args(list))), Vec::<&str>::new());
 
     let seen = consume(&store, queue, source(), false, |seen, _| {
@@ -155,7 +145,7 @@ async fn a_parked_record_survives_a_hundred_looks_and_is_replayed_once() {
     // died handling it): so 2, where a partition read for the first time
     // would show 1.
     assert_eq!(replayed.2, Some(2), "{seen:?}");
-    drop_schema(&store).await;
+    store.drop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,7 +164,7 @@ async fn a_deleted_dead_letter_is_gone_from_every_later_look() {
     let purge = ["dead-letters", "purge", "--queue", queue, "--id", gone];
 
     let dry = json(on_kafka().args(purge).arg("--dry-run"));
-    assert_eq!((&dry["matched"], &dry["done"]), (&1.into(), &0.into()));
+    assert_done(&dry, 1, 0);
     on_kafka()
         .args(purge)
         .write_stdin("")
@@ -185,7 +175,7 @@ async fn a_deleted_dead_letter_is_gone_from_every_later_look() {
     assert_eq!(ids(&json(on_kafka().args(list))), [gone, kept]);
 
     let done = json(on_kafka().args(purge).arg("--yes"));
-    assert_eq!((&done["matched"], &done["done"]), (&1.into(), &1.into()));
+    assert_done(&done, 1, 1);
     let listed = json(on_kafka().args(list));
     assert_eq!((ids(&listed), &listed["depth"]), (vec![kept], &1.into()));
     on_kafka()
@@ -199,9 +189,5 @@ async fn a_deleted_dead_letter_is_gone_from_every_later_look() {
     assert_eq!(shown["id"], kept);
 
     let missing = unique_name("tidings_cli_never_created");
-    on_kafka()
-        .args(["dead-letters", "list", "--queue", &missing])
-        .assert()
-        .code(1)
-        .stderr(contains(format!("\"{missing}.dlt\" does not exist")));
+    assert_list_refused(on_kafka(), &missing, &format!("{missing}.dlt"));
 }

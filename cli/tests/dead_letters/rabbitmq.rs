@@ -13,31 +13,34 @@ use crate::support;
 use std::time::Duration;
 
 use predicates::str::contains;
-use support::consumer::{consume, create_effects, effects, envelope, handle_replay_once};
+use support::consumer::{consume, effects, effects_store, envelope, handle_replay_once};
+use support::letters::{assert_done, assert_list_refused, assert_reason};
 use support::rabbit::{
     declare, declare_with_delivery_limit, delete_only, drain, park, rabbit_source, remove,
 };
-use support::{drop_schema, json, pg_store, stdout, tidings};
+use support::{json, stdout, tidings};
 use tidings_admin::tidings_rabbitmq::{
     ConnectionOptions, PublisherOptions, RabbitPublisher, dead_letter_queue,
 };
-use tidings_core::PublisherExt;
+use tidings_core::{Envelope, PublisherExt};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::amqp_url;
 
+/// Publishes order `id` to `queue`; returns its envelope.
+async fn publish(queue: &str, id: u32) -> Envelope {
+    let options = ConnectionOptions::new(amqp_url());
+    let publisher = RabbitPublisher::new(options, PublisherOptions::default());
+    let envelope = envelope(queue, id);
+    publisher.publish(&envelope).await.expect("publish");
+    envelope
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parked_message_is_listed_shown_replayed_and_handled_once() {
-    let store = pg_store().await;
-    create_effects(&store).await;
+    let store = effects_store().await;
     let queue = declare("tidings_cli_orders").await;
-    let publisher = RabbitPublisher::new(
-        ConnectionOptions::new(amqp_url()),
-        PublisherOptions::default(),
-    );
-    let poison = envelope(queue, 7);
-    let fine = envelope(queue, 8);
-    publisher.publish(&poison).await.unwrap();
-    publisher.publish(&fine).await.unwrap();
+    let poison = publish(queue, 7).await;
+    let fine = publish(queue, 8).await;
 
     let seen = consume(&store, queue, rabbit_source(), true, |seen, _| {
         seen.len() >= 2
@@ -50,12 +53,7 @@ async fn a_parked_message_is_listed_shown_replayed_and_handled_once() {
     let listed = json(tidings().args(list));
     assert_eq!(listed["depth"], 1, "{listed}");
     assert_eq!(listed["messages"][0]["id"], poison.event_id.to_string());
-    assert!(
-        listed["messages"][0]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("negative total")
-    );
+    assert_reason(&listed["messages"][0], "negative total");
     let id = poison.event_id.to_string();
     let shown = stdout(tidings().args(["dead-letters", "show", "--queue", queue, &id]));
     assert!(
@@ -76,16 +74,12 @@ async fn a_parked_message_is_listed_shown_replayed_and_handled_once() {
     assert!(dry.contains("would have replayed 2 messages"), "{dry}");
     assert_eq!(json(tidings().args(list))["depth"], 2, "a dry run consumed");
     let done = json(tidings().args(replay));
-    assert_eq!(
-        (&done["matched"], &done["done"]),
-        (&2.into(), &2.into()),
-        "{done}"
-    );
+    assert_done(&done, 2, 2);
     assert_eq!(json(tidings().args(list))["depth"], 0);
 
     handle_replay_once(&store, queue, rabbit_source()).await;
     remove(queue).await;
-    drop_schema(&store).await;
+    store.drop().await;
 }
 
 #[tokio::test]
@@ -109,44 +103,27 @@ async fn a_replay_into_a_queue_that_is_gone_fails_and_keeps_the_dead_letter() {
         .assert()
         .code(1)
         .stderr(contains("no dead letter \"no-such-id\""));
-    tidings()
-        .args([
-            "dead-letters",
-            "list",
-            "--queue",
-            "tidings_cli_never_declared",
-        ])
-        .assert()
-        .code(1)
-        .stderr(contains(
-            "\"tidings_cli_never_declared.dlq\" does not exist",
-        ));
+    let never = "tidings_cli_never_declared";
+    assert_list_refused(tidings(), never, "tidings_cli_never_declared.dlq");
     tidings()
         .args(["dead-letters", "purge", "--queue", queue])
         .assert()
         .code(2)
         .stderr(contains("--all"));
-    tidings()
-        .args([
-            "dead-letters",
-            "purge",
-            "--queue",
-            queue,
-            "--reason",
-            "poison",
-        ])
-        .assert()
-        .code(1)
-        .stderr(contains("pass --yes"));
-    let purged = stdout(tidings().args([
+    let purge = [
         "dead-letters",
         "purge",
         "--queue",
         queue,
         "--reason",
         "poison",
-        "--yes",
-    ]));
+    ];
+    tidings()
+        .args(purge)
+        .assert()
+        .code(1)
+        .stderr(contains("pass --yes"));
+    let purged = stdout(tidings().args(purge).arg("--yes"));
     assert!(purged.contains("deleted 1 of 1"), "{purged}");
     remove(queue).await;
 }
@@ -203,15 +180,9 @@ async fn a_replay_the_broker_drops_halfway_loses_nothing_and_runs_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_letter_under_a_delivery_limit_survives_a_hundred_looks() {
-    let store = pg_store().await;
-    create_effects(&store).await;
+    let store = effects_store().await;
     let queue = declare_with_delivery_limit("tidings_cli_limited").await;
-    let publisher = RabbitPublisher::new(
-        ConnectionOptions::new(amqp_url()),
-        PublisherOptions::default(),
-    );
-    let poison = envelope(queue, 7);
-    publisher.publish(&poison).await.unwrap();
+    let poison = publish(queue, 7).await;
     let seen = consume(&store, queue, rabbit_source(), true, |seen, _| {
         !seen.is_empty()
     })
@@ -236,13 +207,7 @@ async fn a_dead_letter_under_a_delivery_limit_survives_a_hundred_looks() {
         "not the count at parking: {letter}"
     );
     assert_eq!(letter["reason"], parked["reason"]);
-    assert!(
-        letter["reason"]
-            .as_str()
-            .unwrap()
-            .contains("negative total"),
-        "{letter}"
-    );
+    assert_reason(letter, "negative total");
     for recorded in ["parked_age_secs", "first_failure_age_secs"] {
         assert!(letter[recorded].as_f64().is_some(), "{recorded}: {letter}");
     }
@@ -257,11 +222,7 @@ async fn a_dead_letter_under_a_delivery_limit_survives_a_hundred_looks() {
     );
 
     let done = json(tidings().args(["dead-letters", "replay", "--queue", queue]));
-    assert_eq!(
-        (&done["matched"], &done["done"]),
-        (&1.into(), &1.into()),
-        "{done}"
-    );
+    assert_done(&done, 1, 1);
     let seen = consume(&store, queue, rabbit_source(), false, |seen, _| {
         !seen.is_empty()
     })
@@ -272,7 +233,7 @@ async fn a_dead_letter_under_a_delivery_limit_survives_a_hundred_looks() {
     assert!(reason.contains("negative total"), "{seen:?}");
     assert_eq!(json(tidings().args(list))["depth"], 0);
     remove(queue).await;
-    drop_schema(&store).await;
+    store.drop().await;
 }
 
 #[tokio::test]

@@ -12,8 +12,9 @@ use crate::support;
 use std::time::Duration;
 
 use predicates::str::contains;
-use support::consumer::{consume, create_effects, effects, envelope, handle_replay_once};
-use support::{drop_schema, json, pg_store, stdout, tidings};
+use support::consumer::{consume, effects, effects_store, envelope, handle_replay_once};
+use support::letters::{assert_done, assert_list_refused, assert_reason};
+use support::{json, stdout, tidings};
 use tidings_admin::tidings_sqs::aws_sdk_sqs::Client;
 use tidings_admin::tidings_sqs::aws_sdk_sqs::types::{
     MessageSystemAttributeName, QueueAttributeName,
@@ -22,7 +23,7 @@ use tidings_admin::tidings_sqs::{
     PublisherOptions, QueueOptions, SourceOptions, SqsPublisher, SqsSource, Topology,
     dead_letter_queue, local_client,
 };
-use tidings_core::PublisherExt;
+use tidings_core::{Envelope, PublisherExt};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{service_missing, sqs_endpoint};
 
@@ -52,6 +53,15 @@ async fn declare(client: &Client, prefix: &str) -> &'static str {
     name
 }
 
+/// Sends order `id` of `queue` straight to its dead-letter queue.
+async fn park(client: &Client, queue: &str, id: u32) -> Envelope {
+    let mut letter = envelope(queue, id);
+    letter.destination = dead_letter_queue(queue);
+    let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
+    publisher.publish(&letter).await.expect("park");
+    letter
+}
+
 /// `tidings` on the SQS stand-in.
 fn on_sqs() -> assert_cmd::Command {
     let mut command = tidings();
@@ -62,8 +72,7 @@ fn on_sqs() -> assert_cmd::Command {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parked_message_is_listed_shown_replayed_and_handled_once() {
     let client = client().await;
-    let store = pg_store().await;
-    create_effects(&store).await;
+    let store = effects_store().await;
     let queue = declare(&client, "tidings_cli_orders").await;
     let publisher = SqsPublisher::new(client.clone(), PublisherOptions::default());
     let poison = envelope(queue, 7);
@@ -86,12 +95,7 @@ async fn a_parked_message_is_listed_shown_replayed_and_handled_once() {
     assert_eq!(listed["messages"].as_array().unwrap().len(), 1, "{listed}");
     let id = poison.event_id.to_string();
     assert_eq!(listed["messages"][0]["id"], id);
-    assert!(
-        listed["messages"][0]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("negative total")
-    );
+    assert_reason(&listed["messages"][0], "negative total");
     let shown = stdout(on_sqs().args(["dead-letters", "show", "--queue", queue, &id]));
     assert!(
         shown.contains("negative total") && shown.contains("order.placed"),
@@ -126,28 +130,19 @@ async fn a_parked_message_is_listed_shown_replayed_and_handled_once() {
     let dry = stdout(on_sqs().args(replay).arg("--dry-run"));
     assert!(dry.contains("would have replayed 2 messages"), "{dry}");
     let done = json(on_sqs().args(replay));
-    assert_eq!(
-        (&done["matched"], &done["done"]),
-        (&2.into(), &2.into()),
-        "{done}"
-    );
+    assert_done(&done, 2, 2);
     assert_eq!(json(on_sqs().args(list))["messages"], serde_json::json!([]));
 
     handle_replay_once(&store, queue, source()).await;
     Topology::new(client).delete_queue(queue).await.unwrap();
-    drop_schema(&store).await;
+    store.drop().await;
 }
 
 #[tokio::test]
 async fn a_replay_into_a_queue_that_is_gone_fails_and_keeps_the_dead_letter() {
     let client = client().await;
     let queue = declare(&client, "tidings_cli_gone").await;
-    let mut letter = envelope(queue, 1);
-    letter.destination = dead_letter_queue(queue);
-    SqsPublisher::new(client.clone(), PublisherOptions::default())
-        .publish(&letter)
-        .await
-        .unwrap();
+    park(&client, queue, 1).await;
     let url = client
         .get_queue_url()
         .queue_name(queue)
@@ -168,18 +163,8 @@ async fn a_replay_into_a_queue_that_is_gone_fails_and_keeps_the_dead_letter() {
         .stderr(contains(format!("queue \"{queue}\" does not exist")));
     let listed = json(on_sqs().args(["dead-letters", "list", "--queue", queue]));
     assert_eq!(listed["messages"].as_array().unwrap().len(), 1, "{listed}");
-    on_sqs()
-        .args([
-            "dead-letters",
-            "list",
-            "--queue",
-            "tidings_cli_never_declared",
-        ])
-        .assert()
-        .code(1)
-        .stderr(contains(
-            "\"tidings_cli_never_declared-dlq\" does not exist",
-        ));
+    let never = "tidings_cli_never_declared";
+    assert_list_refused(on_sqs(), never, "tidings_cli_never_declared-dlq");
     Topology::new(client).delete_queue(queue).await.unwrap();
 }
 
@@ -187,12 +172,7 @@ async fn a_replay_into_a_queue_that_is_gone_fails_and_keeps_the_dead_letter() {
 async fn a_dead_letter_queue_with_its_own_redrive_policy_is_refused_until_it_goes() {
     let client = client().await;
     let queue = declare(&client, "tidings_cli_redriven").await;
-    let mut letter = envelope(queue, 1);
-    letter.destination = dead_letter_queue(queue);
-    SqsPublisher::new(client.clone(), PublisherOptions::default())
-        .publish(&letter)
-        .await
-        .unwrap();
+    let letter = park(&client, queue, 1).await;
     let url = |name: String| {
         let client = client.clone();
         async move {

@@ -4,10 +4,10 @@
 //! every route listed once its documents are gone.
 
 use crate::support::{
-    INVOICES, ORDERS, REFUNDS, json, mongo_stage, mongo_store, on_mongo, settle, stdout,
+    INVOICES, ORDERS, REFUNDS, json, mark_handled, mongo_stage, mongo_store, on_mongo, settle,
+    stdout,
 };
-use tidings_core::{InboxStore, OutboxStore};
-use tidings_testing::names::consumer_name;
+use tidings_core::OutboxStore;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operators_see_and_mend_a_mongo_outbox() {
@@ -65,13 +65,7 @@ async fn operators_see_and_mend_a_mongo_outbox() {
     assert_eq!(done.trim(), "deleted 1 rows of order-events");
     assert_eq!(store.stats("order-events").await.unwrap().failed, 0);
 
-    let mut tx = store.inbox().begin().await.unwrap();
-    store
-        .inbox()
-        .mark(&mut tx, consumer_name("billing").key(ids[2]))
-        .await
-        .unwrap();
-    store.inbox().commit(tx).await.unwrap();
+    mark_handled(&store.inbox(), "billing", &[ids[2]]).await;
     let show = |id: uuid::Uuid| {
         let mut command = on_mongo(&database);
         command.args(["inbox", "show", "--consumer", "billing", "--event-id"]);

@@ -8,13 +8,14 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command as Process, Stdio};
 
-use crate::support::{ORDERS, drop_schema, json, on_postgres, pg_stage, pg_store, stdout, tidings};
+use crate::support::{
+    ORDERS, drop_schema, json, mark_handled, on_postgres, pg_stage, pg_store, stdout, tidings,
+};
 use predicates::str::contains;
 use tidings_admin::tidings_postgres::PgOutboxStore;
 use tidings_admin::tidings_postgres::sqlx::{self, AssertSqlSafe};
-use tidings_core::InboxStore;
 
-use tidings_testing::names::{consumer_name, unique_name};
+use tidings_testing::names::unique_name;
 use tidings_testing::services::database_url;
 
 /// Records `count` routes without rows, as stagings long purged leave them.
@@ -190,34 +191,16 @@ async fn inbox_show_says_whether_a_consumer_handled_an_event() {
     let store = pg_store().await;
     let schema = store.options().get_schema().to_owned();
     let ids = pg_stage(&store, &ORDERS, &["order.placed"; 2]).await;
-    let mut tx = store.inbox().begin().await.unwrap();
-    store
-        .inbox()
-        .mark(&mut tx, consumer_name("billing").key(ids[0]))
-        .await
-        .unwrap();
-    store.inbox().commit(tx).await.unwrap();
+    mark_handled(&store.inbox(), "billing", &[ids[0]]).await;
 
-    let shown = json(on_postgres(&schema).args([
-        "inbox",
-        "show",
-        "--consumer",
-        "billing",
-        "--event-id",
-        &ids[0].to_string(),
-    ]));
+    let show = ["inbox", "show", "--consumer", "billing", "--event-id"];
+    let handled = ids[0].to_string();
+    let shown = json(on_postgres(&schema).args(show).arg(&handled));
     assert_eq!(shown["handled"], true, "{shown}");
     assert_eq!(shown["consumer"], "billing");
     assert!(shown["handled_secs"].as_f64().is_some(), "{shown}");
 
-    let text = stdout(on_postgres(&schema).args([
-        "inbox",
-        "show",
-        "--consumer",
-        "billing",
-        "--event-id",
-        &ids[0].to_string(),
-    ]));
+    let text = stdout(on_postgres(&schema).args(show).arg(&handled));
     assert!(text.contains("yes"), "{text}");
 
     on_postgres(&schema)

@@ -8,10 +8,10 @@ use crate::support;
 use predicates::prelude::*;
 use predicates::str::contains;
 use support::{
-    INVOICES, ORDERS, REFUNDS, drop_schema, json, on_postgres, pg_stage, pg_store, settle, stdout,
+    INVOICES, ORDERS, REFUNDS, drop_schema, json, mark_handled, on_postgres, pg_stage, pg_store,
+    settle, stdout,
 };
-use tidings_core::{InboxStore, OutboxStore};
-use tidings_testing::names::consumer_name;
+use tidings_core::OutboxStore;
 
 #[tokio::test]
 async fn status_shows_every_route_and_the_inbox() {
@@ -22,13 +22,7 @@ async fn status_shows_every_route_and_the_inbox() {
     pg_stage(&store, &INVOICES, &["invoice.sent"; 2]).await;
     pg_stage(&store, &REFUNDS, &["refund.issued"]).await;
     pg_stage(&store, &ORDERS, &["order.placed"; 2]).await;
-    let mut tx = store.inbox().begin().await.unwrap();
-    store
-        .inbox()
-        .mark(&mut tx, consumer_name("billing").key(orders[1]))
-        .await
-        .unwrap();
-    store.inbox().commit(tx).await.unwrap();
+    mark_handled(&store.inbox(), "billing", &[orders[1]]).await;
 
     let status = json(on_postgres(&schema).arg("status"));
     let routes = status["routes"].as_array().unwrap();
@@ -89,25 +83,17 @@ async fn failed_rows_are_listed_shown_and_requeued_by_filter() {
         "{shown}"
     );
 
-    let dry = stdout(on_postgres(&schema).args([
-        "failed",
-        "requeue",
-        "--route",
-        "order-events",
-        "--event-type",
-        "order.placed",
-        "--dry-run",
-    ]));
+    let requeue = ["failed", "requeue", "--route", "order-events"];
+    let placed = ["--event-type", "order.placed"];
+    let dry = stdout(
+        on_postgres(&schema)
+            .args(requeue)
+            .args(placed)
+            .arg("--dry-run"),
+    );
     assert_eq!(dry.trim(), "would requeue 2 failed rows of order-events");
     assert_eq!(store.stats("order-events").await.unwrap().failed, 3);
-    let done = stdout(on_postgres(&schema).args([
-        "failed",
-        "requeue",
-        "--route",
-        "order-events",
-        "--event-type",
-        "order.placed",
-    ]));
+    let done = stdout(on_postgres(&schema).args(requeue).args(placed));
     assert_eq!(done.trim(), "requeued 2 failed rows of order-events");
     let stats = store.stats("order-events").await.unwrap();
     assert_eq!((stats.pending, stats.failed), (2, 1));
@@ -160,19 +146,8 @@ async fn the_inbox_of_one_consumer_is_purged() {
     let store = pg_store().await;
     let schema = store.options().get_schema().to_owned();
     let ids = pg_stage(&store, &ORDERS, &["order.placed"; 3]).await;
-    let inbox = store.inbox();
-    let mut tx = inbox.begin().await.unwrap();
-    for id in &ids {
-        inbox
-            .mark(&mut tx, consumer_name("billing").key(*id))
-            .await
-            .unwrap();
-    }
-    inbox
-        .mark(&mut tx, consumer_name("shipping").key(ids[0]))
-        .await
-        .unwrap();
-    inbox.commit(tx).await.unwrap();
+    mark_handled(&store.inbox(), "billing", &ids).await;
+    mark_handled(&store.inbox(), "shipping", &ids[..1]).await;
 
     let kept = stdout(on_postgres(&schema).args([
         "inbox",

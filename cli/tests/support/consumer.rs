@@ -5,13 +5,10 @@ use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
-use tidings_admin::tidings_postgres::sqlx::{self, AssertSqlSafe};
 use tidings_admin::tidings_postgres::{PgContext, PgOutboxStore};
 use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
 use tidings_core::{Backoff, Envelope, Message, QueueSpec, REPLAYED_REASON_HEADER, Source};
-use tidings_testing::consumer::Order;
-use tokio_util::sync::CancellationToken;
+use tidings_testing::consumer::{Effects, Order, PgEffects, order_to, run_for};
 
 /// The order a broken handler parks.
 pub(crate) const POISON: u32 = 7;
@@ -34,11 +31,7 @@ pub(crate) fn replayed_once<'a>(seen: &'a [Seen], reason: &str) -> &'a Seen {
 /// duplicate are seen; checks order 8 (whose stale copy was replayed too)
 /// took effect once, and order 7 once, with its reason and a delivery
 /// count started afresh.
-pub(crate) async fn handle_replay_once<S: Source>(
-    store: &PgOutboxStore,
-    queue: &'static str,
-    source: S,
-) {
+pub(crate) async fn handle_replay_once<S: Source>(store: &Billing, queue: &'static str, source: S) {
     let seen = consume(store, queue, source, false, |seen, duplicates| {
         seen.iter().any(|s| s.0 == POISON) && duplicates >= 1
     })
@@ -54,46 +47,43 @@ pub(crate) async fn handle_replay_once<S: Source>(
 
 /// An order event for `queue`.
 pub(crate) fn envelope(queue: &str, id: u32) -> Envelope {
-    let payload = Bytes::from(serde_json::to_vec(&Order { id }).unwrap());
-    Envelope::new(
-        "order-events",
-        queue,
-        "order.placed",
-        payload,
-        "application/json",
-    )
+    order_to(queue, id, None)
 }
 
-/// Creates the effects table in the store's schema.
-pub(crate) async fn create_effects(store: &PgOutboxStore) {
-    let sql = format!(
-        "create table \"{}\".effects (order_id int primary key, times int not null)",
-        store.options().get_schema()
-    );
-    sqlx::query(AssertSqlSafe(sql))
-        .execute(store.pool())
-        .await
-        .unwrap();
+/// A PostgreSQL store in a fresh schema with the effects table the
+/// billing consumer's handler writes.
+pub(crate) struct Billing {
+    pub(crate) store: PgOutboxStore,
+    effects: PgEffects,
+}
+
+impl Billing {
+    /// Drops the schema, effects and all.
+    pub(crate) async fn drop(self) {
+        self.effects.drop_schema().await;
+    }
+}
+
+/// A fresh store with the effects table.
+pub(crate) async fn effects_store() -> Billing {
+    let store = super::pg_store().await;
+    let schema = store.options().get_schema().to_owned();
+    let effects = PgEffects::create(store.pool().clone(), &schema).await;
+    Billing { store, effects }
 }
 
 /// `(orders with an effect, the most effects one order had)`.
-pub(crate) async fn effects(store: &PgOutboxStore) -> (i64, i32) {
-    let sql = format!(
-        "select count(*), coalesce(max(times), 0) from \"{}\".effects",
-        store.options().get_schema()
-    );
-    sqlx::query_as(AssertSqlSafe(sql))
-        .fetch_one(store.pool())
-        .await
-        .unwrap()
+pub(crate) async fn effects(billing: &Billing) -> (u64, u64) {
+    let Effects { orders, most } = billing.effects.effects().await;
+    (orders, most)
 }
 
 /// Runs a consumer of `queue` on `source` with the PostgreSQL inbox of
-/// `store` until `done` holds of what its handler saw and the duplicates
-/// skipped, for at most 30 s. The handler parks [`POISON`] while
-/// `broken`.
+/// `billing` until `done` holds of what its handler saw and the duplicates
+/// skipped, for at most 30 s, and half a second more for a stray second
+/// delivery to show up. The handler parks [`POISON`] while `broken`.
 pub(crate) async fn consume<S: Source>(
-    store: &PgOutboxStore,
+    billing: &Billing,
     queue: &'static str,
     source: S,
     broken: bool,
@@ -102,15 +92,10 @@ pub(crate) async fn consume<S: Source>(
     let spec: &'static QueueSpec<Order> = Box::leak(Box::new(QueueSpec::json(queue)));
     let seen = Arc::new(Mutex::new(Vec::new()));
     let broken = Arc::new(AtomicBool::new(broken));
-    let sql = Arc::new(format!(
-        "insert into \"{}\".effects (order_id, times) values ($1, 1) \
-         on conflict (order_id) do update set times = effects.times + 1",
-        store.options().get_schema()
-    ));
     let handler = handler_fn({
-        let seen = seen.clone();
+        let (seen, effects) = (seen.clone(), billing.effects.clone());
         move |msg: Message<Order>, tx: TxHandle<PgContext<'static>>| {
-            let (seen, broken, sql) = (seen.clone(), broken.clone(), sql.clone());
+            let (seen, broken, effects) = (seen.clone(), broken.clone(), effects.clone());
             async move {
                 let reason = msg.headers().get(REPLAYED_REASON_HEADER).cloned();
                 seen.lock()
@@ -122,42 +107,29 @@ pub(crate) async fn consume<S: Source>(
                     ));
                 }
                 let mut ctx = tx.lock().await;
-                sqlx::query(AssertSqlSafe(sql.to_string()))
-                    .bind(i64::from(msg.payload.id))
-                    .execute(ctx.tx())
-                    .await?;
+                effects.apply(msg.payload.id).execute(ctx.tx()).await?;
                 Ok(())
             }
         }
     });
     let quick = Backoff::new(Duration::from_millis(20), Duration::from_millis(200));
-    let inbox = tidings_inbox::Inbox::new(store.inbox(), "billing").unwrap();
-    let consumer = Arc::new(
-        Consumer::new(source, spec, handler)
-            .unwrap()
-            .inbox(inbox)
-            .options(
-                ConsumerOptions::default()
-                    .retry_backoff(quick)
-                    .restart_backoff(quick),
-            ),
-    );
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (consumer, cancel) = (consumer.clone(), cancel.clone());
-        async move { consumer.run(cancel).await }
-    });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let finished = done(&seen.lock().unwrap(), consumer.report().duplicates);
-        if finished || tokio::time::Instant::now() > deadline {
-            break;
+    let inbox = tidings_inbox::Inbox::new(billing.store.inbox(), "billing").unwrap();
+    let options = ConsumerOptions::default()
+        .retry_backoff(quick)
+        .restart_backoff(quick);
+    let consumer = Consumer::new(source, spec, handler)
+        .unwrap()
+        .inbox(inbox)
+        .options(options);
+    run_for(consumer, Duration::from_secs(30), |report| {
+        let finished = done(&seen.lock().unwrap(), report.duplicates);
+        async move {
+            if finished {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            finished
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    // Time for a stray second delivery to show up.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    cancel.cancel();
-    task.await.unwrap();
+    })
+    .await;
     seen.lock().unwrap().clone()
 }

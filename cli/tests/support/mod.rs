@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod consumer;
+pub(crate) mod letters;
 pub(crate) mod looks;
 pub(crate) mod rabbit;
 
@@ -13,14 +14,13 @@ use assert_cmd::Command;
 use tidings_admin::tidings_mongo::mongodb::Client;
 use tidings_admin::tidings_mongo::mongodb::options::ClientOptions;
 use tidings_admin::tidings_mongo::{MongoOutboxOptions, MongoOutboxStore};
-use tidings_admin::tidings_postgres::sqlx::postgres::PgPoolOptions;
-use tidings_admin::tidings_postgres::sqlx::{self, AssertSqlSafe};
 use tidings_admin::tidings_postgres::{PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_core::{
-    ClaimRequest, ClaimedBatch, OutboxBuffer, OutboxSpec, OutboxStore, Outcome, Settlement,
+    ClaimRequest, ClaimedBatch, InboxStore, OutboxBuffer, OutboxSpec, OutboxStore, Outcome,
+    Settlement,
 };
-use tidings_testing::names::unique_name;
-use tidings_testing::services::{amqp_url, database_url, mongodb_url, service_missing};
+use tidings_testing::names::{consumer_name, unique_name};
+use tidings_testing::services::{self, amqp_url, database_url, mongodb_url, service_missing};
 use uuid::Uuid;
 
 /// The route of most seeded events.
@@ -100,13 +100,7 @@ pub(crate) fn json(command: &mut Command) -> serde_json::Value {
 
 /// A migrated PostgreSQL store keeping published rows, in a fresh schema.
 pub(crate) async fn pg_store() -> PgOutboxStore {
-    let url = database_url();
-    let pool = PgPoolOptions::new()
-        .max_connections(8)
-        .acquire_timeout(Duration::from_secs(10))
-        .connect(&url)
-        .await
-        .unwrap_or_else(|e| service_missing("PostgreSQL", &url, &e));
+    let pool = services::postgres_pool(8).await;
     let options = PgOutboxOptions::new()
         .schema(unique_name("tidings_cli"))
         .retention(Retention::Keep);
@@ -117,14 +111,7 @@ pub(crate) async fn pg_store() -> PgOutboxStore {
 
 /// Drops the store's schema.
 pub(crate) async fn drop_schema(store: &PgOutboxStore) {
-    let sql = format!(
-        "drop schema if exists \"{}\" cascade",
-        store.options().get_schema()
-    );
-    sqlx::query(AssertSqlSafe(sql))
-        .execute(store.pool())
-        .await
-        .expect("drop schema");
+    services::drop_schema(store.pool(), store.options().get_schema()).await;
 }
 
 /// A MongoDB store with its indexes, in a fresh database.
@@ -179,6 +166,17 @@ pub(crate) async fn mongo_stage(
     let ids = stage_each(ctx.outbox(), spec, types);
     ctx.commit().await.expect("commit");
     ids
+}
+
+/// Marks the events `ids` handled by `consumer` in `inbox`, in one
+/// transaction.
+pub(crate) async fn mark_handled<I: InboxStore>(inbox: &I, consumer: &str, ids: &[Uuid]) {
+    let consumer = consumer_name(consumer);
+    let mut tx = inbox.begin().await.expect("begin");
+    for &id in ids {
+        inbox.mark(&mut tx, consumer.key(id)).await.expect("mark");
+    }
+    inbox.commit(tx).await.expect("commit");
 }
 
 /// Claims every row of `spec`'s route and settles them: the events of

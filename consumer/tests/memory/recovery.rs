@@ -12,7 +12,7 @@ use tidings_consumer::{Consumer, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryBroker, MemoryContext};
 use tidings_core::{Message, PublisherExt};
 use tidings_inbox::Inbox;
-use tokio_util::sync::CancellationToken;
+use tidings_testing::consumer::run_for;
 
 #[tokio::test]
 async fn shutdown_under_load_then_restart_applies_every_message_once() {
@@ -32,17 +32,11 @@ async fn shutdown_under_load_then_restart_applies_every_message_once() {
         .unwrap()
         .inbox(inbox.clone())
         .options(options());
-    let cancel = CancellationToken::new();
-    let stopper = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(60)).await;
-            cancel.cancel();
-        })
-    };
-    first.run(cancel).await;
-    stopper.await.unwrap();
-    let partial = first.report().processed;
+    // Stopped 60 ms in, whatever it is doing then.
+    let stop_after = Duration::from_millis(60);
+    let partial = run_for(first, stop_after, |_| async { false })
+        .await
+        .processed;
     assert!(
         partial > 0 && partial < 200,
         "shutdown should land mid-load, processed {partial}"

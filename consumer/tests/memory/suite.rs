@@ -15,7 +15,7 @@ use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
 use tidings_core::{Envelope, Message, PublisherExt, QueueSpec};
 use tidings_inbox::Inbox;
-use tidings_testing::consumer::{self as suite, ConsumerWorld, Effects};
+use tidings_testing::consumer::{self as suite, ConsumerWorld, Effects, counted};
 
 #[tokio::test]
 async fn poison_runs_its_attempts_on_each_delivery_then_lands_in_the_dead_letter_queue() {
@@ -70,18 +70,12 @@ async fn a_handler_timeout_is_a_transient_failure() {
     let (store, broker) = setup();
     broker.publish(&order(1, None)).await.unwrap();
     let calls = Arc::new(AtomicU32::new(0));
-    let handler = handler_fn({
-        let calls = calls.clone();
-        move |msg: Message<Order>, tx: TxHandle<MemoryContext>| {
-            let calls = calls.clone();
-            async move {
-                count_effect(&msg, &tx).await;
-                if calls.fetch_add(1, SeqCst) == 0 {
-                    tokio::time::sleep(Duration::from_secs(60)).await;
-                }
-                Ok(())
-            }
+    let handler = counted(&calls, |n, msg, tx: TxHandle<MemoryContext>| async move {
+        count_effect(&msg, &tx).await;
+        if n == 0 {
+            tokio::time::sleep(Duration::from_secs(60)).await;
         }
+        Ok(())
     });
     let inbox = Inbox::new(store.clone(), "billing").unwrap();
     let options = options().handler_timeout(Duration::from_millis(100));

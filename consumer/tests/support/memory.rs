@@ -2,19 +2,19 @@
 //! and an effect counter written through the handler's transaction.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use tidings_consumer::{Consumer, ConsumerOptions, ConsumerReport, Handler, Inbox, TxHandle};
+use tidings_consumer::{Consumer, ConsumerOptions, ConsumerReport, Handler, Inbox};
 use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
-use tidings_core::{Backoff, Codec, Envelope, InboxAttempts, Message, QueueSpec, Source};
+use tidings_core::{Backoff, Codec, Envelope, InboxAttempts, QueueSpec, Source};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) static ORDERS: QueueSpec<Order> = QueueSpec::json("orders");
 
 pub(crate) use tidings_testing::consumer::Order;
+#[allow(unused_imports)] // each binary uses some
+pub(crate) use tidings_testing::consumer::memory_effects::{add_effect, count_effect, effects};
+use tidings_testing::consumer::{order_to, run_for};
 
 pub(crate) const QUICK: Backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(20));
 
@@ -25,51 +25,15 @@ pub(crate) fn options() -> ConsumerOptions {
         .shutdown_timeout(Duration::from_secs(5))
 }
 
+/// Order `id` as an envelope for the `orders` queue, keyed by `key`.
 pub(crate) fn order(id: u32, key: Option<&str>) -> Envelope {
-    let payload = Bytes::from(serde_json::to_vec(&Order { id }).unwrap());
-    let mut env = Envelope::new(
-        "order-events",
-        "orders",
-        "order.placed",
-        payload,
-        "application/json",
-    );
-    env.ordering_key = key.map(str::to_owned);
-    env
+    order_to("orders", id, key)
 }
 
 pub(crate) fn setup() -> (MemoryStore, MemoryBroker) {
     let broker = MemoryBroker::new();
     broker.declare_queue("orders");
     (MemoryStore::new(), broker)
-}
-
-/// Adds one to the order's effect counter in the handler's transaction.
-pub(crate) async fn count_effect(msg: &Message<Order>, tx: &TxHandle<MemoryContext>) {
-    add_effect(tx, msg.payload.id).await;
-}
-
-/// Adds one to order `id`'s effect counter in the handler's transaction.
-pub(crate) async fn add_effect(tx: &TxHandle<MemoryContext>, id: u32) {
-    let mut tx = tx.lock().await;
-    let key = id.to_string();
-    let seen: u32 = tx
-        .get("effects", &key)
-        .map_or(0, |b| std::str::from_utf8(&b).unwrap().parse().unwrap());
-    tx.insert("effects", key, (seen + 1).to_string());
-}
-
-pub(crate) fn effects(store: &MemoryStore) -> HashMap<u32, u32> {
-    store
-        .table("effects")
-        .into_iter()
-        .map(|(k, v)| {
-            (
-                k.parse().unwrap(),
-                std::str::from_utf8(&v).unwrap().parse().unwrap(),
-            )
-        })
-        .collect()
 }
 
 /// A consumer running on a task of its own.
@@ -113,19 +77,8 @@ pub(crate) async fn run_until<H>(
 where
     H: tidings_consumer::Handler<Order, MemoryContext>,
 {
-    let cancel = CancellationToken::new();
-    let consumer = Arc::new(consumer);
-    let task = tokio::spawn({
-        let (consumer, cancel) = (consumer.clone(), cancel.clone());
-        async move { consumer.run(cancel).await }
-    });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !done(&consumer.report()) && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    cancel.cancel();
-    task.await.unwrap();
-    consumer.report()
+    let done = |report: ConsumerReport| std::future::ready(done(&report));
+    run_for(consumer, Duration::from_secs(10), done).await
 }
 
 /// Runs consumers of `handler` with the `billing` inbox one after another,

@@ -2,13 +2,13 @@
 //! that counts each order's effects in a table beside the inbox.
 #![allow(dead_code)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use sqlx::AssertSqlSafe;
-use tidings_consumer::{Consumer, ConsumerOptions, ConsumerReport, HandlerError, TxHandle};
-use tidings_core::{Backoff, Envelope, Message, PublisherExt, QueueSpec};
+use tidings_consumer::{
+    Consumer, ConsumerOptions, ConsumerReport, Handler, HandlerError, TxHandle,
+};
+use tidings_core::{Backoff, Envelope, JsonCodec, Message, PublisherExt, QueueSpec};
 use tidings_postgres::{PgContext, PgInboxStore, PgOutboxOptions, PgOutboxStore};
 use tidings_rabbitmq::{
     ConnectionOptions, PublisherOptions, QueueKind, QueueOptions, RabbitPublisher, RabbitSource,
@@ -16,7 +16,6 @@ use tidings_rabbitmq::{
 };
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{amqp_url, postgres_pool, service_missing};
-use tokio_util::sync::CancellationToken;
 
 pub(crate) use tidings_testing::consumer::Order;
 
@@ -80,15 +79,9 @@ impl World {
         tidings_inbox::Inbox::new(self.store.inbox(), "billing").unwrap()
     }
 
+    /// Order `id` as an envelope for the test's queue.
     pub(crate) fn envelope(&self, id: u32) -> Envelope {
-        let payload = Bytes::from(serde_json::to_vec(&Order { id }).unwrap());
-        Envelope::new(
-            "order-events",
-            self.queue.name(),
-            "order.placed",
-            payload,
-            "application/json",
-        )
+        tidings_testing::consumer::order_to(self.queue.name(), id, None)
     }
 
     pub(crate) async fn publish(&self, envelope: &Envelope) {
@@ -144,11 +137,7 @@ impl World {
 
     /// Drops the test's schema.
     pub(crate) async fn drop_schema(&self) {
-        let sql = format!("drop schema if exists \"{}\" cascade", self.schema);
-        sqlx::query(AssertSqlSafe(sql))
-            .execute(self.store.pool())
-            .await
-            .unwrap();
+        tidings_testing::services::drop_schema(self.store.pool(), &self.schema).await;
     }
 }
 
@@ -176,49 +165,14 @@ pub(crate) fn options() -> ConsumerOptions {
 
 /// Runs the consumer in the background until `done` holds of its report
 /// so far, for at most 30 s; returns its report.
-pub(crate) async fn run_until<C, F, Fut>(consumer: C, done: F) -> ConsumerReport
+pub(crate) async fn run_until<H, F, Fut>(
+    consumer: Consumer<RabbitSource, Order, JsonCodec, H, PgInboxStore>,
+    done: F,
+) -> ConsumerReport
 where
-    C: RunReport,
+    H: Handler<Order, PgContext<'static>>,
     F: Fn(ConsumerReport) -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let cancel = CancellationToken::new();
-    let consumer = Arc::new(consumer);
-    let task = tokio::spawn({
-        let (consumer, cancel) = (consumer.clone(), cancel.clone());
-        async move { consumer.run_to(cancel).await }
-    });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !done(consumer.current()).await && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    cancel.cancel();
-    task.await.unwrap();
-    consumer.current()
-}
-
-/// A consumer of these tests, whatever its handler type.
-pub(crate) trait RunReport: Send + Sync + 'static {
-    fn run_to(&self, cancel: CancellationToken) -> impl std::future::Future<Output = ()> + Send;
-    fn current(&self) -> ConsumerReport;
-}
-
-impl<H> RunReport
-    for Consumer<
-        tidings_rabbitmq::RabbitSource,
-        Order,
-        tidings_core::JsonCodec,
-        H,
-        tidings_postgres::PgInboxStore,
-    >
-where
-    H: tidings_consumer::Handler<Order, PgContext<'static>>,
-{
-    async fn run_to(&self, cancel: CancellationToken) {
-        self.run(cancel).await;
-    }
-
-    fn current(&self) -> ConsumerReport {
-        self.report()
-    }
+    tidings_testing::consumer::run_for(consumer, Duration::from_secs(30), done).await
 }

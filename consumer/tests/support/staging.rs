@@ -4,11 +4,19 @@
 
 use std::time::{Duration, Instant};
 
-use tidings_core::OutboxSpec;
+use sqlx::AssertSqlSafe;
+use tidings_consumer::{Consumer, ConsumerOptions, Handler};
 use tidings_core::relay::Relay;
-use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
-use tidings_rabbitmq::{ConnectionOptions, PublisherOptions, RabbitPublisher};
-use tidings_testing::services::{amqp_url, postgres_pool};
+use tidings_core::{OutboxSpec, QueueSpec};
+use tidings_inbox::Inbox;
+use tidings_postgres::{PgContext, PgOutboxOptions, PgOutboxStore};
+use tidings_rabbitmq::{
+    ConnectionOptions, PublisherOptions, QueueOptions, RabbitPublisher, RabbitSource,
+    SourceOptions, Topology,
+};
+use tidings_testing::faults::harnessless;
+use tidings_testing::names::unique_name;
+use tidings_testing::services::{amqp_url, postgres_pool, service_missing};
 
 use super::postgres_rabbitmq::Order;
 
@@ -21,6 +29,69 @@ pub(crate) fn leak(text: String) -> &'static str {
 pub(crate) async fn store_in(schema: &str) -> PgOutboxStore {
     let pool = postgres_pool(8).await;
     PgOutboxStore::new(pool, PgOutboxOptions::new().schema(schema.to_owned())).unwrap()
+}
+
+/// A migrated store in a fresh schema named after `prefix`, with an
+/// `effects` table of `columns`; returns it and its schema.
+pub(crate) async fn store_with_effects(prefix: &str, columns: &str) -> (PgOutboxStore, String) {
+    let schema = unique_name(prefix);
+    let store = store_in(&schema).await;
+    store.migrate().await.unwrap();
+    let create = format!("create table \"{schema}\".effects ({columns})");
+    sqlx::query(AssertSqlSafe(create))
+        .execute(store.pool())
+        .await
+        .unwrap();
+    (store, schema)
+}
+
+/// Declares `queue` with `options` on the test broker, failing the test
+/// with the setup command when RabbitMQ does not answer; returns the
+/// topology to delete it with.
+pub(crate) async fn declare(queue: &str, options: QueueOptions) -> Topology {
+    let amqp = amqp_url();
+    let topology = Topology::new(ConnectionOptions::new(amqp.clone()));
+    (topology.declare_queue(queue, options).await)
+        .unwrap_or_else(|e| service_missing("RabbitMQ", &amqp, &e));
+    topology
+}
+
+/// What a child process consumes with, from the `<schema> <queue>` its
+/// parent passed: the store in that schema, the queue, and a source with
+/// `prefetch`.
+pub(crate) struct ChildSetup {
+    pub(crate) schema: &'static str,
+    pub(crate) store: PgOutboxStore,
+    pub(crate) queue: &'static QueueSpec<Order>,
+    pub(crate) source: RabbitSource,
+}
+
+impl ChildSetup {
+    /// Reads `config` and connects.
+    pub(crate) async fn new(config: &str, prefetch: u16) -> Self {
+        let (schema, queue) = config.split_once(' ').expect("<schema> <queue>");
+        let options = SourceOptions::default().prefetch(prefetch);
+        Self {
+            schema: leak(schema.to_owned()),
+            store: store_in(schema).await,
+            queue: Box::leak(Box::new(QueueSpec::json(leak(queue.to_owned())))),
+            source: RabbitSource::new(ConnectionOptions::new(amqp_url()), options),
+        }
+    }
+
+    /// Runs a consumer of the queue with `handler`, the `billing` inbox
+    /// and `options` until the process is terminated.
+    pub(crate) async fn consume<H>(self, handler: H, options: ConsumerOptions)
+    where
+        H: Handler<Order, PgContext<'static>>,
+    {
+        let inbox = Inbox::new(self.store.inbox(), "billing").unwrap();
+        let consumer = Consumer::new(self.source, self.queue, handler)
+            .unwrap()
+            .inbox(inbox)
+            .options(options);
+        consumer.run(harnessless::until_terminated()).await;
+    }
 }
 
 /// Stages orders `0..count` of `spec`, order `id` under key `k{id % keys}`,

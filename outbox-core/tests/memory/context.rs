@@ -1,18 +1,29 @@
 //! The in-memory unit of work: all or nothing. Its inbox runs the inbox
 //! conformance suite (`inbox`).
 
-use tidings_core::memory::{CommitError, MemoryStore};
+use tidings_core::memory::{CommitError, MemoryContext, MemoryStore};
 use tidings_core::{OutboxSpec, StageError};
 use uuid::Uuid;
 
 static EVENTS: OutboxSpec<u32> = OutboxSpec::json("events").destination("events-q");
 
+/// Writes order `n` as placed and stages its event in `ctx`.
+fn place(ctx: &mut MemoryContext, n: u32) {
+    ctx.insert("orders", n.to_string(), "placed");
+    ctx.outbox().stage(&EVENTS, "order.placed", &n).unwrap();
+}
+
+/// No order was written to `store` and no event staged.
+fn assert_nothing_committed(store: &MemoryStore) {
+    assert!(store.table("orders").is_empty());
+    assert_eq!(store.pending_count("events"), 0);
+}
+
 #[test]
 fn commit_applies_writes_and_events_together() {
     let store = MemoryStore::new();
     let mut ctx = store.begin();
-    ctx.insert("orders", "1", "placed");
-    ctx.outbox().stage(&EVENTS, "order.placed", &1).unwrap();
+    place(&mut ctx, 1);
     assert_eq!(ctx.get("orders", "1").as_deref(), Some(&b"placed"[..]));
     assert_eq!(store.get("orders", "1"), None, "visible before commit");
     ctx.commit().unwrap();
@@ -25,23 +36,19 @@ fn dropped_or_rolled_back_contexts_leave_nothing() {
     let store = MemoryStore::new();
     {
         let mut ctx = store.begin();
-        ctx.insert("orders", "1", "placed");
-        ctx.outbox().stage(&EVENTS, "order.placed", &1).unwrap();
+        place(&mut ctx, 1);
     }
     let mut ctx = store.begin();
-    ctx.insert("orders", "2", "placed");
-    ctx.outbox().stage(&EVENTS, "order.placed", &2).unwrap();
+    place(&mut ctx, 2);
     ctx.rollback();
-    assert!(store.table("orders").is_empty());
-    assert_eq!(store.pending_count("events"), 0);
+    assert_nothing_committed(&store);
 }
 
 #[test]
 fn an_invalid_staged_event_fails_the_whole_commit() {
     let store = MemoryStore::new();
     let mut ctx = store.begin();
-    ctx.insert("orders", "1", "placed");
-    ctx.outbox().stage(&EVENTS, "order.placed", &1).unwrap();
+    place(&mut ctx, 1);
     ctx.outbox()
         .stage(&EVENTS, "order.placed", &2)
         .unwrap()
@@ -51,8 +58,7 @@ fn an_invalid_staged_event_fails_the_whole_commit() {
         matches!(err, CommitError::Stage(StageError::ReservedHeader { ref name, .. }) if name == "ce-id"),
         "{err}"
     );
-    assert!(store.table("orders").is_empty());
-    assert_eq!(store.pending_count("events"), 0);
+    assert_nothing_committed(&store);
 }
 
 #[test]

@@ -22,44 +22,44 @@ async fn reached(runs: &AtomicU32, count: u32) {
     tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
-#[tokio::test]
-async fn a_failing_step_is_restarted_with_backoff() {
-    let runs = Arc::new(AtomicU32::new(0));
-    let counter = runs.clone();
+/// Runs a plan of the one step `name`, restarted with backoff, whose run
+/// `n` (counted from 1) first does `start(n)` and, if that returns, runs
+/// until cancelled; checks the step ran exactly `runs` times.
+async fn restarted<F>(name: &'static str, runs: u32, start: F)
+where
+    F: Fn(u32) -> Result<(), StepError> + Send + Sync + 'static,
+{
+    let started = Arc::new(AtomicU32::new(0));
+    let (counter, start) = (started.clone(), Arc::new(start));
     let step = step_fn(move |cancel: CancellationToken| {
-        let run = counter.fetch_add(1, Ordering::SeqCst) + 1;
+        let (run, start) = (counter.fetch_add(1, Ordering::SeqCst) + 1, start.clone());
         async move {
-            if run < 3 {
-                return Err(StepError::from(format!("run {run} failed")));
-            }
+            start(run)?;
             cancel.cancelled().await;
             Ok(())
         }
     });
-    let plan = LifecyclePlan::new()
-        .restart_backoff(QUICK)
-        .step("flaky", step);
-    plan.run_until(reached(&runs, 3)).await.unwrap();
-    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    let plan = LifecyclePlan::new().restart_backoff(QUICK).step(name, step);
+    plan.run_until(reached(&started, runs)).await.unwrap();
+    assert_eq!(started.load(Ordering::SeqCst), runs);
+}
+
+#[tokio::test]
+async fn a_failing_step_is_restarted_with_backoff() {
+    restarted("flaky", 3, |run| match run < 3 {
+        true => Err(StepError::from(format!("run {run} failed"))),
+        false => Ok(()),
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn a_panicking_step_is_restarted() {
-    let runs = Arc::new(AtomicU32::new(0));
-    let counter = runs.clone();
-    let step = step_fn(move |cancel: CancellationToken| {
-        let run = counter.fetch_add(1, Ordering::SeqCst);
-        async move {
-            assert!(run > 0, "first run panics");
-            cancel.cancelled().await;
-            Ok(())
-        }
-    });
-    let plan = LifecyclePlan::new()
-        .restart_backoff(QUICK)
-        .step("panicky", step);
-    plan.run_until(reached(&runs, 2)).await.unwrap();
-    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    restarted("panicky", 2, |run| {
+        assert!(run > 1, "first run panics");
+        Ok(())
+    })
+    .await;
 }
 
 #[tokio::test]

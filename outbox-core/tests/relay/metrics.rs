@@ -30,6 +30,15 @@ fn snapshot(recorder: &DebuggingRecorder, route: &str) -> HashMap<String, DebugV
 
 /// What `work` recorded, run to its end on a runtime of its own with a
 /// recorder local to it.
+/// The value of the gauge `name` among `metrics`, which must hold it.
+#[track_caller]
+fn gauge(metrics: &HashMap<String, DebugValue>, name: &str) -> f64 {
+    match metrics.get(name) {
+        Some(DebugValue::Gauge(g)) => g.into_inner(),
+        other => panic!("{name} is no gauge: {other:?}"),
+    }
+}
+
 fn recorded(work: impl Future<Output = ()>) -> DebuggingRecorder {
     let recorder = DebuggingRecorder::new();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -66,19 +75,12 @@ fn the_relay_counts_what_it_publishes_and_the_monitor_reports_the_backlog() {
         metrics["tidings_relay_published_total"],
         DebugValue::Counter(3)
     );
-    assert!(
-        matches!(&metrics["tidings_outbox_pending"], DebugValue::Gauge(g) if g.into_inner() == 3.0)
-    );
-    for gauge in ["tidings_outbox_in_flight", "tidings_outbox_failed"] {
-        assert!(
-            matches!(&metrics[gauge], DebugValue::Gauge(_)),
-            "{gauge} missing"
-        );
+    assert_eq!(gauge(&metrics, "tidings_outbox_pending"), 3.0);
+    for name in ["tidings_outbox_in_flight", "tidings_outbox_failed"] {
+        gauge(&metrics, name);
     }
-    assert!(matches!(
-        &metrics["tidings_outbox_oldest_pending_seconds"],
-        DebugValue::Gauge(g) if (0.0..60.0).contains(&g.into_inner())
-    ));
+    let oldest = gauge(&metrics, "tidings_outbox_oldest_pending_seconds");
+    assert!((0.0..60.0).contains(&oldest), "{oldest}");
     for histogram in [
         "tidings_relay_claim_seconds",
         "tidings_relay_publish_seconds",
@@ -109,9 +111,7 @@ fn the_relay_counts_events_it_fails() {
         metrics["tidings_relay_failed_total"],
         DebugValue::Counter(1)
     );
-    assert!(
-        matches!(&metrics["tidings_outbox_failed"], DebugValue::Gauge(g) if g.into_inner() == 1.0)
-    );
+    assert_eq!(gauge(&metrics, "tidings_outbox_failed"), 1.0);
 }
 
 #[test]

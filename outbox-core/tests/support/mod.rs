@@ -3,7 +3,8 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use tidings_core::{Envelope, PublishBatch, PublishError, Publisher};
+use tidings_core::{Envelope, PublishError};
+use tidings_testing::publisher::{PublishEach, PublishOne};
 use tokio::sync::Notify;
 
 /// What the scripted publisher answers to one publish.
@@ -33,21 +34,24 @@ pub(crate) struct Gate {
 }
 
 impl Scripted {
-    pub(crate) fn always(answer: Answer) -> Self {
-        Self {
-            script: Arc::default(),
-            fallback: answer,
-            accepted: Arc::default(),
-            calls: Arc::default(),
-            gate: None,
-        }
+    /// A publisher answering every publish with `answer`.
+    pub(crate) fn always(answer: Answer) -> PublishEach<Self> {
+        Self::publisher(answer, None)
     }
 
-    pub(crate) fn gated(gate: Arc<Gate>) -> Self {
-        Self {
-            gate: Some(gate),
-            ..Self::always(Answer::Accept)
-        }
+    /// A publisher accepting every publish once `gate` opens.
+    pub(crate) fn gated(gate: Arc<Gate>) -> PublishEach<Self> {
+        Self::publisher(Answer::Accept, Some(gate))
+    }
+
+    fn publisher(fallback: Answer, gate: Option<Arc<Gate>>) -> PublishEach<Self> {
+        PublishEach::new(Self {
+            script: Arc::default(),
+            fallback,
+            accepted: Arc::default(),
+            calls: Arc::default(),
+            gate,
+        })
     }
 
     pub(crate) fn calls(&self) -> usize {
@@ -55,17 +59,7 @@ impl Scripted {
     }
 }
 
-impl Publisher for Scripted {
-    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
-        batch.each(|envelope| self.publish_one(envelope)).await
-    }
-
-    fn messaging_system(&self) -> &'static str {
-        "test"
-    }
-}
-
-impl Scripted {
+impl PublishOne for Scripted {
     async fn publish_one(&self, envelope: &Envelope) -> Result<(), PublishError> {
         *self.calls.lock().unwrap() += 1;
         if let Some(gate) = &self.gate {

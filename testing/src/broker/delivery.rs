@@ -11,10 +11,7 @@ use crate::names::unique_name;
 /// A published envelope arrives with every field intact.
 pub async fn round_trip_keeps_every_envelope_field<H: BrokerHarness>(h: &H) {
     let f = h.fixture().await;
-    let sent = envelope(&f.queue, 1);
-    f.publisher.publish(&sent).await.expect("publish");
-
-    let mut stream = subscribe(&f.source, &f.queue).await;
+    let (sent, mut stream) = f.sent_one().await;
     let delivery = next(&mut stream).await;
     assert_eq!(delivery.envelope(), &sent);
     assert!(

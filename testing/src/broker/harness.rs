@@ -1,6 +1,8 @@
 use std::future::Future;
 
-use tidings_core::{Publisher, Source};
+use tidings_core::{Envelope, Publisher, PublisherExt, Source};
+
+use super::fixtures::{envelope, subscribe};
 
 /// A fresh queue and the clients to use it.
 #[derive(Debug, Clone)]
@@ -13,6 +15,16 @@ pub struct BrokerFixture<P, S> {
     pub queue: String,
     /// Where dead-lettered deliveries of `queue` land.
     pub dead_letter_queue: String,
+}
+
+impl<P: Publisher, S: Source> BrokerFixture<P, S> {
+    /// Publishes message 1 to `queue` and subscribes to it; returns what
+    /// was sent and the stream.
+    pub async fn sent_one(&self) -> (Envelope, S::Stream) {
+        let sent = envelope(&self.queue, 1);
+        self.publisher.publish(&sent).await.expect("publish");
+        (sent, subscribe(&self.source, &self.queue).await)
+    }
 }
 
 /// What a transport gives the broker conformance suite.

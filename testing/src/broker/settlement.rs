@@ -34,9 +34,7 @@ pub async fn ack_is_final<H: BrokerHarness>(h: &H) {
 /// A nacked message comes back with a growing delivery count.
 pub async fn nack_redelivers_with_growing_count<H: BrokerHarness>(h: &H) {
     let f = h.fixture().await;
-    let sent = envelope(&f.queue, 1);
-    f.publisher.publish(&sent).await.expect("publish");
-    let mut stream = subscribe(&f.source, &f.queue).await;
+    let (sent, mut stream) = f.sent_one().await;
 
     let mut counts = Vec::new();
     for _ in 0..3 {
@@ -67,9 +65,7 @@ pub async fn nack_redelivers_with_growing_count<H: BrokerHarness>(h: &H) {
 /// A message nacked with a delay stays away for the delay, then returns.
 pub async fn delayed_nack_waits_before_redelivery<H: BrokerHarness>(h: &H) {
     let f = h.fixture().await;
-    let sent = envelope(&f.queue, 1);
-    f.publisher.publish(&sent).await.expect("publish");
-    let mut stream = subscribe(&f.source, &f.queue).await;
+    let (sent, mut stream) = f.sent_one().await;
     next(&mut stream)
         .await
         .nack(Redelivery::After(Duration::from_secs(2)))
@@ -91,9 +87,7 @@ pub async fn delayed_nack_waits_before_redelivery<H: BrokerHarness>(h: &H) {
 /// and leaves the work queue.
 pub async fn dead_letter_lands_in_the_dead_letter_queue<H: BrokerHarness>(h: &H) {
     let f = h.fixture().await;
-    let sent = envelope(&f.queue, 1);
-    f.publisher.publish(&sent).await.expect("publish");
-    let mut stream = subscribe(&f.source, &f.queue).await;
+    let (sent, mut stream) = f.sent_one().await;
     let reason = "handler rejected the order";
     next(&mut stream)
         .await
@@ -122,9 +116,7 @@ pub async fn dead_letter_lands_in_the_dead_letter_queue<H: BrokerHarness>(h: &H)
 /// delivered again.
 pub async fn unsettled_delivery_is_redelivered<H: BrokerHarness>(h: &H) {
     let f = h.fixture().await;
-    let sent = envelope(&f.queue, 1);
-    f.publisher.publish(&sent).await.expect("publish");
-    let mut stream = subscribe(&f.source, &f.queue).await;
+    let (sent, mut stream) = f.sent_one().await;
     let abandoned = next(&mut stream).await;
     drop(abandoned);
     drop(stream);

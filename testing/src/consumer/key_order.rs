@@ -74,6 +74,52 @@ impl Outcome {
     }
 }
 
+/// What the handlers of a run share: the failing events, the tries of
+/// each event, each key's ids as their handlers succeeded, and the
+/// failures so far.
+struct Handled {
+    failing: HashSet<u32>,
+    tries: Mutex<HashMap<u32, u32>>,
+    logs: Mutex<HashMap<String, Vec<u32>>>,
+    failures: AtomicU32,
+}
+
+impl Handled {
+    fn new(failing: HashSet<u32>) -> Self {
+        Self {
+            failing,
+            tries: Mutex::default(),
+            logs: Mutex::default(),
+            failures: AtomicU32::new(0),
+        }
+    }
+
+    /// Counts a try of `id`; fails it while it is a failing event tried
+    /// no more than [`FAILS`] times.
+    fn try_once(&self, id: u32) -> Result<(), HandlerError> {
+        let tried = {
+            let mut tries = self.tries.lock().expect("tries");
+            let n = tries.entry(id).or_default();
+            *n += 1;
+            *n
+        };
+        if self.failing.contains(&id) && tried <= FAILS {
+            self.failures.fetch_add(1, SeqCst);
+            return Err(HandlerError::transient("a downstream hiccup"));
+        }
+        Ok(())
+    }
+
+    /// Notes that `id` of `key` succeeded, once.
+    fn log(&self, key: &str, id: u32) {
+        let mut logs = self.logs.lock().expect("logs");
+        let log = logs.entry(key.to_owned()).or_default();
+        if !log.contains(&id) {
+            log.push(id);
+        }
+    }
+}
+
 /// Publishes the events in id order, each under its key, and consumes them
 /// until every one succeeded. A failing event writes its effect first and
 /// then fails, so its rollback is checked too.
@@ -86,49 +132,25 @@ async fn run<W: ConsumerWorld>(world: &Arc<W>, key_order: KeyOrder, max_batch: u
         let key = format!("k{}", id % KEYS);
         world.publish(&order(world.as_ref(), id, Some(&key))).await;
     }
-    let failing: HashSet<u32> = (0..EVENTS).filter(|id| failing(*id)).collect();
-    assert!((10..=40).contains(&failing.len()), "{}", failing.len());
-    let tries: Arc<Mutex<HashMap<u32, u32>>> = Arc::default();
-    let logs: Arc<Mutex<HashMap<String, Vec<u32>>>> = Arc::default();
-    let failures = Arc::new(AtomicU32::new(0));
+    let handled = Arc::new(Handled::new(
+        (0..EVENTS).filter(|id| failing(*id)).collect(),
+    ));
+    assert!(
+        (10..=40).contains(&handled.failing.len()),
+        "{}",
+        handled.failing.len()
+    );
     let handler = handler_fn({
-        let (world, failing, tries, logs, failures) = (
-            world.clone(),
-            failing.clone(),
-            tries.clone(),
-            logs.clone(),
-            failures.clone(),
-        );
+        let (world, handled) = (world.clone(), handled.clone());
         move |msg: Message<Order>, tx: TxHandle<WorldTx<W>>| {
-            let id = msg.payload.id;
-            let (world, failing, tries, logs, failures) = (
-                world.clone(),
-                failing.clone(),
-                tries.clone(),
-                logs.clone(),
-                failures.clone(),
-            );
+            let (world, handled) = (world.clone(), handled.clone());
             async move {
+                let id = msg.payload.id;
                 world.apply(&tx, id).await?;
                 // Counted once the write went in, so a try a store's write
                 // conflict ended does not use up a planned failure.
-                let tried = {
-                    let mut tries = tries.lock().expect("tries");
-                    let n = tries.entry(id).or_default();
-                    *n += 1;
-                    *n
-                };
-                let fail = failing.contains(&id) && tried <= FAILS;
-                if fail {
-                    failures.fetch_add(1, SeqCst);
-                    return Err(HandlerError::transient("a downstream hiccup"));
-                }
-                let key = msg.ordering_key().unwrap_or_default().to_owned();
-                let mut logs = logs.lock().expect("logs");
-                let log = logs.entry(key).or_default();
-                if !log.contains(&id) {
-                    log.push(id);
-                }
+                handled.try_once(id)?;
+                handled.log(msg.ordering_key().unwrap_or_default(), id);
                 Ok(())
             }
         }
@@ -138,13 +160,12 @@ async fn run<W: ConsumerWorld>(world: &Arc<W>, key_order: KeyOrder, max_batch: u
         report.processed >= u64::from(EVENTS)
     })
     .await;
-    let logs = std::mem::take(&mut *logs.lock().expect("logs"));
     Outcome {
         report,
         effects: world.effects().await,
-        logs,
-        failing,
-        failures: failures.load(SeqCst),
+        logs: std::mem::take(&mut *handled.logs.lock().expect("logs")),
+        failing: handled.failing.clone(),
+        failures: handled.failures.load(SeqCst),
     }
 }
 

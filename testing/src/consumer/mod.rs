@@ -8,7 +8,9 @@
 
 mod delivery;
 mod key_order;
+pub mod memory_effects;
 mod order;
+mod parked;
 mod pg_effects;
 mod recovery;
 mod world;
@@ -16,6 +18,7 @@ mod world;
 pub use delivery::*;
 pub use key_order::*;
 pub use order::*;
+pub use parked::{Parked, collect_parked};
 pub use pg_effects::PgEffects;
 pub use recovery::*;
 pub use world::*;

@@ -66,10 +66,6 @@ impl PgEffects {
 
     /// Drops the world's whole schema.
     pub async fn drop_schema(&self) {
-        let sql = format!("drop schema if exists \"{}\" cascade", self.schema);
-        sqlx::query(AssertSqlSafe(sql))
-            .execute(&self.pool)
-            .await
-            .expect("drop the schema");
+        crate::services::drop_schema(&self.pool, &self.schema).await;
     }
 }

@@ -12,7 +12,7 @@ use tidings_consumer::{
     Consumer, ConsumerOptions, ConsumerReport, Handler, HandlerError, TxHandle, handler_fn,
 };
 use tidings_core::{
-    Backoff, Envelope, InboxAttempts, InboxStore, JsonCodec, Message, QueueSpec, Source,
+    Backoff, Codec, Envelope, InboxAttempts, InboxStore, JsonCodec, Message, QueueSpec, Source,
 };
 use tidings_inbox::Inbox;
 use tokio_util::sync::CancellationToken;
@@ -97,10 +97,15 @@ pub fn options() -> ConsumerOptions {
 
 /// Order `id` as an envelope for the world's queue, keyed by `key`.
 pub fn order(world: &impl ConsumerWorld, id: u32, key: Option<&str>) -> Envelope {
+    order_to(world.queue().name(), id, key)
+}
+
+/// Order `id` as an `order.placed` envelope for `queue`, keyed by `key`.
+pub fn order_to(queue: &str, id: u32, key: Option<&str>) -> Envelope {
     let payload = Bytes::from(serde_json::to_vec(&Order { id }).expect("an order encodes"));
     let mut envelope = Envelope::new(
         "order-events",
-        world.queue().name(),
+        queue,
         "order.placed",
         payload,
         "application/json",
@@ -135,6 +140,23 @@ where
     })
 }
 
+/// A handler that adds one to `calls` on each call, then runs
+/// `handle(n, msg, tx)`, `n` counting the calls before this one.
+pub fn counted<Tx, F, Fut>(
+    calls: &Arc<AtomicU32>,
+    handle: F,
+) -> impl Handler<Order, Tx> + use<Tx, F, Fut>
+where
+    Tx: Send + 'static,
+    F: Fn(u32, Message<Order>, TxHandle<Tx>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), HandlerError>> + Send + 'static,
+{
+    let calls = calls.clone();
+    handler_fn(move |msg: Message<Order>, tx: TxHandle<Tx>| {
+        handle(calls.fetch_add(1, SeqCst), msg, tx)
+    })
+}
+
 /// The world's consumer with `handler`, its inbox and `options`.
 pub fn consumer<W, H>(
     world: &W,
@@ -162,13 +184,31 @@ where
     F: Fn(ConsumerReport) -> Fut,
     Fut: Future<Output = bool>,
 {
+    run_for(consumer, Duration::from_secs(60), done).await
+}
+
+/// Runs `consumer` until `done` holds of its report (asked every 20 ms)
+/// or `limit` passes, then shuts it down and returns its report.
+pub async fn run_for<S, C, H, I, F, Fut>(
+    consumer: Consumer<S, Order, C, H, I>,
+    limit: Duration,
+    done: F,
+) -> ConsumerReport
+where
+    S: Source,
+    C: Codec<Order> + 'static,
+    I: InboxAttempts,
+    H: Handler<Order, I::Tx>,
+    F: Fn(ConsumerReport) -> Fut,
+    Fut: Future<Output = bool>,
+{
     let cancel = CancellationToken::new();
     let consumer = Arc::new(consumer);
     let task = tokio::spawn({
         let (consumer, cancel) = (consumer.clone(), cancel.clone());
         async move { consumer.run(cancel).await }
     });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let deadline = tokio::time::Instant::now() + limit;
     while !done(consumer.report()).await && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -11,6 +11,16 @@ fn counts(started: u32, finished: u32) -> Option<Attempts> {
     Some(Attempts { started, finished })
 }
 
+/// A transaction marking `event` handled by billing and clearing its
+/// attempts, as a handler's success leaves it before its commit.
+async fn handled<S: InboxAttempts>(store: &S, event: Uuid) -> S::Tx {
+    let mut tx = store.begin().await.unwrap();
+    store.mark(&mut tx, BILLING.key(event)).await.unwrap();
+    let cleared = store.clear_attempts(&mut tx, BILLING.key(event)).await;
+    cleared.unwrap();
+    tx
+}
+
 /// Each start is counted and returned with the ends counted so far; an end
 /// whose start was not counted counts both; reading the count counts
 /// nothing.
@@ -96,12 +106,7 @@ pub async fn a_commit_clears_attempts_and_a_rollback_keeps_them(h: &impl InboxHa
         "a rolled-back clear keeps the count"
     );
 
-    let mut tx = store.begin().await.unwrap();
-    store.mark(&mut tx, BILLING.key(event)).await.unwrap();
-    store
-        .clear_attempts(&mut tx, BILLING.key(event))
-        .await
-        .unwrap();
+    let tx = handled(&store, event).await;
     store.commit(tx).await.unwrap();
     let mut tx = store.begin().await.unwrap();
     assert_eq!(
@@ -123,13 +128,7 @@ pub async fn a_start_outlives_a_transaction_that_never_ends(h: &impl InboxHarnes
     let store = h.store().await;
     let event = Uuid::now_v7();
     store.start_attempt(BILLING.key(event)).await.unwrap();
-    let mut tx = store.begin().await.unwrap();
-    store.mark(&mut tx, BILLING.key(event)).await.unwrap();
-    store
-        .clear_attempts(&mut tx, BILLING.key(event))
-        .await
-        .unwrap();
-    drop(tx);
+    drop(handled(&store, event).await);
 
     let mut next = None;
     for _ in 0..50 {

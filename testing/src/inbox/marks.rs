@@ -36,6 +36,18 @@ fn settle<T>(result: Result<T, InboxError>) -> Result<T, Outcome> {
 }
 
 /// A handler run: mark, stage its reaction, commit.
+/// A transaction holding a fresh billing mark of `event` and the
+/// handler's write, not yet committed.
+async fn fresh<H: InboxHarness>(store: &H::Store, event: Uuid) -> <H::Store as InboxStore>::Tx {
+    let mut tx = store.begin().await.unwrap();
+    assert_eq!(
+        store.mark(&mut tx, BILLING.key(event)).await.unwrap(),
+        InboxMark::Fresh(())
+    );
+    H::stage(&mut tx);
+    tx
+}
+
 async fn handle<H: InboxHarness>(store: &H::Store, event: Uuid) -> Outcome {
     let mut tx = store.begin().await.expect("begin");
     let run = async {
@@ -87,12 +99,7 @@ pub async fn a_duplicate_is_reported_and_leaves_the_transaction_usable<H: InboxH
 pub async fn a_rollback_takes_the_mark_with_it<H: InboxHarness>(h: &H) {
     let store = h.store().await;
     let event = Uuid::now_v7();
-    let mut tx = store.begin().await.unwrap();
-    assert_eq!(
-        store.mark(&mut tx, BILLING.key(event)).await.unwrap(),
-        InboxMark::Fresh(())
-    );
-    H::stage(&mut tx);
+    let tx = fresh::<H>(&store, event).await;
     store.rollback(tx).await.unwrap();
     assert_eq!(h.staged(&store).await, 0);
 
@@ -105,12 +112,7 @@ pub async fn a_rollback_takes_the_mark_with_it<H: InboxHarness>(h: &H) {
 pub async fn concurrent_marks_of_one_event_commit_once<H: InboxHarness>(h: &H) {
     let store = h.store().await;
     let event = Uuid::now_v7();
-    let mut first = store.begin().await.unwrap();
-    assert_eq!(
-        store.mark(&mut first, BILLING.key(event)).await.unwrap(),
-        InboxMark::Fresh(())
-    );
-    H::stage(&mut first);
+    let first = fresh::<H>(&store, event).await;
     let second = tokio::spawn({
         let store = store.clone();
         async move { handle::<H>(&store, event).await }

@@ -7,7 +7,7 @@ use tidings_core::{ClaimCursor, ClaimedBatch, Hlc, OrderingMode, Outcome, Settle
 
 use super::StoreHarness;
 use super::fixtures::{
-    claim, claim_after, claim_within, event, full_event, numbers, route, settle_all,
+    claim, claim_after, claim_within, event, full_event, numbers, route, settle_all, staged,
 };
 
 /// Rows come back oldest first, with every envelope field as staged and
@@ -33,10 +33,7 @@ pub async fn claim_returns_rows_oldest_first_with_every_field<H: StoreHarness>(h
 /// The rows taken out of a batch are the rows it claimed, in order; the
 /// batch is left without them and still settles them.
 pub async fn taken_rows_are_the_claimed_ones_and_still_settle<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, (1..=3).map(|n| event(&route, n)).collect())
-        .await;
+    let (store, route) = staged(h, 1..=3).await;
 
     let mut batch = claim(&store, &route, 10).await;
     let claimed = batch.records().to_vec();
@@ -57,10 +54,7 @@ pub async fn taken_rows_are_the_claimed_ones_and_still_settle<H: StoreHarness>(h
 /// A claim takes at most `limit` rows, and a claimed row is not claimed
 /// again while its lease holds.
 pub async fn claim_respects_limit_and_skips_claimed_rows<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, (1..=5).map(|n| event(&route, n)).collect())
-        .await;
+    let (store, route) = staged(h, 1..=5).await;
 
     let first = claim(&store, &route, 2).await;
     assert_eq!(numbers(&first), [1, 2]);
@@ -75,10 +69,7 @@ pub async fn claim_respects_limit_and_skips_claimed_rows<H: StoreHarness>(h: &H)
 /// next claim without one. A store that returns no cursor is handed one
 /// all the same and claims from the oldest row.
 pub async fn a_claim_past_a_cursor_leaves_earlier_rows_to_one_without<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, (1..=6).map(|n| event(&route, n)).collect())
-        .await;
+    let (store, route) = staged(h, 1..=6).await;
 
     let first = claim(&store, &route, 2).await;
     assert_eq!(numbers(&first), [1, 2]);
@@ -158,10 +149,7 @@ pub async fn hlc_ordering_claims_in_clock_order<H: StoreHarness>(h: &H) {
 /// Concurrent claimers split the rows: none is claimed twice, none is
 /// missed.
 pub async fn concurrent_claims_never_overlap<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, (0..200).map(|n| event(&route, n)).collect())
-        .await;
+    let (store, route) = staged(h, 0..200).await;
 
     let claimers = (0..4).map(|_| {
         let (store, route) = (store.clone(), route.clone());

@@ -9,6 +9,7 @@ use tidings_core::{
 };
 use uuid::Uuid;
 
+use super::StoreHarness;
 use crate::eventually::eventually;
 use crate::names::unique_name;
 
@@ -26,6 +27,33 @@ pub fn route(ordering: OrderingMode) -> Route {
         retry: RetryPolicy::new(),
         hlc_ordering: false,
     }
+}
+
+/// A fresh store of `h` with the events `numbers` committed in one
+/// transaction on a fresh unordered route; returns both.
+pub async fn staged<H: StoreHarness>(
+    h: &H,
+    numbers: impl IntoIterator<Item = u32>,
+) -> (H::Store, Route) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    let events = numbers.into_iter().map(|n| event(&route, n)).collect();
+    h.commit(&store, events).await;
+    (store, route)
+}
+
+/// A fresh store of `h` with events numbered from 1 committed in one
+/// transaction on a fresh per-key route, each keyed by its entry of
+/// `keys` (`None`: no key); returns both.
+pub async fn staged_per_key<H: StoreHarness>(h: &H, keys: &[Option<&str>]) -> (H::Store, Route) {
+    let store = h.store().await;
+    let route = route(OrderingMode::PerKey);
+    let events = (1..).zip(keys).map(|(n, key)| match key {
+        Some(key) => keyed(&route, n, key),
+        None => event(&route, n),
+    });
+    h.commit(&store, events.collect()).await;
+    (store, route)
 }
 
 /// An event of `route` whose JSON payload is `n`.
@@ -112,6 +140,25 @@ pub fn settle_all<B: ClaimedBatch>(batch: &B, outcome: Outcome) -> Vec<Settlemen
             outcome: outcome.clone(),
         })
         .collect()
+}
+
+/// The next claim of up to `limit` rows that is not empty, waiting
+/// `pause` after each empty one; `None` once `idle` claims in a row came
+/// back empty.
+pub async fn next_claim<S: OutboxStore>(
+    store: &S,
+    route: &Route,
+    limit: usize,
+    (idle, pause): (u32, Duration),
+) -> Option<S::Batch> {
+    for _ in 0..idle {
+        let batch = claim(store, route, limit).await;
+        if !batch.records().is_empty() {
+            return Some(batch);
+        }
+        tokio::time::sleep(pause).await;
+    }
+    None
 }
 
 /// Claims up to `limit` rows with a long lease.

@@ -7,7 +7,7 @@ use tidings_core::{
 };
 
 use super::StoreHarness;
-use super::fixtures::{claim, event, route, settle_all};
+use super::fixtures::{claim, event, route, settle_all, staged};
 
 /// Settles every row of `batch` with `outcome`.
 async fn settle_every<B: ClaimedBatch>(batch: B, outcome: Outcome) {
@@ -59,10 +59,7 @@ async fn in_flight_soon<S: OutboxStore>(store: &S, route: &str, expected: u64) -
 /// Purge deletes finished rows older than the window, at most `limit` per
 /// call, and never touches pending rows.
 pub async fn purge_deletes_finished_rows_in_batches<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, (1..=5).map(|n| event(&route, n)).collect())
-        .await;
+    let (store, route) = staged(h, 1..=5).await;
     settle_every(
         claim(&store, &route, 3).await,
         Outcome::Failed { reason: "x".into() },

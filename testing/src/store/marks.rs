@@ -7,16 +7,13 @@ use tidings_core::{ClaimedBatch, OrderingMode, OutboxStore, Outcome};
 use super::StoreHarness;
 use super::fixtures::{
     SHORT_LEASE, claim, claim_leased, claim_within, event, event_ids, numbers, route, settle_all,
-    settle_each,
+    settle_each, staged,
 };
 use crate::eventually::eventually;
 
 /// A published row is never claimed again.
 pub async fn published_rows_are_final<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, vec![event(&route, 1), event(&route, 2)])
-        .await;
+    let (store, route) = staged(h, 1..=2).await;
 
     let batch = claim(&store, &route, 10).await;
     let settlements = settle_all(&batch, Outcome::Published);
@@ -30,9 +27,7 @@ pub async fn published_rows_are_final<H: StoreHarness>(h: &H) {
 /// After a sweep and a new claim, the old owner's mark is refused as a
 /// lost lease and changes nothing; the new owner's mark wins.
 pub async fn stale_lease_marks_are_refused<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, vec![event(&route, 1)]).await;
+    let (store, route) = staged(h, [1]).await;
 
     let old = claim_leased(&store, &route, 10, SHORT_LEASE).await;
     tokio::time::sleep(SHORT_LEASE + Duration::from_millis(200)).await;
@@ -60,10 +55,7 @@ pub async fn stale_lease_marks_are_refused<H: StoreHarness>(h: &H) {
 /// again has its published mark refused: the row is neither deleted nor
 /// finished under the new owner, whose own mark then wins.
 pub async fn stale_published_marks_are_refused<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, vec![event(&route, 1), event(&route, 2)])
-        .await;
+    let (store, route) = staged(h, 1..=2).await;
 
     let old = claim_leased(&store, &route, 10, SHORT_LEASE).await;
     tokio::time::sleep(SHORT_LEASE + Duration::from_millis(200)).await;
@@ -85,9 +77,7 @@ pub async fn stale_published_marks_are_refused<H: StoreHarness>(h: &H) {
 /// A rescheduled row is invisible until its delay has passed, then comes
 /// back with its attempts and last error.
 pub async fn rescheduled_rows_wait_for_available_at<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, vec![event(&route, 1)]).await;
+    let (store, route) = staged(h, [1]).await;
 
     let batch = claim(&store, &route, 10).await;
     let retry = Outcome::Retry {
@@ -109,10 +99,7 @@ pub async fn rescheduled_rows_wait_for_available_at<H: StoreHarness>(h: &H) {
 /// A failed row keeps its reason, is never claimed, and comes back fresh
 /// when requeued.
 pub async fn failed_rows_stay_until_requeued<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, vec![event(&route, 1), event(&route, 2)])
-        .await;
+    let (store, route) = staged(h, 1..=2).await;
 
     let batch = claim(&store, &route, 10).await;
     let ids = event_ids(&batch);
@@ -208,10 +195,7 @@ pub async fn delete_failed_takes_only_the_failed_rows_named<H: StoreHarness>(h: 
 
 /// One settle call applies different outcomes to different rows.
 pub async fn mixed_outcomes_settle_in_one_call<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, (1..=3).map(|n| event(&route, n)).collect())
-        .await;
+    let (store, route) = staged(h, 1..=3).await;
 
     let batch = claim(&store, &route, 10).await;
     let outcomes = [
@@ -236,10 +220,7 @@ pub async fn mixed_outcomes_settle_in_one_call<H: StoreHarness>(h: &H) {
 
 /// A sweep returns only rows whose lease expired; the crash stays counted.
 pub async fn sweep_returns_expired_leases_counting_the_crash<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, vec![event(&route, 1), event(&route, 2)])
-        .await;
+    let (store, route) = staged(h, 1..=2).await;
 
     let _dead = claim_leased(&store, &route, 1, SHORT_LEASE).await;
     let _alive = claim(&store, &route, 1).await;

@@ -18,7 +18,8 @@ mod shared;
 pub use claims::*;
 pub use fixtures::{
     LONG_LEASE, SHORT_LEASE, claim, claim_after, claim_leased, claim_within, event, event_ids,
-    full_event, keyed, numbers, route, settle_all, settle_each, try_claim,
+    full_event, keyed, next_claim, numbers, route, settle_all, settle_each, staged, staged_per_key,
+    try_claim,
 };
 pub use harness::StoreHarness;
 pub use maintenance::*;

@@ -8,7 +8,9 @@ use tidings_core::{ClaimedBatch, OrderingMode, Outcome, Settlement};
 use uuid::Uuid;
 
 use super::StoreHarness;
-use super::fixtures::{claim, claim_within, event, keyed, numbers, route, settle_all};
+use super::fixtures::{
+    claim, claim_within, keyed, next_claim, numbers, route, settle_all, staged_per_key,
+};
 
 fn id_of<B: ClaimedBatch>(batch: &B, n: u32) -> Uuid {
     let at = numbers(batch)
@@ -27,21 +29,18 @@ async fn settle<B: ClaimedBatch>(batch: B, outcomes: Vec<(Uuid, Outcome)>) {
     assert!(report.lost.is_empty());
 }
 
+/// Checks `batch` holds row `n` alone (`why` it should) and publishes it.
+async fn publish_only<B: ClaimedBatch>(batch: B, n: u32, why: &str) {
+    assert_eq!(numbers(&batch), [n], "{why}");
+    let id = id_of(&batch, n);
+    settle(batch, vec![(id, Outcome::Published)]).await;
+}
+
 /// Only the oldest row of each key is claimed, none while its key is in
 /// flight; rows without a key are never held back.
 pub async fn per_key_claims_the_oldest_row_of_each_key<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::PerKey);
-    let staged = vec![
-        keyed(&route, 1, "k1"),
-        keyed(&route, 2, "k2"),
-        keyed(&route, 3, "k1"),
-        event(&route, 4),
-        keyed(&route, 5, "k2"),
-        event(&route, 6),
-        keyed(&route, 7, "k1"),
-    ];
-    h.commit(&store, staged).await;
+    let (k1, k2) = (Some("k1"), Some("k2"));
+    let (store, route) = staged_per_key(h, &[k1, k2, k1, None, k2, None, k1]).await;
 
     let first = claim(&store, &route, 1).await;
     assert_eq!(numbers(&first), [1]);
@@ -67,15 +66,8 @@ pub async fn per_key_claims_the_oldest_row_of_each_key<H: StoreHarness>(h: &H) {
 
 /// A row waiting to be retried holds back its own key, and only that key.
 pub async fn per_key_retry_holds_back_only_its_key<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::PerKey);
-    let staged = vec![
-        keyed(&route, 1, "k1"),
-        keyed(&route, 2, "k2"),
-        keyed(&route, 3, "k1"),
-        keyed(&route, 4, "k2"),
-    ];
-    h.commit(&store, staged).await;
+    let (k1, k2) = (Some("k1"), Some("k2"));
+    let (store, route) = staged_per_key(h, &[k1, k2, k1, k2]).await;
 
     let first = claim(&store, &route, 10).await;
     assert_eq!(numbers(&first), [1, 2]);
@@ -90,31 +82,21 @@ pub async fn per_key_retry_holds_back_only_its_key<H: StoreHarness>(h: &H) {
     settle(first, outcomes).await;
 
     let second = claim(&store, &route, 10).await;
-    assert_eq!(
-        numbers(&second),
-        [4],
-        "k2 moves on while k1 waits for its retry"
-    );
-    let four = id_of(&second, 4);
-    settle(second, vec![(four, Outcome::Published)]).await;
+    publish_only(second, 4, "k2 moves on while k1 waits for its retry").await;
 
     let third = claim_within(&store, &route, 10, Duration::from_secs(5)).await;
-    assert_eq!(
-        numbers(&third),
-        [1],
-        "the retry comes before the younger row of its key"
-    );
-    let one = id_of(&third, 1);
-    settle(third, vec![(one, Outcome::Published)]).await;
+    publish_only(
+        third,
+        1,
+        "the retry comes before the younger row of its key",
+    )
+    .await;
     assert_eq!(numbers(&claim(&store, &route, 10).await), [3]);
 }
 
 /// A failed row no longer holds back its key.
 pub async fn per_key_failed_row_releases_its_key<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::PerKey);
-    h.commit(&store, vec![keyed(&route, 1, "k"), keyed(&route, 2, "k")])
-        .await;
+    let (store, route) = staged_per_key(h, &[Some("k"), Some("k")]).await;
 
     let first = claim(&store, &route, 10).await;
     assert_eq!(numbers(&first), [1]);
@@ -152,15 +134,8 @@ pub async fn per_key_concurrent_claimers_keep_key_order<H: StoreHarness>(h: &H) 
         let (store, in_flight, order) = (store.clone(), in_flight.clone(), order.clone());
         let route = route.clone();
         async move {
-            let mut idle = 0;
-            while idle < 5 {
-                let batch = claim(&store, &route, 3).await;
-                if batch.records().is_empty() {
-                    idle += 1;
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    continue;
-                }
-                idle = 0;
+            let idle = (5, Duration::from_millis(20));
+            while let Some(batch) = next_claim(&store, &route, 3, idle).await {
                 for record in batch.records() {
                     let key = record.envelope.ordering_key.clone().unwrap();
                     assert!(

@@ -4,28 +4,19 @@ use std::time::Duration;
 
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{Envelope, OrderingMode, OutboxStore, PublishBatch, PublishError, Publisher};
+use tidings_core::{Envelope, OutboxStore, PublishError};
 use tokio_util::sync::CancellationToken;
 
 use super::StoreHarness;
-use super::fixtures::{SHORT_LEASE, event, route};
+use super::fixtures::{SHORT_LEASE, staged};
+use crate::publisher::{PublishEach, PublishOne};
 
 /// A broker that never answers: a relay publishing to it holds its batch
 /// until it is killed.
 #[derive(Debug, Clone, Copy)]
 struct Unanswering;
 
-impl Publisher for Unanswering {
-    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
-        batch.each(|envelope| self.publish_one(envelope)).await
-    }
-
-    fn messaging_system(&self) -> &'static str {
-        "test"
-    }
-}
-
-impl Unanswering {
+impl PublishOne for Unanswering {
     async fn publish_one(&self, _envelope: &Envelope) -> Result<(), PublishError> {
         std::future::pending().await
     }
@@ -35,15 +26,12 @@ impl Unanswering {
 /// claim as a crash leaves it) holds nothing for long: a relay started
 /// alone after it, with no sweeper step beside it, relays every row.
 pub async fn a_relay_killed_mid_batch_is_recovered_by_the_next_relay_alone<H: StoreHarness>(h: &H) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, (1..=20).map(|n| event(&route, n)).collect())
-        .await;
+    let (store, route) = staged(h, 1..=20).await;
     let config = RelayOptions::default()
         .lease(SHORT_LEASE)
         .poll_interval(Duration::from_millis(50));
 
-    let dying = Relay::for_route(store.clone(), Unanswering, route.clone())
+    let dying = Relay::for_route(store.clone(), PublishEach::new(Unanswering), route.clone())
         .expect("route")
         .options(config);
     let killed = tokio::spawn(async move { dying.run(CancellationToken::new()).await });

@@ -8,7 +8,9 @@ use std::time::Duration;
 use tidings_core::{ClaimedBatch, OrderingMode, OutboxStore, Outcome, Route, Settlement};
 
 use super::StoreHarness;
-use super::fixtures::{claim, claim_leased, event, keyed, numbers, route, settle_all};
+use super::fixtures::{
+    claim, claim_leased, event, keyed, next_claim, numbers, route, settle_all, staged,
+};
 
 /// How many relays race in these cases.
 const RELAYS: u64 = 4;
@@ -82,9 +84,7 @@ pub async fn several_relays_drain_every_event_exactly_once<H: StoreHarness>(h: &
 pub async fn a_swept_relays_late_mark_is_lost_and_the_new_owner_publishes_once<H: StoreHarness>(
     h: &H,
 ) {
-    let store = h.store().await;
-    let route = route(OrderingMode::Unordered);
-    h.commit(&store, vec![event(&route, 1)]).await;
+    let (store, route) = staged(h, [1]).await;
 
     let old = claim_leased(&store, &route, 10, Duration::from_millis(200)).await;
     assert_eq!(old.records().len(), 1);
@@ -137,15 +137,8 @@ pub async fn per_key_order_holds_with_several_relays_and_transient_failures<H: S
         let (peer, route, log) = (h.peer(&store, n).await, route.clone(), log.clone());
         relays.push(tokio::spawn(async move {
             let mut rng = fastrand::Rng::with_seed(n);
-            let mut idle = 0;
-            while idle < 20 {
-                let batch = claim(&peer, &route, 8).await;
-                if batch.records().is_empty() {
-                    idle += 1;
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                }
-                idle = 0;
+            let idle = (20, Duration::from_millis(10));
+            while let Some(batch) = next_claim(&peer, &route, 8, idle).await {
                 let settlements = publish_keyed(&batch, &log, &mut rng);
                 tokio::time::sleep(Duration::from_millis(2)).await;
                 for record in batch.records() {

@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use tidings_core::relay::{Relay, RelayOptions, SharedRelay, Tenant};
 use tidings_core::{
-    Backoff, Envelope, OrderingMode, OutboxStore, PublishBatch, PublishError, Publisher,
-    RetryPolicy, Route,
+    Backoff, Envelope, OrderingMode, OutboxStore, PublishError, RetryPolicy, Route,
 };
 use tokio_util::sync::CancellationToken;
 
 use super::StoreHarness;
 use super::fixtures::{event, keyed, route};
+use crate::publisher::{PublishEach, PublishOne};
 
 /// Events staged per route.
 const PER_ROUTE: u32 = 60;
@@ -55,17 +55,7 @@ impl Flaky {
     }
 }
 
-impl Publisher for Flaky {
-    async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
-        batch.each(|envelope| self.publish_one(envelope)).await
-    }
-
-    fn messaging_system(&self) -> &'static str {
-        "test"
-    }
-}
-
-impl Flaky {
+impl PublishOne for Flaky {
     async fn publish_one(&self, envelope: &Envelope) -> Result<(), PublishError> {
         let mut received = self.received();
         let rng = received
@@ -117,13 +107,21 @@ async fn staged_routes<H: StoreHarness>(h: &H, store: &H::Store, routes: u32) ->
 }
 
 /// The relays of `routes` on `store`, publishing to `broker`.
-fn relays<S: OutboxStore>(store: &S, broker: &Flaky, routes: &[Route]) -> Vec<Relay<S, Flaky>> {
+fn relays<S: OutboxStore>(
+    store: &S,
+    broker: &Flaky,
+    routes: &[Route],
+) -> Vec<Relay<S, PublishEach<Flaky>>> {
     let options = RelayOptions::default()
         .batch_size(16)
         .poll_interval(Duration::from_millis(20));
     (routes.iter())
         .map(|route| {
-            let relay = Relay::for_route(store.clone(), broker.clone(), route.clone());
+            let relay = Relay::for_route(
+                store.clone(),
+                PublishEach::new(broker.clone()),
+                route.clone(),
+            );
             relay.expect("route").options(options)
         })
         .collect()

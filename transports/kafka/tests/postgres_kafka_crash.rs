@@ -16,13 +16,13 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
-use futures::StreamExt;
-use support::e2e::{ConsumerRun, Handling, Order, Poison, World, consumer, leak, store_in};
-use tidings_core::{DEAD_LETTER_REASON_HEADER, Source};
+use support::e2e::{ConsumerRun, Handling, Poison, World, consumer, leak, store_in};
+use tidings_core::Source;
 use tidings_kafka::{KafkaSource, SourceOptions, dead_letter_topic};
+use tidings_testing::consumer::{Parked, collect_parked};
 use tidings_testing::faults::harnessless;
 use tidings_testing::names::unique_name;
 
@@ -53,7 +53,7 @@ fn main() {
 async fn a_message_that_kills_its_consumer_is_parked_alone() -> String {
     let world = World::new(4).await;
     world.stage_and_relay(ORDERS, KEYS).await;
-    let parked = collect_parked(&world).await;
+    let parked = collect_parked_of(&world).await;
     let group = unique_name("billing");
     let config = format!("{} {} {group}", world.schema, world.topic);
     let crashes = run_children(&world, &config, &parked).await;
@@ -91,26 +91,14 @@ async fn a_message_that_kills_its_consumer_is_parked_alone() -> String {
 }
 
 /// Collects what lands in the dead-letter topic: `(order id, reason)`.
-async fn collect_parked(world: &World) -> Arc<Mutex<Vec<(u32, String)>>> {
-    let parked = Arc::new(Mutex::new(Vec::new()));
+async fn collect_parked_of(world: &World) -> Parked {
     let source =
         KafkaSource::new(&world.client, SourceOptions::new(unique_name("parked"))).unwrap();
-    let mut stream = source
+    let stream = source
         .subscribe(&dead_letter_topic(world.topic))
         .await
         .unwrap();
-    tokio::spawn({
-        let parked = parked.clone();
-        async move {
-            while let Some(Ok(delivery)) = stream.next().await {
-                let order: Order = serde_json::from_slice(&delivery.envelope().payload).unwrap();
-                let reason = delivery.envelope().headers[DEAD_LETTER_REASON_HEADER].clone();
-                parked.lock().unwrap().push((order.id, reason));
-                delivery.ack().await.unwrap();
-            }
-        }
-    });
-    parked
+    collect_parked(stream)
 }
 
 /// Runs consumer children one after another, killing each by PID shortly

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::memory::{MemoryBatch, MemoryStore};
-use crate::relay::{Relay, RelayOptions};
+use crate::relay::{PassReport, Relay, RelayOptions};
 use crate::{
     Backoff, ClaimRequest, Envelope, OutboxSpec, OutboxStats, OutboxStore, PublishBatch,
     PublishError, Publisher, PurgeRequest, Requeue, RetryPolicy, StoreError,
@@ -28,11 +28,7 @@ struct Keep(Arc<Mutex<Vec<u32>>>);
 impl Publisher for Keep {
     async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
         let mut kept = self.0.lock().expect("not poisoned");
-        let payloads = batch.envelopes().iter().map(|envelope| {
-            let n: u32 = serde_json::from_slice(&envelope.payload).expect("a u32 payload");
-            n
-        });
-        kept.extend(payloads);
+        kept.extend(batch.envelopes().iter().map(number));
         batch.envelopes().iter().map(|_| Ok(())).collect()
     }
 
@@ -72,11 +68,10 @@ impl Publisher for Overlapping {
     async fn send(&self, mut batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
         let envelopes = batch.envelopes();
         let queued = batch.take_queued();
-        let payloads = envelopes.iter().map(|e| {
-            let n: u32 = serde_json::from_slice(&e.payload).expect("a u32 payload");
-            n
-        });
-        self.queued.lock().unwrap().extend(payloads);
+        self.queued
+            .lock()
+            .unwrap()
+            .extend(envelopes.iter().map(number));
         drop(queued);
         {
             let mut answering = self.answering.lock().unwrap();
@@ -93,6 +88,17 @@ impl Publisher for Overlapping {
     }
 }
 
+impl Overlapping {
+    /// Events `0..events` were queued in order, two batches awaiting their
+    /// answers at once, and none is left awaiting.
+    fn assert_overlapped(&self, events: u32) {
+        let queued = self.queued.lock().unwrap().clone();
+        assert_eq!(queued, (0..events).collect::<Vec<_>>(), "queued in order");
+        let (answering, most) = *self.answering.lock().unwrap();
+        assert_eq!((answering, most), (0, 2), "two batches awaited at once");
+    }
+}
+
 /// Fails event `n` once, transiently, and accepts everything else; keeps
 /// every payload handed to it.
 #[derive(Clone)]
@@ -103,7 +109,20 @@ struct FailsOnce {
 
 impl Publisher for FailsOnce {
     async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
-        batch.each(|envelope| self.publish_one(envelope)).await
+        let mut seen = self.seen.lock().unwrap();
+        let mut answer = |n: u32| {
+            seen.push(n);
+            match n == self.n && seen.iter().filter(|&&s| s == n).count() == 1 {
+                true => Err(PublishError::Timeout),
+                false => Ok(()),
+            }
+        };
+        batch
+            .envelopes()
+            .iter()
+            .map(number)
+            .map(&mut answer)
+            .collect()
     }
 
     fn messaging_system(&self) -> &'static str {
@@ -111,16 +130,9 @@ impl Publisher for FailsOnce {
     }
 }
 
-impl FailsOnce {
-    async fn publish_one(&self, envelope: &Envelope) -> Result<(), PublishError> {
-        let n = serde_json::from_slice(&envelope.payload).expect("a u32 payload");
-        let mut seen = self.seen.lock().unwrap();
-        seen.push(n);
-        match n == self.n && seen.iter().filter(|&&s| s == n).count() == 1 {
-            true => Err(PublishError::Timeout),
-            false => Ok(()),
-        }
-    }
+/// The number an event of these tests carries.
+fn number(envelope: &Envelope) -> u32 {
+    serde_json::from_slice(&envelope.payload).expect("a u32 payload")
 }
 
 /// A drain's steps, in the order they were taken.
@@ -185,6 +197,27 @@ impl OutboxStore for Cursors {
     }
 }
 
+/// One drain of `store` through `publisher` with `options`.
+async fn drain<S: OutboxStore, P: Publisher>(
+    store: &S,
+    publisher: P,
+    spec: &'static OutboxSpec<u32>,
+    options: RelayOptions,
+) -> PassReport {
+    let relay = Relay::new(store.clone(), publisher, spec).unwrap();
+    relay.options(options).drain().await.unwrap()
+}
+
+/// Stages `events` events and drains them once through `publisher` with
+/// `options`: every one is claimed and published, and none is left.
+async fn drain_staged<P: Publisher>(events: u32, publisher: P, options: RelayOptions) {
+    let store = staged(events);
+    let report = drain(&store, publisher, &EVENTS, options).await;
+    let events = events as usize;
+    assert_eq!((report.claimed, report.published), (events, events));
+    assert_eq!(store.pending_count("events"), 0);
+}
+
 /// A store holding `events` pending events numbered from 0, staged in
 /// one transaction.
 fn staged(events: u32) -> MemoryStore {
@@ -204,16 +237,9 @@ fn staged_on(spec: &'static OutboxSpec<u32>, events: u32) -> MemoryStore {
 
 #[tokio::test]
 async fn claims_wider_than_the_publish_window_are_published_a_window_at_a_time() {
-    let store = staged(620);
     let publisher = Windows::default();
-    let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
-        .unwrap()
-        .options(RelayOptions::default().batch_size(250).publish_window(100));
-
-    let report = relay.drain().await.unwrap();
-
-    assert_eq!((report.claimed, report.published), (620, 620));
-    assert_eq!(store.pending_count("events"), 0);
+    let options = RelayOptions::default().batch_size(250).publish_window(100);
+    drain_staged(620, publisher.clone(), options).await;
     let windows = publisher.0.lock().unwrap().clone();
     // A first claim of one window, as at every start, then claims of
     // 250, 250 and 20, each cut into windows of 100.
@@ -222,32 +248,18 @@ async fn claims_wider_than_the_publish_window_are_published_a_window_at_a_time()
 
 #[tokio::test]
 async fn a_pipelined_drain_publishes_every_event_once_in_staging_order() {
-    let store = staged(250);
     let publisher = Keep::default();
-    let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
-        .unwrap()
-        .options(RelayOptions::default().batch_size(100).drains(1));
-
-    let report = relay.drain().await.unwrap();
-
-    assert_eq!((report.claimed, report.published), (250, 250));
-    assert_eq!(store.pending_count("events"), 0);
+    let options = RelayOptions::default().batch_size(100).drains(1);
+    drain_staged(250, publisher.clone(), options).await;
     let published = publisher.0.lock().unwrap().clone();
     assert_eq!(published, (0..250).collect::<Vec<_>>());
 }
 
 #[tokio::test]
 async fn parallel_drains_publish_every_event_once() {
-    let store = staged(2_050);
     let publisher = Keep::default();
-    let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
-        .unwrap()
-        .options(RelayOptions::default().batch_size(100).drains(3));
-
-    let report = relay.drain().await.unwrap();
-
-    assert_eq!((report.claimed, report.published), (2_050, 2_050));
-    assert_eq!(store.pending_count("events"), 0);
+    let options = RelayOptions::default().batch_size(100).drains(3);
+    drain_staged(2_050, publisher.clone(), options).await;
     let mut published = publisher.0.lock().unwrap().clone();
     published.sort_unstable();
     assert_eq!(published, (0..2_050).collect::<Vec<_>>());
@@ -255,20 +267,10 @@ async fn parallel_drains_publish_every_event_once() {
 
 #[tokio::test]
 async fn the_next_batch_is_published_while_the_last_awaits_its_answers_in_order() {
-    let store = staged(1_000);
     let publisher = Overlapping::default();
-    let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
-        .unwrap()
-        .options(RelayOptions::default().batch_size(100).drains(1));
-
-    let report = relay.drain().await.unwrap();
-
-    assert_eq!((report.claimed, report.published), (1_000, 1_000));
-    assert_eq!(store.pending_count("events"), 0);
-    let queued = publisher.queued.lock().unwrap().clone();
-    assert_eq!(queued, (0..1_000).collect::<Vec<_>>(), "queued in order");
-    let (answering, most) = *publisher.answering.lock().unwrap();
-    assert_eq!((answering, most), (0, 2), "two batches awaited at once");
+    let options = RelayOptions::default().batch_size(100).drains(1);
+    drain_staged(1_000, publisher.clone(), options).await;
+    publisher.assert_overlapped(1_000);
 }
 
 /// A wrapper written the obvious way: it stamps a header on every envelope
@@ -296,22 +298,13 @@ impl<P: Publisher> Publisher for Stamping<P> {
 
 #[tokio::test]
 async fn a_wrapped_publisher_keeps_the_overlap_of_batches() {
-    let store = staged(1_000);
     let publisher = Overlapping::default();
     let wrapped = Stamping {
         inner: publisher.clone(),
     };
-    let relay = Relay::new(store.clone(), wrapped, &EVENTS)
-        .unwrap()
-        .options(RelayOptions::default().batch_size(100).drains(1));
-
-    let report = relay.drain().await.unwrap();
-
-    assert_eq!((report.claimed, report.published), (1_000, 1_000));
-    let queued = publisher.queued.lock().unwrap().clone();
-    assert_eq!(queued, (0..1_000).collect::<Vec<_>>(), "queued in order");
-    let (answering, most) = *publisher.answering.lock().unwrap();
-    assert_eq!((answering, most), (0, 2), "two batches awaited at once");
+    let options = RelayOptions::default().batch_size(100).drains(1);
+    drain_staged(1_000, wrapped, options).await;
+    publisher.assert_overlapped(1_000);
 }
 
 #[tokio::test]
@@ -321,11 +314,8 @@ async fn claims_go_on_past_the_last_batch_but_for_one_in_eight_and_the_last() {
         ..Cursors::default()
     };
     let publisher = Keep::default();
-    let relay = Relay::new(store.clone(), publisher.clone(), &EVENTS)
-        .unwrap()
-        .options(RelayOptions::default().batch_size(100).drains(1));
-
-    let report = relay.drain().await.unwrap();
+    let options = RelayOptions::default().batch_size(100).drains(1);
+    let report = drain(&store, publisher.clone(), &EVENTS, options).await;
 
     assert_eq!((report.claimed, report.published), (2_050, 2_050));
     let published = publisher.0.lock().unwrap().clone();
@@ -350,11 +340,8 @@ async fn a_row_left_behind_the_cursor_is_published_before_the_drain_ends() {
         n: 150,
         seen: Arc::default(),
     };
-    let relay = Relay::new(store.clone(), publisher.clone(), &RETRIED)
-        .unwrap()
-        .options(RelayOptions::default().batch_size(100).drains(1));
-
-    let report = relay.drain().await.unwrap();
+    let options = RelayOptions::default().batch_size(100).drains(1);
+    let report = drain(&store, publisher.clone(), &RETRIED, options).await;
 
     assert_eq!((report.published, report.rescheduled), (20_000, 1));
     assert_eq!(store.pending_count("retried"), 0);
@@ -374,11 +361,8 @@ async fn the_next_claim_is_sent_before_the_last_batch_is_published() {
         ..Cursors::default()
     };
     let publisher = Stepping(Arc::clone(&store.steps));
-    let relay = Relay::new(store.clone(), publisher, &EVENTS)
-        .unwrap()
-        .options(RelayOptions::default().batch_size(100).drains(1));
-
-    let report = relay.drain().await.unwrap();
+    let options = RelayOptions::default().batch_size(100).drains(1);
+    let report = drain(&store, publisher, &EVENTS, options).await;
 
     assert_eq!(report.published, 300);
     let steps = store.steps.lock().unwrap().clone();

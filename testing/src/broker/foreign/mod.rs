@@ -6,6 +6,7 @@ mod message;
 use std::future::Future;
 use std::time::{Duration, SystemTime};
 
+use cloudevents::Event;
 pub use message::{ForeignMessage, expected_envelope, sample_events};
 use tidings_core::Envelope;
 
@@ -84,27 +85,29 @@ async fn receive_as<H: ForeignProducer>(h: &H, messages: Vec<(ForeignMessage, En
 /// Events in binary mode, under every binding prefix the transport
 /// carries, arrive with every attribute read.
 pub async fn foreign_binary_events_are_read<H: ForeignProducer>(h: &H) {
-    let mut messages = Vec::new();
-    for prefix in h.binding_prefixes() {
-        for event in sample_events() {
-            let expected = expected_envelope(&event);
-            messages.push((ForeignMessage::binary(&event, prefix), expected));
-        }
-    }
+    let messages = (h.binding_prefixes().iter())
+        .flat_map(|prefix| samples_as(|event| ForeignMessage::binary(event, prefix)))
+        .collect();
     receive_as(h, messages).await;
 }
 
 /// Events in structured mode arrive read, labelled with their content
 /// type or not.
 pub async fn foreign_structured_events_are_read<H: ForeignProducer>(h: &H) {
-    let mut messages = Vec::new();
-    for labelled in [true, false] {
-        for event in sample_events() {
-            let expected = expected_envelope(&event);
-            messages.push((ForeignMessage::structured(&event, labelled), expected));
-        }
-    }
+    let messages = [true, false]
+        .into_iter()
+        .flat_map(|labelled| samples_as(|event| ForeignMessage::structured(event, labelled)))
+        .collect();
     receive_as(h, messages).await;
+}
+
+/// Every sample event as `message` encodes it, with the envelope it must
+/// be read as.
+fn samples_as(message: impl Fn(&Event) -> ForeignMessage) -> Vec<(ForeignMessage, Envelope)> {
+    let events = sample_events().into_iter();
+    events
+        .map(|event| (message(&event), expected_envelope(&event)))
+        .collect()
 }
 
 /// Times with offsets other than UTC name the same instant.

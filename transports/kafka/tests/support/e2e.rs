@@ -154,11 +154,7 @@ impl World {
     }
 
     pub async fn drop(self) {
-        let sql = format!("drop schema if exists \"{}\" cascade", self.schema);
-        sqlx::query(AssertSqlSafe(sql))
-            .execute(self.store.pool())
-            .await
-            .unwrap();
+        tidings_testing::services::drop_schema(self.store.pool(), &self.schema).await;
     }
 }
 

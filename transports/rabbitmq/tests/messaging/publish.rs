@@ -167,21 +167,26 @@ async fn unroutable_mandatory_publish_fails_only_its_message() {
     setup.delete().await;
 }
 
+/// Publishes messages 1 to 3 of `setup` in one batch, the second with a
+/// payload of `size` bytes; checks the others went through and returns
+/// the second's error.
+async fn publish_one_oversized(setup: &Setup, size: usize) -> PublishError {
+    let mut big = setup.envelope(2);
+    big.payload = Bytes::from(vec![b'x'; size]);
+    let batch = [setup.envelope(1), big, setup.envelope(3)];
+    let mut results = setup.publisher.publish_batch(&batch).await;
+    assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
+    results.swap_remove(1).unwrap_err()
+}
+
 #[tokio::test]
 async fn oversized_message_is_refused_before_sending() {
     let options = PublisherOptions::default().max_message_size(1024);
     let setup = Setup::classic("too_large", options).await;
-    let mut big = setup.envelope(2);
-    big.payload = Bytes::from(vec![b'x'; 2048]);
-    let results = setup
-        .publisher
-        .publish_batch(&[setup.envelope(1), big, setup.envelope(3)])
-        .await;
-    assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
-    let err = results[1].as_ref().unwrap_err();
+    let err = publish_one_oversized(&setup, 2048).await;
     assert!(
         matches!(
-            err,
+            &err,
             PublishError::TooLarge {
                 size: 2048,
                 limit: 1024
@@ -203,14 +208,8 @@ async fn oversized_message_is_refused_before_sending() {
 async fn message_above_the_broker_limit_fails_only_its_message() {
     let options = PublisherOptions::default().max_message_size(usize::MAX);
     let setup = Setup::classic("broker_limit", options).await;
-    let mut big = setup.envelope(2);
-    big.payload = Bytes::from(vec![b'x'; PublisherOptions::DEFAULT_MAX_MESSAGE_SIZE + 1]);
-    let results = setup
-        .publisher
-        .publish_batch(&[setup.envelope(1), big, setup.envelope(3)])
-        .await;
-    assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
-    let err = results[1].as_ref().unwrap_err();
+    let size = PublisherOptions::DEFAULT_MAX_MESSAGE_SIZE + 1;
+    let err = publish_one_oversized(&setup, size).await;
     assert!(matches!(err, PublishError::TooLarge { .. }), "{err:?}");
     assert!(!err.is_transient());
     setup.delete().await;

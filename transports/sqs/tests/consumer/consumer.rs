@@ -13,6 +13,7 @@ use tidings_core::{DEAD_LETTER_REASON_HEADER, Message, PublisherExt};
 use tidings_inbox::Inbox;
 use tidings_sqs::{PublisherOptions, QueueOptions, SqsPublisher, SqsSource};
 use tidings_testing::broker::{next, subscribe};
+use tidings_testing::consumer::counted;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_deliveries_parks_on_its_own_without_a_redrive_policy() {
@@ -85,15 +86,8 @@ async fn without_max_deliveries_the_redrive_policy_parks_what_keeps_failing() {
     publisher.publish(&poison).await.expect("publish");
 
     let calls = Arc::new(AtomicU32::new(0));
-    let handler = handler_fn({
-        let calls = calls.clone();
-        move |_msg: Message<Order>, _tx: TxHandle<MemoryContext>| {
-            let calls = calls.clone();
-            async move {
-                calls.fetch_add(1, SeqCst);
-                Err(HandlerError::transient("always fails"))
-            }
-        }
+    let handler = counted(&calls, |_, _, _: TxHandle<MemoryContext>| async {
+        Err(HandlerError::transient("always fails"))
     });
     let source = SqsSource::new(client, source_options());
     let consumer = Consumer::new(source.clone(), spec(&queue), handler)
@@ -125,16 +119,9 @@ async fn a_handler_running_past_the_visibility_timeout_is_not_redelivered_meanwh
     publisher.publish(&order(&queue, 7)).await.expect("publish");
 
     let calls = Arc::new(AtomicU32::new(0));
-    let handler = handler_fn({
-        let calls = calls.clone();
-        move |_msg: Message<Order>, _tx: TxHandle<MemoryContext>| {
-            let calls = calls.clone();
-            async move {
-                calls.fetch_add(1, SeqCst);
-                tokio::time::sleep(visibility * 3).await;
-                Ok(())
-            }
-        }
+    let handler = counted(&calls, move |_, _, _: TxHandle<MemoryContext>| async move {
+        tokio::time::sleep(visibility * 3).await;
+        Ok(())
     });
     let source: SqsSource = SqsSource::new(client, source_options());
     let store = MemoryStore::new();
