@@ -86,24 +86,8 @@ pub(crate) async fn store_on_options(pool: PgPool, options: PgOutboxOptions) -> 
 /// claim's transaction begun ahead with it; the server then may pick the
 /// drop as a deadlock's victim, and the drop is tried again.
 pub(crate) async fn drop_schema(store: &PgOutboxStore) {
-    let sql = format!(
-        "drop schema if exists \"{}\" cascade",
-        store.options().get_schema()
-    );
-    for attempt in 1.. {
-        match sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone()))
-            .execute(store.pool())
-            .await
-        {
-            Ok(_) => return,
-            Err(sqlx::Error::Database(e))
-                if e.code().as_deref() == Some("40P01") && attempt < 5 =>
-            {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(e) => panic!("drop schema: {e}"),
-        }
-    }
+    let schema = store.options().get_schema();
+    tidings_testing::services::drop_schema(store.pool(), schema).await;
 }
 
 /// Commits `events` through the store's staging path.
