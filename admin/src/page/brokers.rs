@@ -6,11 +6,23 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use super::dead_letters::Action;
+use serde::Deserialize;
+
 use crate::AdminError;
 use crate::dead_letters::{
     DeadLetter, DeadLetterFilter, DeadLetterReport, QueueDepth, ReplayOptions,
 };
+
+/// What an operator does to the dead letters selected, named by the last
+/// part of the request's path.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Action {
+    /// Sends them back to their queue.
+    Replay,
+    /// Deletes them.
+    Delete,
+}
 
 /// A boxed answer of a reader.
 pub(crate) type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, AdminError>> + Send + 'a>>;

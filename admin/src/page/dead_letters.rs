@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::State;
 use super::access::{Authorized, bad_request, message, not_found, respond};
-use super::brokers::{Queue, find, queues};
+use super::brokers::{Action, Queue, find, queues};
 use crate::AdminError;
 use crate::dead_letters::{DeadLetterFilter, ReplayOptions};
 use crate::stores::AdminStore;
@@ -89,17 +89,6 @@ pub(crate) struct Selection {
     ids: Vec<String>,
     #[serde(default)]
     dry_run: bool,
-}
-
-/// What an operator does to the dead letters selected, named by the last
-/// part of the request's path.
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Action {
-    /// Sends them back to their queue.
-    Replay,
-    /// Deletes them.
-    Delete,
 }
 
 /// Replays or deletes the named dead letters (bearer token).
