@@ -93,10 +93,10 @@ pub fn send_span(system: &'static str, destination: &str, envelopes: &[Envelope]
     span
 }
 
-/// The `process {queue}` span of deliveries handled in one transaction.
-/// One delivery is named in `messaging.message.id` and its span is a
-/// child of the message's creation context, and linked to it, when the
-/// message carries one (in a trace of its own otherwise); several are
+/// The `process {queue}` span of one delivery, or of several handled in
+/// one transaction. One is named in `messaging.message.id`, and its span
+/// is a child of the message's creation context, and linked to it, when
+/// the message carries one (in a trace of its own otherwise); several are
 /// counted in `messaging.batch.message_count` and linked to each
 /// message's creation context.
 pub fn process_span(
