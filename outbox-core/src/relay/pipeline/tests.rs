@@ -109,24 +109,23 @@ struct FailsOnce {
 
 impl Publisher for FailsOnce {
     async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
-        let mut seen = self.seen.lock().unwrap();
-        let mut answer = |n: u32| {
-            seen.push(n);
-            match n == self.n && seen.iter().filter(|&&s| s == n).count() == 1 {
-                true => Err(PublishError::Timeout),
-                false => Ok(()),
-            }
-        };
-        batch
-            .envelopes()
-            .iter()
-            .map(number)
-            .map(&mut answer)
-            .collect()
+        batch.each(|envelope| self.publish_one(envelope)).await
     }
 
     fn messaging_system(&self) -> &'static str {
         "test"
+    }
+}
+
+impl FailsOnce {
+    async fn publish_one(&self, envelope: &Envelope) -> Result<(), PublishError> {
+        let n = number(envelope);
+        let mut seen = self.seen.lock().unwrap();
+        seen.push(n);
+        match n == self.n && seen.iter().filter(|&&s| s == n).count() == 1 {
+            true => Err(PublishError::Timeout),
+            false => Ok(()),
+        }
     }
 }
 
