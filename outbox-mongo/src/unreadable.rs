@@ -54,15 +54,12 @@ pub(crate) async fn set_aside_unstampable(
 ) -> StoreError {
     let now = micros(store.now());
     unclaim(store, lease, now).await;
-    let found: Result<Vec<Document>, MongoError> = async {
-        read_all(
-            store
-                .outbox()
-                .find(filters::uncountable(route))
-                .limit(SET_ASIDE_LIMIT),
-        )
-        .await
-    }
+    let found: Result<Vec<Document>, MongoError> = read_all(
+        store
+            .outbox()
+            .find(filters::uncountable(route))
+            .limit(SET_ASIDE_LIMIT),
+    )
     .await;
     let documents = match found {
         Ok(documents) if !documents.is_empty() => documents,
