@@ -10,6 +10,7 @@ use uuid::Uuid;
 use crate::PgOutboxStore;
 use crate::error::{CommitError, store_error};
 use crate::params::micros;
+use crate::tailing;
 
 /// A transaction with an outbox: the user's statements and the staged
 /// events commit together, or not at all.
@@ -95,6 +96,10 @@ impl<'c> PgContext<'c> {
             return Ok(0);
         }
         self.record_routes(&events).await?;
+        if self.store.stages_messages() {
+            // The relay reads the log: no row, and nobody to wake.
+            return self.emit(events).await;
+        }
         // Where nobody listens at all, there is nobody to notify.
         let notifying = notify && self.store.notify_in_transaction();
         let inserted = match events.pop() {
@@ -165,6 +170,24 @@ impl<'c> PgContext<'c> {
             .execute(&mut *self.tx)
             .await?;
         Ok(done.rows_affected())
+    }
+
+    /// Writes every event as a logical decoding message of the transaction,
+    /// in one statement; no row.
+    async fn emit(&mut self, events: Vec<StagedEvent>) -> Result<u64, CommitError> {
+        let (tailing, sql) = self.store.tailing()?;
+        let mut contents = Vec::with_capacity(events.len());
+        for event in &events {
+            let content = tailing::encode(event).map_err(|e| StoreError::Invalid(e.to_string()))?;
+            contents.push(content);
+        }
+        let emitted: i64 = sqlx::query_scalar(sql.emit.clone())
+            .persistent(self.store.persistent())
+            .bind(&tailing.prefix)
+            .bind(&contents)
+            .fetch_one(&mut *self.tx)
+            .await?;
+        Ok(u64::try_from(emitted).unwrap_or(0))
     }
 
     /// Writes every event in one statement, queueing the hint with `notify`.
@@ -248,25 +271,25 @@ impl<'c> PgContext<'c> {
 
 /// The staged events, one array per column, for the single insert.
 #[derive(Default)]
-struct Columns {
-    event_id: Vec<uuid::Uuid>,
-    route: Vec<String>,
-    destination: Vec<String>,
-    event_type: Vec<String>,
-    payload: Vec<Vec<u8>>,
-    content_type: Vec<String>,
-    headers: Vec<String>,
-    ordering_key: Vec<Option<String>>,
-    correlation_id: Vec<Option<String>>,
-    causation_id: Vec<Option<String>>,
-    tenant_id: Vec<Option<String>>,
-    occurred_at: Vec<OffsetDateTime>,
-    hlc: Vec<Option<i64>>,
-    delay_us: Vec<i64>,
+pub(crate) struct Columns {
+    pub(crate) event_id: Vec<uuid::Uuid>,
+    pub(crate) route: Vec<String>,
+    pub(crate) destination: Vec<String>,
+    pub(crate) event_type: Vec<String>,
+    pub(crate) payload: Vec<Vec<u8>>,
+    pub(crate) content_type: Vec<String>,
+    pub(crate) headers: Vec<String>,
+    pub(crate) ordering_key: Vec<Option<String>>,
+    pub(crate) correlation_id: Vec<Option<String>>,
+    pub(crate) causation_id: Vec<Option<String>>,
+    pub(crate) tenant_id: Vec<Option<String>>,
+    pub(crate) occurred_at: Vec<OffsetDateTime>,
+    pub(crate) hlc: Vec<Option<i64>>,
+    pub(crate) delay_us: Vec<i64>,
 }
 
 impl Columns {
-    fn new(events: Vec<StagedEvent>) -> Result<Self, StoreError> {
+    pub(crate) fn new(events: Vec<StagedEvent>) -> Result<Self, StoreError> {
         let mut c = Columns::default();
         for StagedEvent { envelope: e, delay } in events {
             c.headers.push(headers_json(&e.event_id, &e.headers)?);

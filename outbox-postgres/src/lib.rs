@@ -19,6 +19,9 @@ mod rotation;
 mod script;
 mod sql;
 mod store;
+pub mod tailing;
+#[cfg(feature = "wal")]
+pub mod wal;
 
 pub use claim::batch::PgBatch;
 pub use context::PgContext;
@@ -31,6 +34,7 @@ pub use options::{ClaimMode, PgOutboxOptions};
 pub use pooling::Pooling;
 pub use rotation::Rotation;
 pub use store::PgOutboxStore;
+pub use tailing::{LogTailing, TailMode};
 pub use tidings_core::Retention;
 
 /// The sqlx this crate is built on, so a service uses the same version.

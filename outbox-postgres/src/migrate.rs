@@ -21,6 +21,11 @@ impl PgOutboxStore {
     /// run is one transaction holding an advisory lock on the schema, so
     /// concurrent runs wait for each other and find nothing left to do.
     ///
+    /// With [log tailing](crate::PgOutboxOptions::log_tailing) it then
+    /// creates the publication and the replication slot where missing, and
+    /// records where a new slot starts, so that a slot lost and created
+    /// again is noticed.
+    ///
     /// Several outbox tables may share a schema, and an inbox table: each
     /// records its own migrations in `<table>_migrations`, and the inbox is
     /// made by the first of them to migrate and adopted by the others.
@@ -34,8 +39,11 @@ impl PgOutboxStore {
     /// then. [`StoreError::Misconfigured`] when the pool reaches
     /// PostgreSQL through a pooler in transaction mode and the store was
     /// not built with [`Pooling::Transaction`](crate::Pooling::Transaction)
-    /// (checked when the pool has a second connection to spare). Errors of
-    /// the connection as elsewhere.
+    /// (checked when the pool has a second connection to spare), or, with
+    /// log tailing, when the server's `wal_level` is not `logical` or the
+    /// slot is not a pgoutput slot of this database; [`StoreError::Schema`]
+    /// when the publication exists and does not publish the outbox table.
+    /// Errors of the connection as elsewhere.
     #[instrument(skip_all, fields(db.system = "postgresql", db.namespace = %self.inner().names.schema), err)]
     pub async fn migrate(&self) -> Result<usize, StoreError> {
         crate::pooling::detect_pooler(self).await?;
@@ -103,6 +111,10 @@ impl PgOutboxStore {
         }
         self.check_layout(&mut tx).await?;
         tx.commit().await.map_err(store_error)?;
+        // A slot cannot be created in a transaction that wrote anything.
+        if inner.tailing.is_some() {
+            self.prepare_tailing().await?;
+        }
         Ok(pending.len())
     }
 

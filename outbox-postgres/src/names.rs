@@ -45,7 +45,7 @@ impl TableNames {
                 "the inbox table {inbox:?} would share its name with a slot of a rotated outbox {outbox:?}; give it another name"
             )));
         }
-        for suffix in ["_migrations", "_claims", "_routes"] {
+        for suffix in ["_migrations", "_claims", "_routes", "_positions"] {
             if inbox.strip_suffix(suffix) == Some(outbox) {
                 return Err(StoreError::Invalid(format!(
                     "the inbox table {inbox:?} would share its name with the outbox's {suffix} table; give it another name"
@@ -71,7 +71,7 @@ impl TableNames {
 
     /// Fills the placeholders of a statement template: `{schema}`,
     /// `{outbox}`, `{inbox}`, `{inbox_attempts}`, `{migrations}`,
-    /// `{claims}` and `{routes}` become quoted,
+    /// `{claims}`, `{routes}` and `{positions}` become quoted,
     /// qualified names; `{outbox_table}` and `{inbox_table}` the bare table names, for
     /// naming indexes inside quotes.
     pub(crate) fn render(&self, template: &str) -> String {
@@ -85,6 +85,7 @@ impl TableNames {
             .replace("{migrations}", &qualified(&self.migrations_table()))
             .replace("{claims}", &qualified(&self.claims_table()))
             .replace("{routes}", &qualified(&self.routes_table()))
+            .replace("{positions}", &qualified(&self.positions_table()))
             .replace("{outbox_table}", &self.outbox)
             .replace("{inbox_table}", &self.inbox)
     }
@@ -113,6 +114,12 @@ impl TableNames {
     /// The bare name of the table recording every route staged.
     pub(crate) fn routes_table(&self) -> String {
         format!("{}_routes", self.outbox)
+    }
+
+    /// The bare name of the table recording where log-tailing relays'
+    /// slots stand.
+    pub(crate) fn positions_table(&self) -> String {
+        format!("{}_positions", self.outbox)
     }
 }
 

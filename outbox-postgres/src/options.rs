@@ -3,7 +3,7 @@
 use sqlx::postgres::PgConnectOptions;
 use tidings_core::{Retention, SharedClock, SystemClock, settings};
 
-use crate::{Layout, Pooling};
+use crate::{Layout, LogTailing, Pooling};
 
 /// How a relay's claim holds its rows until it settles them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -55,6 +55,7 @@ pub struct PgOutboxOptions {
     per_key_claims: usize,
     pooling: Pooling,
     listen_options: Option<PgConnectOptions>,
+    log_tailing: Option<LogTailing>,
     clock: SharedClock,
 }
 
@@ -183,6 +184,16 @@ settings!(PgOutboxOptions {
     /// elsewhere find other processes' events by polling.
     listen_options(options: PgConnectOptions) = Some(options),
         get_listen_options: Option<&PgConnectOptions> = as_ref();
+    /// Relays through the log rather than by claims: staging writes the
+    /// outbox table's rows for a publication, or logical decoding messages
+    /// and no row at all, and [`migrate`](crate::PgOutboxStore::migrate)
+    /// creates the publication and the replication slot (see the
+    /// `tailing` module and, with the `wal` feature,
+    /// [`WalStore`](crate::wal::WalStore)). Needs `wal_level = logical`
+    /// and a plain table ([`Layout::Plain`]). Default: none, a polling
+    /// relay claims rows.
+    log_tailing(tailing: LogTailing) = Some(tailing),
+        get_log_tailing: Option<&LogTailing> = as_ref();
     /// The clock stamping staged events (`occurred_at` and hybrid-clock
     /// stamps); default: the system clock. Lease and retry times always use
     /// the database clock.
@@ -203,6 +214,7 @@ impl Default for PgOutboxOptions {
             per_key_claims: Self::DEFAULT_PER_KEY_CLAIMS,
             pooling: Pooling::default(),
             listen_options: None,
+            log_tailing: None,
             clock: SystemClock::shared(),
         }
     }

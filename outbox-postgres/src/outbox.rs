@@ -18,6 +18,14 @@ impl OutboxStore for PgOutboxStore {
     type Batch = PgBatch;
 
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<PgBatch, StoreError> {
+        if self.inner().tailing.is_some() {
+            // Its relay reads the log; claims here would publish twice.
+            return Err(StoreError::Misconfigured(
+                "this outbox is relayed by log tailing: relay it through a WalStore, \
+                 not by claims"
+                    .to_owned(),
+            ));
+        }
         self.rotate_when_due();
         PgBatch::claim(self, request).await
     }
@@ -46,6 +54,9 @@ impl OutboxStore for PgOutboxStore {
             Requeue::All => (true, Vec::new()),
             Requeue::Ids(ids) => (false, ids),
         };
+        if self.inner().tailing.is_some() {
+            return self.requeue_tailed(route, all, &ids).await;
+        }
         let inner = self.inner();
         let requeued = self
             .execute_alone(

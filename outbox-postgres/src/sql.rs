@@ -70,6 +70,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(14, "0014_outbox_rotated", Outbox, Some(Layout::Rotated)),
     migration!(15, "0015_outbox_claims_ranges", Outbox),
     migration!(16, "0016_outbox_routes_table", Outbox),
+    migration!(17, "0017_outbox_positions_table", Outbox),
 ];
 
 impl Migration {

@@ -19,6 +19,8 @@ use crate::listener::Source;
 use crate::names::TableNames;
 use crate::rotation::RotationClock;
 use crate::sql::Statements;
+use crate::tailing::Tailing;
+use crate::tailing::slot::TailStatements;
 use crate::{
     Layout, PgContext, PgInboxStore, PgOutboxOptions, PgWakeupSource, Pooling, Retention, pooling,
 };
@@ -60,6 +62,8 @@ pub(crate) struct Inner {
     pub(crate) rotation: RotationClock,
     /// Routes known to be recorded in `<table>_routes`.
     pub(crate) routes: KnownRoutes,
+    /// The names and statements of log tailing, where the store tails.
+    pub(crate) tailing: Option<(Tailing, TailStatements)>,
 }
 
 impl PgOutboxStore {
@@ -99,6 +103,19 @@ impl PgOutboxStore {
                     .to_owned(),
             ));
         }
+        let tailing = match options.get_log_tailing() {
+            Some(_) if options.get_layout() == Layout::Rotated => {
+                return Err(StoreError::Invalid(
+                    "log tailing reads one table: use Layout::Plain with it".to_owned(),
+                ));
+            }
+            Some(tailing) => {
+                let tailing = Tailing::new(tailing, &names.schema, &names.outbox)?;
+                let sql = TailStatements::new(&names, &tailing);
+                Some((tailing, sql))
+            }
+            None => None,
+        };
         let mut sql = Statements::new(&names, options.get_layout());
         sql.claim = sql.claim.per_key_claims(options.get_per_key_claims());
         let hlc = HybridClock::new(options.get_clock().clone());
@@ -122,6 +139,7 @@ impl PgOutboxStore {
                 token: uuid::Uuid::new_v4().simple().to_string(),
                 rotation: RotationClock::default(),
                 routes: KnownRoutes::default(),
+                tailing,
             }),
         })
     }

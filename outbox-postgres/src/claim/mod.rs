@@ -118,6 +118,6 @@ mod outcomes;
 mod own;
 mod pooled;
 pub(crate) mod records;
-mod row;
+pub(crate) mod row;
 pub(crate) mod statements;
-mod unreadable;
+pub(crate) mod unreadable;

@@ -22,6 +22,11 @@ impl Unreadable {
         self.0.push((event_id, reason));
     }
 
+    /// The first row that could not be read, with why.
+    pub(crate) fn first(&self) -> Option<(Uuid, String)> {
+        self.0.first().cloned()
+    }
+
     /// Whether every row could be read.
     pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()

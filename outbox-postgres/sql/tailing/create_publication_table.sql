@@ -1,0 +1,2 @@
+-- The publication of table mode: the outbox table's inserts, nothing else.
+create publication {publication} for table {outbox} with (publish = 'insert')

@@ -1,0 +1,227 @@
+//! A batch claimed from the window, and what settling it writes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use sqlx::Acquire;
+use tidings_core::{
+    ClaimedBatch, ClaimedRows, Outcome, Retention, SettleReport, Settlement, StagedEvent,
+    StoreError,
+};
+use uuid::Uuid;
+
+use super::Shared;
+use super::window::{Claimed, Doomed};
+use crate::context::Columns;
+use crate::error::store_error;
+use crate::tailing::TailMode;
+
+/// A batch of events taken from the slot's window.
+#[derive(Debug)]
+pub struct WalBatch {
+    shared: Arc<Shared>,
+    generation: u64,
+    rows: ClaimedRows,
+    /// Each event's place in the window and row, by event id (an id the
+    /// log carries twice is claimed twice).
+    places: HashMap<Uuid, Vec<(u64, Option<i64>)>>,
+}
+
+impl WalBatch {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        generation: u64,
+        mut rows: ClaimedRows,
+        claimed: Vec<Claimed>,
+    ) -> Self {
+        let mut places: HashMap<Uuid, Vec<_>> = HashMap::with_capacity(claimed.len());
+        rows.records.reserve(claimed.len());
+        for c in claimed {
+            places
+                .entry(c.record.envelope.event_id)
+                .or_default()
+                .push((c.seq, c.row));
+            rows.records.push(c.record);
+        }
+        Self {
+            shared,
+            generation,
+            rows,
+            places,
+        }
+    }
+}
+
+/// An event to write as failed: its place, row, event and why.
+pub(super) struct Failure {
+    pub(super) seq: u64,
+    pub(super) row: Option<i64>,
+    pub(super) event: StagedEvent,
+    pub(super) reason: String,
+    pub(super) attempts: u32,
+}
+
+impl Failure {
+    pub(super) fn doomed(doomed: Doomed) -> Self {
+        Self {
+            seq: doomed.seq,
+            row: doomed.incoming.row,
+            event: StagedEvent {
+                envelope: doomed.incoming.envelope,
+                delay: None,
+            },
+            reason: doomed.reason,
+            attempts: 0,
+        }
+    }
+}
+
+impl ClaimedBatch for WalBatch {
+    fn rows(&self) -> &ClaimedRows {
+        &self.rows
+    }
+
+    fn rows_mut(&mut self) -> &mut ClaimedRows {
+        &mut self.rows
+    }
+
+    async fn settle(mut self, settlements: Vec<Settlement>) -> Result<SettleReport, StoreError> {
+        let mut report = SettleReport::default();
+        let mut published = Vec::new();
+        let mut failed = Vec::new();
+        let mut lost = Vec::new();
+        {
+            let mut window = self.shared.window();
+            for Settlement { event_id, outcome } in settlements {
+                let place = self.places.get_mut(&event_id).and_then(|p| p.pop());
+                let Some((seq, row)) = place else {
+                    continue;
+                };
+                match outcome {
+                    Outcome::Published => published.push((seq, row, event_id)),
+                    Outcome::Failed { reason } => match window.failing(self.generation, seq) {
+                        Some((event, attempts)) => failed.push(Failure {
+                            seq,
+                            row,
+                            event,
+                            reason,
+                            attempts,
+                        }),
+                        None => lost.push(event_id),
+                    },
+                    Outcome::Retry { delay, error } => {
+                        match window.retry(self.generation, seq, delay, error) {
+                            true => report.rescheduled += 1,
+                            false => lost.push(event_id),
+                        }
+                    }
+                }
+            }
+        }
+        let attempts = |seq| self.shared.window().attempts(seq);
+        let published_rows: Vec<(i64, i32)> = published
+            .iter()
+            .filter_map(|&(seq, row, _)| Some((row?, attempts(seq))))
+            .collect();
+        let written = write(&self.shared, &published_rows, &failed).await;
+        let mut window = self.shared.window();
+        if let Err(error) = written {
+            // Nothing was recorded: every event goes round again.
+            for (seq, ..) in &published {
+                window.retry(self.generation, *seq, Default::default(), error.to_string());
+            }
+            for f in &failed {
+                window.retry(self.generation, f.seq, Default::default(), error.to_string());
+            }
+            return Err(error);
+        }
+        for (seq, _, event_id) in published {
+            match window.finish(self.generation, seq) {
+                true => report.published += 1,
+                false => lost.push(event_id),
+            }
+        }
+        for f in failed {
+            match window.finish(self.generation, f.seq) {
+                true => report.failed += 1,
+                false => lost.push(f.event.envelope.event_id),
+            }
+        }
+        drop(window);
+        self.shared.room.notify_waiters();
+        report.lost = lost;
+        Ok(report)
+    }
+}
+
+/// Writes the outcomes that leave a trace in the table, in one
+/// transaction: table mode removes (or marks) published rows; failures
+/// become failed rows.
+pub(super) async fn write(
+    shared: &Shared,
+    published: &[(i64, i32)],
+    failed: &[Failure],
+) -> Result<(), StoreError> {
+    let store = &shared.store;
+    let (tailing, sql) = store.tailing()?;
+    let table = tailing.mode == TailMode::Table;
+    if failed.is_empty() && (published.is_empty() || !table) {
+        return Ok(());
+    }
+    let persistent = store.persistent();
+    let mut conn = store.pool().acquire().await.map_err(store_error)?;
+    let mut tx = conn.begin().await.map_err(store_error)?;
+    if table && !published.is_empty() {
+        let (ids, attempts): (Vec<i64>, Vec<i32>) = published.iter().copied().unzip();
+        let query = match store.options().get_retention() {
+            Retention::Delete => sqlx::query(sql.published_delete.clone()).bind(ids),
+            Retention::Keep => sqlx::query(sql.published_keep.clone()).bind(ids).bind(attempts),
+        };
+        query
+            .persistent(persistent)
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
+    }
+    let (rows, events): (Vec<&Failure>, Vec<&Failure>) =
+        failed.iter().partition(|f| table && f.row.is_some());
+    if !rows.is_empty() {
+        let ids: Vec<i64> = rows.iter().filter_map(|f| f.row).collect();
+        let reasons: Vec<&str> = rows.iter().map(|f| f.reason.as_str()).collect();
+        let attempts: Vec<i32> = rows.iter().map(|f| f.attempts as i32).collect();
+        sqlx::query(sql.fail_rows.clone())
+            .persistent(persistent)
+            .bind(ids)
+            .bind(reasons)
+            .bind(attempts)
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
+    }
+    if !events.is_empty() {
+        let reasons: Vec<&str> = events.iter().map(|f| f.reason.as_str()).collect();
+        let attempts: Vec<i32> = events.iter().map(|f| f.attempts as i32).collect();
+        let c = Columns::new(events.iter().map(|f| f.event.clone()).collect())?;
+        sqlx::query(sql.fail_events.clone())
+            .persistent(persistent)
+            .bind(c.event_id)
+            .bind(c.route)
+            .bind(c.destination)
+            .bind(c.event_type)
+            .bind(c.payload)
+            .bind(c.content_type)
+            .bind(c.headers)
+            .bind(c.ordering_key)
+            .bind(c.correlation_id)
+            .bind(c.causation_id)
+            .bind(c.tenant_id)
+            .bind(c.occurred_at)
+            .bind(c.hlc)
+            .bind(reasons)
+            .bind(attempts)
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
+    }
+    tx.commit().await.map_err(store_error)
+}
