@@ -21,6 +21,8 @@ pub(crate) struct TailStatements {
     pub(crate) position: SqlStr,
     pub(crate) record_position: SqlStr,
     pub(crate) reset_position: SqlStr,
+    pub(crate) first_position: SqlStr,
+    pub(crate) restage_pending: SqlStr,
     pub(crate) emit: SqlStr,
     pub(crate) published_delete: SqlStr,
     pub(crate) published_keep: SqlStr,
@@ -52,6 +54,8 @@ impl TailStatements {
             position: sql(include_str!("../../sql/tailing/position.sql")),
             record_position: sql(include_str!("../../sql/tailing/record_position.sql")),
             reset_position: sql(include_str!("../../sql/tailing/reset_position.sql")),
+            first_position: sql(include_str!("../../sql/tailing/first_position.sql")),
+            restage_pending: sql(include_str!("../../sql/tailing/restage_pending.sql")),
             emit: sql(include_str!("../../sql/tailing/emit.sql")),
             published_delete: sql(include_str!("../../sql/tailing/published_delete.sql")),
             published_keep: sql(include_str!("../../sql/tailing/published_keep.sql")),
@@ -161,7 +165,13 @@ impl PgOutboxStore {
                 Err(e) => return Err(store_error(e)),
             }
             if let Some(state) = self.slot_state().await? {
-                self.record_position(state.confirmed).await?;
+                sqlx::query(sql.first_position.clone())
+                    .persistent(self.persistent())
+                    .bind(&tailing.slot)
+                    .bind(i64::try_from(state.confirmed).unwrap_or(i64::MAX))
+                    .execute(pool)
+                    .await
+                    .map_err(store_error)?;
             }
         }
         Ok(())
@@ -236,7 +246,12 @@ impl PgOutboxStore {
     /// Accepts the slot where it stands as the relay's position, after
     /// an operator recovered from a slot that was lost, dropped and
     /// created again, or moved by hand: the relay refuses to start on
-    /// such a slot until then. Returns the position accepted.
+    /// such a slot until then. In table mode the events not yet published
+    /// are still pending in the outbox table, and are staged again, in
+    /// their order, for the new slot to read; some may be published
+    /// twice, none is skipped. In message mode the events committed while
+    /// no slot kept the log are gone from it. Returns the position
+    /// accepted.
     ///
     /// # Errors
     ///
@@ -256,6 +271,14 @@ impl PgOutboxStore {
                 tailing.slot
             ))
         })?;
+        if tailing.mode == TailMode::Table {
+            let restaged: i64 = sqlx::query_scalar(sql.restage_pending.clone())
+                .persistent(self.persistent())
+                .fetch_one(self.pool())
+                .await
+                .map_err(store_error)?;
+            info!(restaged, "pending rows staged again for the new slot");
+        }
         info!(slot = %tailing.slot, lsn, "slot position accepted");
         Ok(lsn.max(0) as u64)
     }

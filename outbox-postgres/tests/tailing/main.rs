@@ -1,0 +1,18 @@
+//! Log tailing against a PostgreSQL cluster with `wal_level=logical`
+//! (`LOGICAL_DATABASE_URL`): each case has a schema, a slot and a
+//! publication of its own.
+//!
+//! - `delivery`: each event once, in commit order, per-key order across
+//!   retries, in both modes, and what each mode leaves in the table.
+//! - `failures`: poison fails alone into the table and is requeued,
+//!   events of routes no relay serves, unreadable messages.
+//! - `slot`: one reader per slot with standbys taking over, a relay
+//!   killed mid-stream, a slot dropped and created again.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod delivery;
+mod failures;
+mod setup;
+mod slot;
