@@ -6,6 +6,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use uuid::Uuid;
 
+use crate::slot_commands::SlotCommand;
+
 pub(crate) use crate::help::parse;
 
 pub(crate) const AFTER_HELP: &str = "\
@@ -127,6 +129,10 @@ pub(crate) enum Command {
     /// Messages parked in dead-letter queues: list, show, replay, purge.
     #[command(subcommand)]
     DeadLetters(DeadLetterAction),
+    /// The replication slot of a PostgreSQL outbox relayed by log tailing:
+    /// status, accept.
+    #[command(subcommand)]
+    Slot(SlotCommand),
     /// Serve the admin page (backlog, failed rows, inbox, dead-letter
     /// depths, requeue and replay buttons) until interrupted.
     Serve(ServeArgs),

@@ -12,6 +12,7 @@ mod hints;
 mod inbox_commands;
 mod output;
 mod page;
+mod slot_commands;
 mod store_commands;
 
 use std::process::ExitCode;

@@ -10,7 +10,7 @@ use crate::args::{
     BrokerArgs, Command, FailedArgs, FailedCommand, FinishedStatus, PurgeArgs, StoreArgs, StoreKind,
 };
 use crate::output::report;
-use crate::{connect, failed_commands, inbox_commands, output, page};
+use crate::{connect, failed_commands, inbox_commands, output, page, slot_commands};
 
 /// Runs `command` on the store `args` name.
 pub(crate) async fn run(
@@ -25,6 +25,13 @@ pub(crate) async fn run(
         }
         (StoreKind::Mongo, Command::Serve(serve)) => {
             page::serve(connect::mongo(args).await?, args, broker, serve).await
+        }
+        (StoreKind::Postgres, Command::Slot(command)) => {
+            let admin = connect::postgres(args).await?;
+            slot_commands::run(admin.store(), command, json).await
+        }
+        (StoreKind::Mongo, Command::Slot(_)) => {
+            bail!("replication slots are PostgreSQL's: log tailing needs a PostgreSQL outbox")
         }
         (StoreKind::Postgres, command) => {
             run_on(connect::postgres(args).await?, command, json).await
@@ -51,7 +58,10 @@ async fn run_on<S: AdminStore>(
         Command::Failed(command) => failed(&admin, command, json).await,
         Command::Purge(args) => purge(&admin, args, json).await,
         Command::Inbox(command) => inbox_commands::run(&admin, command, json).await,
-        Command::DeadLetters(_) | Command::Serve(_) | Command::Completions { .. } => {
+        Command::DeadLetters(_)
+        | Command::Serve(_)
+        | Command::Slot(_)
+        | Command::Completions { .. } => {
             bail!("not a store command")
         }
     }

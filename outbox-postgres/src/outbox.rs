@@ -54,8 +54,9 @@ impl OutboxStore for PgOutboxStore {
             Requeue::All => (true, Vec::new()),
             Requeue::Ids(ids) => (false, ids),
         };
-        if self.inner().tailing.is_some() {
-            return self.requeue_tailed(route, all, &ids).await;
+        if let Some(found) = self.tailing_in_use().await? {
+            let (tailing, sql) = &*found;
+            return self.requeue_tailed(route, all, &ids, tailing, sql).await;
         }
         let inner = self.inner();
         let requeued = self

@@ -7,6 +7,8 @@
 //! - `mongo`: indexes, status, requeues, purges and the inbox on MongoDB.
 //! - `failed_delete`: `tidings failed delete`, previewed then confirmed.
 //! - `operator`: pipes, exit codes, help, the environment, completions.
+//! - `slot`: the replication slot of a log-tailed outbox, and requeues
+//!   that stage failed events again as messages.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -15,3 +17,4 @@ mod failed_delete;
 mod mongo;
 mod operator;
 mod postgres;
+mod slot;

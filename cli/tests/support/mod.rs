@@ -35,6 +35,11 @@ pub(crate) static REFUNDS: OutboxSpec<u32> =
 /// `tidings` with every service address given, and no setting taken from
 /// the test's own environment.
 pub(crate) fn tidings() -> Command {
+    tidings_on(&database_url())
+}
+
+/// [`tidings`] with its PostgreSQL at `database_url`.
+pub(crate) fn tidings_on(database_url: &str) -> Command {
     let mut command = Command::cargo_bin("tidings").expect("the tidings binary");
     for name in [
         "DATABASE_URL",
@@ -60,7 +65,7 @@ pub(crate) fn tidings() -> Command {
         command.env_remove(name);
     }
     command
-        .args(["--database-url", &database_url()])
+        .args(["--database-url", database_url])
         .args(["--mongodb-url", &mongodb_url()])
         .args(["--amqp-url", &amqp_url()])
         .timeout(Duration::from_secs(120));

@@ -31,6 +31,7 @@ pub struct MessageError(pub(crate) String);
 
 /// An event read from the log, with how long it waits before its first
 /// publish.
+#[cfg_attr(not(feature = "wal"), allow(dead_code))]
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Tailed {
     pub(crate) envelope: Envelope,
@@ -57,7 +58,12 @@ pub(crate) fn encode(event: &StagedEvent) -> Result<Vec<u8>, MessageError> {
     for text in [&e.route, &e.destination, &e.event_type, &e.content_type] {
         put(&mut out, text.as_bytes())?;
     }
-    for text in [&e.ordering_key, &e.correlation_id, &e.causation_id, &e.tenant_id] {
+    for text in [
+        &e.ordering_key,
+        &e.correlation_id,
+        &e.causation_id,
+        &e.tenant_id,
+    ] {
         match text {
             Some(text) => {
                 out.push(1);
@@ -83,8 +89,12 @@ pub(crate) fn encode(event: &StagedEvent) -> Result<Vec<u8>, MessageError> {
 }
 
 /// Decodes one message's content.
+#[cfg_attr(not(feature = "wal"), allow(dead_code))]
 pub(crate) fn decode(content: &Bytes) -> Result<Tailed, MessageError> {
-    let mut r = Reader { buf: content, at: 0 };
+    let mut r = Reader {
+        buf: content,
+        at: 0,
+    };
     let version = r.byte()?;
     if version != VERSION {
         return Err(MessageError(format!("unknown format version {version}")));
@@ -151,11 +161,13 @@ fn put(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), MessageError> {
 }
 
 /// Reads the fields in order, checking every length against what is left.
+#[cfg_attr(not(feature = "wal"), allow(dead_code))]
 struct Reader<'a> {
     buf: &'a Bytes,
     at: usize,
 }
 
+#[cfg_attr(not(feature = "wal"), allow(dead_code))]
 impl Reader<'_> {
     fn take(&mut self, n: usize) -> Result<std::ops::Range<usize>, MessageError> {
         let end = self.at.checked_add(n).filter(|&end| end <= self.buf.len());

@@ -18,9 +18,11 @@ mod message;
 mod requeue;
 pub(crate) mod slot;
 
+#[cfg_attr(not(feature = "wal"), allow(unused_imports))]
+pub(crate) use message::decode;
+pub(crate) use message::encode;
 pub use message::{MAX_MESSAGE_BYTES, MessageError};
 pub use slot::SlotState;
-pub(crate) use message::{decode, encode};
 
 use tidings_core::StoreError;
 use tidings_core::port::StoreNameRule;
@@ -124,11 +126,7 @@ pub(crate) struct Tailing {
 
 impl Tailing {
     /// Checks the names, filling in the defaults from the outbox table.
-    pub(crate) fn new(
-        tailing: &LogTailing,
-        schema: &str,
-        table: &str,
-    ) -> Result<Self, StoreError> {
+    pub(crate) fn new(tailing: &LogTailing, schema: &str, table: &str) -> Result<Self, StoreError> {
         let slot = tailing
             .slot
             .clone()

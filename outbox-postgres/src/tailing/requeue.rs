@@ -7,7 +7,8 @@ use tidings_core::{StagedEvent, StoreError};
 use tracing::info;
 use uuid::Uuid;
 
-use super::{TailMode, encode};
+use super::slot::TailStatements;
+use super::{TailMode, Tailing, encode};
 use crate::PgOutboxStore;
 use crate::claim::row::RowDecoder;
 use crate::error::store_error;
@@ -21,8 +22,9 @@ impl PgOutboxStore {
         route: &str,
         all: bool,
         ids: &[Uuid],
+        tailing: &Tailing,
+        sql: &TailStatements,
     ) -> Result<u64, StoreError> {
-        let (tailing, sql) = self.tailing()?;
         let mut conn = self.pool().acquire().await.map_err(store_error)?;
         let mut tx = conn.begin().await.map_err(store_error)?;
         let requeued = match tailing.mode {
@@ -58,7 +60,10 @@ impl PgOutboxStore {
                 for row in taken {
                     let mut envelope = row.record.envelope;
                     envelope.attempts = 0;
-                    let event = StagedEvent { envelope, delay: None };
+                    let event = StagedEvent {
+                        envelope,
+                        delay: None,
+                    };
                     contents.push(encode(&event).map_err(|e| StoreError::Invalid(e.to_string()))?);
                 }
                 sqlx::query_scalar::<_, i64>(sql.emit.clone())

@@ -5,13 +5,17 @@ use sqlx::{AssertSqlSafe, Row, SqlSafeStr, SqlStr};
 use tidings_core::StoreError;
 use tracing::info;
 
-use super::{TailMode, Tailing};
+use std::borrow::Cow;
+
+use super::{LogTailing, TailMode, Tailing};
 use crate::PgOutboxStore;
 use crate::error::store_error;
 use crate::names::TableNames;
 
-/// The statements of log tailing, rendered once.
+/// The statements of log tailing, rendered once; those of the reader and
+/// its settling are read only with the `wal` feature.
 #[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "wal"), allow(dead_code))]
 pub(crate) struct TailStatements {
     pub(crate) wal_level: SqlStr,
     pub(crate) publication_found: SqlStr,
@@ -38,7 +42,8 @@ impl TailStatements {
             // Safe: the only text spliced in is the validated, quoted
             // identifiers of `names` and the validated publication name;
             // every value is a bind parameter.
-            let template = template.replace("{publication}", &format!("\"{}\"", tailing.publication));
+            let template =
+                template.replace("{publication}", &format!("\"{}\"", tailing.publication));
             AssertSqlSafe(names.render(&template)).into_sql_str()
         };
         let create_publication = match tailing.mode {
@@ -103,6 +108,51 @@ impl PgOutboxStore {
         })
     }
 
+    /// The store's log tailing: as its options set it, or else as the
+    /// store that made the outbox's slot recorded it, so that a tool
+    /// opening the outbox without the options (the CLI, the admin page)
+    /// requeues as the relay reads. `None` where nobody tails the outbox.
+    pub(crate) async fn tailing_in_use(
+        &self,
+    ) -> Result<Option<Cow<'_, (Tailing, TailStatements)>>, StoreError> {
+        if let Some(configured) = &self.inner().tailing {
+            return Ok(Some(Cow::Borrowed(configured)));
+        }
+        let names = &self.inner().names;
+        let recorded: Vec<(String, String, String)> =
+            sqlx::query_as(self.inner().sql.tailed_by.clone())
+                .persistent(self.persistent())
+                .fetch_all(self.pool())
+                .await
+                .map_err(store_error)?;
+        let Some((slot, mode, publication)) = recorded.into_iter().next() else {
+            return Ok(None);
+        };
+        let tailing = match mode.as_str() {
+            "table" => LogTailing::table(),
+            _ => LogTailing::messages(),
+        };
+        let tailing = Tailing::new(
+            &tailing.slot(slot).publication(publication),
+            &names.schema,
+            &names.outbox,
+        )?;
+        let sql = TailStatements::new(names, &tailing);
+        Ok(Some(Cow::Owned((tailing, sql))))
+    }
+
+    /// The store's log tailing, configured or recorded, or the error
+    /// saying nobody tails the outbox.
+    async fn tailing_found(&self) -> Result<Cow<'_, (Tailing, TailStatements)>, StoreError> {
+        self.tailing_in_use().await?.ok_or_else(|| {
+            StoreError::Misconfigured(
+                "nobody tails this outbox's log: no slot is recorded for it and the store \
+                 has no PgOutboxOptions::log_tailing"
+                    .into(),
+            )
+        })
+    }
+
     /// Whether staging writes logical decoding messages instead of rows.
     pub(crate) fn stages_messages(&self) -> bool {
         self.inner()
@@ -155,7 +205,7 @@ impl PgOutboxStore {
         }
         if self.slot_state().await?.is_none() {
             let created = sqlx::query_scalar::<_, String>(sql.create_slot.clone())
-            .persistent(self.persistent())
+                .persistent(self.persistent())
                 .bind(&tailing.slot)
                 .fetch_one(pool)
                 .await;
@@ -164,15 +214,9 @@ impl PgOutboxStore {
                 Err(e) if is_duplicate(&e) => {}
                 Err(e) => return Err(store_error(e)),
             }
-            if let Some(state) = self.slot_state().await? {
-                sqlx::query(sql.first_position.clone())
-                    .persistent(self.persistent())
-                    .bind(&tailing.slot)
-                    .bind(i64::try_from(state.confirmed).unwrap_or(i64::MAX))
-                    .execute(pool)
-                    .await
-                    .map_err(store_error)?;
-            }
+        }
+        if let Some(state) = self.slot_state().await? {
+            self.record_first_position(state.confirmed).await?;
         }
         Ok(())
     }
@@ -183,10 +227,11 @@ impl PgOutboxStore {
     /// # Errors
     ///
     /// [`StoreError::Misconfigured`] when the slot belongs to another
-    /// database or another decoder than pgoutput, or the store does not
-    /// tail the log; errors of the connection as elsewhere.
+    /// database or another decoder than pgoutput, or nobody tails the
+    /// outbox's log; errors of the connection as elsewhere.
     pub async fn slot_state(&self) -> Result<Option<SlotState>, StoreError> {
-        let (tailing, sql) = self.tailing()?;
+        let found = self.tailing_found().await?;
+        let (tailing, sql) = &*found;
         let row = sqlx::query(sql.slot_state.clone())
             .persistent(self.persistent())
             .bind(&tailing.slot)
@@ -218,7 +263,28 @@ impl PgOutboxStore {
         }))
     }
 
+    /// Records the slot, its mode and publication, and where it stands,
+    /// unless it is recorded already.
+    pub(crate) async fn record_first_position(&self, lsn: u64) -> Result<(), StoreError> {
+        let (tailing, sql) = self.tailing()?;
+        let mode = match tailing.mode {
+            TailMode::Table => "table",
+            TailMode::Messages => "messages",
+        };
+        sqlx::query(sql.first_position.clone())
+            .persistent(self.persistent())
+            .bind(&tailing.slot)
+            .bind(mode)
+            .bind(&tailing.publication)
+            .bind(i64::try_from(lsn).unwrap_or(i64::MAX))
+            .execute(self.pool())
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
     /// Where the slot's reader last recorded it stood.
+    #[cfg_attr(not(feature = "wal"), allow(dead_code))]
     pub(crate) async fn recorded_position(&self) -> Result<Option<u64>, StoreError> {
         let (tailing, sql) = self.tailing()?;
         let lsn: Option<i64> = sqlx::query_scalar(sql.position.clone())
@@ -231,6 +297,7 @@ impl PgOutboxStore {
     }
 
     /// Records the slot's position; it only moves forward.
+    #[cfg_attr(not(feature = "wal"), allow(dead_code))]
     pub(crate) async fn record_position(&self, lsn: u64) -> Result<(), StoreError> {
         let (tailing, sql) = self.tailing()?;
         sqlx::query(sql.record_position.clone())
@@ -255,10 +322,11 @@ impl PgOutboxStore {
     ///
     /// # Errors
     ///
-    /// [`StoreError::Misconfigured`] when the slot does not exist or the
-    /// store does not tail the log; errors of the connection as elsewhere.
+    /// [`StoreError::Misconfigured`] when the slot does not exist or nobody
+    /// tails the outbox's log; errors of the connection as elsewhere.
     pub async fn accept_slot_position(&self) -> Result<u64, StoreError> {
-        let (tailing, sql) = self.tailing()?;
+        let found = self.tailing_found().await?;
+        let (tailing, sql) = &*found;
         let lsn: Option<i64> = sqlx::query_scalar(sql.reset_position.clone())
             .persistent(self.persistent())
             .bind(&tailing.slot)

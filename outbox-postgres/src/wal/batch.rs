@@ -131,7 +131,12 @@ impl ClaimedBatch for WalBatch {
                 window.retry(self.generation, *seq, Default::default(), error.to_string());
             }
             for f in &failed {
-                window.retry(self.generation, f.seq, Default::default(), error.to_string());
+                window.retry(
+                    self.generation,
+                    f.seq,
+                    Default::default(),
+                    error.to_string(),
+                );
             }
             return Err(error);
         }
@@ -175,7 +180,9 @@ pub(super) async fn write(
         let (ids, attempts): (Vec<i64>, Vec<i32>) = published.iter().copied().unzip();
         let query = match store.options().get_retention() {
             Retention::Delete => sqlx::query(sql.published_delete.clone()).bind(ids),
-            Retention::Keep => sqlx::query(sql.published_keep.clone()).bind(ids).bind(attempts),
+            Retention::Keep => sqlx::query(sql.published_keep.clone())
+                .bind(ids)
+                .bind(attempts),
         };
         query
             .persistent(persistent)

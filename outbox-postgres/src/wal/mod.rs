@@ -178,7 +178,12 @@ impl OutboxStore for WalStore {
             (window.generation(), claimed)
         };
         let rows = ClaimedRows::new(LeaseToken::new(), Vec::new());
-        Ok(WalBatch::new(self.shared.clone(), generation, rows, claimed))
+        Ok(WalBatch::new(
+            self.shared.clone(),
+            generation,
+            rows,
+            claimed,
+        ))
     }
 
     async fn sweep_expired(&self, _route: &str, _limit: usize) -> Result<u64, StoreError> {

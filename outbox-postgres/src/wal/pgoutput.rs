@@ -68,7 +68,14 @@ impl Relations {
                     let _type = r.u32()?;
                     let _modifier = r.u32()?;
                 }
-                self.0.insert(id, Relation { schema, table, columns });
+                self.0.insert(
+                    id,
+                    Relation {
+                        schema,
+                        table,
+                        columns,
+                    },
+                );
                 Ok(Change::Relation)
             }
             b'I' => {
@@ -119,7 +126,8 @@ pub(crate) fn outbox_row(
     let mut take = |name: &str| by_name.remove(name).flatten();
     let id = int8(take("id"), "id")?;
     let event_id = take("event_id").ok_or_else(|| missing("event_id"))?;
-    let event_id = Uuid::from_slice(&event_id).map_err(|_| ChangeError("event_id is not a uuid".into()))?;
+    let event_id =
+        Uuid::from_slice(&event_id).map_err(|_| ChangeError("event_id is not a uuid".into()))?;
     let route = text(take("route"), "route")?;
     let destination = text(take("destination"), "destination")?;
     let event_type = text(take("event_type"), "event_type")?;

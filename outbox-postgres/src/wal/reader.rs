@@ -96,7 +96,10 @@ async fn session(shared: &Shared, cancel: &CancellationToken) -> Result<(), Stop
     let mut ticks: u32 = 0;
     loop {
         let full = shared.window().len() >= shared.options.get_max_window();
-        let due = shared.window().next_due().filter(|&due| Some(due) != woken_for);
+        let due = shared
+            .window()
+            .next_due()
+            .filter(|&due| Some(due) != woken_for);
         tokio::select! {
             () = cancel.cancelled() => {
                 client.stop();
@@ -146,7 +149,7 @@ async fn start_position(shared: &Shared) -> Result<u64, Stop> {
     let recover = "Recover the events committed in between (in table mode they are still \
          pending in the outbox table, and accepting the slot stages them again), then accept \
          the slot where it stands with PgOutboxStore::accept_slot_position \
-         (`tidings outbox accept-slot`)";
+         (`tidings slot accept`)";
     let state = store.slot_state().await?;
     let recorded = store.recorded_position().await?;
     match (state, recorded) {
@@ -168,7 +171,7 @@ async fn start_position(shared: &Shared) -> Result<u64, Stop> {
             Lsn::from_u64(at)
         ))),
         (Some(state), None) => {
-            store.record_position(state.confirmed).await?;
+            store.record_first_position(state.confirmed).await?;
             Ok(state.confirmed)
         }
         (Some(state), Some(_)) => Ok(state.confirmed),
@@ -246,7 +249,9 @@ impl Stream<'_> {
                 self.open = Some(Vec::new());
                 self.committed_at = postgres_time(commit_time_micros);
             }
-            ReplicationEvent::XLogData { data, wal_start, .. } => self.change(&data, wal_start),
+            ReplicationEvent::XLogData {
+                data, wal_start, ..
+            } => self.change(&data, wal_start),
             ReplicationEvent::Message {
                 prefix,
                 content,

@@ -134,7 +134,10 @@ impl Window {
                 }
             };
             if let Some(key) = &incoming.envelope.ordering_key {
-                self.keys.entry((route, key.clone())).or_default().push_back(seq);
+                self.keys
+                    .entry((route, key.clone()))
+                    .or_default()
+                    .push_back(seq);
             }
             self.entries.push_back(Entry {
                 incoming,
@@ -292,12 +295,19 @@ impl Window {
 
     /// The attempts made of the event at `seq`.
     pub(crate) fn attempts(&mut self, seq: u64) -> i32 {
-        self.entry(seq).map_or(0, |e| i32::try_from(e.attempts).unwrap_or(i32::MAX))
+        self.entry(seq)
+            .map_or(0, |e| i32::try_from(e.attempts).unwrap_or(i32::MAX))
     }
 
     /// Sends a claimed event of `generation` back to wait `delay`, after
     /// an attempt that failed with `error`.
-    pub(crate) fn retry(&mut self, generation: u64, seq: u64, delay: Duration, error: String) -> bool {
+    pub(crate) fn retry(
+        &mut self,
+        generation: u64,
+        seq: u64,
+        delay: Duration,
+        error: String,
+    ) -> bool {
         if generation != self.generation {
             return false;
         }

@@ -8,7 +8,12 @@ use crate::setup::{Recorder, drop_tailing, run_relay, tailing_store, wal_store};
 use crate::support::{KEYED_EVENTS, ORDER_EVENTS, row_count, stage_to};
 
 /// Stages `count` numbered events of `spec` in transactions of `per_tx`.
-async fn stage_numbered(store: &tidings_postgres::PgOutboxStore, spec: &OutboxSpec<u64>, count: u64, per_tx: u64) {
+async fn stage_numbered(
+    store: &tidings_postgres::PgOutboxStore,
+    spec: &OutboxSpec<u64>,
+    count: u64,
+    per_tx: u64,
+) {
     let mut n = 0;
     while n < count {
         let mut ctx = store.begin().await.unwrap();
@@ -27,8 +32,17 @@ async fn each_event_once_in_commit_order(mode: TailMode) {
     let (cancel, relay) = run_relay(&wal, &ORDER_EVENTS, publisher.clone());
     stage_numbered(&store, &ORDER_EVENTS, 500, 7).await;
     let recorder = publisher.get_ref().clone();
-    let seen = eventually(Duration::from_secs(20), || async { recorder.numbers() }, |n| n.len() >= 500).await;
-    assert_eq!(seen, (0..500).collect::<Vec<_>>(), "each event once, in commit order");
+    let seen = eventually(
+        Duration::from_secs(20),
+        || async { recorder.numbers() },
+        |n| n.len() >= 500,
+    )
+    .await;
+    assert_eq!(
+        seen,
+        (0..500).collect::<Vec<_>>(),
+        "each event once, in commit order"
+    );
     // Published rows are removed in table mode; message mode never wrote any.
     let rows = eventually(Duration::from_secs(5), || row_count(&store), |n| *n == 0).await;
     assert_eq!(rows, 0);
@@ -65,7 +79,11 @@ async fn table_mode_keeps_published_rows_when_asked() {
     stage_to(&store, &ORDER_EVENTS, 20).await;
     let stats = eventually(
         Duration::from_secs(20),
-        || async { tidings_core::OutboxStore::stats(&store, "order-events").await.unwrap() },
+        || async {
+            tidings_core::OutboxStore::stats(&store, "order-events")
+                .await
+                .unwrap()
+        },
         |s| s.published == 20,
     )
     .await;
@@ -87,16 +105,28 @@ async fn interleaved_transactions_publish_in_commit_order() {
     stage_to(&store, &ORDER_EVENTS, 1).await;
     // The first transaction begins first and stages first, but commits last.
     let mut long = store.begin().await.unwrap();
-    long.outbox().stage(&ORDER_EVENTS, "test.event", &1).unwrap();
+    long.outbox()
+        .stage(&ORDER_EVENTS, "test.event", &1)
+        .unwrap();
     long.flush().await.unwrap();
     let mut short = store.begin().await.unwrap();
-    short.outbox().stage(&ORDER_EVENTS, "test.event", &2).unwrap();
+    short
+        .outbox()
+        .stage(&ORDER_EVENTS, "test.event", &2)
+        .unwrap();
     short.commit().await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    long.outbox().stage(&ORDER_EVENTS, "test.event", &3).unwrap();
+    long.outbox()
+        .stage(&ORDER_EVENTS, "test.event", &3)
+        .unwrap();
     long.commit().await.unwrap();
     let recorder = publisher.get_ref().clone();
-    let seen = eventually(Duration::from_secs(20), || async { recorder.numbers() }, |n| n.len() >= 4).await;
+    let seen = eventually(
+        Duration::from_secs(20),
+        || async { recorder.numbers() },
+        |n| n.len() >= 4,
+    )
+    .await;
     assert_eq!(seen, [0, 2, 1, 3], "commit order, not staging order");
     cancel.cancel();
     relay.await.unwrap().unwrap();
@@ -113,15 +143,28 @@ async fn a_retry_holds_back_only_its_own_key() {
     let mut ids = Vec::new();
     let mut ctx = store.begin().await.unwrap();
     for (n, key) in [(0u64, "a"), (1, "b"), (2, "a"), (3, "b"), (4, "a")] {
-        let staged = ctx.outbox().stage(&KEYED_EVENTS, "test.event", &n).unwrap().ordering_key(key);
+        let staged = ctx
+            .outbox()
+            .stage(&KEYED_EVENTS, "test.event", &n)
+            .unwrap()
+            .ordering_key(key);
         ids.push(staged.envelope().event_id);
     }
     recorder.fail_once(ids[0]);
     ctx.commit().await.unwrap();
     let (cancel, relay) = run_relay(&wal, &KEYED_EVENTS, publisher.clone());
-    let seen = eventually(Duration::from_secs(30), || async { recorder.numbers() }, |n| n.len() >= 5).await;
+    let seen = eventually(
+        Duration::from_secs(30),
+        || async { recorder.numbers() },
+        |n| n.len() >= 5,
+    )
+    .await;
     let of_a: Vec<u64> = seen.iter().copied().filter(|n| n % 2 == 0).collect();
-    assert_eq!(of_a, [0, 2, 4], "key a waits for its retried event: {seen:?}");
+    assert_eq!(
+        of_a,
+        [0, 2, 4],
+        "key a waits for its retried event: {seen:?}"
+    );
     let first_b = seen.iter().position(|n| *n == 1).unwrap();
     let first_a = seen.iter().position(|n| *n == 0).unwrap();
     assert!(first_b < first_a, "key b went on meanwhile: {seen:?}");
@@ -143,9 +186,18 @@ async fn a_one_megabyte_event_goes_through_message_mode() {
     ctx.outbox().stage(&BIG, "test.big", &payload).unwrap();
     ctx.commit().await.unwrap();
     let recorder = publisher.get_ref().clone();
-    let seen = eventually(Duration::from_secs(20), || async { recorder.accepted() }, |a| !a.is_empty()).await;
+    let seen = eventually(
+        Duration::from_secs(20),
+        || async { recorder.accepted() },
+        |a| !a.is_empty(),
+    )
+    .await;
     assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].payload.len(), (1 << 20) + 2, "the JSON string, quotes included");
+    assert_eq!(
+        seen[0].payload.len(),
+        (1 << 20) + 2,
+        "the JSON string, quotes included"
+    );
     cancel.cancel();
     relay.await.unwrap().unwrap();
     drop(wal);

@@ -15,7 +15,13 @@ async fn poison_fails_alone_and_is_requeued(mode: TailMode) {
     let mut ctx = store.begin().await.unwrap();
     let mut ids = Vec::new();
     for n in 0..5u64 {
-        ids.push(ctx.outbox().stage(&ORDER_EVENTS, "test.event", &n).unwrap().envelope().event_id);
+        ids.push(
+            ctx.outbox()
+                .stage(&ORDER_EVENTS, "test.event", &n)
+                .unwrap()
+                .envelope()
+                .event_id,
+        );
     }
     recorder.poison(ids[2]);
     ctx.commit().await.unwrap();
@@ -31,9 +37,17 @@ async fn poison_fails_alone_and_is_requeued(mode: TailMode) {
 
     // Requeued, it is staged again and published once the broker takes it.
     recorder.cure();
-    let requeued = store.requeue_failed("order-events", Requeue::All).await.unwrap();
+    let requeued = store
+        .requeue_failed("order-events", Requeue::All)
+        .await
+        .unwrap();
     assert_eq!(requeued, 1);
-    let seen = eventually(Duration::from_secs(20), || async { recorder.numbers() }, |n| n.len() >= 5).await;
+    let seen = eventually(
+        Duration::from_secs(20),
+        || async { recorder.numbers() },
+        |n| n.len() >= 5,
+    )
+    .await;
     assert_eq!(seen, [0, 1, 3, 4, 2]);
     let stats = eventually(
         Duration::from_secs(5),
@@ -77,7 +91,12 @@ async fn events_of_a_route_no_relay_serves_are_failed_not_lost() {
     .await;
     assert_eq!(stats.failed, 1);
     let recorder = publisher.get_ref().clone();
-    let seen = eventually(Duration::from_secs(10), || async { recorder.numbers() }, |n| !n.is_empty()).await;
+    let seen = eventually(
+        Duration::from_secs(10),
+        || async { recorder.numbers() },
+        |n| !n.is_empty(),
+    )
+    .await;
     assert_eq!(seen, [8]);
     // The slot moves on past it.
     let confirmed = eventually(
@@ -114,7 +133,12 @@ async fn an_unreadable_message_is_failed_and_the_stream_goes_on() {
     ctx.outbox().stage(&ORDER_EVENTS, "test.event", &9).unwrap();
     ctx.commit().await.unwrap();
     let recorder = publisher.get_ref().clone();
-    let seen = eventually(Duration::from_secs(20), || async { recorder.numbers() }, |n| !n.is_empty()).await;
+    let seen = eventually(
+        Duration::from_secs(20),
+        || async { recorder.numbers() },
+        |n| !n.is_empty(),
+    )
+    .await;
     assert_eq!(seen, [9]);
     let stats = eventually(
         Duration::from_secs(10),
@@ -122,7 +146,10 @@ async fn an_unreadable_message_is_failed_and_the_stream_goes_on() {
         |s| s.failed == 1,
     )
     .await;
-    assert_eq!(stats.failed, 1, "the unreadable message is kept as a failed row");
+    assert_eq!(
+        stats.failed, 1,
+        "the unreadable message is kept as a failed row"
+    );
     cancel.cancel();
     relay.await.unwrap().unwrap();
     drop(wal);

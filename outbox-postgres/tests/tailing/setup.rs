@@ -44,7 +44,11 @@ pub(crate) async fn tailing_store(mode: TailMode, retention: Retention) -> PgOut
     let options = PgOutboxOptions::new()
         .schema(&schema)
         .retention(retention)
-        .log_tailing(tailing.slot(format!("{schema}_slot")).publication(format!("{schema}_pub")));
+        .log_tailing(
+            tailing
+                .slot(format!("{schema}_slot"))
+                .publication(format!("{schema}_pub")),
+        );
     let store = PgOutboxStore::new(logical_pool().await, options).expect("valid names");
     store.migrate().await.expect("migrate");
     store
@@ -65,7 +69,10 @@ pub(crate) fn run_relay(
     wal: &WalStore,
     spec: &OutboxSpec<u64>,
     publisher: PublishEach<Recorder>,
-) -> (CancellationToken, JoinHandle<Result<(), tidings_core::StoreError>>) {
+) -> (
+    CancellationToken,
+    JoinHandle<Result<(), tidings_core::StoreError>>,
+) {
     let options = RelayOptions::default().poll_interval(Duration::from_millis(200));
     let relay = Relay::new(wal.clone(), publisher, spec)
         .expect("a valid spec")
@@ -89,11 +96,12 @@ pub(crate) async fn drop_tailing(store: &PgOutboxStore) {
         .bind(format!("{schema}_slot"))
         .fetch_optional(pool)
         .await;
-        let left: i64 = sqlx::query_scalar("select count(*) from pg_replication_slots where slot_name = $1")
-            .bind(format!("{schema}_slot"))
-            .fetch_one(pool)
-            .await
-            .unwrap_or(0);
+        let left: i64 =
+            sqlx::query_scalar("select count(*) from pg_replication_slots where slot_name = $1")
+                .bind(format!("{schema}_slot"))
+                .fetch_one(pool)
+                .await
+                .unwrap_or(0);
         if dropped.is_ok() && left == 0 {
             break;
         }
@@ -235,7 +243,11 @@ impl PublishOne for Recorder {
                 reason: "poison".into(),
             });
         }
-        if let Some(at) = recorded.fail_once.iter().position(|id| *id == envelope.event_id) {
+        if let Some(at) = recorded
+            .fail_once
+            .iter()
+            .position(|id| *id == envelope.event_id)
+        {
             recorded.fail_once.remove(at);
             return Err(PublishError::Refused {
                 reason: "try again".into(),

@@ -13,23 +13,41 @@ use crate::support::{ORDER_EVENTS, stage_to};
 async fn one_relay_reads_the_slot_and_a_standby_takes_over() {
     let store = tailing_store(TailMode::Messages, Retention::Delete).await;
     let first = wal_store(&store);
-    let reading = eventually(Duration::from_secs(10), || async { first.is_reading() }, |r| *r).await;
+    let reading = eventually(
+        Duration::from_secs(10),
+        || async { first.is_reading() },
+        |r| *r,
+    )
+    .await;
     assert!(reading, "the first store reads the slot");
     let second = wal_store(&store);
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(!second.is_reading(), "the slot has one reader; the second stands by");
+    assert!(
+        !second.is_reading(),
+        "the slot has one reader; the second stands by"
+    );
 
     let publisher = Recorder::publisher();
     let (cancel, relay) = run_relay(&second, &ORDER_EVENTS, publisher.clone());
     let stopped = Instant::now();
     drop(first);
-    let took_over = eventually(Duration::from_secs(15), || async { second.is_reading() }, |r| *r).await;
+    let took_over = eventually(
+        Duration::from_secs(15),
+        || async { second.is_reading() },
+        |r| *r,
+    )
+    .await;
     let takeover = stopped.elapsed();
     assert!(took_over, "the standby takes the slot over");
     assert!(takeover < Duration::from_secs(5), "took {takeover:?}");
     stage_to(&store, &ORDER_EVENTS, 3).await;
     let recorder = publisher.get_ref().clone();
-    let seen = eventually(Duration::from_secs(20), || async { recorder.numbers() }, |n| n.len() >= 3).await;
+    let seen = eventually(
+        Duration::from_secs(20),
+        || async { recorder.numbers() },
+        |n| n.len() >= 3,
+    )
+    .await;
     assert_eq!(seen, [0, 1, 2]);
     cancel.cancel();
     relay.await.unwrap().unwrap();
@@ -63,8 +81,16 @@ async fn a_relay_killed_mid_stream_loses_nothing() {
             .wakeup(wal.wakeup());
         let _ = relay.run(tokio_util::sync::CancellationToken::new()).await;
     });
-    let before = eventually(Duration::from_secs(30), || async { recorder.numbers().len() }, |n| *n >= 300).await;
-    assert!(before >= 300 && before < 2_000, "killed mid-stream, after {before}");
+    let before = eventually(
+        Duration::from_secs(30),
+        || async { recorder.numbers().len() },
+        |n| *n >= 300,
+    )
+    .await;
+    assert!(
+        before >= 300 && before < 2_000,
+        "killed mid-stream, after {before}"
+    );
     runtime.shutdown_background();
 
     recorder.slow(Duration::ZERO);
@@ -101,7 +127,12 @@ async fn recreated_slot_is_detected(mode: TailMode) {
         let wal = wal_store(&store);
         let (cancel, relay) = run_relay(&wal, &ORDER_EVENTS, publisher.clone());
         stage_to(&store, &ORDER_EVENTS, 2).await;
-        eventually(Duration::from_secs(20), || async { recorder.numbers() }, |n| n.len() >= 2).await;
+        eventually(
+            Duration::from_secs(20),
+            || async { recorder.numbers() },
+            |n| n.len() >= 2,
+        )
+        .await;
         cancel.cancel();
         relay.await.unwrap().unwrap();
     }
@@ -130,12 +161,22 @@ async fn recreated_slot_is_detected(mode: TailMode) {
 
     let wal = wal_store(&store);
     let (cancel, relay) = run_relay(&wal, &ORDER_EVENTS, publisher.clone());
-    let ended = tokio::time::timeout(Duration::from_secs(20), relay).await.unwrap().unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(20), relay)
+        .await
+        .unwrap()
+        .unwrap();
     let error = ended.unwrap_err();
     assert!(matches!(error, StoreError::Misconfigured(_)), "{error}");
     let message = error.to_string();
-    assert!(message.contains("accept_slot_position") && message.contains(&slot), "{message}");
-    assert_eq!(recorder.numbers().len(), 2, "nothing read past the lost slot");
+    assert!(
+        message.contains("accept_slot_position") && message.contains(&slot),
+        "{message}"
+    );
+    assert_eq!(
+        recorder.numbers().len(),
+        2,
+        "nothing read past the lost slot"
+    );
     cancel.cancel();
     drop(wal);
 
@@ -149,7 +190,12 @@ async fn recreated_slot_is_detected(mode: TailMode) {
         // The messages written while no slot kept the log are gone.
         TailMode::Messages => vec![0, 1, 0],
     };
-    let seen = eventually(Duration::from_secs(20), || async { recorder.numbers() }, |n| n.len() >= expected.len()).await;
+    let seen = eventually(
+        Duration::from_secs(20),
+        || async { recorder.numbers() },
+        |n| n.len() >= expected.len(),
+    )
+    .await;
     assert_eq!(seen, expected);
     cancel.cancel();
     relay.await.unwrap().unwrap();

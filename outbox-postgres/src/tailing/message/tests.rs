@@ -15,7 +15,9 @@ fn event() -> StagedEvent {
     );
     envelope.ordering_key = Some("customer-7".into());
     envelope.tenant_id = Some("acme".into());
-    envelope.headers.insert("traceparent".into(), "00-abc-def-01".into());
+    envelope
+        .headers
+        .insert("traceparent".into(), "00-abc-def-01".into());
     envelope.occurred_at = UNIX_EPOCH + Duration::from_micros(1_764_000_000_123_456);
     envelope.hlc = Some(Hlc::from_u64(7 << 16 | 3));
     StagedEvent {

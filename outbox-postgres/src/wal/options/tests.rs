@@ -2,7 +2,9 @@ use super::*;
 
 #[test]
 fn a_url_gives_every_part_of_the_connection() {
-    let options = WalOptions::new("postgres://re%40lay:p%2Fss@db.internal:6543/shop?sslmode=require").unwrap();
+    let options =
+        WalOptions::new("postgres://re%40lay:p%2Fss@db.internal:6543/shop?sslmode=require")
+            .unwrap();
     let t = &options.target;
     assert_eq!((t.host.as_str(), t.port), ("db.internal", 6543));
     assert_eq!((t.user.as_str(), t.password.as_str()), ("re@lay", "p/ss"));

@@ -17,7 +17,10 @@ fn event(route: &str, key: Option<&str>) -> Incoming {
 }
 
 fn route(ordering: OrderingMode) -> Route {
-    let mut route = OutboxSpec::<()>::json("r").destination("orders").route().clone();
+    let mut route = OutboxSpec::<()>::json("r")
+        .destination("orders")
+        .route()
+        .clone();
     route.ordering = ordering;
     route
 }
@@ -49,7 +52,11 @@ fn the_position_moves_past_a_transaction_only_once_all_of_it_is_finished() {
 fn a_key_waits_behind_its_retried_event_on_a_per_key_route() {
     let mut window = Window::default();
     window.commit(
-        vec![event("r", Some("a")), event("r", Some("a")), event("r", Some("b"))],
+        vec![
+            event("r", Some("a")),
+            event("r", Some("a")),
+            event("r", Some("b")),
+        ],
         100,
     );
     let g = window.generation();
@@ -58,7 +65,11 @@ fn a_key_waits_behind_its_retried_event_on_a_per_key_route() {
     assert!(window.retry(g, 0, Duration::ZERO, "broker down".into()));
     assert!(window.finish(g, 2));
     let again = window.claim(&per_key, 10);
-    assert_eq!(seqs(&again), [0], "the retry comes first, its key's next waits");
+    assert_eq!(
+        seqs(&again),
+        [0],
+        "the retry comes first, its key's next waits"
+    );
     assert_eq!(again[0].record.attempts_started, 2);
     assert_eq!(again[0].record.last_error.as_deref(), Some("broker down"));
     assert!(window.finish(g, 0));
