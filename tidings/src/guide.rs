@@ -32,6 +32,8 @@ chapters! {
     relay_claim_modes => "relay/claim-modes.md",
     relay_wakeups => "relay/wakeups.md",
     relay_ordering => "relay/ordering.md",
+    #[cfg(feature = "wal")]
+    relay_log_tailing => "relay/log-tailing.md",
     consumer_handlers => "consumer/handlers.md",
     consumer_layers => "consumer/layers.md",
     consumer_poison => "consumer/poison.md",
