@@ -221,7 +221,9 @@ postgres_logical() {
 # A private PgBouncer (Debian's, 1.18) in transaction mode on 127.0.0.1:6432,
 # forwarding to the PostgreSQL on 127.0.0.1:5432: the pooler tests and the
 # bench's pooled drain reach the server through it (PGBOUNCER_URL, default
-# postgres://postgres@127.0.0.1:6432/test). 1.18 has no prepared-statement
+# postgres://postgres@127.0.0.1:6432/test); its database test_logical goes
+# to the logical cluster on 5434 (LOGICAL_PGBOUNCER_URL), for staging into
+# a log-tailed outbox through a pooler. 1.18 has no prepared-statement
 # support in transaction mode: the production case the PostgreSQL store's
 # `Pooling::Transaction` is made for. Its config and auth file are kept in
 # $SERVICES_DIR/pgbouncer; as PgBouncer will not run as root, it runs as
@@ -235,8 +237,6 @@ postgres_logical() {
 PGBOUNCER_DIR=$SERVICES_DIR/pgbouncer
 
 pgbouncer_service() {
-  if port_open 6432; then log "pgbouncer answers on 6432"; return; fi
-  [ -x /usr/sbin/pgbouncer ] || apt_install pgbouncer
   local run_dir=$PGBOUNCER_DIR user=()
   if [ "$(id -u)" = 0 ]; then
     run_dir=/run/postgresql
@@ -245,8 +245,10 @@ pgbouncer_service() {
     user=(-u postgres)
   fi
   mkdir -p "$PGBOUNCER_DIR"
-  cat >"$PGBOUNCER_DIR/pgbouncer.ini" <<INI
+  local ini=$PGBOUNCER_DIR/pgbouncer.ini
+  cat >"$ini.new" <<INI
 [databases]
+test_logical = host=127.0.0.1 port=5434 dbname=test
 * = host=127.0.0.1 port=5432
 
 [pgbouncer]
@@ -266,9 +268,24 @@ pidfile = $run_dir/tidings-pgbouncer.pid
 logfile = $run_dir/tidings-pgbouncer.log
 INI
   printf '"postgres" ""\n"root" ""\n' >"$PGBOUNCER_DIR/userlist.txt"
+  if port_open 6432; then
+    if cmp -s "$ini.new" "$ini"; then
+      rm "$ini.new"
+      log "pgbouncer answers on 6432"
+      return
+    fi
+    # Running on an older configuration, which it cannot read again once
+    # it is no longer root: restarted on the new one.
+    log "restarting pgbouncer on its new configuration"
+    kill "$(cat "$run_dir/tidings-pgbouncer.pid")"
+    local waited=0
+    while port_open 6432 && [ "$waited" -lt 50 ]; do sleep 0.2; waited=$((waited + 1)); done
+  fi
+  mv "$ini.new" "$ini"
+  [ -x /usr/sbin/pgbouncer ] || apt_install pgbouncer
   log "starting pgbouncer on 6432"
   # Reads its config, then becomes postgres and goes to the background.
-  /usr/sbin/pgbouncer -d "${user[@]}" "$PGBOUNCER_DIR/pgbouncer.ini"
+  /usr/sbin/pgbouncer -d "${user[@]}" "$ini"
   wait_port 6432 10 || { log "pgbouncer did not start; see $run_dir/tidings-pgbouncer.log"; exit 1; }
 }
 # --- end PgBouncer -----------------------------------------------------------

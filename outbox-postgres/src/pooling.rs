@@ -95,8 +95,10 @@ impl DerefMut for Session {
 /// there hold pooled connections, and must leave the pool one for the
 /// claim records their settles wait for.
 pub(crate) fn check(pool: &PgPool, options: &PgOutboxOptions) -> Result<(), StoreError> {
+    // A log-tailed outbox makes no claims.
     let pooled_locks = options.get_pooling() == Pooling::Transaction
-        && options.get_claim_mode() == ClaimMode::Locked;
+        && options.get_claim_mode() == ClaimMode::Locked
+        && options.get_log_tailing().is_none();
     let max = usize::try_from(pool.options().get_max_connections()).unwrap_or(usize::MAX);
     let claims = options.get_claim_connections();
     if pooled_locks && claims >= max {

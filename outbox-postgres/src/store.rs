@@ -20,7 +20,7 @@ use crate::names::TableNames;
 use crate::rotation::RotationClock;
 use crate::sql::Statements;
 use crate::tailing::Tailing;
-use crate::tailing::slot::TailStatements;
+use crate::tailing::statements::TailStatements;
 use crate::{
     Layout, PgContext, PgInboxStore, PgOutboxOptions, PgWakeupSource, Pooling, Retention, pooling,
 };

@@ -27,6 +27,17 @@ pub fn logical_database_url() -> String {
     )
 }
 
+/// The logical cluster through PgBouncer in transaction mode:
+/// `LOGICAL_PGBOUNCER_URL`, default
+/// `postgres://postgres@127.0.0.1:6432/test_logical` (a database of the
+/// PgBouncer the setup command starts, forwarding to the logical cluster).
+pub fn logical_pgbouncer_url() -> String {
+    env_or(
+        "LOGICAL_PGBOUNCER_URL",
+        "postgres://postgres@127.0.0.1:6432/test_logical",
+    )
+}
+
 /// RabbitMQ: `AMQP_URL`, default `amqp://guest:guest@127.0.0.1:5672/%2f`.
 pub fn amqp_url() -> String {
     env_or("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2f")

@@ -15,8 +15,10 @@
 //! is [`WalStore`](crate::wal::WalStore), behind the `wal` feature.
 
 mod message;
+mod prepare;
 mod requeue;
 pub(crate) mod slot;
+pub(crate) mod statements;
 
 #[cfg_attr(not(feature = "wal"), allow(unused_imports))]
 pub(crate) use message::decode;

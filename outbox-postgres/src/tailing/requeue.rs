@@ -7,7 +7,7 @@ use tidings_core::{StagedEvent, StoreError};
 use tracing::info;
 use uuid::Uuid;
 
-use super::slot::TailStatements;
+use super::statements::TailStatements;
 use super::{TailMode, Tailing, encode};
 use crate::PgOutboxStore;
 use crate::claim::row::RowDecoder;

@@ -1,76 +1,19 @@
-//! The slot, the publication and the recorded position of a log-tailing
-//! store, and the statements that write its events' outcomes.
-
-use sqlx::{AssertSqlSafe, Row, SqlSafeStr, SqlStr};
-use tidings_core::StoreError;
-use tracing::info;
+//! A log-tailing store's slot and the position its reader recorded, and
+//! which log tailing a store uses: set in its options, or recorded in the
+//! outbox by the store that made the slot.
 
 use std::borrow::Cow;
 
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+use tidings_core::StoreError;
+use tracing::info;
+
+use super::statements::TailStatements;
 use super::{LogTailing, TailMode, Tailing};
 use crate::PgOutboxStore;
 use crate::error::store_error;
-use crate::names::TableNames;
-
-/// The statements of log tailing, rendered once; those of the reader and
-/// its settling are read only with the `wal` feature.
-#[derive(Debug, Clone)]
-#[cfg_attr(not(feature = "wal"), allow(dead_code))]
-pub(crate) struct TailStatements {
-    pub(crate) wal_level: SqlStr,
-    pub(crate) publication_found: SqlStr,
-    pub(crate) create_publication: SqlStr,
-    pub(crate) create_slot: SqlStr,
-    pub(crate) slot_state: SqlStr,
-    pub(crate) position: SqlStr,
-    pub(crate) record_position: SqlStr,
-    pub(crate) reset_position: SqlStr,
-    pub(crate) first_position: SqlStr,
-    pub(crate) restage_pending: SqlStr,
-    pub(crate) emit: SqlStr,
-    pub(crate) published_delete: SqlStr,
-    pub(crate) published_keep: SqlStr,
-    pub(crate) fail_rows: SqlStr,
-    pub(crate) fail_events: SqlStr,
-    pub(crate) requeue_take: SqlStr,
-    pub(crate) requeue_reinsert: SqlStr,
-}
-
-impl TailStatements {
-    pub(crate) fn new(names: &TableNames, tailing: &Tailing) -> Self {
-        let sql = |template: &str| -> SqlStr {
-            // Safe: the only text spliced in is the validated, quoted
-            // identifiers of `names` and the validated publication name;
-            // every value is a bind parameter.
-            let template =
-                template.replace("{publication}", &format!("\"{}\"", tailing.publication));
-            AssertSqlSafe(names.render(&template)).into_sql_str()
-        };
-        let create_publication = match tailing.mode {
-            TailMode::Table => include_str!("../../sql/tailing/create_publication_table.sql"),
-            TailMode::Messages => include_str!("../../sql/tailing/create_publication_messages.sql"),
-        };
-        Self {
-            wal_level: sql(include_str!("../../sql/tailing/wal_level.sql")),
-            publication_found: sql(include_str!("../../sql/tailing/publication_found.sql")),
-            create_publication: sql(create_publication),
-            create_slot: sql(include_str!("../../sql/tailing/create_slot.sql")),
-            slot_state: sql(include_str!("../../sql/tailing/slot_state.sql")),
-            position: sql(include_str!("../../sql/tailing/position.sql")),
-            record_position: sql(include_str!("../../sql/tailing/record_position.sql")),
-            reset_position: sql(include_str!("../../sql/tailing/reset_position.sql")),
-            first_position: sql(include_str!("../../sql/tailing/first_position.sql")),
-            restage_pending: sql(include_str!("../../sql/tailing/restage_pending.sql")),
-            emit: sql(include_str!("../../sql/tailing/emit.sql")),
-            published_delete: sql(include_str!("../../sql/tailing/published_delete.sql")),
-            published_keep: sql(include_str!("../../sql/tailing/published_keep.sql")),
-            fail_rows: sql(include_str!("../../sql/tailing/fail_rows.sql")),
-            fail_events: sql(include_str!("../../sql/tailing/fail_events.sql")),
-            requeue_take: sql(include_str!("../../sql/tailing/requeue_take.sql")),
-            requeue_reinsert: sql(include_str!("../../sql/tailing/requeue_reinsert.sql")),
-        }
-    }
-}
+use crate::pooling::PgQuery;
 
 /// A replication slot as the server keeps it; positions are byte offsets
 /// in the log.
@@ -119,15 +62,12 @@ impl PgOutboxStore {
             return Ok(Some(Cow::Borrowed(configured)));
         }
         let names = &self.inner().names;
-        let recorded: Vec<(String, String, String)> =
-            sqlx::query_as(self.inner().sql.tailed_by.clone())
-                .persistent(self.persistent())
-                .fetch_all(self.pool())
-                .await
-                .map_err(store_error)?;
-        let Some((slot, mode, publication)) = recorded.into_iter().next() else {
+        let recorded = self.first_row(sqlx::query(self.inner().sql.tailed_by.clone()));
+        let Some(row) = recorded.await? else {
             return Ok(None);
         };
+        let text = |at: usize| row.try_get::<String, _>(at).map_err(store_error);
+        let (slot, mode, publication) = (text(0)?, text(1)?, text(2)?);
         let tailing = match mode.as_str() {
             "table" => LogTailing::table(),
             _ => LogTailing::messages(),
@@ -161,66 +101,6 @@ impl PgOutboxStore {
             .is_some_and(|(t, _)| t.mode == TailMode::Messages)
     }
 
-    /// Creates the publication and the slot of the store's log tailing
-    /// where they are missing, and records where a new slot starts.
-    pub(crate) async fn prepare_tailing(&self) -> Result<(), StoreError> {
-        let (tailing, sql) = self.tailing()?;
-        let names = &self.inner().names;
-        let pool = self.pool();
-        let level: String = sqlx::query_scalar(sql.wal_level.clone())
-            .persistent(self.persistent())
-            .fetch_one(pool)
-            .await
-            .map_err(store_error)?;
-        if level != "logical" {
-            return Err(StoreError::Misconfigured(format!(
-                "log tailing needs wal_level = logical, the server has {level}: set it in \
-                 postgresql.conf (or the provider's parameter group) and restart the server"
-            )));
-        }
-        let (found, publishes): (bool, bool) = sqlx::query_as(sql.publication_found.clone())
-            .persistent(self.persistent())
-            .bind(&tailing.publication)
-            .bind(&names.schema)
-            .bind(&names.outbox)
-            .fetch_one(pool)
-            .await
-            .map_err(store_error)?;
-        if !found {
-            let created = sqlx::query(sql.create_publication.clone())
-                .persistent(self.persistent())
-                .execute(pool)
-                .await;
-            match created {
-                Ok(_) => info!(publication = %tailing.publication, "publication created"),
-                Err(e) if is_duplicate(&e) => {}
-                Err(e) => return Err(store_error(e)),
-            }
-        } else if tailing.mode == TailMode::Table && !publishes {
-            return Err(StoreError::Schema(format!(
-                "the publication {} exists and does not publish the inserts of {}.{}; \
-                 add the table to it or name another publication",
-                tailing.publication, names.schema, names.outbox
-            )));
-        }
-        if self.slot_state().await?.is_none() {
-            let created = sqlx::query_scalar::<_, String>(sql.create_slot.clone())
-                .persistent(self.persistent())
-                .bind(&tailing.slot)
-                .fetch_one(pool)
-                .await;
-            match created {
-                Ok(lsn) => info!(slot = %tailing.slot, %lsn, "replication slot created"),
-                Err(e) if is_duplicate(&e) => {}
-                Err(e) => return Err(store_error(e)),
-            }
-        }
-        if let Some(state) = self.slot_state().await? {
-            self.record_first_position(state.confirmed).await?;
-        }
-        Ok(())
-    }
-
     /// The store's slot as the server keeps it; `None` when it does not
     /// exist.
     ///
@@ -232,13 +112,8 @@ impl PgOutboxStore {
     pub async fn slot_state(&self) -> Result<Option<SlotState>, StoreError> {
         let found = self.tailing_found().await?;
         let (tailing, sql) = &*found;
-        let row = sqlx::query(sql.slot_state.clone())
-            .persistent(self.persistent())
-            .bind(&tailing.slot)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(store_error)?;
-        let Some(row) = row else {
+        let row = self.first_row(sqlx::query(sql.slot_state.clone()).bind(&tailing.slot));
+        let Some(row) = row.await? else {
             return Ok(None);
         };
         let plugin: Option<String> = row.try_get("plugin").map_err(store_error)?;
@@ -271,43 +146,30 @@ impl PgOutboxStore {
             TailMode::Table => "table",
             TailMode::Messages => "messages",
         };
-        sqlx::query(sql.first_position.clone())
-            .persistent(self.persistent())
+        let record = sqlx::query(sql.first_position.clone())
             .bind(&tailing.slot)
             .bind(mode)
             .bind(&tailing.publication)
-            .bind(i64::try_from(lsn).unwrap_or(i64::MAX))
-            .execute(self.pool())
-            .await
-            .map_err(store_error)?;
-        Ok(())
+            .bind(offset(lsn));
+        self.execute_alone(record).await.map(drop)
     }
 
     /// Where the slot's reader last recorded it stood.
     #[cfg_attr(not(feature = "wal"), allow(dead_code))]
     pub(crate) async fn recorded_position(&self) -> Result<Option<u64>, StoreError> {
         let (tailing, sql) = self.tailing()?;
-        let lsn: Option<i64> = sqlx::query_scalar(sql.position.clone())
-            .persistent(self.persistent())
-            .bind(&tailing.slot)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(store_error)?;
-        Ok(lsn.map(|lsn| lsn.max(0) as u64))
+        let row = self.first_row(sqlx::query(sql.position.clone()).bind(&tailing.slot));
+        row.await?.map(|row| lsn(&row)).transpose()
     }
 
     /// Records the slot's position; it only moves forward.
     #[cfg_attr(not(feature = "wal"), allow(dead_code))]
     pub(crate) async fn record_position(&self, lsn: u64) -> Result<(), StoreError> {
         let (tailing, sql) = self.tailing()?;
-        sqlx::query(sql.record_position.clone())
-            .persistent(self.persistent())
+        let record = sqlx::query(sql.record_position.clone())
             .bind(&tailing.slot)
-            .bind(i64::try_from(lsn).unwrap_or(i64::MAX))
-            .execute(self.pool())
-            .await
-            .map_err(store_error)?;
-        Ok(())
+            .bind(offset(lsn));
+        self.execute_alone(record).await.map(drop)
     }
 
     /// Accepts the slot where it stands as the relay's position, after
@@ -327,34 +189,39 @@ impl PgOutboxStore {
     pub async fn accept_slot_position(&self) -> Result<u64, StoreError> {
         let found = self.tailing_found().await?;
         let (tailing, sql) = &*found;
-        let lsn: Option<i64> = sqlx::query_scalar(sql.reset_position.clone())
-            .persistent(self.persistent())
-            .bind(&tailing.slot)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(store_error)?;
-        let lsn = lsn.ok_or_else(|| {
+        let row = self.first_row(sqlx::query(sql.reset_position.clone()).bind(&tailing.slot));
+        let row = row.await?.ok_or_else(|| {
             StoreError::Misconfigured(format!(
                 "the replication slot {} does not exist: run migrate to create it",
                 tailing.slot
             ))
         })?;
+        let at = lsn(&row)?;
         if tailing.mode == TailMode::Table {
-            let restaged: i64 = sqlx::query_scalar(sql.restage_pending.clone())
-                .persistent(self.persistent())
-                .fetch_one(self.pool())
-                .await
-                .map_err(store_error)?;
+            let restaged = self.first_row(sqlx::query(sql.restage_pending.clone()));
+            let restaged: i64 = match restaged.await? {
+                Some(row) => row.try_get(0).map_err(store_error)?,
+                None => 0,
+            };
             info!(restaged, "pending rows staged again for the new slot");
         }
-        info!(slot = %tailing.slot, lsn, "slot position accepted");
-        Ok(lsn.max(0) as u64)
+        info!(slot = %tailing.slot, at, "slot position accepted");
+        Ok(at)
+    }
+
+    /// The first row `query` returns, run on a session of its own.
+    pub(crate) async fn first_row(&self, query: PgQuery<'_>) -> Result<Option<PgRow>, StoreError> {
+        Ok(self.fetch_alone(query).await?.into_iter().next())
     }
 }
 
-/// Whether `error` says the object exists already: another process
-/// created it first.
-fn is_duplicate(error: &sqlx::Error) -> bool {
-    let code = error.as_database_error().and_then(|e| e.code());
-    matches!(code.as_deref(), Some("42710"))
+/// A position as the positions table stores it.
+fn offset(lsn: u64) -> i64 {
+    i64::try_from(lsn).unwrap_or(i64::MAX)
+}
+
+/// The position in a row's first column.
+fn lsn(row: &PgRow) -> Result<u64, StoreError> {
+    let lsn: i64 = row.try_get(0).map_err(store_error)?;
+    Ok(lsn.max(0) as u64)
 }

@@ -54,6 +54,7 @@ mod window;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
 
 use tidings_core::{
     ClaimRequest, ClaimedRows, LeaseToken, OutboxStats, OutboxStore, PurgeRequest, Requeue,
@@ -67,7 +68,7 @@ pub use batch::WalBatch;
 pub use options::WalOptions;
 
 use crate::PgOutboxStore;
-use crate::tailing::Tailing;
+use crate::tailing::{TailMode, Tailing};
 use window::Window;
 
 /// An outbox store whose claims read a replication slot; see the module
@@ -204,7 +205,18 @@ impl OutboxStore for WalStore {
         self.shared.store.purge(route, request).await
     }
 
+    /// The table's counts; in message mode, whose events have no row until
+    /// they fail, with the window's events of the route as pending and in
+    /// flight.
     async fn stats(&self, route: &str) -> Result<OutboxStats, StoreError> {
-        self.shared.store.stats(route).await
+        let mut stats = self.shared.store.stats(route).await?;
+        if self.shared.tailing.mode == TailMode::Messages {
+            let (waiting, in_flight, oldest) = self.shared.window().counts(route);
+            stats.pending += waiting;
+            stats.in_flight += in_flight;
+            let age = oldest.and_then(|at| SystemTime::now().duration_since(at).ok());
+            stats.oldest_pending_age = stats.oldest_pending_age.max(age);
+        }
+        Ok(stats)
     }
 }

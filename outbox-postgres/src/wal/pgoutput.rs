@@ -104,12 +104,14 @@ impl Relations {
     }
 }
 
-/// An outbox row read from an insert: its id, its event and when it is due.
+/// An outbox row read from an insert: its id, its event and how long it
+/// waits before its first publish (its `available_at` past its
+/// `created_at`, both the server's clock).
 #[derive(Debug)]
 pub(crate) struct OutboxRow {
     pub(crate) id: i64,
     pub(crate) envelope: Envelope,
-    pub(crate) due: SystemTime,
+    pub(crate) delay: Duration,
 }
 
 /// Reads an outbox row from an insert's binary values, by column name.
@@ -143,7 +145,9 @@ pub(crate) fn outbox_row(
         Some(value) => Some(Hlc::from_u64(int8(Some(value), "hlc")? as u64)),
         None => None,
     };
-    let due = timestamp(take("available_at"), "available_at")?;
+    let available_at = timestamp(take("available_at"), "available_at")?;
+    let created_at = timestamp(take("created_at"), "created_at")?;
+    let delay = available_at.duration_since(created_at).unwrap_or_default();
     let envelope = Envelope {
         event_id,
         event_type,
@@ -160,7 +164,11 @@ pub(crate) fn outbox_row(
         hlc,
         attempts: 0,
     };
-    Ok(OutboxRow { id, envelope, due })
+    Ok(OutboxRow {
+        id,
+        envelope,
+        delay,
+    })
 }
 
 fn missing(column: &str) -> ChangeError {
@@ -255,3 +263,6 @@ impl Cursor<'_> {
         Ok(name)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -106,7 +106,16 @@ async fn session(shared: &Shared, cancel: &CancellationToken) -> Result<(), Stop
                 return Ok(());
             }
             _ = tick.tick() => {
-                recorded = confirm(shared, &client, recorded).await;
+                recorded = match confirm(shared, &client, recorded).await {
+                    Ok(recorded) => recorded,
+                    Err(stop) => {
+                        // Closed at once: a server shutting down waits for
+                        // this connection, and the relay reads again from
+                        // the recorded position once it is back.
+                        client.abort();
+                        return Err(stop);
+                    }
+                };
                 ticks = ticks.wrapping_add(1);
                 if ticks % 25 == 1 {
                     report_slot(shared).await;
@@ -180,8 +189,11 @@ async fn start_position(shared: &Shared) -> Result<u64, Stop> {
 
 /// Writes the window's doomed events as failed, records how far
 /// everything is finished and confirms it to the slot; returns the
-/// position recorded.
-async fn confirm(shared: &Shared, client: &ReplicationClient, recorded: u64) -> u64 {
+/// position recorded. A position that cannot be recorded is not
+/// confirmed, and ends the session: the slot never stands past the
+/// recorded position but where it was lost, and a server shutting down,
+/// whose sessions are gone, is not kept waiting for a confirmation.
+async fn confirm(shared: &Shared, client: &ReplicationClient, recorded: u64) -> Result<u64, Stop> {
     let (generation, doomed) = {
         let mut window = shared.window();
         (window.generation(), window.take_doomed())
@@ -207,14 +219,14 @@ async fn confirm(shared: &Shared, client: &ReplicationClient, recorded: u64) -> 
     };
     shared.room.notify_waiters();
     if confirmed <= recorded {
-        return recorded;
+        return Ok(recorded);
     }
     if let Err(e) = shared.store.record_position(confirmed).await {
-        warn!(error = %error_chain(&e), "recording the slot's position failed");
-        return recorded;
+        let why = format!("recording the slot's position failed: {}", error_chain(&e));
+        return Err(Stop::Lost(why));
     }
     client.update_applied_lsn(Lsn::from_u64(confirmed));
-    confirmed
+    Ok(confirmed)
 }
 
 /// Reports the slot's lag and retained log as metrics.
@@ -283,7 +295,7 @@ impl Stream<'_> {
     fn message(&mut self, content: Bytes, lsn: Lsn) {
         let incoming = match decode(&content) {
             Ok(tailed) => {
-                let due = (!tailed.delay.is_zero()).then(|| self.committed_at + tailed.delay);
+                let due = self.due(tailed.delay);
                 self.incoming(tailed.envelope, None, due)
             }
             Err(e) => {
@@ -327,12 +339,24 @@ impl Stream<'_> {
         }
         match outbox_row(relation, values) {
             Ok(row) => {
-                let incoming = self.incoming(row.envelope, Some(row.id), Some(row.due));
+                let due = self.due(row.delay);
+                let incoming = self.incoming(row.envelope, Some(row.id), due);
                 self.push(incoming);
             }
             // The row stays pending in the table, counted by its stats.
             Err(e) => warn!(%lsn, error = %e, "unreadable outbox row left pending"),
         }
+    }
+
+    /// When an event staged with `delay` falls due: that long after its
+    /// commit by the server's clock, or after now by this one's, whichever
+    /// comes first, so that neither clock running ahead delays it further
+    /// and a backlog read late is not delayed again.
+    fn due(&self, delay: Duration) -> Option<SystemTime> {
+        if delay.is_zero() {
+            return None;
+        }
+        Some((self.committed_at + delay).min(SystemTime::now() + delay))
     }
 
     /// An event read, doomed where no relay of the slot serves its route.

@@ -339,6 +339,28 @@ impl Window {
         (self.confirmed > before).then_some(self.confirmed)
     }
 
+    /// `route`'s events waiting (ready, delayed or retrying) and in flight,
+    /// and when the oldest waiting one occurred.
+    pub(crate) fn counts(&self, route: &str) -> (u64, u64, Option<SystemTime>) {
+        let (mut waiting, mut in_flight, mut oldest) = (0, 0, None::<SystemTime>);
+        let of_route = self
+            .entries
+            .iter()
+            .filter(|e| e.incoming.envelope.route == route);
+        for entry in of_route {
+            match entry.state {
+                State::Ready | State::Waiting(_) => {
+                    waiting += 1;
+                    let at = entry.incoming.envelope.occurred_at;
+                    oldest = Some(oldest.map_or(at, |o| o.min(at)));
+                }
+                State::Claimed | State::Doomed => in_flight += 1,
+                State::Done => {}
+            }
+        }
+        (waiting, in_flight, oldest)
+    }
+
     /// The position everything before is finished at.
     pub(crate) fn confirmed(&self) -> u64 {
         self.confirmed

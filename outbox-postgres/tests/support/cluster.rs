@@ -23,6 +23,18 @@ impl PrivateCluster {
         cluster
     }
 
+    /// A new cluster with `wal_level = logical`, for log tailing, started.
+    pub(crate) fn create_logical() -> Self {
+        let cluster = Self::created();
+        std::fs::write(
+            cluster.config_dir().join("conf.d").join("logical.conf"),
+            "wal_level = logical\nmax_replication_slots = 8\nmax_wal_senders = 8\n",
+        )
+        .expect("write logical.conf");
+        cluster.ctl("start");
+        cluster
+    }
+
     /// A new cluster that speaks TLS with the certificate `cert` and its
     /// key `key` (PEM files), started.
     pub(crate) fn create_with_tls(cert: &Path, key: &Path) -> Self {

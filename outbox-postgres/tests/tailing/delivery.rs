@@ -203,3 +203,52 @@ async fn a_one_megabyte_event_goes_through_message_mode() {
     drop(wal);
     drop_tailing(&store).await;
 }
+
+async fn a_delayed_event_waits(mode: TailMode) {
+    let store = tailing_store(mode, Retention::Delete).await;
+    let wal = wal_store(&store);
+    let publisher = Recorder::publisher();
+    let (cancel, relay) = run_relay(&wal, &ORDER_EVENTS, publisher.clone());
+    let mut ctx = store.begin().await.unwrap();
+    ctx.outbox()
+        .stage(&ORDER_EVENTS, "test.event", &1)
+        .unwrap()
+        .delay(Duration::from_millis(1500));
+    ctx.outbox().stage(&ORDER_EVENTS, "test.event", &2).unwrap();
+    ctx.commit().await.unwrap();
+    let committed = std::time::Instant::now();
+    let recorder = publisher.get_ref().clone();
+    let first = eventually(
+        Duration::from_secs(10),
+        || async { recorder.numbers() },
+        |n| !n.is_empty(),
+    )
+    .await;
+    assert_eq!(first, [2], "the delayed event waits");
+    let both = eventually(
+        Duration::from_secs(10),
+        || async { recorder.numbers() },
+        |n| n.len() >= 2,
+    )
+    .await;
+    assert_eq!(both, [2, 1]);
+    assert!(
+        committed.elapsed() >= Duration::from_millis(1400),
+        "{:?}",
+        committed.elapsed()
+    );
+    cancel.cancel();
+    relay.await.unwrap().unwrap();
+    drop(wal);
+    drop_tailing(&store).await;
+}
+
+#[tokio::test]
+async fn message_mode_holds_a_delayed_event_until_due() {
+    a_delayed_event_waits(TailMode::Messages).await;
+}
+
+#[tokio::test]
+async fn table_mode_holds_a_delayed_event_until_due() {
+    a_delayed_event_waits(TailMode::Table).await;
+}

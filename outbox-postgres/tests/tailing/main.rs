@@ -4,6 +4,8 @@
 //!
 //! - `delivery`: each event once, in commit order, per-key order across
 //!   retries, in both modes, and what each mode leaves in the table.
+//! - `deployment`: staging through PgBouncer while the relay reads the
+//!   slot directly, and a server restart under a running relay.
 //! - `failures`: poison fails alone into the table and is requeued,
 //!   events of routes no relay serves, unreadable messages.
 //! - `slot`: one reader per slot with standbys taking over, a relay
@@ -13,6 +15,7 @@
 mod support;
 
 mod delivery;
+mod deployment;
 mod failures;
 mod setup;
 mod slot;

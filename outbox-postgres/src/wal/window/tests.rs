@@ -117,3 +117,18 @@ fn doomed_and_delayed_events_are_never_claimed() {
     window.restore_doomed(g, [taken[0].seq]);
     assert_eq!(window.take_doomed().len(), 1);
 }
+
+#[test]
+fn counts_say_what_waits_and_what_is_in_flight_per_route() {
+    let mut window = Window::default();
+    window.commit(
+        vec![event("r", None), event("r", None), event("other", None)],
+        100,
+    );
+    window.claim(&route(OrderingMode::Unordered), 1);
+    let (waiting, in_flight, oldest) = window.counts("r");
+    assert_eq!((waiting, in_flight), (1, 1));
+    assert!(oldest.is_some());
+    assert_eq!(window.counts("other").0, 1);
+    assert_eq!(window.counts("none"), (0, 0, None));
+}
