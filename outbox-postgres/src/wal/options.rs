@@ -29,6 +29,7 @@ pub struct WalOptions {
     target: Target,
     routes: Vec<Route>,
     max_window: usize,
+    max_window_bytes: usize,
     takeover_interval: Duration,
     confirm_interval: Duration,
 }
@@ -47,6 +48,8 @@ struct Target {
 impl WalOptions {
     /// Default [`max_window`](Self::max_window).
     pub const DEFAULT_MAX_WINDOW: usize = 50_000;
+    /// Default [`max_window_bytes`](Self::max_window_bytes): 256 MiB.
+    pub const DEFAULT_MAX_WINDOW_BYTES: usize = 256 << 20;
     /// Default [`takeover_interval`](Self::takeover_interval).
     pub const DEFAULT_TAKEOVER_INTERVAL: Duration = Duration::from_secs(1);
     /// Default [`confirm_interval`](Self::confirm_interval).
@@ -66,6 +69,7 @@ impl WalOptions {
             target: Target::parse(url)?,
             routes: Vec::new(),
             max_window: Self::DEFAULT_MAX_WINDOW,
+            max_window_bytes: Self::DEFAULT_MAX_WINDOW_BYTES,
             takeover_interval: Self::DEFAULT_TAKEOVER_INTERVAL,
             confirm_interval: Self::DEFAULT_CONFIRM_INTERVAL,
         })
@@ -121,6 +125,12 @@ settings!(WalOptions {
     /// the window is full, and the slot retains the WAL meanwhile.
     /// Default [`DEFAULT_MAX_WINDOW`](Self::DEFAULT_MAX_WINDOW).
     max_window(max: usize) = max.max(1), get_max_window: usize;
+    /// The most payload bytes of the events in the window (at least 1):
+    /// past it the relay reads no further until some finish, so large
+    /// events bound the memory they take. One event larger than the bound
+    /// is still read. Default
+    /// [`DEFAULT_MAX_WINDOW_BYTES`](Self::DEFAULT_MAX_WINDOW_BYTES).
+    max_window_bytes(max: usize) = max.max(1), get_max_window_bytes: usize;
     /// How often a relay standing by, whose slot another relay reads, tries
     /// to take it over. Default
     /// [`DEFAULT_TAKEOVER_INTERVAL`](Self::DEFAULT_TAKEOVER_INTERVAL).

@@ -95,7 +95,12 @@ async fn session(shared: &Shared, cancel: &CancellationToken) -> Result<(), Stop
     let mut woken_for = None;
     let mut ticks: u32 = 0;
     loop {
-        let full = shared.window().len() >= shared.options.get_max_window();
+        let full = {
+            let window = shared.window();
+            let options = &shared.options;
+            window.len() >= options.get_max_window()
+                || window.bytes() >= options.get_max_window_bytes()
+        };
         let due = shared
             .window()
             .next_due()

@@ -80,6 +80,8 @@ pub(crate) struct Window {
     keys: HashMap<(String, String), VecDeque<u64>>,
     /// The position everything before is finished at.
     confirmed: u64,
+    /// The payload bytes of the events in the window.
+    bytes: usize,
 }
 
 impl Window {
@@ -91,6 +93,11 @@ impl Window {
     /// Events in the window, finished ones not yet dropped included.
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// Their payloads' bytes.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Forgets everything unfinished, which the restarted stream reads
@@ -133,6 +140,7 @@ impl Window {
                     State::Ready
                 }
             };
+            self.bytes += incoming.envelope.payload.len();
             if let Some(key) = &incoming.envelope.ordering_key {
                 self.keys
                     .entry((route, key.clone()))
@@ -326,7 +334,9 @@ impl Window {
     pub(crate) fn advance(&mut self) -> Option<u64> {
         let before = self.confirmed;
         while self.entries.front().is_some_and(|e| e.state == State::Done) {
-            self.entries.pop_front();
+            if let Some(done) = self.entries.pop_front() {
+                self.bytes -= done.incoming.envelope.payload.len();
+            }
             self.base += 1;
         }
         while let Some(&(end_seq, end)) = self.commits.front() {
