@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use sqlx::Acquire;
 use tidings_core::{
@@ -98,7 +99,9 @@ impl ClaimedBatch for WalBatch {
                     continue;
                 };
                 match outcome {
-                    Outcome::Published => published.push((seq, row, event_id)),
+                    Outcome::Published => {
+                        published.push((seq, row, event_id, window.attempts(seq)));
+                    }
                     Outcome::Failed { reason } => match window.failing(self.generation, seq) {
                         Some((event, attempts)) => failed.push(Failure {
                             seq,
@@ -118,29 +121,23 @@ impl ClaimedBatch for WalBatch {
                 }
             }
         }
-        let attempts = |seq| self.shared.window().attempts(seq);
         let published_rows: Vec<(i64, i32)> = published
             .iter()
-            .filter_map(|&(seq, row, _)| Some((row?, attempts(seq))))
+            .filter_map(|&(_, row, _, attempts)| Some((row?, attempts)))
             .collect();
         let written = write(&self.shared, &published_rows, &failed).await;
         let mut window = self.shared.window();
         if let Err(error) = written {
             // Nothing was recorded: every event goes round again.
             for (seq, ..) in &published {
-                window.retry(self.generation, *seq, Default::default(), error.to_string());
+                window.retry(self.generation, *seq, Duration::ZERO, error.to_string());
             }
             for f in &failed {
-                window.retry(
-                    self.generation,
-                    f.seq,
-                    Default::default(),
-                    error.to_string(),
-                );
+                window.retry(self.generation, f.seq, Duration::ZERO, error.to_string());
             }
             return Err(error);
         }
-        for (seq, _, event_id) in published {
+        for (seq, _, event_id, _) in published {
             match window.finish(self.generation, seq) {
                 true => report.published += 1,
                 false => lost.push(event_id),
@@ -156,6 +153,28 @@ impl ClaimedBatch for WalBatch {
         self.shared.room.notify_waiters();
         report.lost = lost;
         Ok(report)
+    }
+}
+
+impl Drop for WalBatch {
+    /// Events the batch took and never settled (a relay dropping it, a
+    /// settlement that left one out) go back to wait their turn, so none
+    /// holds the slot's position for good.
+    fn drop(&mut self) {
+        let left: Vec<u64> = self
+            .places
+            .values()
+            .flatten()
+            .map(|&(seq, _)| seq)
+            .collect();
+        if left.is_empty() {
+            return;
+        }
+        let mut window = self.shared.window();
+        for seq in left {
+            let why = "claimed and never settled".to_owned();
+            window.retry(self.generation, seq, Duration::ZERO, why);
+        }
     }
 }
 

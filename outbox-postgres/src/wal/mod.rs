@@ -50,6 +50,7 @@ mod batch;
 mod options;
 mod pgoutput;
 mod reader;
+mod stream;
 mod window;
 
 use std::sync::atomic::{AtomicBool, Ordering};

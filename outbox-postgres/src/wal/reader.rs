@@ -4,20 +4,17 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
-use bytes::Bytes;
-use pgwire_replication::{Lsn, ReplicationClient, ReplicationEvent};
+use pgwire_replication::{Lsn, ReplicationClient};
 use tidings_core::port::error_chain;
-use tidings_core::{Backoff, Envelope, StoreError};
+use tidings_core::{Backoff, StoreError};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::Shared;
 use super::batch::{Failure, write};
-use super::pgoutput::{Change, Relations, outbox_row};
-use super::window::Incoming;
-use crate::tailing::{TailMode, decode};
+use super::stream::Stream;
 
 /// How a session ended.
 enum Stop {
@@ -84,12 +81,7 @@ async fn session(shared: &Shared, cancel: &CancellationToken) -> Result<(), Stop
     shared.window().restart(start);
     shared.active.store(true, Ordering::Release);
     info!(slot = %shared.tailing.slot, position = %Lsn::from_u64(start), "reading the slot");
-    let mut stream = Stream {
-        shared,
-        relations: Relations::default(),
-        open: None,
-        committed_at: UNIX_EPOCH,
-    };
+    let mut stream = Stream::new(shared);
     let mut recorded = start;
     let mut tick = tokio::time::interval(shared.options.get_confirm_interval());
     let mut woken_for = None;
@@ -184,6 +176,9 @@ async fn start_position(shared: &Shared) -> Result<u64, Stop> {
             Lsn::from_u64(state.confirmed),
             Lsn::from_u64(at)
         ))),
+        // Another relay reads it: standing by, without a connection whose
+        // refusal the replication client would report as an error.
+        (Some(state), _) if state.active => Err(Stop::Standby),
         (Some(state), None) => {
             store.record_first_position(state.confirmed).await?;
             Ok(state.confirmed)
@@ -245,163 +240,5 @@ async fn report_slot(shared: &Shared) {
         }
         Ok(None) => {}
         Err(e) => debug!(error = %error_chain(&e), "reading the slot's state failed"),
-    }
-}
-
-/// The events of the stream, as they come.
-struct Stream<'a> {
-    shared: &'a Shared,
-    relations: Relations,
-    /// The events of the transaction being read.
-    open: Option<Vec<Incoming>>,
-    committed_at: SystemTime,
-}
-
-impl Stream<'_> {
-    fn take(&mut self, event: ReplicationEvent) {
-        match event {
-            ReplicationEvent::Begin {
-                commit_time_micros, ..
-            } => {
-                self.open = Some(Vec::new());
-                self.committed_at = postgres_time(commit_time_micros);
-            }
-            ReplicationEvent::XLogData {
-                data, wal_start, ..
-            } => self.change(&data, wal_start),
-            ReplicationEvent::Message {
-                prefix,
-                content,
-                transactional,
-                lsn,
-            } => {
-                if prefix == self.shared.tailing.prefix && transactional {
-                    self.message(content, lsn);
-                }
-            }
-            ReplicationEvent::Commit { end_lsn, .. } => {
-                let events = self.open.take().unwrap_or_default();
-                let any = !events.is_empty();
-                self.shared.window().commit(events, end_lsn.as_u64());
-                if any {
-                    self.shared.wakeup.wake();
-                }
-            }
-            ReplicationEvent::KeepAlive { wal_end, .. } => {
-                if self.open.is_none() {
-                    self.shared.window().idle(wal_end.as_u64());
-                }
-            }
-            ReplicationEvent::StoppedAt { .. } => {}
-        }
-    }
-
-    /// An event staged as a message.
-    fn message(&mut self, content: Bytes, lsn: Lsn) {
-        let incoming = match decode(&content) {
-            Ok(tailed) => {
-                let due = self.due(tailed.delay);
-                self.incoming(tailed.envelope, None, due)
-            }
-            Err(e) => {
-                warn!(%lsn, error = %e, "unreadable outbox message; failing it");
-                let envelope = Envelope::new(
-                    UNREADABLE_ROUTE,
-                    "",
-                    "unreadable",
-                    content,
-                    "application/octet-stream",
-                );
-                Incoming {
-                    envelope,
-                    row: None,
-                    due: None,
-                    doomed: Some(format!("unreadable outbox message at {lsn}: {e}")),
-                }
-            }
-        };
-        self.push(incoming);
-    }
-
-    /// A change of table mode.
-    fn change(&mut self, data: &Bytes, lsn: Lsn) {
-        if self.shared.tailing.mode != TailMode::Table {
-            return;
-        }
-        let names = &self.shared.store.inner().names;
-        let change = match self.relations.decode(data) {
-            Ok(change) => change,
-            Err(e) => return warn!(%lsn, error = %e, "unreadable change skipped"),
-        };
-        let Change::Insert { relation, values } = change else {
-            return;
-        };
-        let Some(relation) = self.relations.get(relation) else {
-            return warn!(%lsn, "an insert into an undescribed relation skipped");
-        };
-        if relation.schema != names.schema || relation.table != names.outbox {
-            return;
-        }
-        match outbox_row(relation, values) {
-            Ok(row) => {
-                let due = self.due(row.delay);
-                let incoming = self.incoming(row.envelope, Some(row.id), due);
-                self.push(incoming);
-            }
-            // The row stays pending in the table, counted by its stats.
-            Err(e) => warn!(%lsn, error = %e, "unreadable outbox row left pending"),
-        }
-    }
-
-    /// When an event staged with `delay` falls due: that long after its
-    /// commit by the server's clock, or after now by this one's, whichever
-    /// comes first, so that neither clock running ahead delays it further
-    /// and a backlog read late is not delayed again.
-    fn due(&self, delay: Duration) -> Option<SystemTime> {
-        if delay.is_zero() {
-            return None;
-        }
-        Some((self.committed_at + delay).min(SystemTime::now() + delay))
-    }
-
-    /// An event read, doomed where no relay of the slot serves its route.
-    fn incoming(&self, envelope: Envelope, row: Option<i64>, due: Option<SystemTime>) -> Incoming {
-        let served = self
-            .shared
-            .options
-            .get_routes()
-            .iter()
-            .any(|r| r.name == envelope.route);
-        let doomed = (!served).then(|| {
-            format!(
-                "no relay of slot {} serves route {:?}: relay it, then requeue",
-                self.shared.tailing.slot, envelope.route
-            )
-        });
-        Incoming {
-            envelope,
-            row,
-            due,
-            doomed,
-        }
-    }
-
-    fn push(&mut self, incoming: Incoming) {
-        match &mut self.open {
-            Some(events) => events.push(incoming),
-            None => warn!("an outbox event outside a transaction skipped"),
-        }
-    }
-}
-
-/// The route unreadable messages are failed under.
-pub(crate) const UNREADABLE_ROUTE: &str = "unreadable";
-
-/// A time the replication protocol gives: microseconds since 2000-01-01.
-fn postgres_time(micros: i64) -> SystemTime {
-    let epoch = UNIX_EPOCH + Duration::from_secs(946_684_800);
-    match u64::try_from(micros) {
-        Ok(micros) => epoch + Duration::from_micros(micros),
-        Err(_) => epoch,
     }
 }
