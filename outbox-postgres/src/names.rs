@@ -125,7 +125,7 @@ impl TableNames {
 
 /// A name is 1 to [`MAX_IDENTIFIER_LEN`] bytes of lower-case ASCII letters,
 /// digits and `_`, starting with a letter or `_`.
-const RULE: StoreNameRule = StoreNameRule {
+pub(crate) const RULE: StoreNameRule = StoreNameRule {
     max_len: MAX_IDENTIFIER_LEN,
     first: |c| c.is_ascii_lowercase() || c == '_',
     rest: |b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_',

@@ -29,6 +29,8 @@ pub use slot::SlotState;
 use tidings_core::StoreError;
 use tidings_core::port::StoreNameRule;
 
+use crate::names;
+
 /// What the log-tailing relay reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TailMode {
@@ -107,13 +109,11 @@ impl LogTailing {
     }
 }
 
-/// Replication slot and publication names: the rule of PostgreSQL's slot
-/// names, which the replication protocol carries unquoted.
+/// Replication slot and publication names: the rule of table names, up to
+/// PostgreSQL's 63 bytes; the replication protocol carries them unquoted.
 const RULE: StoreNameRule = StoreNameRule {
     max_len: 63,
-    first: |c| c.is_ascii_lowercase() || c == '_',
-    rest: |b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_',
-    hint: "use lower-case ASCII letters, digits and '_', starting with a letter or '_'",
+    ..names::RULE
 };
 
 /// The validated names of one store's log tailing.

@@ -2,7 +2,7 @@
 //! what is staged, so a failed event is staged again rather than set back
 //! to pending.
 
-use sqlx::{Acquire, Row};
+use sqlx::{Acquire, Row, SqlStr};
 use tidings_core::{StagedEvent, StoreError};
 use tracing::info;
 use uuid::Uuid;
@@ -27,24 +27,21 @@ impl PgOutboxStore {
     ) -> Result<u64, StoreError> {
         let mut conn = self.pool().acquire().await.map_err(store_error)?;
         let mut tx = conn.begin().await.map_err(store_error)?;
+        // Both statements take the failed rows named the same way.
+        let failed_rows = |statement: &SqlStr| {
+            let query = sqlx::query(statement.clone()).persistent(self.persistent());
+            query.bind(route).bind(all).bind(ids)
+        };
         let requeued = match tailing.mode {
             TailMode::Table => {
-                let row = sqlx::query(sql.requeue_reinsert.clone())
-                    .persistent(self.persistent())
-                    .bind(route)
-                    .bind(all)
-                    .bind(ids)
+                let row = failed_rows(&sql.requeue_reinsert)
                     .fetch_one(&mut *tx)
                     .await
                     .map_err(store_error)?;
                 row.try_get::<i64, _>(0).map_err(store_error)?
             }
             TailMode::Messages => {
-                let rows = sqlx::query(sql.requeue_take.clone())
-                    .persistent(self.persistent())
-                    .bind(route)
-                    .bind(all)
-                    .bind(ids)
+                let rows = failed_rows(&sql.requeue_take)
                     .fetch_all(&mut *tx)
                     .await
                     .map_err(store_error)?;

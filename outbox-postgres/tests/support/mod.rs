@@ -176,6 +176,12 @@ async fn drop_stale_schemas(pool: &PgPool) {
     if DONE.swap(true, Ordering::SeqCst) {
         return;
     }
+    drop_stale_schemas_on(pool).await;
+}
+
+/// Drops the test schemas on `pool`'s server migrated more than 15 minutes
+/// ago.
+pub(crate) async fn drop_stale_schemas_on(pool: &PgPool) {
     let pattern = format!("{SCHEMA_PREFIX}\\_%");
     let schemas: Vec<String> =
         sqlx::query_scalar("select nspname::text from pg_namespace where nspname like $1")

@@ -1,19 +1,14 @@
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tidings_core::OutboxSpec;
-use tidings_postgres::{Retention, TailMode};
+use tidings_postgres::{PgOutboxStore, Retention, TailMode};
 use tidings_testing::eventually::eventually;
 
-use crate::setup::{Recorder, drop_tailing, run_relay, tailing_store, wal_store};
+use crate::setup::Tailed;
 use crate::support::{KEYED_EVENTS, ORDER_EVENTS, row_count, stage_to};
 
 /// Stages `count` numbered events of `spec` in transactions of `per_tx`.
-async fn stage_numbered(
-    store: &tidings_postgres::PgOutboxStore,
-    spec: &OutboxSpec<u64>,
-    count: u64,
-    per_tx: u64,
-) {
+async fn stage_numbered(store: &PgOutboxStore, spec: &OutboxSpec<u64>, count: u64, per_tx: u64) {
     let mut n = 0;
     while n < count {
         let mut ctx = store.begin().await.unwrap();
@@ -26,90 +21,59 @@ async fn stage_numbered(
 }
 
 async fn each_event_once_in_commit_order(mode: TailMode) {
-    let store = tailing_store(mode, Retention::Delete).await;
-    let wal = wal_store(&store);
-    let publisher = Recorder::publisher();
-    let (cancel, relay) = run_relay(&wal, &ORDER_EVENTS, publisher.clone());
-    stage_numbered(&store, &ORDER_EVENTS, 500, 7).await;
-    let recorder = publisher.get_ref().clone();
-    let seen = eventually(
-        Duration::from_secs(20),
-        || async { recorder.numbers() },
-        |n| n.len() >= 500,
-    )
-    .await;
+    let mut t = Tailed::new(mode, Retention::Delete).await;
+    t.relay(&ORDER_EVENTS);
+    stage_numbered(&t.store, &ORDER_EVENTS, 500, 7).await;
+    let seen = t.published(500).await;
     assert_eq!(
         seen,
         (0..500).collect::<Vec<_>>(),
         "each event once, in commit order"
     );
     // Published rows are removed in table mode; message mode never wrote any.
-    let rows = eventually(Duration::from_secs(5), || row_count(&store), |n| *n == 0).await;
+    let rows = eventually(Duration::from_secs(5), || row_count(&t.store), |n| *n == 0).await;
     assert_eq!(rows, 0);
     // The position is recorded and confirmed to the slot.
     let state = eventually(
         Duration::from_secs(10),
-        || async { store.slot_state().await.unwrap().unwrap() },
+        || async { t.store.slot_state().await.unwrap().unwrap() },
         |s| s.confirmed > 0 && s.lag_bytes() < 1 << 20,
     )
     .await;
     assert!(state.active, "the relay holds the slot: {state:?}");
-    cancel.cancel();
-    relay.await.unwrap().unwrap();
-    drop(wal);
-    drop_tailing(&store).await;
+    t.finish().await;
 }
 
-#[tokio::test]
-async fn message_mode_publishes_each_event_once_in_commit_order() {
-    each_event_once_in_commit_order(TailMode::Messages).await;
-}
-
-#[tokio::test]
-async fn table_mode_publishes_each_event_once_in_commit_order() {
-    each_event_once_in_commit_order(TailMode::Table).await;
-}
+in_both_modes!(
+    each_event_once_in_commit_order:
+    messages message_mode_publishes_each_event_once_in_commit_order,
+    table table_mode_publishes_each_event_once_in_commit_order
+);
 
 #[tokio::test]
 async fn table_mode_keeps_published_rows_when_asked() {
-    let store = tailing_store(TailMode::Table, Retention::Keep).await;
-    let wal = wal_store(&store);
-    let publisher = Recorder::publisher();
-    let (cancel, relay) = run_relay(&wal, &ORDER_EVENTS, publisher.clone());
-    stage_to(&store, &ORDER_EVENTS, 20).await;
-    let stats = eventually(
-        Duration::from_secs(20),
-        || async {
-            tidings_core::OutboxStore::stats(&store, "order-events")
-                .await
-                .unwrap()
-        },
-        |s| s.published == 20,
-    )
-    .await;
+    let mut t = Tailed::new(TailMode::Table, Retention::Keep).await;
+    t.relay(&ORDER_EVENTS);
+    stage_to(&t.store, &ORDER_EVENTS, 20).await;
+    let stats = t.stats_when("order-events", |s| s.published == 20).await;
     assert_eq!((stats.published, stats.pending), (20, 0));
-    cancel.cancel();
-    relay.await.unwrap().unwrap();
-    drop(wal);
-    drop_tailing(&store).await;
+    t.finish().await;
 }
 
 #[tokio::test]
 async fn interleaved_transactions_publish_in_commit_order() {
-    let store = tailing_store(TailMode::Messages, Retention::Delete).await;
-    let wal = wal_store(&store);
-    let publisher = Recorder::publisher();
-    let (cancel, relay) = run_relay(&wal, &ORDER_EVENTS, publisher.clone());
+    let mut t = Tailed::new(TailMode::Messages, Retention::Delete).await;
+    t.relay(&ORDER_EVENTS);
     // The route is recorded first: a transaction recording it would hold
     // back every other staging it until it commits.
-    stage_to(&store, &ORDER_EVENTS, 1).await;
+    stage_to(&t.store, &ORDER_EVENTS, 1).await;
     // The first transaction begins first and stages first, but commits last.
-    let mut long = store.begin().await.unwrap();
+    let mut long = t.store.begin().await.unwrap();
     long.outbox()
         .stage(&ORDER_EVENTS, "test.event", &1)
         .unwrap();
     long.flush().await.unwrap();
-    let mut short = store.begin().await.unwrap();
+    let mut short = t.store.begin().await.unwrap();
     short
         .outbox()
         .stage(&ORDER_EVENTS, "test.event", &2)
@@ -120,45 +84,28 @@ async fn interleaved_transactions_publish_in_commit_order() {
         .stage(&ORDER_EVENTS, "test.event", &3)
         .unwrap();
     long.commit().await.unwrap();
-    let recorder = publisher.get_ref().clone();
-    let seen = eventually(
-        Duration::from_secs(20),
-        || async { recorder.numbers() },
-        |n| n.len() >= 4,
-    )
-    .await;
-    assert_eq!(seen, [0, 2, 1, 3], "commit order, not staging order");
-    cancel.cancel();
-    relay.await.unwrap().unwrap();
-    drop(wal);
-    drop_tailing(&store).await;
+    assert_eq!(
+        t.published(4).await,
+        [0, 2, 1, 3],
+        "commit order, not staging order"
+    );
+    t.finish().await;
 }
 
 #[tokio::test]
 async fn a_retry_holds_back_only_its_own_key() {
-    let store = tailing_store(TailMode::Messages, Retention::Delete).await;
-    let wal = wal_store(&store);
-    let publisher = Recorder::publisher();
-    let recorder = publisher.get_ref().clone();
-    let mut ids = Vec::new();
-    let mut ctx = store.begin().await.unwrap();
+    let mut t = Tailed::new(TailMode::Messages, Retention::Delete).await;
+    let mut ctx = t.store.begin().await.unwrap();
     for (n, key) in [(0u64, "a"), (1, "b"), (2, "a"), (3, "b"), (4, "a")] {
-        let staged = ctx
-            .outbox()
-            .stage(&KEYED_EVENTS, "test.event", &n)
-            .unwrap()
-            .ordering_key(key);
-        ids.push(staged.envelope().event_id);
+        let staged = ctx.outbox().stage(&KEYED_EVENTS, "test.event", &n).unwrap();
+        let id = staged.ordering_key(key).envelope().event_id;
+        if n == 0 {
+            t.recorder.fail_once(id);
+        }
     }
-    recorder.fail_once(ids[0]);
     ctx.commit().await.unwrap();
-    let (cancel, relay) = run_relay(&wal, &KEYED_EVENTS, publisher.clone());
-    let seen = eventually(
-        Duration::from_secs(30),
-        || async { recorder.numbers() },
-        |n| n.len() >= 5,
-    )
-    .await;
+    t.relay(&KEYED_EVENTS);
+    let seen = t.published(5).await;
     let of_a: Vec<u64> = seen.iter().copied().filter(|n| n % 2 == 0).collect();
     assert_eq!(
         of_a,
@@ -168,24 +115,19 @@ async fn a_retry_holds_back_only_its_own_key() {
     let first_b = seen.iter().position(|n| *n == 1).unwrap();
     let first_a = seen.iter().position(|n| *n == 0).unwrap();
     assert!(first_b < first_a, "key b went on meanwhile: {seen:?}");
-    cancel.cancel();
-    relay.await.unwrap().unwrap();
-    drop(wal);
-    drop_tailing(&store).await;
+    t.finish().await;
 }
 
 #[tokio::test]
 async fn a_one_megabyte_event_goes_through_message_mode() {
-    let store = tailing_store(TailMode::Messages, Retention::Delete).await;
-    let wal = wal_store(&store);
-    let publisher = Recorder::publisher();
-    let (cancel, relay) = run_relay(&wal, &ORDER_EVENTS, publisher.clone());
     static BIG: OutboxSpec<String> = OutboxSpec::json("order-events").destination("orders");
+    let mut t = Tailed::new(TailMode::Messages, Retention::Delete).await;
+    t.relay(&ORDER_EVENTS);
     let payload = "x".repeat(1 << 20);
-    let mut ctx = store.begin().await.unwrap();
+    let mut ctx = t.store.begin().await.unwrap();
     ctx.outbox().stage(&BIG, "test.big", &payload).unwrap();
     ctx.commit().await.unwrap();
-    let recorder = publisher.get_ref().clone();
+    let recorder = &t.recorder;
     let seen = eventually(
         Duration::from_secs(20),
         || async { recorder.accepted() },
@@ -198,57 +140,30 @@ async fn a_one_megabyte_event_goes_through_message_mode() {
         (1 << 20) + 2,
         "the JSON string, quotes included"
     );
-    cancel.cancel();
-    relay.await.unwrap().unwrap();
-    drop(wal);
-    drop_tailing(&store).await;
+    t.finish().await;
 }
 
 async fn a_delayed_event_waits(mode: TailMode) {
-    let store = tailing_store(mode, Retention::Delete).await;
-    let wal = wal_store(&store);
-    let publisher = Recorder::publisher();
-    let (cancel, relay) = run_relay(&wal, &ORDER_EVENTS, publisher.clone());
-    let mut ctx = store.begin().await.unwrap();
-    ctx.outbox()
-        .stage(&ORDER_EVENTS, "test.event", &1)
-        .unwrap()
-        .delay(Duration::from_millis(1500));
+    let mut t = Tailed::new(mode, Retention::Delete).await;
+    t.relay(&ORDER_EVENTS);
+    let mut ctx = t.store.begin().await.unwrap();
+    let delayed = ctx.outbox().stage(&ORDER_EVENTS, "test.event", &1).unwrap();
+    delayed.delay(Duration::from_millis(1500));
     ctx.outbox().stage(&ORDER_EVENTS, "test.event", &2).unwrap();
     ctx.commit().await.unwrap();
-    let committed = std::time::Instant::now();
-    let recorder = publisher.get_ref().clone();
-    let first = eventually(
-        Duration::from_secs(10),
-        || async { recorder.numbers() },
-        |n| !n.is_empty(),
-    )
-    .await;
-    assert_eq!(first, [2], "the delayed event waits");
-    let both = eventually(
-        Duration::from_secs(10),
-        || async { recorder.numbers() },
-        |n| n.len() >= 2,
-    )
-    .await;
-    assert_eq!(both, [2, 1]);
+    let committed = Instant::now();
+    assert_eq!(t.published(1).await, [2], "the delayed event waits");
+    assert_eq!(t.published(2).await, [2, 1]);
     assert!(
         committed.elapsed() >= Duration::from_millis(1400),
         "{:?}",
         committed.elapsed()
     );
-    cancel.cancel();
-    relay.await.unwrap().unwrap();
-    drop(wal);
-    drop_tailing(&store).await;
+    t.finish().await;
 }
 
-#[tokio::test]
-async fn message_mode_holds_a_delayed_event_until_due() {
-    a_delayed_event_waits(TailMode::Messages).await;
-}
-
-#[tokio::test]
-async fn table_mode_holds_a_delayed_event_until_due() {
-    a_delayed_event_waits(TailMode::Table).await;
-}
+in_both_modes!(
+    a_delayed_event_waits:
+    messages message_mode_holds_a_delayed_event_until_due,
+    table table_mode_holds_a_delayed_event_until_due
+);

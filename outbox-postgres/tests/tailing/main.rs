@@ -14,6 +14,21 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+/// A case of one mode's, run as a test in each mode.
+macro_rules! in_both_modes {
+    ($case:ident: messages $messages:ident, table $table:ident) => {
+        #[tokio::test]
+        async fn $messages() {
+            $case(tidings_postgres::TailMode::Messages).await;
+        }
+
+        #[tokio::test]
+        async fn $table() {
+            $case(tidings_postgres::TailMode::Table).await;
+        }
+    };
+}
+
 mod delivery;
 mod deployment;
 mod failures;

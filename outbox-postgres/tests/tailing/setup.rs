@@ -7,9 +7,10 @@ use std::time::Duration;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{Envelope, OutboxSpec, PublishError};
+use tidings_core::{Envelope, OutboxSpec, OutboxStats, OutboxStore, PublishError, StoreError};
 use tidings_postgres::wal::{WalOptions, WalStore};
 use tidings_postgres::{LogTailing, PgOutboxOptions, PgOutboxStore, Retention, TailMode};
+use tidings_testing::eventually::eventually;
 use tidings_testing::names::unique_name;
 use tidings_testing::publisher::{PublishEach, PublishOne};
 use tidings_testing::services::{logical_database_url, service_missing};
@@ -17,7 +18,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::support::{KEYED_EVENTS, ORDER_EVENTS, SCHEMA_PREFIX};
+use crate::support::{KEYED_EVENTS, ORDER_EVENTS, SCHEMA_PREFIX, drop_stale_schemas_on};
 
 /// A pool on the cluster with `wal_level=logical`; fails the test with the
 /// setup command when it does not answer.
@@ -33,80 +34,165 @@ pub(crate) async fn logical_pool() -> PgPool {
     pool
 }
 
-/// A migrated log-tailing store in a fresh schema, with a slot and a
-/// publication of its own.
-pub(crate) async fn tailing_store(mode: TailMode, retention: Retention) -> PgOutboxStore {
+/// A migrated log-tailing store in `mode` in a fresh schema on `pool`, with
+/// a slot and a publication of its own.
+pub(crate) async fn tailing_store_on(
+    pool: PgPool,
+    mode: TailMode,
+    options: PgOutboxOptions,
+) -> PgOutboxStore {
     let schema = unique_name(SCHEMA_PREFIX);
     let tailing = match mode {
         TailMode::Table => LogTailing::table(),
         TailMode::Messages => LogTailing::messages(),
     };
-    let options = PgOutboxOptions::new()
-        .schema(&schema)
-        .retention(retention)
-        .log_tailing(
-            tailing
-                .slot(format!("{schema}_slot"))
-                .publication(format!("{schema}_pub")),
-        );
-    let store = PgOutboxStore::new(logical_pool().await, options).expect("valid names");
+    let tailing = tailing
+        .slot(format!("{schema}_slot"))
+        .publication(format!("{schema}_pub"));
+    let options = options.schema(&schema).log_tailing(tailing);
+    let store = PgOutboxStore::new(pool, options).expect("valid names");
     store.migrate().await.expect("migrate");
     store
 }
 
-/// Starts a reader of the store's slot for the two test routes.
-pub(crate) fn wal_store(store: &PgOutboxStore) -> WalStore {
-    let options = WalOptions::new(&logical_database_url())
+/// Starts a reader of the store's slot, from `url`, for the two test
+/// routes.
+pub(crate) fn wal_store_from(store: &PgOutboxStore, url: &str) -> WalStore {
+    let options = WalOptions::new(url)
         .expect("a valid URL")
         .route(&ORDER_EVENTS)
         .route(&KEYED_EVENTS);
     WalStore::start(store.clone(), options).expect("a tailing store")
 }
 
-/// A relay of `spec` from `wal` to `publisher`, running until its token
-/// is cancelled.
-pub(crate) fn run_relay(
-    wal: &WalStore,
-    spec: &OutboxSpec<u64>,
-    publisher: PublishEach<Recorder>,
-) -> (
-    CancellationToken,
-    JoinHandle<Result<(), tidings_core::StoreError>>,
-) {
-    let options = RelayOptions::default().poll_interval(Duration::from_millis(200));
-    let relay = Relay::new(wal.clone(), publisher, spec)
+/// Starts a reader of the store's slot on the logical cluster.
+pub(crate) fn wal_store(store: &PgOutboxStore) -> WalStore {
+    wal_store_from(store, &logical_database_url())
+}
+
+/// A log-tailed store, its reader, a recorder, and a relay of one spec
+/// from the reader to the recorder once started.
+pub(crate) struct Tailed {
+    pub(crate) store: PgOutboxStore,
+    pub(crate) wal: WalStore,
+    pub(crate) recorder: Recorder,
+    relay: Option<(CancellationToken, JoinHandle<Result<(), StoreError>>)>,
+}
+
+impl Tailed {
+    /// A fresh store in `mode` on the logical cluster, and its reader.
+    pub(crate) async fn new(mode: TailMode, retention: Retention) -> Self {
+        let options = PgOutboxOptions::new().retention(retention);
+        Self::on(tailing_store_on(logical_pool().await, mode, options).await)
+    }
+
+    /// `store` and a reader of its slot on the logical cluster.
+    pub(crate) fn on(store: PgOutboxStore) -> Self {
+        let wal = wal_store(&store);
+        Self::reading(store, wal)
+    }
+
+    /// `store` and its reader `wal`.
+    pub(crate) fn reading(store: PgOutboxStore, wal: WalStore) -> Self {
+        Self {
+            store,
+            wal,
+            recorder: Recorder::default(),
+            relay: None,
+        }
+    }
+
+    /// Starts relaying `spec` to the recorder.
+    pub(crate) fn relay(&mut self, spec: &OutboxSpec<u64>) {
+        let options = RelayOptions::default().poll_interval(Duration::from_millis(200));
+        let relay = Relay::new(
+            self.wal.clone(),
+            PublishEach::new(self.recorder.clone()),
+            spec,
+        )
         .expect("a valid spec")
         .options(options)
-        .wakeup(wal.wakeup());
-    let cancel = CancellationToken::new();
-    let token = cancel.clone();
-    let handle = tokio::spawn(async move { relay.run(token).await });
-    (cancel, handle)
+        .wakeup(self.wal.wakeup());
+        let cancel = CancellationToken::new();
+        let token = cancel.clone();
+        self.relay = Some((cancel, tokio::spawn(async move { relay.run(token).await })));
+    }
+
+    /// What the relay's run ended with, waiting up to 20 s for it.
+    pub(crate) async fn relay_ended(&mut self) -> Result<(), StoreError> {
+        let (_, handle) = self.relay.take().expect("a relay runs");
+        tokio::time::timeout(Duration::from_secs(20), handle)
+            .await
+            .expect("the relay ends")
+            .expect("the relay does not panic")
+    }
+
+    /// Stops the relay, which must have run without error.
+    pub(crate) async fn stop_relay(&mut self) {
+        if let Some((cancel, handle)) = self.relay.take() {
+            cancel.cancel();
+            handle.await.unwrap().unwrap();
+        }
+    }
+
+    /// The numbers published, once there are at least `count` or after
+    /// 20 s.
+    pub(crate) async fn published(&self, count: usize) -> Vec<u64> {
+        let recorder = &self.recorder;
+        eventually(
+            Duration::from_secs(20),
+            || async { recorder.numbers() },
+            |n| n.len() >= count,
+        )
+        .await
+    }
+
+    /// The stats of `route` once `done` holds, or after 20 s.
+    pub(crate) async fn stats_when(
+        &self,
+        route: &str,
+        done: impl Fn(&OutboxStats) -> bool,
+    ) -> OutboxStats {
+        let probe = || async { OutboxStore::stats(&self.wal, route).await.unwrap() };
+        eventually(Duration::from_secs(20), probe, done).await
+    }
+
+    /// Stops the relay and the reader, and drops the store's slot,
+    /// publication and schema.
+    pub(crate) async fn finish(mut self) {
+        self.stop_relay().await;
+        drop(self.wal);
+        drop_tailing(&self.store).await;
+    }
 }
 
 /// Drops the store's slot, publication and schema.
 pub(crate) async fn drop_tailing(store: &PgOutboxStore) {
     let schema = store.options().get_schema().to_owned();
     let pool = store.pool();
-    for _ in 0..50 {
-        let dropped: Result<Option<i64>, _> = sqlx::query_scalar(
-            "select count(pg_drop_replication_slot(slot_name)) from pg_replication_slots \
-             where slot_name = $1 and not active",
-        )
-        .bind(format!("{schema}_slot"))
-        .fetch_optional(pool)
-        .await;
-        let left: i64 =
-            sqlx::query_scalar("select count(*) from pg_replication_slots where slot_name = $1")
-                .bind(format!("{schema}_slot"))
-                .fetch_one(pool)
-                .await
-                .unwrap_or(0);
-        if dropped.is_ok() && left == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    // The reader lets the slot go moments after it is dropped.
+    let slot = format!("{schema}_slot");
+    eventually(
+        Duration::from_secs(5),
+        || async {
+            let _ = sqlx::query(
+                "select pg_drop_replication_slot(slot_name) from pg_replication_slots \
+                 where slot_name = $1 and not active",
+            )
+            .bind(&slot)
+            .execute(pool)
+            .await;
+            sqlx::query_scalar::<_, i64>(
+                "select count(*) from pg_replication_slots where slot_name = $1",
+            )
+            .bind(&slot)
+            .fetch_one(pool)
+            .await
+            .unwrap_or(1)
+        },
+        |left| *left == 0,
+    )
+    .await;
     let drop = format!("drop publication if exists \"{schema}_pub\"");
     let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(drop)).execute(pool).await;
     tidings_testing::services::drop_schema(pool, &schema).await;
@@ -120,27 +206,8 @@ async fn drop_stale_slots(pool: &PgPool) {
     if DONE.swap(true, std::sync::atomic::Ordering::SeqCst) {
         return;
     }
+    drop_stale_schemas_on(pool).await;
     let pattern = format!("{SCHEMA_PREFIX}\\_%");
-    let schemas: Vec<String> =
-        sqlx::query_scalar("select nspname::text from pg_namespace where nspname like $1")
-            .bind(&pattern)
-            .fetch_all(pool)
-            .await
-            .unwrap_or_default();
-    for schema in schemas {
-        let age = format!(
-            "select coalesce(min(applied_at) < now() - interval '15 minutes', true) \
-             from \"{schema}\".tidings_outbox_migrations"
-        );
-        let stale: bool = sqlx::query_scalar(sqlx::AssertSqlSafe(age))
-            .fetch_one(pool)
-            .await
-            .unwrap_or(false);
-        if stale {
-            let drop = format!("drop schema if exists \"{schema}\" cascade");
-            let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(drop)).execute(pool).await;
-        }
-    }
     let _ = sqlx::query(
         "select pg_drop_replication_slot(slot_name) from pg_replication_slots \
          where slot_name like $1 and not active \
@@ -190,10 +257,6 @@ struct Recorded {
 }
 
 impl Recorder {
-    pub(crate) fn publisher() -> PublishEach<Recorder> {
-        PublishEach::new(Recorder::default())
-    }
-
     /// What was accepted, in order.
     pub(crate) fn accepted(&self) -> Vec<Envelope> {
         self.lock().accepted.clone()

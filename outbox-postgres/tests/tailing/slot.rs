@@ -1,66 +1,60 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+use tidings_core::StoreError;
 use tidings_core::relay::Relay;
-use tidings_core::{OutboxStore, StoreError};
-use tidings_postgres::{Retention, TailMode};
+use tidings_postgres::wal::{WalOptions, WalStore};
+use tidings_postgres::{PgOutboxOptions, PgOutboxStore, Retention, TailMode};
 use tidings_testing::eventually::eventually;
+use tidings_testing::publisher::PublishEach;
 
-use crate::setup::{Recorder, drop_tailing, run_relay, tailing_store, wal_store};
+use crate::setup::{Recorder, Tailed, logical_pool, tailing_store_on, wal_store};
 use crate::support::{ORDER_EVENTS, stage_to};
 
 #[tokio::test]
 async fn one_relay_reads_the_slot_and_a_standby_takes_over() {
-    let store = tailing_store(TailMode::Messages, Retention::Delete).await;
-    let first = wal_store(&store);
+    let first = Tailed::new(TailMode::Messages, Retention::Delete).await;
     let reading = eventually(
         Duration::from_secs(10),
-        || async { first.is_reading() },
+        || async { first.wal.is_reading() },
         |r| *r,
     )
     .await;
     assert!(reading, "the first store reads the slot");
-    let second = wal_store(&store);
+    let mut second = Tailed::on(first.store.clone());
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(
-        !second.is_reading(),
+        !second.wal.is_reading(),
         "the slot has one reader; the second stands by"
     );
 
-    let publisher = Recorder::publisher();
-    let (cancel, relay) = run_relay(&second, &ORDER_EVENTS, publisher.clone());
+    second.relay(&ORDER_EVENTS);
     let stopped = Instant::now();
     drop(first);
     let took_over = eventually(
         Duration::from_secs(15),
-        || async { second.is_reading() },
+        || async { second.wal.is_reading() },
         |r| *r,
     )
     .await;
     let takeover = stopped.elapsed();
     assert!(took_over, "the standby takes the slot over");
     assert!(takeover < Duration::from_secs(5), "took {takeover:?}");
-    stage_to(&store, &ORDER_EVENTS, 3).await;
-    let recorder = publisher.get_ref().clone();
-    let seen = eventually(
-        Duration::from_secs(20),
-        || async { recorder.numbers() },
-        |n| n.len() >= 3,
-    )
-    .await;
-    assert_eq!(seen, [0, 1, 2]);
-    cancel.cancel();
-    relay.await.unwrap().unwrap();
-    drop(second);
-    drop_tailing(&store).await;
+    stage_to(&second.store, &ORDER_EVENTS, 3).await;
+    assert_eq!(second.published(3).await, [0, 1, 2]);
+    second.finish().await;
 }
 
 #[tokio::test]
 async fn a_relay_killed_mid_stream_loses_nothing() {
-    let store = tailing_store(TailMode::Table, Retention::Delete).await;
+    let store = tailing_store_on(
+        logical_pool().await,
+        TailMode::Table,
+        PgOutboxOptions::new(),
+    )
+    .await;
     stage_to(&store, &ORDER_EVENTS, 2_000).await;
-    let publisher = Recorder::publisher();
-    let recorder = publisher.get_ref().clone();
+    let recorder = Recorder::default();
     recorder.slow(Duration::from_millis(2));
     // The first relay runs on a runtime of its own, shut down mid-stream:
     // its tasks stop where they are and its connections drop, as in a kill.
@@ -71,12 +65,11 @@ async fn a_relay_killed_mid_stream_loses_nothing() {
         .unwrap();
     // A store of its own, whose pool lives and dies with that runtime.
     let options = store.options().clone();
-    let killed_publisher = publisher.clone();
+    let publisher = PublishEach::new(recorder.clone());
     runtime.spawn(async move {
-        let pool = crate::setup::logical_pool().await;
-        let killed_store = tidings_postgres::PgOutboxStore::new(pool, options).unwrap();
-        let wal = wal_store(&killed_store);
-        let relay = Relay::new(wal.clone(), killed_publisher, &ORDER_EVENTS)
+        let store = PgOutboxStore::new(logical_pool().await, options).unwrap();
+        let wal = wal_store(&store);
+        let relay = Relay::new(wal.clone(), publisher, &ORDER_EVENTS)
             .unwrap()
             .wakeup(wal.wakeup());
         let _ = relay.run(tokio_util::sync::CancellationToken::new()).await;
@@ -94,8 +87,9 @@ async fn a_relay_killed_mid_stream_loses_nothing() {
     runtime.shutdown_background();
 
     recorder.slow(Duration::ZERO);
-    let wal = wal_store(&store);
-    let (cancel, relay) = run_relay(&wal, &ORDER_EVENTS, publisher.clone());
+    let mut t = Tailed::on(store);
+    t.recorder = recorder.clone();
+    t.relay(&ORDER_EVENTS);
     let distinct = eventually(
         Duration::from_secs(60),
         || async { recorder.numbers().into_iter().collect::<HashSet<_>>().len() },
@@ -103,55 +97,31 @@ async fn a_relay_killed_mid_stream_loses_nothing() {
     )
     .await;
     assert_eq!(distinct, 2_000, "every event published");
-    let total = recorder.numbers().len();
-    let duplicates = total - 2_000;
+    let duplicates = recorder.numbers().len() - 2_000;
     assert!(duplicates <= before + 1_000, "{duplicates} published twice");
-    let stats = eventually(
-        Duration::from_secs(10),
-        || async { store.stats("order-events").await.unwrap() },
-        |s| s.pending == 0,
-    )
-    .await;
+    let stats = t.stats_when("order-events", |s| s.pending == 0).await;
     assert_eq!(stats.pending, 0, "every row removed");
-    cancel.cancel();
-    relay.await.unwrap().unwrap();
-    drop(wal);
-    drop_tailing(&store).await;
+    t.finish().await;
 }
 
 async fn recreated_slot_is_detected(mode: TailMode) {
-    let store = tailing_store(mode, Retention::Delete).await;
-    let publisher = Recorder::publisher();
-    let recorder = publisher.get_ref().clone();
-    {
-        let wal = wal_store(&store);
-        let (cancel, relay) = run_relay(&wal, &ORDER_EVENTS, publisher.clone());
-        stage_to(&store, &ORDER_EVENTS, 2).await;
-        eventually(
-            Duration::from_secs(20),
-            || async { recorder.numbers() },
-            |n| n.len() >= 2,
-        )
-        .await;
-        cancel.cancel();
-        relay.await.unwrap().unwrap();
-    }
-    // Staged while no relay runs, then the slot is dropped and created anew.
+    let store = tailing_store_on(logical_pool().await, mode, PgOutboxOptions::new()).await;
+    let mut first = Tailed::on(store.clone());
+    first.relay(&ORDER_EVENTS);
+    stage_to(&store, &ORDER_EVENTS, 2).await;
+    first.published(2).await;
+    first.stop_relay().await;
+    let recorder = first.recorder.clone();
+    drop(first);
+    // Staged while no relay reads, then the slot is dropped and created anew.
     stage_to(&store, &ORDER_EVENTS, 3).await;
     let slot = format!("{}_slot", store.options().get_schema());
     let pool = store.pool();
-    eventually(
-        Duration::from_secs(10),
-        || async {
-            sqlx::query("select pg_drop_replication_slot($1)")
-                .bind(&slot)
-                .execute(pool)
-                .await
-                .is_ok()
-        },
-        |dropped| *dropped,
-    )
-    .await;
+    let dropped = || async {
+        let drop = sqlx::query("select pg_drop_replication_slot($1)").bind(&slot);
+        drop.execute(pool).await.is_ok()
+    };
+    assert!(eventually(Duration::from_secs(10), dropped, |d| *d).await);
     // Something else is written, so the new slot starts further on.
     sqlx::query("select pg_logical_emit_message(false, 'elsewhere', 'x')")
         .execute(pool)
@@ -159,13 +129,10 @@ async fn recreated_slot_is_detected(mode: TailMode) {
         .unwrap();
     store.migrate().await.unwrap();
 
-    let wal = wal_store(&store);
-    let (cancel, relay) = run_relay(&wal, &ORDER_EVENTS, publisher.clone());
-    let ended = tokio::time::timeout(Duration::from_secs(20), relay)
-        .await
-        .unwrap()
-        .unwrap();
-    let error = ended.unwrap_err();
+    let mut t = Tailed::on(store.clone());
+    t.recorder = recorder;
+    t.relay(&ORDER_EVENTS);
+    let error = t.relay_ended().await.unwrap_err();
     assert!(matches!(error, StoreError::Misconfigured(_)), "{error}");
     let message = error.to_string();
     assert!(
@@ -173,42 +140,37 @@ async fn recreated_slot_is_detected(mode: TailMode) {
         "{message}"
     );
     assert_eq!(
-        recorder.numbers().len(),
+        t.recorder.numbers().len(),
         2,
         "nothing read past the lost slot"
     );
-    cancel.cancel();
-    drop(wal);
 
-    store.accept_slot_position().await.unwrap();
-    let wal = wal_store(&store);
-    let (cancel, relay) = run_relay(&wal, &ORDER_EVENTS, publisher.clone());
-    stage_to(&store, &ORDER_EVENTS, 1).await;
+    t.store.accept_slot_position().await.unwrap();
+    t.wal = wal_store(&t.store);
+    t.relay(&ORDER_EVENTS);
+    stage_to(&t.store, &ORDER_EVENTS, 1).await;
     let expected = match mode {
         // The pending rows are staged again for the new slot.
         TailMode::Table => vec![0, 1, 0, 1, 2, 0],
         // The messages written while no slot kept the log are gone.
         TailMode::Messages => vec![0, 1, 0],
     };
-    let seen = eventually(
-        Duration::from_secs(20),
-        || async { recorder.numbers() },
-        |n| n.len() >= expected.len(),
-    )
-    .await;
-    assert_eq!(seen, expected);
-    cancel.cancel();
-    relay.await.unwrap().unwrap();
-    drop(wal);
-    drop_tailing(&store).await;
+    assert_eq!(t.published(expected.len()).await, expected);
+    t.finish().await;
 }
 
-#[tokio::test]
-async fn a_recreated_slot_stops_the_table_relay_until_accepted() {
-    recreated_slot_is_detected(TailMode::Table).await;
-}
+in_both_modes!(
+    recreated_slot_is_detected:
+    messages a_recreated_slot_stops_the_message_relay_until_accepted,
+    table a_recreated_slot_stops_the_table_relay_until_accepted
+);
 
 #[tokio::test]
-async fn a_recreated_slot_stops_the_message_relay_until_accepted() {
-    recreated_slot_is_detected(TailMode::Messages).await;
+async fn a_store_without_log_tailing_has_no_slot_to_read() {
+    let store = PgOutboxStore::new(logical_pool().await, PgOutboxOptions::new()).unwrap();
+    let options = WalOptions::new("postgres://h/db")
+        .unwrap()
+        .route(&ORDER_EVENTS);
+    let refused = WalStore::start(store, options).unwrap_err();
+    assert!(matches!(refused, StoreError::Misconfigured(_)), "{refused}");
 }
