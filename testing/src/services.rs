@@ -190,6 +190,28 @@ pub async fn drop_schema(pool: &sqlx::PgPool, schema: &str) {
     }
 }
 
+/// Drops the replication slots and publications tests left behind on
+/// `pool`'s server: a slot `<schema>_slot` or publication `<schema>_pub`
+/// of a test schema (`tidings_` and more) that no longer exists, and no
+/// longer read. A slot left behind would keep the server's log for good.
+pub async fn drop_orphan_slots(pool: &sqlx::PgPool) {
+    let orphans = "select pg_drop_replication_slot(slot_name) from pg_replication_slots \
+         where slot_name like 'tidings\\_%' and not active \
+         and not exists (select 1 from pg_namespace where nspname || '_slot' = slot_name)";
+    let _ = sqlx::query(orphans).execute(pool).await;
+    let publications: Vec<String> = sqlx::query_scalar(
+        "select pubname::text from pg_publication where pubname like 'tidings\\_%' \
+         and not exists (select 1 from pg_namespace where nspname || '_pub' = pubname)",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap_or_default();
+    for publication in publications {
+        let drop = format!("drop publication if exists \"{publication}\"");
+        let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(drop)).execute(pool).await;
+    }
+}
+
 /// Fails the test with the service's name, address, the error, and the
 /// command that starts it.
 #[track_caller]

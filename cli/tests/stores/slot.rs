@@ -16,6 +16,7 @@ async fn tailed_store() -> PgOutboxStore {
         .unwrap_or_else(|e| {
             services::service_missing("PostgreSQL with wal_level=logical", &url, &e)
         });
+    services::drop_orphan_slots(&pool).await;
     let schema = unique_name("tidings_cli");
     let tailing = LogTailing::messages()
         .slot(format!("{schema}_slot"))
@@ -105,13 +106,17 @@ async fn a_failed_event_of_a_message_outbox_is_requeued_as_a_message() {
     .await
     .unwrap();
     assert_eq!(rows, 0);
+    // Every test's messages are decoded on the slot: only this outbox's count.
+    let prefix = format!("tidings:{schema}.tidings_outbox");
     let messages: i64 = sqlx::query_scalar(
         "select count(*) from pg_logical_slot_peek_binary_changes($1, null, null, \
          'proto_version', '1', 'publication_names', $2, 'messages', 'true') \
-         where substring(data from 1 for 1) = 'M'",
+         where substring(data from 1 for 1) = 'M' \
+         and position(convert_to($3, 'UTF8') in data) > 0",
     )
     .bind(format!("{schema}_slot"))
     .bind(format!("{schema}_pub"))
+    .bind(&prefix)
     .fetch_one(store.pool())
     .await
     .unwrap();

@@ -30,7 +30,7 @@ pub(crate) async fn logical_pool() -> PgPool {
         .connect(&url)
         .await
         .unwrap_or_else(|e| service_missing("PostgreSQL with wal_level=logical", &url, &e));
-    drop_stale_slots(&pool).await;
+    drop_leftovers(&pool).await;
     pool
 }
 
@@ -201,33 +201,13 @@ pub(crate) async fn drop_tailing(store: &PgOutboxStore) {
 /// Schemas, slots and publications of tests that stopped early: schemas
 /// migrated more than 15 minutes ago, and the slots and publications of
 /// schemas that no longer exist, dropped once per test process.
-async fn drop_stale_slots(pool: &PgPool) {
+async fn drop_leftovers(pool: &PgPool) {
     static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if DONE.swap(true, std::sync::atomic::Ordering::SeqCst) {
         return;
     }
     drop_stale_schemas_on(pool).await;
-    let pattern = format!("{SCHEMA_PREFIX}\\_%");
-    let _ = sqlx::query(
-        "select pg_drop_replication_slot(slot_name) from pg_replication_slots \
-         where slot_name like $1 and not active \
-         and not exists (select 1 from pg_namespace where nspname || '_slot' = slot_name)",
-    )
-    .bind(&pattern)
-    .execute(pool)
-    .await;
-    let publications: Vec<String> = sqlx::query_scalar(
-        "select pubname::text from pg_publication where pubname like $1 \
-         and not exists (select 1 from pg_namespace where nspname || '_pub' = pubname)",
-    )
-    .bind(&pattern)
-    .fetch_all(pool)
-    .await
-    .unwrap_or_default();
-    for publication in publications {
-        let drop = format!("drop publication if exists \"{publication}\"");
-        let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(drop)).execute(pool).await;
-    }
+    tidings_testing::services::drop_orphan_slots(pool).await;
 }
 
 /// A broker that records what it accepts, and fails the events it is told
