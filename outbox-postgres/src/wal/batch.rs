@@ -149,6 +149,9 @@ impl ClaimedBatch for WalBatch {
                 false => lost.push(f.event.envelope.event_id),
             }
         }
+        // Finished events leave the window now, not at the next
+        // confirmation, so the reader refills it at once.
+        window.advance();
         drop(window);
         self.shared.room.notify_waiters();
         report.lost = lost;
