@@ -14,6 +14,8 @@ pub(crate) struct Sizes {
     pub(crate) clients: usize,
     /// Pending events of the drain scenarios.
     pub(crate) drain_events: usize,
+    /// The backlog of drain-wal, staged with its relay stopped.
+    pub(crate) wal_events: usize,
     /// Rows claimed per pass, by the relay and by the raw loops; also the
     /// confirm window of every side of drain-rabbitmq.
     pub(crate) batch_size: usize,
@@ -58,6 +60,7 @@ impl Default for Sizes {
             stage_transactions: 20_000,
             clients: 8,
             drain_events: 50_000,
+            wal_events: 200_000,
             batch_size: 100,
             wide_claim: 500,
             latency_duration: Duration::from_secs(20),
@@ -90,6 +93,7 @@ impl Sizes {
         let scale = |n: usize| ((n as f64 * factor).round() as usize).max(10);
         self.stage_transactions = scale(self.stage_transactions);
         self.drain_events = scale(self.drain_events);
+        self.wal_events = scale(self.wal_events);
         self.consume_messages = scale(self.consume_messages);
         self.memory_events = scale(self.memory_events);
         self.growth_retained = scale(self.growth_retained);

@@ -9,6 +9,7 @@ mod drain_kafka;
 mod drain_noop;
 mod drain_pooled;
 mod drain_rabbitmq;
+mod drain_wal;
 mod growth;
 mod latency;
 mod memory;
@@ -61,6 +62,10 @@ pub(crate) enum Scenario {
     /// Draining to Kafka, against raw librdkafka producing, then
     /// consuming from it (built with the `kafka` feature).
     DrainKafka,
+    /// Draining a backlog from a replication slot, in message and table
+    /// mode, against reading the same backlog from a second slot; beside
+    /// it the polling relay on the same cluster.
+    DrainWal,
     /// Commit-to-publish latency at steady rates.
     Latency,
     /// Consuming with the PostgreSQL inbox, against two-row transactions.
@@ -102,12 +107,13 @@ pub(crate) enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order `all` runs them.
-    pub(crate) const ALL: [Scenario; 18] = [
+    pub(crate) const ALL: [Scenario; 19] = [
         Scenario::Stage,
         Scenario::DrainNoop,
         Scenario::DrainRabbitmq,
         Scenario::DrainRabbitmqPooled,
         Scenario::DrainKafka,
+        Scenario::DrainWal,
         Scenario::Latency,
         Scenario::Consume,
         Scenario::Memory,
@@ -145,6 +151,7 @@ impl Scenario {
             Scenario::DrainRabbitmq => "drain-rabbitmq",
             Scenario::DrainRabbitmqPooled => "drain-rabbitmq-pooled",
             Scenario::DrainKafka => "drain-kafka",
+            Scenario::DrainWal => "drain-wal",
             Scenario::Latency => "latency",
             Scenario::Consume => "consume",
             Scenario::Memory => "memory",
@@ -208,6 +215,7 @@ impl Scenario {
             Scenario::DrainKafka => drain_kafka::run(env, sizes, report).await,
             #[cfg(not(feature = "kafka"))]
             Scenario::DrainKafka => bail!("drain-kafka needs `--features kafka`"),
+            Scenario::DrainWal => drain_wal::run(env, sizes, report).await,
             Scenario::Latency => latency::run(env, sizes, report).await,
             Scenario::Consume => consume::run(env, sizes, report).await,
             Scenario::Memory => memory::run(env, sizes, report).await,

@@ -1,0 +1,112 @@
+//! Log-tailing stores on the logical cluster: each with a slot and a
+//! publication of its own, a reader of that slot, and their removal, so
+//! that no slot outlives the run to retain the log forever.
+
+use std::time::{Duration, Instant};
+
+use sqlx::{AssertSqlSafe, PgPool};
+use tidings_core::OutboxSpec;
+use tidings_postgres::wal::WalOptions;
+use tidings_postgres::{LogTailing, PgOutboxOptions, PgOutboxStore, TailMode};
+use tidings_testing::names::unique_name;
+use tidings_testing::services::logical_database_url;
+
+use crate::env::Env;
+use crate::payload::Payload;
+
+/// How long a slot may stay held by a reader that was stopped before it is
+/// left behind with a warning.
+const RELEASE_WAIT: Duration = Duration::from_secs(15);
+
+/// The name of a mode in figures.
+pub(crate) fn mode_label(mode: TailMode) -> &'static str {
+    match mode {
+        TailMode::Messages => "message mode",
+        TailMode::Table => "table mode",
+    }
+}
+
+/// A migrated store tailing the log in `mode`, in a fresh schema named
+/// after `prefix`, whose slot and publication are named after the schema.
+pub(crate) async fn tailing_store(
+    env: &Env,
+    prefix: &str,
+    mode: TailMode,
+) -> anyhow::Result<PgOutboxStore> {
+    let schema = unique_name(&format!("bench_{prefix}"));
+    let tailing = match mode {
+        TailMode::Messages => LogTailing::messages(),
+        TailMode::Table => LogTailing::table(),
+    };
+    let tailing = tailing
+        .slot(format!("{schema}_slot"))
+        .publication(format!("{schema}_pub"));
+    let options = PgOutboxOptions::new().schema(schema).log_tailing(tailing);
+    let store = PgOutboxStore::new(env.pool.clone(), options)?;
+    store.migrate().await?;
+    Ok(store)
+}
+
+/// The default options of a reader on the logical cluster for `spec`'s
+/// route.
+pub(crate) fn wal_options(spec: &'static OutboxSpec<Payload>) -> anyhow::Result<WalOptions> {
+    Ok(WalOptions::new(&logical_database_url())?.route(spec))
+}
+
+/// Drops a log-tailing store: its slot once no reader holds it, its
+/// publication and its schema.
+pub(crate) async fn drop_tailing(env: &Env, store: &PgOutboxStore) -> anyhow::Result<()> {
+    if let Some(tailing) = store.options().get_log_tailing() {
+        if let Some(slot) = tailing.get_slot() {
+            drop_slot(&env.pool, slot).await?;
+        }
+        if let Some(publication) = tailing.get_publication() {
+            drop_publication(&env.pool, publication).await?;
+        }
+    }
+    env.drop_store(store).await
+}
+
+/// Drops the replication slot `slot` once its reader lets go of it.
+pub(crate) async fn drop_slot(pool: &PgPool, slot: &str) -> anyhow::Result<()> {
+    if released(pool, slot).await? {
+        sqlx::query("select pg_drop_replication_slot($1)")
+            .bind(slot)
+            .execute(pool)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Waits until no reader holds the replication slot `slot`: a stopped
+/// reader's connection, and the server's process serving it, end a
+/// moment later, and a process that ends in the middle of a measurement
+/// takes its CPU time out of the server's total. Returns whether the
+/// slot exists.
+pub(crate) async fn released(pool: &PgPool, slot: &str) -> anyhow::Result<bool> {
+    let deadline = Instant::now() + RELEASE_WAIT;
+    loop {
+        let (exists, active): (bool, bool) = sqlx::query_as(
+            "select count(*) > 0, coalesce(bool_or(active), false) \
+             from pg_replication_slots where slot_name = $1",
+        )
+        .bind(slot)
+        .fetch_one(pool)
+        .await?;
+        if !active {
+            return Ok(exists);
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "replication slot {slot} still held after {RELEASE_WAIT:?}; drop it by hand"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Drops the publication `publication` where it exists.
+pub(crate) async fn drop_publication(pool: &PgPool, publication: &str) -> anyhow::Result<()> {
+    let sql = format!("drop publication if exists \"{publication}\"");
+    sqlx::query(AssertSqlSafe(sql)).execute(pool).await?;
+    Ok(())
+}
