@@ -26,7 +26,7 @@ pub(crate) enum Command {
 pub(crate) const USAGE: &str = "\
 usage: tidings-bench <scenario>|all [options]
 
-scenarios: stage, drain-noop, drain-rabbitmq, drain-rabbitmq-pooled,
+scenarios: stage, stage-wal, drain-noop, drain-rabbitmq, drain-rabbitmq-pooled,
            drain-kafka (with --features kafka), drain-wal, latency, consume,
            memory, growth, chaos, otel-overhead (with --features otel), scale-out,
            routes, tenants, pinned (only when named), mongo-stage, mongo-drain-noop and
@@ -59,8 +59,8 @@ options:
 PostgreSQL, RabbitMQ and Kafka are read from DATABASE_URL, AMQP_URL and
 KAFKA_BROKERS; drain-rabbitmq-pooled also reaches PostgreSQL through the
 PgBouncer at PGBOUNCER_URL; the mongo scenarios reach MongoDB at
-MONGODB_URL; drain-wal runs on the cluster with wal_level=logical at
-LOGICAL_DATABASE_URL.";
+MONGODB_URL; stage-wal and drain-wal run on the cluster with
+wal_level=logical at LOGICAL_DATABASE_URL.";
 
 /// Parses the arguments after the program name.
 pub(crate) fn parse(args: Vec<String>) -> anyhow::Result<Command> {

@@ -21,6 +21,7 @@ mod pinned;
 mod routes;
 mod scale_out;
 mod stage;
+mod stage_wal;
 mod tenants;
 mod woken;
 
@@ -52,6 +53,9 @@ pub(crate) async fn run_child(args: Vec<String>) -> anyhow::Result<String> {
 pub(crate) enum Scenario {
     /// Staging throughput against two-row transactions.
     Stage,
+    /// Staging into log-tailing stores, in message and table mode, against
+    /// two-row transactions on the same cluster.
+    StageWal,
     /// Draining to a publisher that does nothing, against a bare SQL loop.
     DrainNoop,
     /// Draining to RabbitMQ, against raw confirmed publishing.
@@ -107,8 +111,9 @@ pub(crate) enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order `all` runs them.
-    pub(crate) const ALL: [Scenario; 19] = [
+    pub(crate) const ALL: [Scenario; 20] = [
         Scenario::Stage,
+        Scenario::StageWal,
         Scenario::DrainNoop,
         Scenario::DrainRabbitmq,
         Scenario::DrainRabbitmqPooled,
@@ -147,6 +152,7 @@ impl Scenario {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Scenario::Stage => "stage",
+            Scenario::StageWal => "stage-wal",
             Scenario::DrainNoop => "drain-noop",
             Scenario::DrainRabbitmq => "drain-rabbitmq",
             Scenario::DrainRabbitmqPooled => "drain-rabbitmq-pooled",
@@ -208,6 +214,7 @@ impl Scenario {
         env.checkpoint().await;
         match self {
             Scenario::Stage => stage::run(env, sizes, report).await,
+            Scenario::StageWal => stage_wal::run(env, sizes, report).await,
             Scenario::DrainNoop => drain_noop::run(env, sizes, report).await,
             Scenario::DrainRabbitmq => drain_rabbitmq::run(env, sizes, report).await,
             Scenario::DrainRabbitmqPooled => drain_pooled::run(env, sizes, report).await,
