@@ -6,7 +6,7 @@ use anyhow::{Context, anyhow, bail};
 use tidings_postgres::Layout;
 
 use crate::scenarios::Scenario;
-use crate::sizes::Sizes;
+use crate::sizes::{LatencyWake, Sizes};
 
 /// What to run.
 #[derive(Debug)]
@@ -43,6 +43,8 @@ options:
   --wide-claim <n>           (default 500)
   --latency-seconds <n>      (default 20)
   --latency-rates <a,b,..>   (default 200,2000)
+  --wake store|wal           latency's relays woken by the store (default) or, on
+                             the logical cluster, read from the slot beside NOTIFY
   --consume-messages <n>     (default 20000)
   --consume-batch <n>        (default 16)
   --memory-events <n>        (default 50000)
@@ -59,8 +61,8 @@ options:
 PostgreSQL, RabbitMQ and Kafka are read from DATABASE_URL, AMQP_URL and
 KAFKA_BROKERS; drain-rabbitmq-pooled also reaches PostgreSQL through the
 PgBouncer at PGBOUNCER_URL; the mongo scenarios reach MongoDB at
-MONGODB_URL; stage-wal and drain-wal run on the cluster with
-wal_level=logical at LOGICAL_DATABASE_URL.";
+MONGODB_URL; stage-wal, drain-wal and latency --wake wal run on the cluster
+with wal_level=logical at LOGICAL_DATABASE_URL.";
 
 /// Parses the arguments after the program name.
 pub(crate) fn parse(args: Vec<String>) -> anyhow::Result<Command> {
@@ -116,6 +118,13 @@ fn apply(sizes: &mut Sizes, flag: &str, value: &str) -> anyhow::Result<()> {
         "--latency-seconds" => sizes.latency_duration = Duration::from_secs_f64(value.parse()?),
         "--latency-rates" => {
             sizes.latency_rates = value.split(',').map(str::parse).collect::<Result<_, _>>()?;
+        }
+        "--wake" => {
+            sizes.latency_wake = match value {
+                "store" => LatencyWake::Store,
+                "wal" => LatencyWake::Wal,
+                other => bail!("unknown wake-up {other}: store or wal"),
+            }
         }
         "--consume-messages" => sizes.consume_messages = value.parse()?,
         "--consume-batch" => sizes.consume_batch = value.parse::<usize>()?.max(1),

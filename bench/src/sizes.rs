@@ -26,6 +26,8 @@ pub(crate) struct Sizes {
     pub(crate) latency_duration: Duration,
     /// The steady rates of the latency scenario, events per second.
     pub(crate) latency_rates: Vec<u32>,
+    /// How the latency scenario's relays are woken.
+    pub(crate) latency_wake: LatencyWake,
     /// Messages of the consume scenario.
     pub(crate) consume_messages: usize,
     /// The consumer's `max_batch` in the consume scenario's batched run.
@@ -54,6 +56,17 @@ pub(crate) struct Sizes {
     pub(crate) layout: Layout,
 }
 
+/// How the latency scenario's relays are woken (`--wake`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LatencyWake {
+    /// By the store: in process, and by NOTIFY from another instance (the
+    /// default).
+    Store,
+    /// By a log-tailing store's reader of the slot, beside NOTIFY, both on
+    /// the cluster with `wal_level=logical`.
+    Wal,
+}
+
 impl Default for Sizes {
     fn default() -> Self {
         Self {
@@ -65,6 +78,7 @@ impl Default for Sizes {
             wide_claim: 500,
             latency_duration: Duration::from_secs(20),
             latency_rates: vec![200, 2_000],
+            latency_wake: LatencyWake::Store,
             consume_messages: 20_000,
             consume_batch: 16,
             memory_events: 50_000,

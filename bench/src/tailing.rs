@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::{AssertSqlSafe, PgPool};
 use tidings_core::OutboxSpec;
-use tidings_postgres::wal::WalOptions;
+use tidings_postgres::wal::{WalOptions, WalStore};
 use tidings_postgres::{LogTailing, PgOutboxOptions, PgOutboxStore, TailMode};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::logical_database_url;
@@ -45,6 +45,15 @@ pub(crate) async fn tailing_store(
     let store = PgOutboxStore::new(env.pool.clone(), options)?;
     store.migrate().await?;
     Ok(store)
+}
+
+/// Starts reading `store`'s slot for `spec`'s route, with the default
+/// options.
+pub(crate) fn wal_store(
+    store: &PgOutboxStore,
+    spec: &'static OutboxSpec<Payload>,
+) -> anyhow::Result<WalStore> {
+    Ok(WalStore::start(store.clone(), wal_options(spec)?)?)
 }
 
 /// The default options of a reader on the logical cluster for `spec`'s

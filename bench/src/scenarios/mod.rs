@@ -12,6 +12,7 @@ mod drain_rabbitmq;
 mod drain_wal;
 mod growth;
 mod latency;
+mod latency_wal;
 mod memory;
 #[cfg(feature = "mongo")]
 mod mongo;
