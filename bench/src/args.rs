@@ -29,8 +29,8 @@ usage: tidings-bench <scenario>|all [options]
 scenarios: stage, stage-wal, drain-noop, drain-rabbitmq, drain-rabbitmq-pooled,
            drain-kafka (with --features kafka), drain-wal, latency, consume,
            memory, growth, chaos, otel-overhead (with --features otel), scale-out,
-           routes, tenants, pinned (only when named), mongo-stage, mongo-drain-noop and
-           mongo-latency (with --features mongo)
+           routes, tenants, pinned and pinned-wal (only when named), mongo-stage,
+           mongo-drain-noop and mongo-latency (with --features mongo)
 
 options:
   --quick                 a tenth of every size (about a minute in all)
@@ -61,8 +61,8 @@ options:
 PostgreSQL, RabbitMQ and Kafka are read from DATABASE_URL, AMQP_URL and
 KAFKA_BROKERS; drain-rabbitmq-pooled also reaches PostgreSQL through the
 PgBouncer at PGBOUNCER_URL; the mongo scenarios reach MongoDB at
-MONGODB_URL; stage-wal, drain-wal and latency --wake wal run on the cluster
-with wal_level=logical at LOGICAL_DATABASE_URL.";
+MONGODB_URL; stage-wal, drain-wal, pinned-wal and latency --wake wal run on
+the cluster with wal_level=logical at LOGICAL_DATABASE_URL.";
 
 /// Parses the arguments after the program name.
 pub(crate) fn parse(args: Vec<String>) -> anyhow::Result<Command> {

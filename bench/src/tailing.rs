@@ -4,16 +4,27 @@
 
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use sqlx::{AssertSqlSafe, PgPool};
 use tidings_core::OutboxSpec;
+use tidings_core::relay::Relay;
 use tidings_postgres::wal::{WalOptions, WalStore};
 use tidings_postgres::{LogTailing, PgOutboxOptions, PgOutboxStore, TailMode};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::logical_database_url;
+use tokio_util::sync::CancellationToken;
 
+use crate::cpu::CpuTime;
 use crate::env::Env;
 use crate::payload::Payload;
+use crate::publishers::CountingPublisher;
+use crate::sizes::Sizes;
 
+/// How long the relay may take to publish its events before it counts
+/// as stuck.
+const RELAY_LIMIT: Duration = Duration::from_secs(600);
+/// How long a reader may take to hold its slot.
+const READING_LIMIT: Duration = Duration::from_secs(10);
 /// How long a slot may stay held by a reader that was stopped before it is
 /// left behind with a warning.
 const RELEASE_WAIT: Duration = Duration::from_secs(15);
@@ -60,6 +71,76 @@ pub(crate) fn wal_store(
 /// route.
 pub(crate) fn wal_options(spec: &'static OutboxSpec<Payload>) -> anyhow::Result<WalOptions> {
     Ok(WalOptions::new(&logical_database_url())?.route(spec))
+}
+
+/// Starts a log-tailing relay on `store` with `options` and runs it until it has
+/// published `count` events; returns how long that took and the CPU time
+/// spent meanwhile, read before the relay stops, so that the server's
+/// process for its replication connection is counted; returns once that
+/// process has ended.
+pub(crate) async fn relay_from_slot(
+    store: &PgOutboxStore,
+    spec: &'static OutboxSpec<Payload>,
+    options: WalOptions,
+    count: usize,
+    sizes: &Sizes,
+) -> anyhow::Result<(Duration, CpuTime)> {
+    let publisher = CountingPublisher::default();
+    let before = CpuTime::now();
+    let started = Instant::now();
+    let wal = WalStore::start(store.clone(), options)?;
+    let relay = Relay::new(wal.clone(), publisher.clone(), spec)?
+        .options(sizes.relay_options())
+        .wakeup(wal.wakeup());
+    let cancel = CancellationToken::new();
+    let mut running = tokio::spawn({
+        let cancel = cancel.clone();
+        async move { relay.run(cancel).await }
+    });
+    tokio::select! {
+        () = publisher.reached(count) => {}
+        () = tokio::time::sleep(RELAY_LIMIT) => {
+            cancel.cancel();
+            anyhow::bail!(
+                "the relay published {} of {count} events in {RELAY_LIMIT:?}",
+                publisher.count()
+            );
+        }
+        stopped = &mut running => {
+            stopped.context("the relay panicked")??;
+            anyhow::bail!("the relay stopped after {} of {count} events", publisher.count());
+        }
+    }
+    let took = started.elapsed();
+    let spent = CpuTime::now() - before;
+    cancel.cancel();
+    running.await??;
+    stop_reading(store, wal).await?;
+    Ok((took, spent))
+}
+
+/// Waits until `wal`'s reader holds its slot.
+pub(crate) async fn reading(wal: &WalStore) -> anyhow::Result<()> {
+    let deadline = Instant::now() + READING_LIMIT;
+    while !wal.is_reading() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the reader did not hold the slot within {READING_LIMIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
+}
+
+/// Drops `wal`, the last handle on `store`'s reader (its relays gone
+/// already), and waits until the slot is released, so that the next
+/// reader takes it at once instead of standing by.
+pub(crate) async fn stop_reading(store: &PgOutboxStore, wal: WalStore) -> anyhow::Result<()> {
+    drop(wal);
+    if let Some(slot) = store.options().get_log_tailing().and_then(|t| t.get_slot()) {
+        released(store.pool(), slot).await?;
+    }
+    Ok(())
 }
 
 /// Drops a log-tailing store: its slot once no reader holds it, its

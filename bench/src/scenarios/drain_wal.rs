@@ -17,33 +17,23 @@
 //! draining to its first short claim; its time includes connecting to the
 //! slot, as the raw reader's does.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::Context;
-use tidings_core::OutboxSpec;
-use tidings_core::relay::Relay;
-use tidings_postgres::wal::{WalOptions, WalStore};
 use tidings_postgres::{PgOutboxStore, Retention, TailMode};
-use tokio_util::sync::CancellationToken;
 
 use super::relay_to_nothing;
 use crate::cpu::CpuTime;
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
-use crate::payload::Payload;
-use crate::publishers::CountingPublisher;
 use crate::raw_wal::RawSlot;
 use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
-use crate::tailing::{drop_tailing, mode_label, released, tailing_store, wal_options};
+use crate::tailing::{drop_tailing, mode_label, relay_from_slot, tailing_store, wal_options};
 
 const NAME: &str = "drain-wal";
 /// Pool connections on the logical cluster: staging, the relay's settling,
 /// its position records and slot checks.
 const CONNECTIONS: u32 = 4;
-/// How long the relay may take to publish the backlog before it counts
-/// as stuck.
-const RELAY_LIMIT: Duration = Duration::from_secs(600);
 /// The confirm interval of the figure that shows what the default's
 /// (200 ms) costs a drain longer than the reader's window.
 const QUICK_CONFIRM: Duration = Duration::from_millis(20);
@@ -151,55 +141,6 @@ async fn quick_confirm(env: &Env, mode: TailMode, sizes: &Sizes) -> anyhow::Resu
     .await;
     drop_tailing(env, &store).await?;
     result
-}
-
-/// Starts a log-tailing relay on `store` with `options` and runs it until it has
-/// published `count` events; returns how long that took and the CPU time
-/// spent meanwhile, read before the relay stops, so that the server's
-/// process for its replication connection is counted; returns once that
-/// process has ended.
-async fn relay_from_slot(
-    store: &PgOutboxStore,
-    spec: &'static OutboxSpec<Payload>,
-    options: WalOptions,
-    count: usize,
-    sizes: &Sizes,
-) -> anyhow::Result<(Duration, CpuTime)> {
-    let publisher = CountingPublisher::default();
-    let before = CpuTime::now();
-    let started = Instant::now();
-    let wal = WalStore::start(store.clone(), options)?;
-    let relay = Relay::new(wal.clone(), publisher.clone(), spec)?
-        .options(sizes.relay_options())
-        .wakeup(wal.wakeup());
-    let cancel = CancellationToken::new();
-    let mut running = tokio::spawn({
-        let cancel = cancel.clone();
-        async move { relay.run(cancel).await }
-    });
-    tokio::select! {
-        () = publisher.reached(count) => {}
-        () = tokio::time::sleep(RELAY_LIMIT) => {
-            cancel.cancel();
-            anyhow::bail!(
-                "the relay published {} of {count} events in {RELAY_LIMIT:?}",
-                publisher.count()
-            );
-        }
-        stopped = &mut running => {
-            stopped.context("the relay panicked")??;
-            anyhow::bail!("the relay stopped after {} of {count} events", publisher.count());
-        }
-    }
-    let took = started.elapsed();
-    let spent = CpuTime::now() - before;
-    cancel.cancel();
-    running.await??;
-    drop(wal);
-    if let Some(slot) = store.options().get_log_tailing().and_then(|t| t.get_slot()) {
-        released(store.pool(), slot).await?;
-    }
-    Ok((took, spent))
 }
 
 /// Stages the backlog into a plain store and drains it with the polling

@@ -5,8 +5,6 @@
 //! woken by its reader as it reads the producers' commits from the slot.
 //! The log-tailing p99 is held to the NOTIFY-woken one's.
 
-use std::time::{Duration, Instant};
-
 use tidings_postgres::{PgOutboxStore, Retention, TailMode};
 
 use super::latency::{self, NAME, SETTLE, WARM_UP_WAIT, Wake};
@@ -14,13 +12,11 @@ use super::woken::{Plan, WokenRelay, produce, warm_up};
 use crate::env::{Env, spec};
 use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
-use crate::tailing::{drop_tailing, tailing_store, wal_store};
+use crate::tailing::{drop_tailing, reading, tailing_store, wal_store};
 
 /// Pool connections on the logical cluster: the producers, the relay's
 /// claims and settling, the listener and the reader's position records.
 const CONNECTIONS: u32 = 8;
-/// How long the reader may take to hold the slot.
-const READING_LIMIT: Duration = Duration::from_secs(10);
 
 pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let logical = env.logical(CONNECTIONS).await?;
@@ -58,14 +54,7 @@ async fn rates(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<(
 async fn from_slot(store: &PgOutboxStore, rate: u32, sizes: &Sizes) -> anyhow::Result<Vec<Figure>> {
     let spec = spec("bench-latency");
     let wal = wal_store(store, spec)?;
-    let deadline = Instant::now() + READING_LIMIT;
-    while !wal.is_reading() {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "the reader did not hold the slot within {READING_LIMIT:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    reading(&wal).await?;
     let relay = WokenRelay::start_woken_by(&wal, spec, sizes.batch_size, wal.wakeup())?;
     let producers = PgOutboxStore::new(store.pool().clone(), store.options().clone())?;
     warm_up(&producers, spec, relay.publisher(), WARM_UP_WAIT).await?;

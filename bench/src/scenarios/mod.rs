@@ -99,6 +99,9 @@ pub(crate) enum Scenario {
     /// A sustained run with a snapshot held open, against the same run
     /// without (not part of `all`: it runs for minutes).
     Pinned,
+    /// The pinned run in message mode, relayed from the slot (not part of
+    /// `all`: it runs for minutes).
+    PinnedWal,
     /// Staging on MongoDB, against the same transactions by the raw driver
     /// (built with the `mongo` feature).
     MongoStage,
@@ -112,7 +115,7 @@ pub(crate) enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order `all` runs them.
-    pub(crate) const ALL: [Scenario; 20] = [
+    pub(crate) const ALL: [Scenario; 21] = [
         Scenario::Stage,
         Scenario::StageWal,
         Scenario::DrainNoop,
@@ -130,6 +133,7 @@ impl Scenario {
         Scenario::Routes,
         Scenario::Tenants,
         Scenario::Pinned,
+        Scenario::PinnedWal,
         Scenario::MongoStage,
         Scenario::MongoDrainNoop,
         Scenario::MongoLatency,
@@ -143,10 +147,10 @@ impl Scenario {
         !unbuilt
     }
 
-    /// Whether `all` runs the scenario: pinned runs for minutes, so only
-    /// when named.
+    /// Whether `all` runs the scenario: pinned and pinned-wal run for
+    /// minutes, so only when named.
     fn in_all(self) -> bool {
-        self != Scenario::Pinned
+        !matches!(self, Scenario::Pinned | Scenario::PinnedWal)
     }
 
     /// The scenario's name on the command line.
@@ -169,6 +173,7 @@ impl Scenario {
             Scenario::Routes => "routes",
             Scenario::Tenants => "tenants",
             Scenario::Pinned => "pinned",
+            Scenario::PinnedWal => "pinned-wal",
             Scenario::MongoStage => "mongo-stage",
             Scenario::MongoDrainNoop => "mongo-drain-noop",
             Scenario::MongoLatency => "mongo-latency",
@@ -237,6 +242,7 @@ impl Scenario {
             Scenario::Routes => routes::run(env, sizes, report).await,
             Scenario::Tenants => tenants::run(env, sizes, report).await,
             Scenario::Pinned => pinned::run(env, sizes, report).await,
+            Scenario::PinnedWal => pinned::wal::run(env, sizes, report).await,
             #[cfg(feature = "mongo")]
             Scenario::MongoStage => mongo::stage::run(sizes, report).await,
             #[cfg(feature = "mongo")]
