@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use sqlx::{AssertSqlSafe, PgPool};
 use tidings_core::OutboxSpec;
-use tidings_core::relay::Relay;
+use tidings_core::relay::{Relay, RelayOptions};
 use tidings_postgres::wal::{WalOptions, WalStore};
 use tidings_postgres::{LogTailing, PgOutboxOptions, PgOutboxStore, TailMode};
 use tidings_testing::names::unique_name;
@@ -18,7 +18,6 @@ use crate::cpu::CpuTime;
 use crate::env::Env;
 use crate::payload::Payload;
 use crate::publishers::CountingPublisher;
-use crate::sizes::Sizes;
 
 /// How long the relay may take to publish its events before it counts
 /// as stuck.
@@ -73,7 +72,8 @@ pub(crate) fn wal_options(spec: &'static OutboxSpec<Payload>) -> anyhow::Result<
     Ok(WalOptions::new(&logical_database_url())?.route(spec))
 }
 
-/// Starts a log-tailing relay on `store` with `options` and runs it until it has
+/// Starts a log-tailing relay on `store`, its reader with `options` and
+/// itself with `relay_options`, and runs it until it has
 /// published `count` events; returns how long that took and the CPU time
 /// spent meanwhile, read before the relay stops, so that the server's
 /// process for its replication connection is counted; returns once that
@@ -82,15 +82,15 @@ pub(crate) async fn relay_from_slot(
     store: &PgOutboxStore,
     spec: &'static OutboxSpec<Payload>,
     options: WalOptions,
+    relay_options: RelayOptions,
     count: usize,
-    sizes: &Sizes,
 ) -> anyhow::Result<(Duration, CpuTime)> {
     let publisher = CountingPublisher::default();
     let before = CpuTime::now();
     let started = Instant::now();
     let wal = WalStore::start(store.clone(), options)?;
     let relay = Relay::new(wal.clone(), publisher.clone(), spec)?
-        .options(sizes.relay_options())
+        .options(relay_options)
         .wakeup(wal.wakeup());
     let cancel = CancellationToken::new();
     let mut running = tokio::spawn({

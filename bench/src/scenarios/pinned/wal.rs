@@ -146,7 +146,8 @@ async fn measure(store: &PgOutboxStore, sizes: &Sizes) -> anyhow::Result<WalRun>
 
     let backlog = sizes.drain_events.max(10);
     stage_pending(store, backlog_spec, backlog).await?;
-    let (drain_took, _) = relay_from_slot(store, backlog_spec, options, backlog, sizes).await?;
+    let (drain_took, _) =
+        relay_from_slot(store, backlog_spec, options, sizes.relay_options(), backlog).await?;
     Ok(WalRun {
         steady,
         backlog,
