@@ -17,7 +17,7 @@ use tidings_testing::services::logical_database_url;
 
 use crate::cpu::CpuTime;
 use crate::env::outbox_table;
-use crate::tailing::{drop_publication, drop_slot, released};
+use crate::tailing::{drop_publication, drop_slot, holder, holder_ended};
 
 /// How long the raw reader may take to reach its count before it is
 /// taken for stuck.
@@ -74,13 +74,20 @@ impl RawSlot {
         pool: &PgPool,
         count: usize,
     ) -> anyhow::Result<(Duration, CpuTime)> {
-        let raw = self.clone();
-        let read = tokio::spawn(async move { raw.read_here(count).await }).await?;
-        released(pool, &self.slot).await?;
-        read
+        let (raw, pool) = (self.clone(), pool.clone());
+        let (took, spent, pid) =
+            tokio::spawn(async move { raw.read_here(&pool, count).await }).await??;
+        holder_ended(pid).await;
+        Ok((took, spent))
     }
 
-    async fn read_here(&self, count: usize) -> anyhow::Result<(Duration, CpuTime)> {
+    /// Reads as [`read`](Self::read) does; returns the time, the CPU time
+    /// and the server process that served the connection.
+    async fn read_here(
+        &self,
+        pool: &PgPool,
+        count: usize,
+    ) -> anyhow::Result<(Duration, CpuTime, Option<u32>)> {
         let before = CpuTime::now();
         let started = Instant::now();
         let mut client = ReplicationClient::connect(self.config()?).await?;
@@ -102,8 +109,9 @@ impl RawSlot {
             .with_context(|| format!("read {seen} of {count} events in {READ_LIMIT:?}"))??;
         let took = started.elapsed();
         let spent = CpuTime::now() - before;
+        let pid = holder(pool, &self.slot).await?;
         client.stop();
-        Ok((took, spent))
+        Ok((took, spent, pid))
     }
 
     /// Drops the slot and the publication.

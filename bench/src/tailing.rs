@@ -14,7 +14,7 @@ use tidings_testing::names::unique_name;
 use tidings_testing::services::logical_database_url;
 use tokio_util::sync::CancellationToken;
 
-use crate::cpu::CpuTime;
+use crate::cpu::{CpuTime, process_ended};
 use crate::env::Env;
 use crate::payload::Payload;
 use crate::publishers::CountingPublisher;
@@ -113,9 +113,15 @@ pub(crate) async fn relay_from_slot(
     }
     let took = started.elapsed();
     let spent = CpuTime::now() - before;
+    let slot = store.options().get_log_tailing().and_then(|t| t.get_slot());
+    let pid = match slot {
+        Some(slot) => holder(store.pool(), slot).await?,
+        None => None,
+    };
     cancel.cancel();
     running.await??;
     stop_reading(store, wal).await?;
+    holder_ended(pid).await;
     Ok((took, spent))
 }
 
@@ -155,6 +161,32 @@ pub(crate) async fn drop_tailing(env: &Env, store: &PgOutboxStore) -> anyhow::Re
         }
     }
     env.drop_store(store).await
+}
+
+/// The server process reading the replication slot `slot` to a client,
+/// where one does.
+pub(crate) async fn holder(pool: &PgPool, slot: &str) -> anyhow::Result<Option<u32>> {
+    let pid: Option<i32> =
+        sqlx::query_scalar("select active_pid from pg_replication_slots where slot_name = $1")
+            .bind(slot)
+            .fetch_optional(pool)
+            .await?
+            .flatten();
+    Ok(pid.and_then(|p| u32::try_from(p).ok()))
+}
+
+/// Waits until the server process `pid` (from [`holder`]) has ended, so
+/// that its run time leaves the server's total before the next side is
+/// measured rather than during it.
+pub(crate) async fn holder_ended(pid: Option<u32>) {
+    if let Some(pid) = pid
+        && !process_ended(pid, RELEASE_WAIT).await
+    {
+        tracing::warn!(
+            pid,
+            "a replication connection's server process outlived its client"
+        );
+    }
 }
 
 /// Drops the replication slot `slot` once its reader lets go of it.
