@@ -6,7 +6,7 @@ use anyhow::{Context, anyhow, bail};
 use tidings_postgres::Layout;
 
 use crate::scenarios::Scenario;
-use crate::sizes::Sizes;
+use crate::sizes::{LatencyWake, Sizes};
 
 /// What to run.
 #[derive(Debug)]
@@ -14,7 +14,8 @@ pub(crate) enum Command {
     /// Runs scenarios and prints their figures.
     Run {
         scenarios: Vec<Scenario>,
-        sizes: Sizes,
+        /// Boxed: every other command is a few words.
+        sizes: Box<Sizes>,
     },
     /// Runs one side of the memory scenario as a child process.
     Child(Vec<String>),
@@ -25,11 +26,11 @@ pub(crate) enum Command {
 pub(crate) const USAGE: &str = "\
 usage: tidings-bench <scenario>|all [options]
 
-scenarios: stage, drain-noop, drain-rabbitmq, drain-rabbitmq-pooled,
-           drain-kafka (with --features kafka), latency, consume, memory, growth,
-           chaos, otel-overhead (with --features otel), scale-out,
-           routes, tenants, pinned (only when named), mongo-stage, mongo-drain-noop and
-           mongo-latency (with --features mongo)
+scenarios: stage, stage-wal, drain-noop, drain-rabbitmq, drain-rabbitmq-pooled,
+           drain-kafka (with --features kafka), drain-wal, latency, consume,
+           memory, growth, chaos, otel-overhead (with --features otel), scale-out,
+           routes, tenants, pinned and pinned-wal (only when named), mongo-stage,
+           mongo-drain-noop and mongo-latency (with --features mongo)
 
 options:
   --quick                 a tenth of every size (about a minute in all)
@@ -37,10 +38,13 @@ options:
   --stage-transactions <n>   (default 20000)
   --clients <n>              (default 8)
   --drain-events <n>         (default 50000)
+  --wal-events <n>           drain-wal's backlog (default 200000)
   --batch-size <n>           (default 100)
   --wide-claim <n>           (default 500)
   --latency-seconds <n>      (default 20)
   --latency-rates <a,b,..>   (default 200,2000)
+  --wake store|wal           latency's relays woken by the store (default) or, on
+                             the logical cluster, read from the slot beside NOTIFY
   --consume-messages <n>     (default 20000)
   --consume-batch <n>        (default 16)
   --memory-events <n>        (default 50000)
@@ -57,7 +61,8 @@ options:
 PostgreSQL, RabbitMQ and Kafka are read from DATABASE_URL, AMQP_URL and
 KAFKA_BROKERS; drain-rabbitmq-pooled also reaches PostgreSQL through the
 PgBouncer at PGBOUNCER_URL; the mongo scenarios reach MongoDB at
-MONGODB_URL.";
+MONGODB_URL; stage-wal, drain-wal, pinned-wal and latency --wake wal run on
+the cluster with wal_level=logical at LOGICAL_DATABASE_URL.";
 
 /// Parses the arguments after the program name.
 pub(crate) fn parse(args: Vec<String>) -> anyhow::Result<Command> {
@@ -95,7 +100,10 @@ pub(crate) fn parse(args: Vec<String>) -> anyhow::Result<Command> {
     for (flag, value) in &flags {
         apply(&mut sizes, flag, value).with_context(|| format!("{flag} {value}"))?;
     }
-    Ok(Command::Run { scenarios, sizes })
+    Ok(Command::Run {
+        scenarios,
+        sizes: Box::new(sizes),
+    })
 }
 
 fn apply(sizes: &mut Sizes, flag: &str, value: &str) -> anyhow::Result<()> {
@@ -104,11 +112,19 @@ fn apply(sizes: &mut Sizes, flag: &str, value: &str) -> anyhow::Result<()> {
         "--stage-transactions" => sizes.stage_transactions = value.parse()?,
         "--clients" => sizes.clients = value.parse::<usize>()?.max(1),
         "--drain-events" => sizes.drain_events = value.parse()?,
+        "--wal-events" => sizes.wal_events = value.parse::<usize>()?.max(1),
         "--batch-size" => sizes.batch_size = value.parse::<usize>()?.max(1),
         "--wide-claim" => sizes.wide_claim = value.parse::<usize>()?.max(1),
         "--latency-seconds" => sizes.latency_duration = Duration::from_secs_f64(value.parse()?),
         "--latency-rates" => {
             sizes.latency_rates = value.split(',').map(str::parse).collect::<Result<_, _>>()?;
+        }
+        "--wake" => {
+            sizes.latency_wake = match value {
+                "store" => LatencyWake::Store,
+                "wal" => LatencyWake::Wal,
+                other => bail!("unknown wake-up {other}: store or wal"),
+            }
         }
         "--consume-messages" => sizes.consume_messages = value.parse()?,
         "--consume-batch" => sizes.consume_batch = value.parse::<usize>()?.max(1),

@@ -83,6 +83,21 @@ impl AddAssign for CpuTime {
     }
 }
 
+/// Waits until process `pid` has ended, for at most `limit`: a process
+/// that ends while a side is measured takes its run time out of its
+/// group's total, so a scenario lets the process serving one side end
+/// before it measures the next. Returns whether it ended.
+pub(crate) async fn process_ended(pid: u32, limit: Duration) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while fs::metadata(format!("/proc/{pid}")).is_ok() {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    true
+}
+
 /// The summed run time of a process's threads.
 fn run_time(pid: u32) -> Duration {
     let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {

@@ -10,7 +10,9 @@ use tidings_core::OutboxSpec;
 use tidings_postgres::{ClaimMode, Layout, PgOutboxOptions, PgOutboxStore, Pooling, Retention};
 use tidings_rabbitmq::{ConnectionOptions, QueueOptions, Topology};
 use tidings_testing::names::unique_name;
-use tidings_testing::services::{SETUP_COMMAND, amqp_url, database_url, pgbouncer_url};
+use tidings_testing::services::{
+    SETUP_COMMAND, amqp_url, database_url, logical_database_url, pgbouncer_url,
+};
 
 use crate::payload::Payload;
 
@@ -50,6 +52,28 @@ impl Env {
             pool,
             layout,
         })
+    }
+
+    /// The run's connections with the pool on the cluster with
+    /// `wal_level=logical` at `LOGICAL_DATABASE_URL` instead, where the
+    /// log-tailing scenarios run, their polling baselines beside them so
+    /// that both sides meet the same server. [`close`](Self::close) it
+    /// once done.
+    pub(crate) async fn logical(&self, max_connections: u32) -> anyhow::Result<Self> {
+        let url = logical_database_url();
+        let pool = open_pool(&url, max_connections).await.with_context(|| {
+            format!("PostgreSQL with wal_level=logical at {url}; run {SETUP_COMMAND}")
+        })?;
+        Ok(Self {
+            amqp_url: self.amqp_url.clone(),
+            pool,
+            layout: self.layout,
+        })
+    }
+
+    /// Closes the pool of an environment made by [`logical`](Self::logical).
+    pub(crate) async fn close(self) {
+        self.pool.close().await;
     }
 
     /// A pool through the transaction pooler at `PGBOUNCER_URL`, every

@@ -28,10 +28,12 @@ mod raw_consume;
 mod raw_drain;
 mod raw_publish;
 mod raw_sweep;
+mod raw_wal;
 mod report;
 mod rounds;
 mod scenarios;
 mod sizes;
+mod tailing;
 mod telemetry;
 mod warm_relay;
 

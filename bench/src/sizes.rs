@@ -14,6 +14,8 @@ pub(crate) struct Sizes {
     pub(crate) clients: usize,
     /// Pending events of the drain scenarios.
     pub(crate) drain_events: usize,
+    /// The backlog of drain-wal, staged with its relay stopped.
+    pub(crate) wal_events: usize,
     /// Rows claimed per pass, by the relay and by the raw loops; also the
     /// confirm window of every side of drain-rabbitmq.
     pub(crate) batch_size: usize,
@@ -24,6 +26,8 @@ pub(crate) struct Sizes {
     pub(crate) latency_duration: Duration,
     /// The steady rates of the latency scenario, events per second.
     pub(crate) latency_rates: Vec<u32>,
+    /// How the latency scenario's relays are woken.
+    pub(crate) latency_wake: LatencyWake,
     /// Messages of the consume scenario.
     pub(crate) consume_messages: usize,
     /// The consumer's `max_batch` in the consume scenario's batched run.
@@ -52,16 +56,29 @@ pub(crate) struct Sizes {
     pub(crate) layout: Layout,
 }
 
+/// How the latency scenario's relays are woken (`--wake`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LatencyWake {
+    /// By the store: in process, and by NOTIFY from another instance (the
+    /// default).
+    Store,
+    /// By a log-tailing store's reader of the slot, beside NOTIFY, both on
+    /// the cluster with `wal_level=logical`.
+    Wal,
+}
+
 impl Default for Sizes {
     fn default() -> Self {
         Self {
             stage_transactions: 20_000,
             clients: 8,
             drain_events: 50_000,
+            wal_events: 200_000,
             batch_size: 100,
             wide_claim: 500,
             latency_duration: Duration::from_secs(20),
             latency_rates: vec![200, 2_000],
+            latency_wake: LatencyWake::Store,
             consume_messages: 20_000,
             consume_batch: 16,
             memory_events: 50_000,
@@ -90,6 +107,7 @@ impl Sizes {
         let scale = |n: usize| ((n as f64 * factor).round() as usize).max(10);
         self.stage_transactions = scale(self.stage_transactions);
         self.drain_events = scale(self.drain_events);
+        self.wal_events = scale(self.wal_events);
         self.consume_messages = scale(self.consume_messages);
         self.memory_events = scale(self.memory_events);
         self.growth_retained = scale(self.growth_retained);

@@ -285,6 +285,59 @@ fn pinned_compares_runs_under_a_held_snapshot_with_healthy_ones_in_both_layouts(
     }
 }
 
+#[test]
+fn stage_wal_measures_both_modes_against_two_row_transactions() {
+    let out = run("stage-wal");
+    assert_figures(
+        &out,
+        "stage-wal",
+        &[
+            "raw two-row transactions",
+            "staged transactions, message mode",
+            "staged transactions, table mode",
+        ],
+    );
+}
+
+#[test]
+fn drain_wal_measures_both_modes_the_raw_slot_reads_and_the_polling_relay() {
+    let out = run("drain-wal");
+    assert_figures(
+        &out,
+        "drain-wal",
+        &[
+            "raw slot read before the relay, message mode",
+            "raw slot read after the relay, table mode",
+            "relayed events, message mode",
+            "relayed events, table mode",
+            "relayed events, polling relay",
+            "CPU per 1,000 events, log-tailing relay, message mode",
+        ],
+    );
+}
+
+#[test]
+fn latency_woken_by_the_slot_publishes_every_commit_beside_notify() {
+    let out = run_with("latency", &["--wake", "wal"]);
+    for condition in ["woken by NOTIFY", "read from the slot (message mode)"] {
+        for rate in [50, 100] {
+            let line = format!("committed but unpublished at {rate}/s, {condition}");
+            assert!(out.contains(&line), "no figure {line:?} in:\n{out}");
+        }
+    }
+}
+
+#[test]
+fn pinned_wal_reports_dead_rows_and_the_drain_under_a_held_snapshot() {
+    let out = run("pinned-wal");
+    for side in ["healthy", "snapshot held"] {
+        let line = format!("pinned-wal | {side}: dead row versions in the outbox at the end: 0 ");
+        assert!(out.contains(&line), "no figure {line:?} in:\n{out}");
+        let line = format!("pinned-wal | {side}: drain of");
+        assert!(out.contains(&line), "no figure {line:?} in:\n{out}");
+    }
+}
+
 #[cfg(feature = "mongo")]
 #[test]
 fn mongo_stage_measures_staging_and_raw_driver_transactions() {

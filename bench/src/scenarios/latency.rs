@@ -5,6 +5,10 @@
 //! and with them on a second store instance, standing for another process,
 //! whose commits reach the relay by LISTEN/NOTIFY.
 //!
+//! With `--wake wal` the scenario runs on the cluster with
+//! `wal_level=logical` instead: the NOTIFY-woken relay beside a
+//! log-tailing relay reading its slot (see [`latency_wal`](super::latency_wal)).
+//!
 //! The publisher notes when each envelope reaches it, so the figure is the
 //! relay's own delay (wake-up, claim, hand-over), not the broker's confirm.
 //! The clock starts when `commit` returns to the producer; a publish seen
@@ -17,15 +21,18 @@ use tidings_postgres::{PgOutboxStore, Retention};
 use super::woken::{Plan, Run, WokenRelay, produce, warm_up};
 use crate::env::{Env, spec};
 use crate::report::{Figure, Goal, Report};
-use crate::sizes::Sizes;
+use crate::sizes::{LatencyWake, Sizes};
 
-const NAME: &str = "latency";
+pub(super) const NAME: &str = "latency";
 /// How soon a warm-up event must be published to count the relay as ready.
 pub(super) const WARM_UP_WAIT: Duration = Duration::from_millis(20);
 /// How long the relay gets to publish the last events after producing stops.
-const SETTLE: Duration = Duration::from_secs(10);
+pub(super) const SETTLE: Duration = Duration::from_secs(10);
 
 pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
+    if sizes.latency_wake == LatencyWake::Wal {
+        return super::latency_wal::run(env, sizes, report).await;
+    }
     for &rate in &sizes.latency_rates {
         for wake in [Wake::InProcess, Wake::Notify] {
             let store = env.store("latency", Retention::Delete).await?;
@@ -41,7 +48,7 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
 
 /// How the producers' commits reach the relay.
 #[derive(Debug, Clone, Copy)]
-enum Wake {
+pub(super) enum Wake {
     /// Producers share the relay's store, which wakes it at commit.
     InProcess,
     /// Producers use a store instance of their own, which sends `NOTIFY`.
@@ -49,7 +56,7 @@ enum Wake {
 }
 
 impl Wake {
-    fn label(self) -> &'static str {
+    pub(super) fn label(self) -> &'static str {
         match self {
             Self::InProcess => "woken in process",
             Self::Notify => "woken by NOTIFY",
@@ -57,7 +64,7 @@ impl Wake {
     }
 }
 
-async fn measure(
+pub(super) async fn measure(
     store: &PgOutboxStore,
     rate: u32,
     wake: Wake,

@@ -9,8 +9,10 @@ mod drain_kafka;
 mod drain_noop;
 mod drain_pooled;
 mod drain_rabbitmq;
+mod drain_wal;
 mod growth;
 mod latency;
+mod latency_wal;
 mod memory;
 #[cfg(feature = "mongo")]
 mod mongo;
@@ -20,6 +22,7 @@ mod pinned;
 mod routes;
 mod scale_out;
 mod stage;
+mod stage_wal;
 mod tenants;
 mod woken;
 
@@ -51,6 +54,9 @@ pub(crate) async fn run_child(args: Vec<String>) -> anyhow::Result<String> {
 pub(crate) enum Scenario {
     /// Staging throughput against two-row transactions.
     Stage,
+    /// Staging into log-tailing stores, in message and table mode, against
+    /// two-row transactions on the same cluster.
+    StageWal,
     /// Draining to a publisher that does nothing, against a bare SQL loop.
     DrainNoop,
     /// Draining to RabbitMQ, against raw confirmed publishing.
@@ -61,6 +67,10 @@ pub(crate) enum Scenario {
     /// Draining to Kafka, against raw librdkafka producing, then
     /// consuming from it (built with the `kafka` feature).
     DrainKafka,
+    /// Draining a backlog from a replication slot, in message and table
+    /// mode, against reading the same backlog from a second slot; beside
+    /// it the polling relay on the same cluster.
+    DrainWal,
     /// Commit-to-publish latency at steady rates.
     Latency,
     /// Consuming with the PostgreSQL inbox, against two-row transactions.
@@ -89,6 +99,9 @@ pub(crate) enum Scenario {
     /// A sustained run with a snapshot held open, against the same run
     /// without (not part of `all`: it runs for minutes).
     Pinned,
+    /// The pinned run in message mode, relayed from the slot (not part of
+    /// `all`: it runs for minutes).
+    PinnedWal,
     /// Staging on MongoDB, against the same transactions by the raw driver
     /// (built with the `mongo` feature).
     MongoStage,
@@ -102,12 +115,14 @@ pub(crate) enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order `all` runs them.
-    pub(crate) const ALL: [Scenario; 18] = [
+    pub(crate) const ALL: [Scenario; 21] = [
         Scenario::Stage,
+        Scenario::StageWal,
         Scenario::DrainNoop,
         Scenario::DrainRabbitmq,
         Scenario::DrainRabbitmqPooled,
         Scenario::DrainKafka,
+        Scenario::DrainWal,
         Scenario::Latency,
         Scenario::Consume,
         Scenario::Memory,
@@ -118,6 +133,7 @@ impl Scenario {
         Scenario::Routes,
         Scenario::Tenants,
         Scenario::Pinned,
+        Scenario::PinnedWal,
         Scenario::MongoStage,
         Scenario::MongoDrainNoop,
         Scenario::MongoLatency,
@@ -131,20 +147,22 @@ impl Scenario {
         !unbuilt
     }
 
-    /// Whether `all` runs the scenario: pinned runs for minutes, so only
-    /// when named.
+    /// Whether `all` runs the scenario: pinned and pinned-wal run for
+    /// minutes, so only when named.
     fn in_all(self) -> bool {
-        self != Scenario::Pinned
+        !matches!(self, Scenario::Pinned | Scenario::PinnedWal)
     }
 
     /// The scenario's name on the command line.
     pub(crate) fn name(self) -> &'static str {
         match self {
             Scenario::Stage => "stage",
+            Scenario::StageWal => "stage-wal",
             Scenario::DrainNoop => "drain-noop",
             Scenario::DrainRabbitmq => "drain-rabbitmq",
             Scenario::DrainRabbitmqPooled => "drain-rabbitmq-pooled",
             Scenario::DrainKafka => "drain-kafka",
+            Scenario::DrainWal => "drain-wal",
             Scenario::Latency => "latency",
             Scenario::Consume => "consume",
             Scenario::Memory => "memory",
@@ -155,6 +173,7 @@ impl Scenario {
             Scenario::Routes => "routes",
             Scenario::Tenants => "tenants",
             Scenario::Pinned => "pinned",
+            Scenario::PinnedWal => "pinned-wal",
             Scenario::MongoStage => "mongo-stage",
             Scenario::MongoDrainNoop => "mongo-drain-noop",
             Scenario::MongoLatency => "mongo-latency",
@@ -201,6 +220,7 @@ impl Scenario {
         env.checkpoint().await;
         match self {
             Scenario::Stage => stage::run(env, sizes, report).await,
+            Scenario::StageWal => stage_wal::run(env, sizes, report).await,
             Scenario::DrainNoop => drain_noop::run(env, sizes, report).await,
             Scenario::DrainRabbitmq => drain_rabbitmq::run(env, sizes, report).await,
             Scenario::DrainRabbitmqPooled => drain_pooled::run(env, sizes, report).await,
@@ -208,6 +228,7 @@ impl Scenario {
             Scenario::DrainKafka => drain_kafka::run(env, sizes, report).await,
             #[cfg(not(feature = "kafka"))]
             Scenario::DrainKafka => bail!("drain-kafka needs `--features kafka`"),
+            Scenario::DrainWal => drain_wal::run(env, sizes, report).await,
             Scenario::Latency => latency::run(env, sizes, report).await,
             Scenario::Consume => consume::run(env, sizes, report).await,
             Scenario::Memory => memory::run(env, sizes, report).await,
@@ -221,6 +242,7 @@ impl Scenario {
             Scenario::Routes => routes::run(env, sizes, report).await,
             Scenario::Tenants => tenants::run(env, sizes, report).await,
             Scenario::Pinned => pinned::run(env, sizes, report).await,
+            Scenario::PinnedWal => pinned::wal::run(env, sizes, report).await,
             #[cfg(feature = "mongo")]
             Scenario::MongoStage => mongo::stage::run(sizes, report).await,
             #[cfg(feature = "mongo")]

@@ -142,7 +142,7 @@ enum Side {
     Heard,
 }
 
-async fn create_orders(store: &PgOutboxStore) -> anyhow::Result<()> {
+pub(super) async fn create_orders(store: &PgOutboxStore) -> anyhow::Result<()> {
     let sql = format!(
         "create table {} (id bigserial primary key, customer text not null, \
          amount_cents bigint not null)",
@@ -161,7 +161,7 @@ fn insert_order_sql(store: &PgOutboxStore) -> String {
     )
 }
 
-async fn stage_tidings(
+pub(super) async fn stage_tidings(
     store: &PgOutboxStore,
     clients: usize,
     count: usize,
@@ -187,7 +187,7 @@ async fn stage_tidings(
     .await
 }
 
-async fn stage_raw(
+pub(super) async fn stage_raw(
     store: &PgOutboxStore,
     clients: usize,
     count: usize,

@@ -148,8 +148,37 @@ impl WokenRelay {
     where
         S: OutboxStore + Clone + 'static,
     {
+        Self::start_with(store, spec, batch_size, Wakeup::new(), source)
+    }
+
+    /// A relay of `spec` running on `store`, woken by `wakeup`, which the
+    /// store wakes itself (a log-tailing store's reader does, as it reads
+    /// events), with no wake-up source beside it.
+    pub(super) fn start_woken_by<S>(
+        store: &S,
+        spec: &'static OutboxSpec<Payload>,
+        batch_size: usize,
+        wakeup: Wakeup,
+    ) -> anyhow::Result<Self>
+    where
+        S: OutboxStore + Clone + 'static,
+    {
+        Self::start_with(store, spec, batch_size, wakeup, |_, cancel| {
+            tokio::spawn(async move { cancel.cancelled().await })
+        })
+    }
+
+    fn start_with<S>(
+        store: &S,
+        spec: &'static OutboxSpec<Payload>,
+        batch_size: usize,
+        wakeup: Wakeup,
+        source: impl FnOnce(Wakeup, CancellationToken) -> JoinHandle<()>,
+    ) -> anyhow::Result<Self>
+    where
+        S: OutboxStore + Clone + 'static,
+    {
         let publisher = RecordingPublisher::default();
-        let wakeup = Wakeup::new();
         let relay = Relay::new(store.clone(), publisher.clone(), spec)?
             .options(RelayOptions::default().batch_size(batch_size))
             .wakeup(wakeup.clone());

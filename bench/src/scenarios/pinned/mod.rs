@@ -20,10 +20,12 @@
 //! it.
 
 mod snapshot;
+pub(super) mod wal;
 
 use std::time::Duration;
 
 use tidings_postgres::{Layout, PgOutboxOptions, PgOutboxStore, Retention};
+use tidings_testing::services::database_url;
 
 use crate::delays::quantile;
 use crate::env::{Env, spec};
@@ -132,7 +134,7 @@ async fn run_once(env: &Env, sizes: &Sizes, layout: Layout, pin: bool) -> anyhow
     let store = env.store_with("pinned", options).await?;
     let result = async {
         let snapshot = match pin {
-            true => Some(Snapshot::hold().await?),
+            true => Some(Snapshot::hold(&database_url()).await?),
             false => None,
         };
         let measured = measure(&store, sizes).await;

@@ -6,9 +6,8 @@
 
 use sqlx::{AssertSqlSafe, ConnectOptions, PgConnection};
 use tidings_postgres::PgOutboxStore;
-use tidings_testing::services::database_url;
 
-use crate::env::{connect_options, outbox_table};
+use crate::env::{connect_options, outbox_table, table_in};
 
 /// A `REPEATABLE READ` transaction on a connection of its own, with its
 /// snapshot taken and a transaction id assigned.
@@ -24,8 +23,9 @@ impl Snapshot {
     /// a transaction that has read the outbox also holds a lock on it,
     /// which keeps a rotated outbox from truncating its slots until it
     /// ends.
-    pub(super) async fn hold() -> anyhow::Result<Self> {
-        let mut connection = connect_options(&database_url())?
+    /// It opens on the server at `url`.
+    pub(super) async fn hold(url: &str) -> anyhow::Result<Self> {
+        let mut connection = connect_options(url)?
             .application_name("tidings-bench-pinned")
             .connect()
             .await?;
@@ -45,6 +45,24 @@ impl Snapshot {
             .await?;
         Ok(())
     }
+}
+
+/// Dead row versions in the table `name` beside the store's outbox, as a
+/// fresh `ANALYZE` counts them.
+pub(super) async fn dead_tuples_in(store: &PgOutboxStore, name: &str) -> anyhow::Result<i64> {
+    let sql = format!("analyze {}", table_in(store, name));
+    sqlx::query(AssertSqlSafe(sql))
+        .execute(store.pool())
+        .await?;
+    let dead: i64 = sqlx::query_scalar(
+        "select coalesce(sum(n_dead_tup), 0)::bigint from pg_stat_user_tables \
+         where schemaname = $1 and relname = $2",
+    )
+    .bind(store.options().get_schema())
+    .bind(name)
+    .fetch_one(store.pool())
+    .await?;
+    Ok(dead)
 }
 
 /// Dead row versions in the store's outbox, its slots' in a rotated one,
