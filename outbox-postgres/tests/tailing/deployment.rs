@@ -86,3 +86,25 @@ async fn the_relay_reads_on_after_the_server_restarts() {
     // The cluster goes with everything in it.
     t.stop_relay().await;
 }
+
+#[tokio::test]
+async fn migrate_refuses_a_server_without_logical_decoding() {
+    // A cluster of the test's own, left at its default wal_level.
+    let cluster = tokio::task::spawn_blocking(PrivateCluster::create)
+        .await
+        .unwrap();
+    let pool = PgPoolOptions::new()
+        .max_connections(2)
+        .connect(&cluster.url())
+        .await
+        .unwrap();
+    let options = PgOutboxOptions::new().log_tailing(LogTailing::messages());
+    let store = PgOutboxStore::new(pool, options).unwrap();
+    let error = store.migrate().await.unwrap_err();
+    let message = error.to_string();
+    assert!(
+        matches!(error, tidings_core::StoreError::Misconfigured(_)),
+        "{message}"
+    );
+    assert!(message.contains("wal_level = logical"), "{message}");
+}
