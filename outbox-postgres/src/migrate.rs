@@ -48,6 +48,9 @@ impl PgOutboxStore {
     pub async fn migrate(&self) -> Result<usize, StoreError> {
         crate::pooling::detect_pooler(self).await?;
         let inner = self.inner();
+        if inner.tailing.is_some() {
+            self.check_wal_level().await?;
+        }
         let sql = &inner.sql;
         let mut conn = inner.pool.acquire().await.map_err(store_error)?;
         let mut tx = conn.begin().await.map_err(store_error)?;

@@ -17,17 +17,6 @@ impl PgOutboxStore {
     pub(crate) async fn prepare_tailing(&self) -> Result<(), StoreError> {
         let (tailing, sql) = self.tailing()?;
         let names = &self.inner().names;
-        let level: String = self
-            .first_row(sqlx::query(sql.wal_level.clone()))
-            .await?
-            .map_or(Ok(String::new()), |row| row.try_get(0))
-            .map_err(store_error)?;
-        if level != "logical" {
-            return Err(StoreError::Misconfigured(format!(
-                "log tailing needs wal_level = logical, the server has {level}: set it in \
-                 postgresql.conf (or the provider's parameter group) and restart the server"
-            )));
-        }
         let found = sqlx::query(sql.publication_found.clone())
             .bind(&tailing.publication)
             .bind(&names.schema)
@@ -63,6 +52,24 @@ impl PgOutboxStore {
             self.record_first_position(state.confirmed).await?;
         }
         Ok(())
+    }
+
+    /// Fails with [`StoreError::Misconfigured`] unless the server decodes
+    /// its log (`wal_level = logical`), before `migrate` changes anything.
+    pub(crate) async fn check_wal_level(&self) -> Result<(), StoreError> {
+        let (_, sql) = self.tailing()?;
+        let level: String = self
+            .first_row(sqlx::query(sql.wal_level.clone()))
+            .await?
+            .map_or(Ok(String::new()), |row| row.try_get(0))
+            .map_err(store_error)?;
+        if level == "logical" {
+            return Ok(());
+        }
+        Err(StoreError::Misconfigured(format!(
+            "log tailing needs wal_level = logical, the server has {level}: set it in \
+             postgresql.conf (or the provider's parameter group) and restart the server"
+        )))
     }
 
     /// Runs a statement creating something, on a session of its own;

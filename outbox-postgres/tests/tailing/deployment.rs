@@ -107,4 +107,10 @@ async fn migrate_refuses_a_server_without_logical_decoding() {
         "{message}"
     );
     assert!(message.contains("wal_level = logical"), "{message}");
+    let tables: i64 =
+        sqlx::query_scalar("select count(*) from pg_tables where schemaname = 'public'")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(tables, 0, "nothing was created");
 }
