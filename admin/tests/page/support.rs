@@ -10,7 +10,6 @@ use std::time::Duration;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 use tidings_admin::page::AdminPage;
-use tidings_admin::tidings_postgres::sqlx::{self, AssertSqlSafe};
 use tidings_admin::tidings_postgres::{PgOutboxOptions, PgOutboxStore};
 use tidings_admin::tidings_rabbitmq::lapin::types::{AMQPValue, FieldTable, LongString};
 use tidings_admin::tidings_rabbitmq::lapin::{BasicProperties, Connection, ConnectionProperties};
@@ -67,13 +66,11 @@ pub(crate) async fn stage(store: &PgOutboxStore, count: u32) {
     ctx.commit().await.unwrap();
 }
 
-/// Drops the store's schema.
+/// Drops the store's schema, trying again where the page's last reads,
+/// still ending, make the drop a deadlock's victim.
 pub(crate) async fn drop_store(store: &PgOutboxStore) {
-    let sql = format!("drop schema \"{}\" cascade", store.options().get_schema());
-    sqlx::query(AssertSqlSafe(sql))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    let schema = store.options().get_schema();
+    tidings_testing::services::drop_schema(store.pool(), schema).await;
 }
 
 /// A page over `store` sampling every 200 ms and refreshing every second,
