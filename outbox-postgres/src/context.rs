@@ -70,7 +70,9 @@ impl<'c> PgContext<'c> {
     /// Writes the events staged so far into the transaction, in one
     /// statement that also queues the relays' wake-up hint (unless no
     /// listener exists), without committing. Returns how many rows were
-    /// inserted (an event id already stored for its route is skipped).
+    /// inserted (an event id already stored for its route is skipped); with
+    /// [log tailing in message mode](crate::LogTailing::messages), how many
+    /// messages were written, every event staged.
     ///
     /// # Errors
     ///

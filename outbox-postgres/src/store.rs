@@ -74,9 +74,11 @@ impl PgOutboxStore {
     /// [`StoreError::Invalid`] when a schema or table name is not a plain
     /// lower-case identifier of at most
     /// [`MAX_IDENTIFIER_LEN`](crate::MAX_IDENTIFIER_LEN) bytes, when a
-    /// [rotated](Layout::Rotated) outbox would keep published rows, or when
-    /// locked claims behind a transaction pooler would take every
-    /// connection of the pool.
+    /// [rotated](Layout::Rotated) outbox would keep published rows or be
+    /// [tailed](PgOutboxOptions::log_tailing), when a replication slot or
+    /// publication name is not a plain lower-case name of at most 63
+    /// bytes, or when locked claims behind a transaction pooler would take
+    /// every connection of the pool.
     ///
     /// ```no_run
     /// use tidings_postgres::sqlx::postgres::PgPoolOptions;
