@@ -18,14 +18,12 @@ use std::time::Duration;
 
 use tidings_postgres::{PgOutboxStore, Retention};
 
-use super::woken::{Plan, Run, WokenRelay, produce, warm_up};
+use super::woken::{Plan, Run, WokenRelay};
 use crate::env::{Env, spec};
 use crate::report::{Figure, Goal, Report};
 use crate::sizes::{LatencyWake, Sizes};
 
 pub(super) const NAME: &str = "latency";
-/// How soon a warm-up event must be published to count the relay as ready.
-pub(super) const WARM_UP_WAIT: Duration = Duration::from_millis(20);
 /// How long the relay gets to publish the last events after producing stops.
 pub(super) const SETTLE: Duration = Duration::from_secs(10);
 
@@ -78,13 +76,10 @@ pub(super) async fn measure(
         Wake::InProcess => store.clone(),
         Wake::Notify => PgOutboxStore::new(store.pool().clone(), store.options().clone())?,
     };
-    warm_up(&producers, spec, relay.publisher(), WARM_UP_WAIT).await?;
     let plan = Plan::new(rate);
     let duration = sizes.latency_duration;
     let run = relay
-        .measure(plan, SETTLE, |p| {
-            produce(producers.clone(), spec, plan, duration, p)
-        })
+        .steady(&producers, spec, plan, duration, SETTLE)
         .await?;
     Ok(figures(plan, wake, &run))
 }

@@ -7,8 +7,8 @@
 
 use tidings_postgres::{PgOutboxStore, Retention, TailMode};
 
-use super::latency::{self, NAME, SETTLE, WARM_UP_WAIT, Wake};
-use super::woken::{Plan, WokenRelay, produce, warm_up};
+use super::latency::{self, NAME, SETTLE, Wake};
+use super::woken::{Plan, WokenRelay};
 use crate::env::{Env, spec};
 use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
@@ -57,13 +57,10 @@ async fn from_slot(store: &PgOutboxStore, rate: u32, sizes: &Sizes) -> anyhow::R
     reading(&wal).await?;
     let relay = WokenRelay::start_woken_by(&wal, spec, sizes.batch_size, wal.wakeup())?;
     let producers = PgOutboxStore::new(store.pool().clone(), store.options().clone())?;
-    warm_up(&producers, spec, relay.publisher(), WARM_UP_WAIT).await?;
     let plan = Plan::new(rate);
     let duration = sizes.latency_duration;
     let run = relay
-        .measure(plan, SETTLE, |p| {
-            produce(producers.clone(), spec, plan, duration, p)
-        })
+        .steady(&producers, spec, plan, duration, SETTLE)
         .await?;
     let mut figures = run.figures(NAME, plan, ", read from the slot (message mode)");
     // The p99 is held to NOTIFY's, measured beside it; the p50 to the

@@ -29,6 +29,9 @@ const MAX_PRODUCERS: u32 = 4;
 const MAX_TX_PER_PRODUCER: u32 = 100;
 /// How long a warm-up may take before the relay counts as broken.
 const WARM_UP_LIMIT: Duration = Duration::from_secs(10);
+/// How soon a warm-up event must be published, for
+/// [`WokenRelay::steady`], to count the relay as ready.
+const WARM_UP_WAIT: Duration = Duration::from_millis(20);
 
 /// How a rate is produced.
 #[derive(Debug, Clone, Copy)]
@@ -199,6 +202,25 @@ impl WokenRelay {
     /// The publisher the relay publishes to.
     pub(super) fn publisher(&self) -> &RecordingPublisher {
         &self.publisher
+    }
+
+    /// Warms the relay up with commits on `producers`, then has
+    /// `plan.producers` producers on it commit `spec`'s events at the
+    /// plan's rate for `duration` while the relay publishes (see
+    /// [`measure`](Self::measure)).
+    pub(super) async fn steady(
+        self,
+        producers: &impl Staging,
+        spec: &'static OutboxSpec<Payload>,
+        plan: Plan,
+        duration: Duration,
+        settle: Duration,
+    ) -> anyhow::Result<Run> {
+        warm_up(producers, spec, self.publisher(), WARM_UP_WAIT).await?;
+        self.measure(plan, settle, |p| {
+            produce(producers.clone(), spec, plan, duration, p)
+        })
+        .await
     }
 
     /// Runs `plan.producers` producers, each `produce(n)` returning the

@@ -33,9 +33,8 @@ use crate::load::stage_pending;
 use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 
-use super::latency::WARM_UP_WAIT;
 use super::relay_to_nothing;
-use super::woken::{Plan, WokenRelay, produce, warm_up};
+use super::woken::{Plan, WokenRelay};
 use snapshot::{Snapshot, dead_tuples};
 
 const NAME: &str = "pinned";
@@ -157,14 +156,9 @@ async fn measure(store: &PgOutboxStore, sizes: &Sizes) -> anyhow::Result<Run> {
     let relay = WokenRelay::start(store, spec, sizes.batch_size, |wakeup, cancel| {
         store.wakeup_source(wakeup).spawn(cancel)
     })?;
-    warm_up(store, spec, relay.publisher(), WARM_UP_WAIT).await?;
     let plan = Plan::new(sizes.pinned_rate);
     let duration = sizes.pinned_duration;
-    let steady = relay
-        .measure(plan, SETTLE, |p| {
-            produce(store.clone(), spec, plan, duration, p)
-        })
-        .await?;
+    let steady = relay.steady(store, spec, plan, duration, SETTLE).await?;
 
     let backlog = (sizes.drain_events / 5).max(10);
     let backlog_spec = crate::env::spec("bench-pinned-backlog");

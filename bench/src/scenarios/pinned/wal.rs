@@ -28,8 +28,7 @@ use super::snapshot::{Snapshot, dead_tuples, dead_tuples_in};
 use crate::env::{Env, spec};
 use crate::load::stage_pending;
 use crate::report::{Figure, Goal, Report};
-use crate::scenarios::latency::WARM_UP_WAIT;
-use crate::scenarios::woken::{Plan, Run, WokenRelay, produce, warm_up};
+use crate::scenarios::woken::{Plan, Run, WokenRelay};
 use crate::sizes::Sizes;
 use crate::tailing::{
     drop_tailing, reading, relay_from_slot, stop_reading, tailing_store, wal_options,
@@ -134,13 +133,10 @@ async fn measure(store: &PgOutboxStore, sizes: &Sizes) -> anyhow::Result<WalRun>
     let wal = WalStore::start(store.clone(), options.clone())?;
     reading(&wal).await?;
     let relay = WokenRelay::start_woken_by(&wal, steady_spec, sizes.batch_size, wal.wakeup())?;
-    warm_up(store, steady_spec, relay.publisher(), WARM_UP_WAIT).await?;
     let plan = Plan::new(sizes.pinned_rate);
     let duration = sizes.pinned_duration;
     let steady = relay
-        .measure(plan, SETTLE, |p| {
-            produce(store.clone(), steady_spec, plan, duration, p)
-        })
+        .steady(store, steady_spec, plan, duration, SETTLE)
         .await?;
     stop_reading(store, wal).await?;
 
