@@ -190,6 +190,36 @@ pub async fn drop_schema(pool: &sqlx::PgPool, schema: &str) {
     }
 }
 
+/// Drops `schema` on `pool` with the replication slot `<schema>_slot` and
+/// the publication `<schema>_pub` a log-tailing test gave it, waiting up
+/// to 5 s for a reader that was just stopped to let the slot go.
+pub async fn drop_tailed_schema(pool: &sqlx::PgPool, schema: &str) {
+    let slot = format!("{schema}_slot");
+    let dropped = || async {
+        let _ = sqlx::query(
+            "select pg_drop_replication_slot(slot_name) from pg_replication_slots \
+             where slot_name = $1 and not active",
+        )
+        .bind(&slot)
+        .execute(pool)
+        .await;
+        sqlx::query_scalar::<_, i64>(
+            "select count(*) from pg_replication_slots where slot_name = $1",
+        )
+        .bind(&slot)
+        .fetch_one(pool)
+        .await
+        .unwrap_or(1)
+    };
+    crate::eventually::eventually(std::time::Duration::from_secs(5), dropped, |left| {
+        *left == 0
+    })
+    .await;
+    let drop = format!("drop publication if exists \"{schema}_pub\"");
+    let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(drop)).execute(pool).await;
+    drop_schema(pool, schema).await;
+}
+
 /// Drops the replication slots and publications tests left behind on
 /// `pool`'s server: a slot `<schema>_slot` or publication `<schema>_pub`
 /// of a test schema (`tidings_` and more) that no longer exists, and no

@@ -28,15 +28,7 @@ async fn tailed_store() -> PgOutboxStore {
 }
 
 async fn drop_tailed(store: &PgOutboxStore) {
-    let schema = store.options().get_schema();
-    let pool = store.pool();
-    let _ = sqlx::query("select pg_drop_replication_slot($1)")
-        .bind(format!("{schema}_slot"))
-        .execute(pool)
-        .await;
-    let drop = format!("drop publication if exists \"{schema}_pub\"");
-    let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(drop)).execute(pool).await;
-    services::drop_schema(pool, schema).await;
+    services::drop_tailed_schema(store.pool(), store.options().get_schema()).await;
 }
 
 /// `tidings` on the store's schema on the logical cluster.

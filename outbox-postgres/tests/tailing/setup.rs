@@ -168,34 +168,8 @@ impl Tailed {
 
 /// Drops the store's slot, publication and schema.
 pub(crate) async fn drop_tailing(store: &PgOutboxStore) {
-    let schema = store.options().get_schema().to_owned();
-    let pool = store.pool();
-    // The reader lets the slot go moments after it is dropped.
-    let slot = format!("{schema}_slot");
-    eventually(
-        Duration::from_secs(5),
-        || async {
-            let _ = sqlx::query(
-                "select pg_drop_replication_slot(slot_name) from pg_replication_slots \
-                 where slot_name = $1 and not active",
-            )
-            .bind(&slot)
-            .execute(pool)
-            .await;
-            sqlx::query_scalar::<_, i64>(
-                "select count(*) from pg_replication_slots where slot_name = $1",
-            )
-            .bind(&slot)
-            .fetch_one(pool)
-            .await
-            .unwrap_or(1)
-        },
-        |left| *left == 0,
-    )
-    .await;
-    let drop = format!("drop publication if exists \"{schema}_pub\"");
-    let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(drop)).execute(pool).await;
-    tidings_testing::services::drop_schema(pool, &schema).await;
+    let schema = store.options().get_schema();
+    tidings_testing::services::drop_tailed_schema(store.pool(), schema).await;
 }
 
 /// Schemas, slots and publications of tests that stopped early: schemas
