@@ -87,16 +87,17 @@ async fn session(shared: &Shared, cancel: &CancellationToken) -> Result<(), Stop
     let mut woken_for = None;
     let mut ticks: u32 = 0;
     loop {
-        let full = {
+        // One look at the window per event read.
+        let (full, due) = {
             let window = shared.window();
             let options = &shared.options;
-            window.len() >= options.get_max_window()
-                || window.bytes() >= options.get_max_window_bytes()
+            let full = window.len() >= options.get_max_window()
+                || window.bytes() >= options.get_max_window_bytes();
+            (
+                full,
+                window.next_due().filter(|&due| Some(due) != woken_for),
+            )
         };
-        let due = shared
-            .window()
-            .next_due()
-            .filter(|&due| Some(due) != woken_for);
         tokio::select! {
             () = cancel.cancelled() => {
                 client.stop();
