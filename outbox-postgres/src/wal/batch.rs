@@ -5,10 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::Acquire;
+use tidings_core::port::error_chain;
 use tidings_core::{
     ClaimedBatch, ClaimedRows, Outcome, Retention, SettleReport, Settlement, StagedEvent,
     StoreError,
 };
+use tracing::warn;
 use uuid::Uuid;
 
 use super::Shared;
@@ -26,6 +28,9 @@ pub struct WalBatch {
     /// Each event's place in the window and row, by event id (an id the
     /// log carries twice is claimed twice).
     places: HashMap<Uuid, Vec<(u64, Option<i64>)>>,
+    /// Whether its events were listed as in flight (see
+    /// [`crashes`](super::crashes)).
+    careful: bool,
 }
 
 impl WalBatch {
@@ -34,6 +39,7 @@ impl WalBatch {
         generation: u64,
         mut rows: ClaimedRows,
         claimed: Vec<Claimed>,
+        careful: bool,
     ) -> Self {
         let mut places: HashMap<Uuid, Vec<_>> = HashMap::with_capacity(claimed.len());
         rows.records.reserve(claimed.len());
@@ -49,6 +55,7 @@ impl WalBatch {
             generation,
             rows,
             places,
+            careful,
         }
     }
 }
@@ -91,6 +98,7 @@ impl ClaimedBatch for WalBatch {
         let mut published = Vec::new();
         let mut failed = Vec::new();
         let mut lost = Vec::new();
+        let mut settled = Vec::new();
         {
             let mut window = self.shared.window();
             for Settlement { event_id, outcome } in settlements {
@@ -98,6 +106,9 @@ impl ClaimedBatch for WalBatch {
                 let Some((seq, row)) = place else {
                     continue;
                 };
+                if self.careful {
+                    settled.push(event_id);
+                }
                 match outcome {
                     Outcome::Published => {
                         published.push((seq, row, event_id, window.attempts(seq)));
@@ -126,17 +137,44 @@ impl ClaimedBatch for WalBatch {
             .filter_map(|&(_, row, _, attempts)| Some((row?, attempts)))
             .collect();
         let written = write(&self.shared, &published_rows, &failed).await;
-        let mut window = self.shared.window();
         if let Err(error) = written {
             // Nothing was recorded: every event goes round again.
-            for (seq, ..) in &published {
-                window.retry(self.generation, *seq, Duration::ZERO, error.to_string());
-            }
-            for f in &failed {
-                window.retry(self.generation, f.seq, Duration::ZERO, error.to_string());
+            let mut window = self.shared.window();
+            let seqs = published
+                .iter()
+                .map(|p| p.0)
+                .chain(failed.iter().map(|f| f.seq));
+            for seq in seqs {
+                window.retry(self.generation, seq, Duration::ZERO, error.to_string());
             }
             return Err(error);
         }
+        self.finish(published, failed, &mut report, &mut lost);
+        self.shared.room.notify_waiters();
+        report.lost = lost;
+        if !settled.is_empty() {
+            if let Err(e) = super::crashes::settled(&self.shared.store, settled).await {
+                // Left listed, they are charged a crash only if this
+                // session dies too.
+                warn!(error = %error_chain(&e), "unlisting settled events failed");
+            }
+        }
+        Ok(report)
+    }
+}
+
+impl WalBatch {
+    /// Finishes the events whose outcomes are written, and drops them from
+    /// the window now rather than at the next confirmation, so the reader
+    /// refills it at once.
+    fn finish(
+        &self,
+        published: Vec<(u64, Option<i64>, Uuid, i32)>,
+        failed: Vec<Failure>,
+        report: &mut SettleReport,
+        lost: &mut Vec<Uuid>,
+    ) {
+        let mut window = self.shared.window();
         for (seq, _, event_id, _) in published {
             match window.finish(self.generation, seq) {
                 true => report.published += 1,
@@ -149,13 +187,7 @@ impl ClaimedBatch for WalBatch {
                 false => lost.push(f.event.envelope.event_id),
             }
         }
-        // Finished events leave the window now, not at the next
-        // confirmation, so the reader refills it at once.
         window.advance();
-        drop(window);
-        self.shared.room.notify_waiters();
-        report.lost = lost;
-        Ok(report)
     }
 }
 

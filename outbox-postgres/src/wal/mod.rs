@@ -47,6 +47,7 @@
 //! ```
 
 mod batch;
+mod crashes;
 mod options;
 mod pgoutput;
 mod reader;
@@ -70,6 +71,7 @@ pub use options::WalOptions;
 
 use crate::PgOutboxStore;
 use crate::tailing::{TailMode, Tailing};
+use crashes::Crashes;
 use window::Window;
 
 /// An outbox store whose claims read a replication slot; see the module
@@ -88,6 +90,8 @@ pub(crate) struct Shared {
     pub(crate) tailing: Tailing,
     pub(crate) options: WalOptions,
     window: Mutex<Window>,
+    /// What the session knows of the crashes of the sessions before it.
+    crashes: Mutex<Crashes>,
     /// Woken when events arrive or fall due.
     pub(crate) wakeup: Wakeup,
     /// Notified when events leave the window.
@@ -101,6 +105,10 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn window(&self) -> MutexGuard<'_, Window> {
         self.window.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn crashes(&self) -> MutexGuard<'_, Crashes> {
+        self.crashes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn stop_for_good(&self, why: String) {
@@ -136,6 +144,7 @@ impl WalStore {
             store,
             options,
             window: Mutex::default(),
+            crashes: Mutex::default(),
             wakeup: Wakeup::new(),
             room: Notify::new(),
             fatal: Mutex::default(),
@@ -174,18 +183,28 @@ impl OutboxStore for WalStore {
         if let Some(error) = self.shared.fatal() {
             return Err(error);
         }
-        let (generation, claimed) = {
+        let (generation, mut claimed) = {
             let mut window = self.shared.window();
             let claimed = window.claim(request.route, request.limit);
             (window.generation(), claimed)
         };
+        let careful = {
+            let crashes = self.shared.crashes();
+            crashes.charge(claimed.iter_mut().map(|c| &mut c.record));
+            crashes.is_careful()
+        };
+        let ids: Vec<Uuid> = match careful {
+            true => claimed.iter().map(|c| c.record.envelope.event_id).collect(),
+            false => Vec::new(),
+        };
         let rows = ClaimedRows::new(LeaseToken::new(), Vec::new());
-        Ok(WalBatch::new(
-            self.shared.clone(),
-            generation,
-            rows,
-            claimed,
-        ))
+        let batch = WalBatch::new(self.shared.clone(), generation, rows, claimed, careful);
+        if !ids.is_empty() {
+            // Listed before they are handed out; a batch dropped on error
+            // sends them back to the window.
+            crashes::handing_out(&self.shared.store, ids).await?;
+        }
+        Ok(batch)
     }
 
     async fn sweep_expired(&self, _route: &str, _limit: usize) -> Result<u64, StoreError> {

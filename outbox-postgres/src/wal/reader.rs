@@ -14,6 +14,7 @@ use tracing::{debug, info, warn};
 
 use super::Shared;
 use super::batch::{Failure, write};
+use super::crashes::Crashes;
 use super::stream::Stream;
 
 /// How a session ended.
@@ -78,6 +79,13 @@ async fn session(shared: &Shared, cancel: &CancellationToken) -> Result<(), Stop
         Ok(Err(e)) => return Err(Stop::Lost(e.to_string())),
         Ok(Ok(())) => {}
     }
+    let crashes = Crashes::session_started(&shared.store).await?;
+    if crashes.is_careful() {
+        warn!(slot = %shared.tailing.slot, "the last session ended without moving the slot's \
+            position: this one lists the events it hands out, to fail one that keeps \
+            killing the relay");
+    }
+    *shared.crashes() = crashes;
     shared.window().restart(start);
     shared.active.store(true, Ordering::Release);
     info!(slot = %shared.tailing.slot, position = %Lsn::from_u64(start), "reading the slot");

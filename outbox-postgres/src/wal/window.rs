@@ -76,8 +76,9 @@ pub(crate) struct Window {
     ready: HashMap<String, BTreeSet<u64>>,
     waiting: BTreeSet<(SystemTime, u64)>,
     doomed: BTreeSet<u64>,
-    /// The unfinished events of each route's ordering keys, oldest first.
-    keys: HashMap<(String, String), VecDeque<u64>>,
+    /// The unfinished events of each route's ordering keys, oldest first,
+    /// by route and key.
+    keys: HashMap<String, HashMap<String, VecDeque<u64>>>,
     /// The position everything before is finished at.
     confirmed: u64,
     /// The payload bytes of the events in the window.
@@ -116,9 +117,15 @@ impl Window {
         self.base + self.entries.len() as u64
     }
 
+    /// Where the event at `seq` stands in `entries`, if it is there.
+    fn index(&self, seq: u64) -> Option<usize> {
+        let at = usize::try_from(seq.checked_sub(self.base)?).ok()?;
+        (at < self.entries.len()).then_some(at)
+    }
+
     fn entry(&mut self, seq: u64) -> Option<&mut Entry> {
-        let at = seq.checked_sub(self.base)?;
-        self.entries.get_mut(usize::try_from(at).ok()?)
+        let at = self.index(seq)?;
+        self.entries.get_mut(at)
     }
 
     /// Adds one committed transaction's events, ending at `end` in the log.
@@ -143,7 +150,9 @@ impl Window {
             self.bytes += incoming.envelope.payload.len();
             if let Some(key) = &incoming.envelope.ordering_key {
                 self.keys
-                    .entry((route, key.clone()))
+                    .entry(route)
+                    .or_default()
+                    .entry(key.clone())
                     .or_default()
                     .push_back(seq);
             }
@@ -179,6 +188,7 @@ impl Window {
         let Some(ready) = self.ready.get(name) else {
             return Vec::new();
         };
+        let keys = self.keys.get(name);
         let mut chosen = Vec::new();
         for &seq in ready {
             if chosen.len() == limit {
@@ -188,7 +198,7 @@ impl Window {
             let envelope = &self.entries[at].incoming.envelope;
             let first_of_key = match (&envelope.ordering_key, per_key) {
                 (Some(key), true) => {
-                    let queue = self.keys.get(&(name.to_owned(), key.clone()));
+                    let queue = keys.and_then(|keys| keys.get(key.as_str()));
                     queue.and_then(VecDeque::front) == Some(&seq)
                 }
                 _ => true,
@@ -269,18 +279,24 @@ impl Window {
         if generation != self.generation {
             return false;
         }
-        let Some(entry) = self.entry(seq) else {
+        let Some(at) = self.index(seq) else {
             return false;
         };
+        // The fields borrowed apart: the entry's key, the keys' queues.
+        let entry = &mut self.entries[at];
         entry.state = State::Done;
         let envelope = &entry.incoming.envelope;
-        if let Some(key) = envelope.ordering_key.clone() {
-            let route = envelope.route.clone();
-            let slot = (route, key);
-            if let Some(queue) = self.keys.get_mut(&slot) {
-                queue.retain(|&s| s != seq);
-                if queue.is_empty() {
-                    self.keys.remove(&slot);
+        if let Some(key) = &envelope.ordering_key {
+            let route = envelope.route.as_str();
+            if let Some(keys) = self.keys.get_mut(route) {
+                if let Some(queue) = keys.get_mut(key.as_str()) {
+                    queue.retain(|&s| s != seq);
+                    if queue.is_empty() {
+                        keys.remove(key.as_str());
+                    }
+                }
+                if keys.is_empty() {
+                    self.keys.remove(route);
                 }
             }
         }

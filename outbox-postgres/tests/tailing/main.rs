@@ -2,6 +2,8 @@
 //! (`LOGICAL_DATABASE_URL`): each case has a schema, a slot and a
 //! publication of its own.
 //!
+//! - `crashes`: an event that keeps killing its relay is failed as a
+//!   crash loop.
 //! - `delivery`: each event once, in commit order, per-key order across
 //!   retries, in both modes, and what each mode leaves in the table.
 //! - `deployment`: staging through PgBouncer while the relay reads the
@@ -29,6 +31,7 @@ macro_rules! in_both_modes {
     };
 }
 
+mod crashes;
 mod delivery;
 mod deployment;
 mod failures;

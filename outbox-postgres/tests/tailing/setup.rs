@@ -70,6 +70,34 @@ pub(crate) fn wal_store(store: &PgOutboxStore) -> WalStore {
     wal_store_from(store, &logical_database_url())
 }
 
+/// Runs a relay of [`ORDER_EVENTS`] from a reader of a store with
+/// `store`'s options to `recorder`, on a runtime of its own: shut down,
+/// its tasks stop where they are and its connections drop, as in a kill.
+pub(crate) fn doomed_relay(
+    store: &PgOutboxStore,
+    recorder: &Recorder,
+    options: RelayOptions,
+) -> tokio::runtime::Runtime {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let store_options = store.options().clone();
+    let publisher = PublishEach::new(recorder.clone());
+    runtime.spawn(async move {
+        // A pool of its own, which lives and dies with the runtime.
+        let store = PgOutboxStore::new(logical_pool().await, store_options).unwrap();
+        let wal = wal_store(&store);
+        let relay = Relay::new(wal.clone(), publisher, &ORDER_EVENTS)
+            .unwrap()
+            .options(options)
+            .wakeup(wal.wakeup());
+        let _ = relay.run(CancellationToken::new()).await;
+    });
+    runtime
+}
+
 /// A log-tailed store, its reader, a recorder, and a relay of one spec
 /// from the reader to the recorder once started.
 pub(crate) struct Tailed {
@@ -207,6 +235,10 @@ struct Recorded {
     accepted: Vec<Envelope>,
     fail_once: Vec<Uuid>,
     poison: Vec<Uuid>,
+    /// Publishing it never ends, as in a relay that died on it.
+    deadly: Option<Uuid>,
+    /// How often publishing the deadly event began.
+    deaths: usize,
     delay: Duration,
 }
 
@@ -232,6 +264,16 @@ impl Recorder {
         self.lock().poison.push(id);
     }
 
+    /// Never ends publishing `id`, as a relay killed by it would not.
+    pub(crate) fn deadly(&self, id: Uuid) {
+        self.lock().deadly = Some(id);
+    }
+
+    /// How often publishing the deadly event began.
+    pub(crate) fn deaths(&self) -> usize {
+        self.lock().deaths
+    }
+
     /// Takes every event from now on.
     pub(crate) fn cure(&self) {
         self.lock().poison.clear();
@@ -253,6 +295,15 @@ impl PublishOne for Recorder {
         if !delay.is_zero() {
             let _turn = self.turns.acquire().await;
             tokio::time::sleep(delay).await;
+        }
+        let deadly = {
+            let mut recorded = self.lock();
+            let deadly = recorded.deadly == Some(envelope.event_id);
+            recorded.deaths += usize::from(deadly);
+            deadly
+        };
+        if deadly {
+            return std::future::pending().await;
         }
         let mut recorded = self.lock();
         if recorded.poison.contains(&envelope.event_id) {

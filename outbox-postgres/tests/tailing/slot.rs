@@ -2,13 +2,12 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use tidings_core::StoreError;
-use tidings_core::relay::Relay;
+use tidings_core::relay::RelayOptions;
 use tidings_postgres::wal::{WalOptions, WalStore};
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore, Retention, TailMode};
 use tidings_testing::eventually::eventually;
-use tidings_testing::publisher::PublishEach;
 
-use crate::setup::{Recorder, Tailed, logical_pool, tailing_store_on, wal_store};
+use crate::setup::{Recorder, Tailed, doomed_relay, logical_pool, tailing_store_on, wal_store};
 use crate::support::{ORDER_EVENTS, stage_to};
 
 #[tokio::test]
@@ -56,24 +55,7 @@ async fn a_relay_killed_mid_stream_loses_nothing() {
     stage_to(&store, &ORDER_EVENTS, 2_000).await;
     let recorder = Recorder::default();
     recorder.slow(Duration::from_millis(2));
-    // The first relay runs on a runtime of its own, shut down mid-stream:
-    // its tasks stop where they are and its connections drop, as in a kill.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    // A store of its own, whose pool lives and dies with that runtime.
-    let options = store.options().clone();
-    let publisher = PublishEach::new(recorder.clone());
-    runtime.spawn(async move {
-        let store = PgOutboxStore::new(logical_pool().await, options).unwrap();
-        let wal = wal_store(&store);
-        let relay = Relay::new(wal.clone(), publisher, &ORDER_EVENTS)
-            .unwrap()
-            .wakeup(wal.wakeup());
-        let _ = relay.run(tokio_util::sync::CancellationToken::new()).await;
-    });
+    let runtime = doomed_relay(&store, &recorder, RelayOptions::default());
     let before = eventually(
         Duration::from_secs(30),
         || async { recorder.numbers().len() },
