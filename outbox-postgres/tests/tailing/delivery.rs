@@ -31,7 +31,7 @@ async fn each_event_once_in_commit_order(mode: TailMode) {
         "each event once, in commit order"
     );
     // Published rows are removed in table mode; message mode never wrote any.
-    let rows = eventually(Duration::from_secs(5), || row_count(&t.store), |n| *n == 0).await;
+    let rows = eventually(Duration::from_secs(20), || row_count(&t.store), |n| *n == 0).await;
     assert_eq!(rows, 0);
     // The position is recorded and confirmed to the slot.
     let state = eventually(
