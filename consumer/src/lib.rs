@@ -13,6 +13,7 @@ mod process;
 mod queue_ref;
 mod report;
 mod runner;
+mod stored;
 
 pub use error::HandlerError;
 pub use handler::{Handler, HandlerFn, HandlerRequest, TxHandle, handler_fn};
@@ -21,4 +22,5 @@ pub use options::ConsumerOptions;
 pub use queue_ref::QueueRef;
 pub use report::ConsumerReport;
 pub use runner::{Consumer, run_consumer};
+pub use stored::{StoredConsumer, StoredInbox};
 pub use tidings_inbox::{Inbox, InboxCleaner, InboxCleanerOptions, NoInbox};

@@ -1,5 +1,6 @@
 //! The consumer: subscribe, dispatch, restart after source failures.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use futures::FutureExt;
@@ -192,7 +193,15 @@ where
     /// Consumes until `cancel` fires, subscribing again with backoff after
     /// source failures.
     pub async fn run(&self, cancel: CancellationToken) {
-        let pipeline = Arc::new(Pipeline {
+        let pipeline = self.pipeline(&cancel);
+        self.subscribed(&cancel, |stream| consume(&pipeline, stream, &cancel))
+            .await;
+    }
+
+    /// The pipeline every delivery goes through, stopping retries when
+    /// `cancel` fires.
+    pub(crate) fn pipeline(&self, cancel: &CancellationToken) -> Arc<Pipeline<T, C, H, I>> {
+        Arc::new(Pipeline {
             queue: self.queue.clone(),
             handler: self.handler.clone(),
             inbox: self.inbox.clone(),
@@ -203,14 +212,32 @@ where
             isolation: Isolation::default(),
             system: self.source.messaging_system(),
             cancel: cancel.clone(),
-        });
+        })
+    }
+}
+
+impl<S, T, C, H, I> Consumer<S, T, C, H, I>
+where
+    S: Source,
+    T: Send + 'static,
+    C: Codec<T> + 'static,
+    I: InboxAttempts,
+{
+    /// Subscribes to the queue and hands each stream to `take` until
+    /// `cancel` fires, subscribing again with backoff after source
+    /// failures.
+    pub(crate) async fn subscribed<F, Fut>(&self, cancel: &CancellationToken, mut take: F)
+    where
+        F: FnMut(S::Stream) -> Fut,
+        Fut: Future<Output = StreamEnd>,
+    {
         let queue = self.queue.name();
         let mut failures = 0;
         while !cancel.is_cancelled() {
             let problem = match self.source.subscribe(queue).await {
                 Ok(stream) => {
                     tracing::info!(messaging.destination.name = queue, "consuming");
-                    match consume(&pipeline, stream, &cancel).await {
+                    match take(stream).await {
                         StreamEnd::Cancelled => break,
                         StreamEnd::Closed => {
                             failures = 0;
@@ -230,6 +257,11 @@ where
             }
         }
         tracing::info!(messaging.destination.name = queue, report = ?self.report(), "consumer stopped");
+    }
+
+    /// The consumer's source, queue, inbox and options.
+    pub(crate) fn parts(&self) -> (&S, &QueueRef<T, C>, &Inbox<I>, &ConsumerOptions) {
+        (&self.source, &self.queue, &self.inbox, &self.options)
     }
 }
 

@@ -32,7 +32,7 @@ pub use port::{
     PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER, PRIOR_DELIVERIES_HEADER, PublishBatch,
     PublishError, Publisher, PublisherExt, PurgeRequest, PurgeStatus, Queued, QueuedWait,
     REPLAYED_REASON_HEADER, Redelivery, Requeue, Retention, SettleReport, Settlement, Source,
-    SourceError, StoreError, Transient,
+    SourceError, StageEvents, StoreError, Transient,
 };
 pub use spec::{OrderingMode, OutboxSpec, QueueSpec, RetryPolicy, Route, SpecError};
 pub use staging::{OutboxBuffer, StageError, Staged, StagedEvent};

@@ -147,6 +147,15 @@ pub enum CommitError {
 }
 
 impl CommitError {
+    /// The store's error for a failed commit: the store's error as it is,
+    /// anything else an invalid transaction.
+    pub(crate) fn into_store_error(self) -> StoreError {
+        match self {
+            Self::Store(e) => e,
+            other => StoreError::Invalid(other.to_string()),
+        }
+    }
+
     /// The inbox's error for a failed commit: the store's error as the
     /// inbox reports it, anything else an invalid transaction.
     pub(crate) fn into_inbox_error(self) -> InboxError {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use mongodb::bson::{Bson, Document};
 use tidings_core::{
     ClaimRequest, LeaseToken, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus, Requeue,
-    StoreError,
+    StageEvents, StagedEvent, StoreError,
 };
 use tracing::{debug, info, instrument};
 
@@ -17,6 +17,16 @@ use crate::read::read_all;
 use crate::schema::{int64, micros, status};
 use crate::unreadable;
 use crate::{MongoBatch, MongoOutboxStore};
+
+impl StageEvents for MongoOutboxStore {
+    async fn stage_events(&self, events: Vec<StagedEvent>) -> Result<(), StoreError> {
+        let mut ctx = self.begin().await?;
+        events
+            .into_iter()
+            .for_each(|event| ctx.outbox().push(event));
+        ctx.commit().await.map_err(|e| e.into_store_error())
+    }
+}
 
 impl OutboxStore for MongoOutboxStore {
     type Batch = MongoBatch;

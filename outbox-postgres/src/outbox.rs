@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use sqlx::Row;
 use tidings_core::{
-    ClaimRequest, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus, Requeue, StoreError,
+    ClaimRequest, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus, Requeue, StageEvents,
+    StagedEvent, StoreError,
 };
 use tracing::{debug, info, instrument};
 use uuid::Uuid;
@@ -13,6 +14,16 @@ use crate::claim::records;
 use crate::error::store_error;
 use crate::params::{limit, micros};
 use crate::{PgBatch, PgOutboxStore};
+
+impl StageEvents for PgOutboxStore {
+    async fn stage_events(&self, events: Vec<StagedEvent>) -> Result<(), StoreError> {
+        let mut ctx = self.begin().await?;
+        events
+            .into_iter()
+            .for_each(|event| ctx.outbox().push(event));
+        ctx.commit().await.map_err(|e| e.into_store_error())
+    }
+}
 
 impl OutboxStore for PgOutboxStore {
     type Batch = PgBatch;

@@ -12,6 +12,7 @@
 //! - `metrics`: deliveries by outcome and handler times.
 //! - `named_specs`: specs named at run time.
 //! - `recovery`: shutdown and restart, a lost source, causal order.
+//! - `stored`: the stored inbox.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -22,4 +23,5 @@ mod key_order;
 mod metrics;
 mod named_specs;
 mod recovery;
+mod stored;
 mod suite;

@@ -19,6 +19,7 @@ mod publisher;
 mod queued;
 mod retention;
 mod source;
+mod stage_events;
 mod store_name;
 
 pub use chain::error_chain;
@@ -43,6 +44,7 @@ pub use source::{
     PARKED_DELIVERIES_HEADER, PRIOR_DELIVERIES_HEADER, REPLAYED_REASON_HEADER, Redelivery, Source,
     SourceError,
 };
+pub use stage_events::StageEvents;
 pub use store_name::StoreNameRule;
 
 /// Errors that say whether retrying may succeed. Every port error

@@ -175,6 +175,13 @@ pub enum PublishError {
     /// Any other transport failure, assumed transient.
     #[error("publish failed")]
     Transport(#[source] BoxError),
+    /// A consumer handling the message from its stored inbox gave up on it
+    /// (see `tidings_consumer::StoredInbox`); never retried.
+    #[error("parked: {reason}")]
+    Parked {
+        /// Why the consumer gave up.
+        reason: String,
+    },
 }
 
 impl PublishError {
@@ -199,6 +206,7 @@ impl PublishError {
             Self::TooLarge { .. } => "too_large",
             Self::Invalid { .. } => "invalid",
             Self::Transport(_) => "transport",
+            Self::Parked { .. } => "parked",
         }
     }
 }

@@ -1,0 +1,300 @@
+//! The stored inbox: a consumer that stores each message it receives in a
+//! table (or collection) of its own and acks it at once, then handles the
+//! stored messages from there.
+//!
+//! The table is an outbox table: a [`StoredInbox`] takes any outbox store
+//! that can [stage events on its own](StageEvents), usually a second
+//! PostgreSQL or MongoDB store naming its own table, or the in-memory
+//! store. Receiving stages each batch of deliveries the source has ready
+//! in one transaction, under the consumer's name as their route, skipping
+//! ids the table holds already, and then acks them: the broker is freed
+//! before any handler runs, and a message delivered twice is stored once.
+//! Handling is a [`Relay`] over that table whose publisher is the
+//! consumer's pipeline: claims with leases, per-key order (when the
+//! consumer keeps a key order), backoff between tries of a message the
+//! handler failed, crash-loop counts, wake-ups and the polling floor all
+//! work as for outbox rows, and so do the CLI's and the console's failed
+//! rows, requeue and purge. Each message runs through the same layers as a
+//! delivery from the broker (decode, inbox mark, handler, its retries and
+//! parking), its claims counting as its deliveries; a parked message
+//! becomes a failed row with the reason, to requeue once fixed.
+//!
+//! With an [`Inbox`](tidings_inbox::Inbox), the handler's writes and the
+//! inbox mark commit together, so a message handled again after a crash
+//! between that commit and the row's settlement is skipped as a duplicate:
+//! each effect once. Without one, handlers must be idempotent.
+//!
+//! During a handler outage messages wait in the table rather than on the
+//! broker, which redelivers nothing and parks nothing; and a long handler
+//! holds a row's lease rather than a broker delivery or an SQS visibility
+//! timeout.
+//!
+//! ```
+//! use tidings_consumer::{Consumer, HandlerError, StoredInbox, TxHandle, handler_fn};
+//! use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
+//! use tidings_core::{Message, QueueSpec};
+//! use tidings_inbox::Inbox;
+//!
+//! static ORDERS: QueueSpec<u64> = QueueSpec::json("orders");
+//!
+//! async fn bill(msg: Message<u64>, tx: TxHandle<MemoryContext>) -> Result<(), HandlerError> {
+//!     tx.lock().await.insert("invoices", msg.payload.to_string(), "billed");
+//!     Ok(())
+//! }
+//!
+//! let store = MemoryStore::new();
+//! let broker = MemoryBroker::new();
+//! broker.declare_queue("orders");
+//! let consumer = Consumer::new(broker, &ORDERS, handler_fn(bill))
+//!     .unwrap()
+//!     .inbox(Inbox::new(store.clone(), "billing").unwrap())
+//!     .stored(StoredInbox::new(store))
+//!     .unwrap();
+//! // LifecyclePlan::new().step("billing", consumer)
+//! ```
+
+mod handling;
+mod receive;
+
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use tidings_core::lifecycle::{Step, StepError};
+use tidings_core::port::error_chain;
+use tidings_core::relay::{Relay, RelayOptions};
+use tidings_core::{
+    Backoff, Codec, InboxAttempts, OrderingMode, RetryPolicy, Route, Source, SpecError,
+    StageEvents, Wakeup,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::handler::Handler;
+use crate::{Consumer, KeyOrder};
+use handling::Handling;
+use receive::Intake;
+
+/// Where a consumer keeps the messages it receives until it has handled
+/// them, and how it handles them from there; see the
+/// [module docs](self). A consumer takes it with
+/// [`Consumer::stored`].
+#[derive(Debug, Clone)]
+pub struct StoredInbox<St> {
+    store: St,
+    wakeup: Wakeup,
+    relay_options: Option<RelayOptions>,
+    retry_backoff: Backoff,
+    receive_batch: usize,
+}
+
+impl<St: StageEvents> StoredInbox<St> {
+    /// Default [`receive_batch`](Self::receive_batch).
+    pub const DEFAULT_RECEIVE_BATCH: usize = 256;
+
+    /// Keeps received messages in `store`.
+    pub fn new(store: St) -> Self {
+        Self {
+            store,
+            wakeup: Wakeup::new(),
+            relay_options: None,
+            retry_backoff: RetryPolicy::DEFAULT_BACKOFF,
+            receive_batch: Self::DEFAULT_RECEIVE_BATCH,
+        }
+    }
+
+    /// Wakes the handling side, besides the receiving side of this process
+    /// waking it after each batch it stores: the store's wake-up source
+    /// (a PostgreSQL listener, a MongoDB change stream, a log-tailing
+    /// reader) for messages stored by other processes. Default: only this
+    /// process's receiving, and the relay's polling floor.
+    pub fn wakeup(mut self, wakeup: Wakeup) -> Self {
+        self.wakeup = wakeup;
+        self
+    }
+
+    /// How the handling side claims: its claims, leases and polling floor.
+    /// Default: claims of four times the consumer's
+    /// [`concurrency`](crate::ConsumerOptions::concurrency), as many handled
+    /// at once as that concurrency, and a lease outlasting every attempt
+    /// of a claim's messages at the handler timeout.
+    pub fn relay_options(mut self, options: RelayOptions) -> Self {
+        self.relay_options = Some(options);
+        self
+    }
+
+    /// The wait before a message whose handler failed (after the
+    /// consumer's in-process attempts) is handled again; default
+    /// [`RetryPolicy::DEFAULT_BACKOFF`], 1 s doubling to 5 min.
+    pub fn retry_backoff(mut self, backoff: Backoff) -> Self {
+        self.retry_backoff = backoff;
+        self
+    }
+
+    /// The most deliveries stored in one transaction; at least 1, default
+    /// [`DEFAULT_RECEIVE_BATCH`](Self::DEFAULT_RECEIVE_BATCH).
+    pub fn receive_batch(mut self, batch: usize) -> Self {
+        self.receive_batch = batch.max(1);
+        self
+    }
+
+    /// The store the messages are kept in.
+    pub fn get_store(&self) -> &St {
+        &self.store
+    }
+
+    /// The handling side's relay options, where set.
+    pub fn get_relay_options(&self) -> Option<&RelayOptions> {
+        self.relay_options.as_ref()
+    }
+
+    /// The wait before a failed message is handled again.
+    pub fn get_retry_backoff(&self) -> Backoff {
+        self.retry_backoff
+    }
+
+    /// The most deliveries stored in one transaction.
+    pub fn get_receive_batch(&self) -> usize {
+        self.receive_batch
+    }
+}
+
+/// A consumer with a [`StoredInbox`]: receiving and handling run side by
+/// side until cancelled. Built by [`Consumer::stored`]; runnable as a
+/// lifecycle step.
+pub struct StoredConsumer<S, T: 'static, C: 'static, H, I, St> {
+    consumer: Consumer<S, T, C, H, I>,
+    stored: StoredInbox<St>,
+    route: Route,
+}
+
+impl<S, T, C, H, I> Consumer<S, T, C, H, I>
+where
+    S: Source,
+    T: Send + 'static,
+    C: Codec<T> + 'static,
+    I: InboxAttempts,
+{
+    /// Stores what it receives in `stored` and handles it from there; see
+    /// [`StoredInbox`].
+    ///
+    /// # Errors
+    ///
+    /// [`SpecError::EmptyName`], [`SpecError::NameTooLong`] or
+    /// [`SpecError::IllegalName`] when the consumer's name cannot name a
+    /// route of the store, which the stored messages are kept under.
+    pub fn stored<St: StageEvents>(
+        self,
+        stored: StoredInbox<St>,
+    ) -> Result<StoredConsumer<S, T, C, H, I, St>, SpecError> {
+        let (_, queue, inbox, options) = self.parts();
+        let ordering = match options.key_order {
+            KeyOrder::Unordered => OrderingMode::Unordered,
+            _ => OrderingMode::PerKey,
+        };
+        let route = Route {
+            name: inbox.consumer().to_owned().into(),
+            destination: Some(queue.name().to_owned().into()),
+            ordering,
+            // The consumer's pipeline parks a message past its deliveries.
+            retry: RetryPolicy::new()
+                .max_attempts(u32::MAX)
+                .backoff(stored.retry_backoff),
+            hlc_ordering: false,
+        };
+        route.validate()?;
+        Ok(StoredConsumer {
+            consumer: self,
+            stored,
+            route,
+        })
+    }
+}
+
+impl<S, T, C, H, I, St> StoredConsumer<S, T, C, H, I, St>
+where
+    S: Source,
+    T: Send + 'static,
+    C: Codec<T> + 'static,
+    I: InboxAttempts,
+    H: Handler<T, I::Tx>,
+    St: StageEvents,
+{
+    /// Receives and handles until `cancel` fires.
+    ///
+    /// # Errors
+    ///
+    /// The store's error when the handling side cannot go on (the table is
+    /// missing, the store is misconfigured); receiving stops with it.
+    /// Failures of the broker or passing ones of the store are logged and
+    /// retried.
+    pub async fn run(&self, cancel: CancellationToken) -> Result<(), tidings_core::StoreError> {
+        let stop = cancel.child_token();
+        let pipeline = self.consumer.pipeline(&stop);
+        let relay = Relay::for_route(
+            self.stored.store.clone(),
+            Handling { pipeline },
+            self.route.clone(),
+        )
+        .map_err(|e| tidings_core::StoreError::Invalid(e.to_string()))?
+        .options(self.relay_options())
+        .wakeup(self.stored.wakeup.clone());
+        let intake = Intake {
+            store: &self.stored.store,
+            route: &self.route.name,
+            destination: self.consumer.parts().1.name(),
+            wakeup: &self.stored.wakeup,
+            batch: self.stored.receive_batch,
+        };
+        let receiving = self
+            .consumer
+            .subscribed(&stop, |stream| intake.receive(stream, &stop));
+        let handling = async {
+            let ended = relay.run(stop.clone()).await;
+            if let Err(e) = &ended {
+                tracing::error!(error = %error_chain(e), "handling stored messages stopped");
+                stop.cancel();
+            }
+            ended
+        };
+        let ((), handled) = tokio::join!(receiving, handling);
+        handled
+    }
+
+    /// What the consumer has done so far.
+    pub fn report(&self) -> crate::ConsumerReport {
+        self.consumer.report()
+    }
+
+    /// The relay options of the handling side: as set, or sized to the
+    /// consumer's concurrency and handler timeout.
+    fn relay_options(&self) -> RelayOptions {
+        if let Some(options) = self.stored.relay_options {
+            return options;
+        }
+        let options = self.consumer.parts().3;
+        let attempts = options.attempts.max(options.strict_attempts).max(1);
+        let lease = options.handler_timeout * attempts + Duration::from_secs(30);
+        RelayOptions::default()
+            .batch_size(options.concurrency * 4)
+            .publish_window(options.concurrency)
+            .lease(lease.max(RelayOptions::DEFAULT_LEASE))
+    }
+}
+
+impl<S, T, C, H, I, St> Step for StoredConsumer<S, T, C, H, I, St>
+where
+    S: Source,
+    T: Send + 'static,
+    C: Codec<T> + 'static,
+    I: InboxAttempts,
+    H: Handler<T, I::Tx>,
+    St: StageEvents,
+{
+    fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
+        async move {
+            StoredConsumer::run(self, cancel).await?;
+            Ok(())
+        }
+        .boxed()
+    }
+}
