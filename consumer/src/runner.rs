@@ -234,7 +234,12 @@ where
         let queue = self.queue.name();
         let mut failures = 0;
         while !cancel.is_cancelled() {
-            let problem = match self.source.subscribe(queue).await {
+            // A broker that does not answer must not hold up a shutdown.
+            let subscribed = tokio::select! {
+                () = cancel.cancelled() => break,
+                subscribed = self.source.subscribe(queue) => subscribed,
+            };
+            let problem = match subscribed {
                 Ok(stream) => {
                     tracing::info!(messaging.destination.name = queue, "consuming");
                     match take(stream).await {

@@ -12,6 +12,7 @@
 //! - `errors`: how a handler's database errors are read.
 //! - `header_property`: any staged header is refused or arrives intact.
 //! - `headers`: headers refused at staging, and none parking its event.
+//! - `stored`: the stored inbox, through a handler outage and a kill.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -20,4 +21,5 @@ mod batch;
 mod errors;
 mod header_property;
 mod headers;
+mod stored;
 mod suite;
