@@ -7,8 +7,8 @@ use std::time::Instant;
 use tidings_core::port::error_chain;
 use tidings_core::telemetry::{self, Settle};
 use tidings_core::{
-    Acker, Attempts, Codec, Delivery, Envelope, HybridClock, InboxAttempts, InboxMark, Message,
-    Redelivery,
+    Acker, Attempts, CausalContext, Cause, Codec, Delivery, Envelope, HybridClock, InboxAttempts,
+    InboxMark, Message, Redelivery,
 };
 use tidings_inbox::Inbox;
 use tokio_util::sync::CancellationToken;
@@ -227,13 +227,19 @@ where
             envelope: envelope.clone(),
             delivery_count: count,
         };
+        // What the handler stages is caused by this message, and only
+        // what it stages while handling it: a batch's next message
+        // brings its own cause.
+        let mut tx = tx;
+        tx.set_cause(Some(Cause::of(envelope)));
         let handle = TxHandle::new(tx);
         let outcome = self.call_handler(message, handle.clone()).await;
-        let Some(tx) = handle.into_inner() else {
+        let Some(mut tx) = handle.into_inner() else {
             return Err(HandlerError::transient(
                 "handler kept its transaction handle past its return",
             ));
         };
+        tx.set_cause(None);
         match outcome {
             Ok(()) => Ok(tx),
             Err(error) => {

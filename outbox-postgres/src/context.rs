@@ -3,7 +3,7 @@
 
 use sqlx::types::time::OffsetDateTime;
 use sqlx::{PgConnection, Postgres, Row, Transaction};
-use tidings_core::{Headers, Hlc, OutboxBuffer, StagedEvent, StoreError};
+use tidings_core::{CausalContext, Cause, Headers, Hlc, OutboxBuffer, StagedEvent, StoreError};
 use tracing::instrument;
 use uuid::Uuid;
 
@@ -268,6 +268,14 @@ impl<'c> PgContext<'c> {
     pub async fn into_transaction(mut self) -> Result<Transaction<'c, Postgres>, CommitError> {
         self.flush().await?;
         Ok(self.tx)
+    }
+}
+
+/// Hands the cause to the context's outbox, so a consumer's handler stages
+/// events caused by the message it handles.
+impl CausalContext for PgContext<'_> {
+    fn set_cause(&mut self, cause: Option<Cause>) {
+        self.outbox.set_cause(cause);
     }
 }
 

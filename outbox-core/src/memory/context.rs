@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::rows::{Row, Status};
 use super::store::MemoryStore;
-use crate::{OutboxBuffer, StageError, StagedEvent};
+use crate::{CausalContext, Cause, OutboxBuffer, StageError, StagedEvent};
 
 /// A commit that was refused. Nothing of the unit of work was applied.
 #[derive(Debug, thiserror::Error)]
@@ -154,6 +154,13 @@ impl MemoryContext {
 
     /// Discards everything; the same as dropping the context.
     pub fn rollback(self) {}
+}
+
+/// Hands the cause to the unit of work's outbox.
+impl CausalContext for MemoryContext {
+    fn set_cause(&mut self, cause: Option<Cause>) {
+        self.outbox.set_cause(cause);
+    }
 }
 
 fn check_conflicts(

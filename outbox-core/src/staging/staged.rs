@@ -1,0 +1,118 @@
+//! The options of one staged event.
+
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use super::{Cause, StagedEvent};
+use crate::Envelope;
+
+/// Options of one staged event. Invalid options are reported when the
+/// context commits.
+#[derive(Debug)]
+pub struct Staged<'a> {
+    pub(super) event: &'a mut StagedEvent,
+    pub(super) ids_chosen: &'a mut bool,
+}
+
+impl Staged<'_> {
+    /// Uses this event id instead of a fresh UUIDv7, for idempotent
+    /// staging: stores skip an event whose id they already hold for the
+    /// route.
+    pub fn event_id(self, id: Uuid) -> Self {
+        *self.ids_chosen = true;
+        self.event.envelope.event_id = id;
+        self
+    }
+
+    /// Sets the ordering key (usually the aggregate id).
+    pub fn ordering_key(self, key: impl Into<String>) -> Self {
+        self.event.envelope.ordering_key = Some(key.into());
+        self
+    }
+
+    /// Adds an application header. It reaches the handler unchanged, under
+    /// the same name.
+    ///
+    /// `traceparent` and `tracestate` are the W3C trace context: with the
+    /// `otel` feature, staging has already set them to the context of the
+    /// event's `create` span, and a value set here replaces it, for a
+    /// producer that propagates a context of its own (an incoming
+    /// request's) instead of a span's. The consumer follows whichever the
+    /// event carries; one that does not parse is ignored there, never a
+    /// failure ([`telemetry`](crate::telemetry)).
+    ///
+    /// The context's commit refuses, naming the header and why:
+    /// - names that the envelope, the consumer or a broker gives a meaning
+    ///   of its own ([`reserved`](crate::reserved): `ce-*`, `tidings-*`,
+    ///   `content-type`, `x-tidings-*`, `x-dead-letter-reason`, RabbitMQ's
+    ///   `CC`, `BCC`, `x-death`, `x-delivery-count`..), in any case;
+    /// - names that are empty, longer than [`MAX_HEADER_NAME_LEN`](super::MAX_HEADER_NAME_LEN) or hold
+    ///   anything but printable ASCII without `:`;
+    /// - values with control characters (tab aside) or U+FFFE/U+FFFF, or
+    ///   longer than [`MAX_HEADER_VALUE_LEN`](super::MAX_HEADER_VALUE_LEN);
+    /// - headers of one event taking more than [`MAX_HEADERS_LEN`](super::MAX_HEADERS_LEN) together.
+    pub fn header(self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.event
+            .envelope
+            .headers
+            .insert(name.into(), value.into());
+        self
+    }
+
+    /// Sets the correlation id, replacing the one the buffer's
+    /// [cause](OutboxBuffer::caused_by) gave the event.
+    pub fn correlation_id(self, id: impl Into<String>) -> Self {
+        self.event.envelope.correlation_id = Some(id.into());
+        self
+    }
+
+    /// Sets the causation id, replacing the one the buffer's
+    /// [cause](OutboxBuffer::caused_by) gave the event.
+    pub fn causation_id(self, id: impl Into<String>) -> Self {
+        self.event.envelope.causation_id = Some(id.into());
+        self
+    }
+
+    /// Makes `envelope` the cause of this event alone: its correlation id
+    /// becomes the envelope's (or the envelope's event id, when it has
+    /// none) and its causation id the envelope's event id, replacing what
+    /// the event carried ([`Cause`]).
+    ///
+    /// ```
+    /// use tidings_core::memory::MemoryStore;
+    /// use tidings_core::{Envelope, OutboxSpec};
+    ///
+    /// static BILLED: OutboxSpec<u32> = OutboxSpec::json("billing-events").destination("billing");
+    ///
+    /// let placed = Envelope::new("order-events", "orders", "order.placed", "7".into(), "application/json");
+    /// let mut ctx = MemoryStore::new().begin();
+    /// let staged = ctx.outbox().stage(&BILLED, "order.billed", &7)?.caused_by(&placed);
+    /// assert_eq!(staged.envelope().correlation_id, Some(placed.event_id.to_string()));
+    /// # Ok::<_, tidings_core::StageError>(())
+    /// ```
+    pub fn caused_by(self, envelope: &Envelope) -> Self {
+        let cause = Cause::of(envelope);
+        let e = &mut self.event.envelope;
+        e.correlation_id = Some(cause.correlation_id().to_owned());
+        e.causation_id = Some(cause.causation_id().to_owned());
+        self
+    }
+
+    /// Sets the tenant id.
+    pub fn tenant_id(self, id: impl Into<String>) -> Self {
+        self.event.envelope.tenant_id = Some(id.into());
+        self
+    }
+
+    /// Keeps the event from being relayed until `delay` after commit.
+    pub fn delay(self, delay: Duration) -> Self {
+        self.event.delay = Some(delay);
+        self
+    }
+
+    /// The event as staged so far.
+    pub fn envelope(&self) -> &Envelope {
+        &self.event.envelope
+    }
+}
