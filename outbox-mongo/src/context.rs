@@ -215,6 +215,10 @@ impl CausalContext for MongoContext {
     fn set_cause(&mut self, cause: Option<Cause>) {
         self.outbox.set_cause(cause);
     }
+
+    fn cause(&self) -> Option<&Cause> {
+        self.outbox.cause()
+    }
 }
 
 /// A refused `insert_many`. A duplicate key means a concurrent transaction

@@ -277,6 +277,10 @@ impl CausalContext for PgContext<'_> {
     fn set_cause(&mut self, cause: Option<Cause>) {
         self.outbox.set_cause(cause);
     }
+
+    fn cause(&self) -> Option<&Cause> {
+        self.outbox.cause()
+    }
 }
 
 /// The staged events, one array per column, for the single insert.

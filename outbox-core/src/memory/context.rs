@@ -161,6 +161,10 @@ impl CausalContext for MemoryContext {
     fn set_cause(&mut self, cause: Option<Cause>) {
         self.outbox.set_cause(cause);
     }
+
+    fn cause(&self) -> Option<&Cause> {
+        self.outbox.cause()
+    }
 }
 
 fn check_conflicts(

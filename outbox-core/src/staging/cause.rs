@@ -95,11 +95,18 @@ pub trait CausalContext {
     /// Makes `cause` the cause of the events staged from now on; `None`
     /// stops stamping them.
     fn set_cause(&mut self, cause: Option<Cause>);
+
+    /// The cause events staged now get, if any.
+    fn cause(&self) -> Option<&Cause>;
 }
 
 impl CausalContext for OutboxBuffer {
     fn set_cause(&mut self, cause: Option<Cause>) {
         OutboxBuffer::set_cause(self, cause);
+    }
+
+    fn cause(&self) -> Option<&Cause> {
+        OutboxBuffer::cause(self)
     }
 }
 
@@ -107,4 +114,8 @@ impl CausalContext for OutboxBuffer {
 /// an inbox: nothing is staged, so there is nothing to stamp.
 impl CausalContext for () {
     fn set_cause(&mut self, _cause: Option<Cause>) {}
+
+    fn cause(&self) -> Option<&Cause> {
+        None
+    }
 }

@@ -62,6 +62,7 @@ macro_rules! consumer_conformance {
     ($world:expr) => {
         $crate::consumer_conformance!($world; cases:
             a_message_delivered_three_times_has_its_effect_once,
+            a_handler_stages_under_its_message_as_cause,
             a_failing_handler_leaves_nothing_and_succeeds_on_redelivery,
             a_permanent_error_parks_at_once_and_leaves_nothing,
             poison_is_parked_and_does_not_block_the_queue,
