@@ -10,10 +10,10 @@ use mongodb::bson::{Binary, Bson, Document, doc};
 use tidings_core::{Envelope, FailedRow, Headers, Hlc, OutboxRecord, StagedEvent, StoreError};
 use uuid::Uuid;
 
-use crate::schema::{field, micros, micros_after, status, uuid};
+use crate::schema::{field, micros, status, uuid};
 
 /// The document a staged event is inserted as: pending, available after
-/// its delay, with fresh attempt counters.
+/// its delay or at its not-before time, with fresh attempt counters.
 pub(crate) fn staged_document(event: &StagedEvent, seq: i64, now: SystemTime) -> Document {
     let e = &event.envelope;
     let headers: Vec<Bson> = e
@@ -34,7 +34,7 @@ pub(crate) fn staged_document(event: &StagedEvent, seq: i64, now: SystemTime) ->
         field::OCCURRED_AT: micros(e.occurred_at),
         field::SEQ: seq,
         field::STATUS: status::PENDING,
-        field::AVAILABLE_AT: micros_after(now, event.delay.unwrap_or_default()),
+        field::AVAILABLE_AT: micros(event.delay.map_or(now, |delay| delay.available_at(now))),
         field::ATTEMPTS_STARTED: 0_i32,
         field::ATTEMPTS_FINISHED: 0_i32,
     };
@@ -215,7 +215,7 @@ mod tests {
         envelope.hlc = Some(Hlc::from_u64(7 << 16));
         StagedEvent {
             envelope,
-            delay: Some(Duration::from_secs(1)),
+            delay: Some(Duration::from_secs(1).into()),
         }
     }
 

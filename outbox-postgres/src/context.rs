@@ -3,6 +3,7 @@
 
 use sqlx::types::time::OffsetDateTime;
 use sqlx::{PgConnection, Postgres, Row, Transaction};
+use tidings_core::staging::Delay;
 use tidings_core::{CausalContext, Cause, Headers, Hlc, OutboxBuffer, StagedEvent, StoreError};
 use tracing::instrument;
 use uuid::Uuid;
@@ -168,7 +169,8 @@ impl<'c> PgContext<'c> {
             .bind(e.tenant_id)
             .bind(OffsetDateTime::from(e.occurred_at))
             .bind(e.hlc.map(stored_hlc))
-            .bind(delay.map_or(0, micros))
+            .bind(delay_micros(delay))
+            .bind(not_before(delay))
             .execute(&mut *self.tx)
             .await?;
         Ok(done.rows_affected())
@@ -211,6 +213,7 @@ impl<'c> PgContext<'c> {
             .bind(columns.occurred_at)
             .bind(columns.hlc)
             .bind(columns.delay_us)
+            .bind(columns.not_before)
             .bind(notify.then_some(inner.channel.as_str()))
             .fetch_one(&mut *self.tx)
             .await?;
@@ -300,6 +303,7 @@ pub(crate) struct Columns {
     pub(crate) occurred_at: Vec<OffsetDateTime>,
     pub(crate) hlc: Vec<Option<i64>>,
     pub(crate) delay_us: Vec<i64>,
+    pub(crate) not_before: Vec<Option<OffsetDateTime>>,
 }
 
 impl Columns {
@@ -319,10 +323,22 @@ impl Columns {
             c.tenant_id.push(e.tenant_id);
             c.occurred_at.push(OffsetDateTime::from(e.occurred_at));
             c.hlc.push(e.hlc.map(stored_hlc));
-            c.delay_us.push(delay.map_or(0, micros));
+            c.delay_us.push(delay_micros(delay));
+            c.not_before.push(not_before(delay));
         }
         Ok(c)
     }
+}
+
+/// The delay in microseconds after the commit; zero for none or a time.
+fn delay_micros(delay: Option<Delay>) -> i64 {
+    delay.map_or(0, |delay| micros(delay.duration()))
+}
+
+/// The time before which the row stays invisible, where the event has
+/// one; the statement takes the later of it and the delay's end.
+fn not_before(delay: Option<Delay>) -> Option<OffsetDateTime> {
+    delay.and_then(Delay::until).map(OffsetDateTime::from)
 }
 
 /// The headers as the JSON text the `headers` column is cast from; `{}`

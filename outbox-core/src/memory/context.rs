@@ -131,7 +131,7 @@ impl MemoryContext {
             let seq = state.next_seq;
             state.next_seq += 1;
             let row = Row {
-                available_at: now + delay.unwrap_or_default(),
+                available_at: delay.map_or(now, |delay| delay.available_at(now)),
                 envelope,
                 status: Status::Pending,
                 started: 0,

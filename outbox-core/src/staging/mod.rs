@@ -12,10 +12,9 @@
 //! ([`CausalContext`]), and code staging outside a consumer sets one with
 //! [`OutboxBuffer::caused_by`] or, for one event, [`Staged::caused_by`].
 
-use std::time::Duration;
-
 mod cause;
 mod checks;
+mod delay;
 mod error;
 mod known_routes;
 mod staged;
@@ -25,6 +24,7 @@ pub use checks::{
     MAX_EVENT_TYPE_LEN, MAX_HEADER_NAME_LEN, MAX_HEADER_VALUE_LEN, MAX_HEADERS_LEN,
     MAX_ORDERING_KEY_LEN,
 };
+pub use delay::Delay;
 pub use error::StageError;
 pub use known_routes::KnownRoutes;
 pub use staged::Staged;
@@ -39,8 +39,9 @@ use crate::{Codec, Envelope, HybridClock, OutboxSpec, SharedClock};
 pub struct StagedEvent {
     /// The event.
     pub envelope: Envelope,
-    /// Keeps the row invisible to the relay for this long after commit.
-    pub delay: Option<Duration>,
+    /// Keeps the row invisible to the relay for a while after commit, or
+    /// until a time; `None` makes it visible at once.
+    pub delay: Option<Delay>,
 }
 
 /// Buffers staged events until the owning context commits.

@@ -1,10 +1,10 @@
 //! The options of one staged event.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use uuid::Uuid;
 
-use super::{Cause, StagedEvent};
+use super::{Cause, Delay, StagedEvent};
 use crate::Envelope;
 
 /// Options of one staged event. Invalid options are reported when the
@@ -106,8 +106,35 @@ impl Staged<'_> {
     }
 
     /// Keeps the event from being relayed until `delay` after commit.
+    /// Replaces a [`not_before`](Self::not_before) set earlier.
     pub fn delay(self, delay: Duration) -> Self {
-        self.event.delay = Some(delay);
+        self.event.delay = Some(Delay::For(delay));
+        self
+    }
+
+    /// Keeps the event from being relayed before `at`; a time already
+    /// passed relays it at once, as if none were set. Replaces a
+    /// [`delay`](Self::delay) set earlier.
+    ///
+    /// The store compares `at` with its own clock: the database server's
+    /// on PostgreSQL, this process's on MongoDB and in memory.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use tidings_core::memory::MemoryStore;
+    /// use tidings_core::OutboxSpec;
+    ///
+    /// static REMINDERS: OutboxSpec<u32> = OutboxSpec::json("reminders").destination("reminders");
+    ///
+    /// let store = MemoryStore::new();
+    /// let mut ctx = store.begin();
+    /// let tomorrow = SystemTime::now() + Duration::from_secs(24 * 3600);
+    /// ctx.outbox().stage(&REMINDERS, "cart.abandoned", &7)?.not_before(tomorrow);
+    /// ctx.commit()?;
+    /// # Ok::<_, Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn not_before(self, at: SystemTime) -> Self {
+        self.event.delay = Some(Delay::Until(at));
         self
     }
 

@@ -3,6 +3,7 @@
 use super::*;
 use crate::{ManualClock, OrderingMode, SpecError};
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 use uuid::Uuid;
 
 /// The spec the staging tests stage under.
@@ -50,7 +51,7 @@ fn stage_encodes_and_applies_options() {
     assert_eq!(&env.payload[..], b"7");
     assert_eq!(env.ordering_key.as_deref(), Some("o-1"));
     assert_eq!(env.traceparent(), Some("00-1-2-01"));
-    assert_eq!(staged[0].delay, Some(Duration::from_secs(3)));
+    assert_eq!(staged[0].delay, Some(Delay::For(Duration::from_secs(3))));
     assert!(buf.is_empty());
     assert_eq!(SPEC.route().ordering, OrderingMode::Unordered);
 }
@@ -153,4 +154,21 @@ fn a_cause_outlives_a_flush() {
         staged.envelope().causation_id,
         Some(placed.event_id.to_string())
     );
+}
+
+#[test]
+fn not_before_and_delay_replace_each_other() {
+    let at = SystemTime::now() + Duration::from_secs(60);
+    let mut buf = buffer();
+    buf.stage(&SPEC, "t", &1)
+        .unwrap()
+        .delay(Duration::from_secs(5))
+        .not_before(at);
+    buf.stage(&SPEC, "t", &2)
+        .unwrap()
+        .not_before(at)
+        .delay(Duration::from_secs(5));
+    let staged = buf.take().unwrap();
+    assert_eq!(staged[0].delay, Some(Delay::Until(at)));
+    assert_eq!(staged[1].delay, Some(Delay::For(Duration::from_secs(5))));
 }

@@ -11,6 +11,6 @@ insert into {outbox} (
 select
     $1::uuid, $2::text, $3::text, $4::text, $5::bytea, $6::text, $7::jsonb, $8::text,
     $9::text, $10::text, $11::text, $12::timestamptz, $13::bigint,
-    now() + $14::bigint * interval '1 microsecond'
+    greatest(now() + $14::bigint * interval '1 microsecond', $15::timestamptz)
 where {unstored_one}
 on conflict do nothing

@@ -9,5 +9,5 @@ insert into {outbox} (
 )
 values (
     $1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13,
-    now() + $14 * interval '1 microsecond'
+    greatest(now() + $14 * interval '1 microsecond', $15::timestamptz)
 )

@@ -44,7 +44,12 @@ pub(crate) fn encode(event: &StagedEvent) -> Result<Vec<u8>, MessageError> {
     let mut out = Vec::with_capacity(96 + e.payload.len());
     out.push(VERSION);
     out.extend_from_slice(e.event_id.as_bytes());
-    let delay = event.delay.unwrap_or_default();
+    // A not-before time travels as the delay from the event's staging to
+    // it: the reader counts the delay from the commit, which comes after
+    // the staging, so the event is never relayed before that time.
+    let delay = event
+        .delay
+        .map_or(Duration::ZERO, |delay| delay.after(e.occurred_at));
     out.extend_from_slice(&micros(delay).to_be_bytes());
     let occurred = e.occurred_at.duration_since(UNIX_EPOCH).unwrap_or_default();
     out.extend_from_slice(&micros(occurred).to_be_bytes());

@@ -58,6 +58,7 @@ macro_rules! store_conformance {
             taken_rows_are_the_claimed_ones_and_still_settle,
             routes_are_isolated,
             delayed_rows_wait,
+            rows_not_before_a_time_wait,
             hlc_ordering_claims_in_clock_order,
             concurrent_claims_never_overlap,
             published_rows_are_final,

@@ -22,7 +22,7 @@ fn event() -> StagedEvent {
     envelope.hlc = Some(Hlc::from_u64(7 << 16 | 3));
     StagedEvent {
         envelope,
-        delay: Some(Duration::from_millis(1500)),
+        delay: Some(Duration::from_millis(1500).into()),
     }
 }
 
@@ -33,6 +33,18 @@ fn an_event_reads_back_as_it_was_staged() {
     let tailed = decode(&content).unwrap();
     assert_eq!(tailed.envelope, staged.envelope);
     assert_eq!(tailed.delay, Duration::from_millis(1500));
+}
+
+#[test]
+fn a_not_before_time_reads_back_as_the_delay_from_staging() {
+    let mut staged = event();
+    let at = staged.envelope.occurred_at + Duration::from_secs(90);
+    staged.delay = Some(at.into());
+    let tailed = decode(&Bytes::from(encode(&staged).unwrap())).unwrap();
+    assert_eq!(tailed.delay, Duration::from_secs(90));
+    staged.delay = Some((staged.envelope.occurred_at - Duration::from_secs(5)).into());
+    let tailed = decode(&Bytes::from(encode(&staged).unwrap())).unwrap();
+    assert_eq!(tailed.delay, Duration::ZERO, "a time passed means at once");
 }
 
 #[test]
