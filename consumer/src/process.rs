@@ -28,6 +28,9 @@ pub(crate) enum Verdict {
     Done,
     /// Seen before: ack without running the handler.
     Duplicate,
+    /// Past its expiry and skipped, with the reason: ack without running
+    /// the handler.
+    Skip(String),
     /// Dead-letter with the reason.
     Park(String),
     /// Nack for redelivery.
@@ -44,6 +47,7 @@ impl Verdict {
         match self {
             Self::Done => Some(metric::ACKED),
             Self::Duplicate => Some(metric::DUPLICATE),
+            Self::Skip(_) => Some(metric::EXPIRED),
             Self::Park(_) => Some(metric::PARKED),
             Self::Retry(_) => Some(metric::RETRIED),
             Self::Abandon => None,
@@ -90,7 +94,12 @@ where
         );
         async move {
             self.observe_clock(&envelope);
-            let verdict = self.judge(&envelope, count).await;
+            // Then the expiry: a message past it never reaches decode or
+            // the handler, and is parked or skipped as the options say.
+            let verdict = match self.expired(&envelope) {
+                Some(verdict) => verdict,
+                None => self.judge(&envelope, count).await,
+            };
             self.settle(verdict, acker).await;
         }
         .instrument(span)
@@ -301,6 +310,11 @@ where
             Verdict::Duplicate => {
                 tracing::debug!("duplicate skipped");
                 Counters::bump(&counters.duplicates);
+                let span = telemetry::settle_span(system, queue, Settle::Ack);
+                acker.ack().instrument(span).await
+            }
+            Verdict::Skip(reason) => {
+                tracing::info!(%reason, "skipping an expired message");
                 let span = telemetry::settle_span(system, queue, Settle::Ack);
                 acker.ack().instrument(span).await
             }

@@ -54,6 +54,9 @@ pub(crate) fn staged_document(event: &StagedEvent, seq: i64, now: SystemTime) ->
         // integer keeps the order.
         d.insert(field::HLC, hlc.as_u64() as i64);
     }
+    if let Some(at) = e.expires_at {
+        d.insert(field::EXPIRES_AT, micros(at));
+    }
     d
 }
 
@@ -86,6 +89,7 @@ fn read_record(d: &Document, event_id: Uuid) -> Result<OutboxRecord, String> {
         tenant_id: read_opt_str(d, field::TENANT_ID)?,
         occurred_at: crate::schema::from_micros(read_i64(d, field::OCCURRED_AT)?),
         hlc: read_opt_i64(d, field::HLC)?.map(|h| Hlc::from_u64(h as u64)),
+        expires_at: read_opt_i64(d, field::EXPIRES_AT)?.map(crate::schema::from_micros),
         attempts: started,
     };
     Ok(OutboxRecord {
@@ -213,6 +217,7 @@ mod tests {
         envelope.headers.insert("a.b$c".into(), "v".into());
         envelope.ordering_key = Some("k".into());
         envelope.hlc = Some(Hlc::from_u64(7 << 16));
+        envelope.expires_at = Some(tidings_core::truncate_to_micros(SystemTime::now()));
         StagedEvent {
             envelope,
             delay: Some(Duration::from_secs(1).into()),

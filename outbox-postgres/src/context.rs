@@ -171,6 +171,7 @@ impl<'c> PgContext<'c> {
             .bind(e.hlc.map(stored_hlc))
             .bind(delay_micros(delay))
             .bind(not_before(delay))
+            .bind(e.expires_at.map(OffsetDateTime::from))
             .execute(&mut *self.tx)
             .await?;
         Ok(done.rows_affected())
@@ -214,6 +215,7 @@ impl<'c> PgContext<'c> {
             .bind(columns.hlc)
             .bind(columns.delay_us)
             .bind(columns.not_before)
+            .bind(columns.expires_at)
             .bind(notify.then_some(inner.channel.as_str()))
             .fetch_one(&mut *self.tx)
             .await?;
@@ -304,6 +306,7 @@ pub(crate) struct Columns {
     pub(crate) hlc: Vec<Option<i64>>,
     pub(crate) delay_us: Vec<i64>,
     pub(crate) not_before: Vec<Option<OffsetDateTime>>,
+    pub(crate) expires_at: Vec<Option<OffsetDateTime>>,
 }
 
 impl Columns {
@@ -323,6 +326,7 @@ impl Columns {
             c.tenant_id.push(e.tenant_id);
             c.occurred_at.push(OffsetDateTime::from(e.occurred_at));
             c.hlc.push(e.hlc.map(stored_hlc));
+            c.expires_at.push(e.expires_at.map(OffsetDateTime::from));
             c.delay_us.push(delay_micros(delay));
             c.not_before.push(not_before(delay));
         }

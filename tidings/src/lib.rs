@@ -92,7 +92,7 @@ pub mod kafka {
 pub mod prelude {
     #[cfg(feature = "consumer")]
     pub use tidings_consumer::{
-        Consumer, ConsumerOptions, HandlerError, Inbox, KeyOrder, TxHandle, handler_fn,
+        Consumer, ConsumerOptions, Expired, HandlerError, Inbox, KeyOrder, TxHandle, handler_fn,
     };
     pub use tidings_core::lifecycle::LifecyclePlan;
     pub use tidings_core::relay::{Relay, RelayOptions};

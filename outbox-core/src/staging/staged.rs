@@ -6,6 +6,7 @@ use uuid::Uuid;
 
 use super::{Cause, Delay, StagedEvent};
 use crate::Envelope;
+use crate::clock::truncate_to_micros;
 
 /// Options of one staged event. Invalid options are reported when the
 /// context commits.
@@ -97,6 +98,37 @@ impl Staged<'_> {
         e.correlation_id = Some(cause.correlation_id().to_owned());
         e.causation_id = Some(cause.causation_id().to_owned());
         self
+    }
+
+    /// Makes the event expire at `at` (kept to the microsecond): the
+    /// relay fails it instead of publishing it from then on, and a
+    /// consumer receiving it later parks or skips it
+    /// (`ConsumerOptions::expired`). The time travels with the event, as
+    /// the `tidings-expires-at` attribute on the wire.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use tidings_core::memory::MemoryStore;
+    /// use tidings_core::OutboxSpec;
+    ///
+    /// static PRICES: OutboxSpec<u32> = OutboxSpec::json("prices").destination("prices");
+    ///
+    /// let mut ctx = MemoryStore::new().begin();
+    /// let at = SystemTime::now() + Duration::from_secs(300);
+    /// let staged = ctx.outbox().stage(&PRICES, "price.quoted", &99)?.expires_at(at);
+    /// assert_eq!(staged.envelope().expires_at, Some(tidings_core::truncate_to_micros(at)));
+    /// # Ok::<_, tidings_core::StageError>(())
+    /// ```
+    pub fn expires_at(self, at: SystemTime) -> Self {
+        self.event.envelope.expires_at = Some(truncate_to_micros(at));
+        self
+    }
+
+    /// Makes the event expire `ttl` after it was staged (its
+    /// `occurred_at`); see [`expires_at`](Self::expires_at).
+    pub fn expires_in(self, ttl: Duration) -> Self {
+        let at = self.event.envelope.occurred_at + ttl;
+        self.expires_at(at)
     }
 
     /// Sets the tenant id.
