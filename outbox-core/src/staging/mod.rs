@@ -29,7 +29,7 @@ pub use error::StageError;
 pub use known_routes::KnownRoutes;
 pub use staged::Staged;
 
-use checks::{check_event_type, check_options};
+use checks::{check_event_type, check_options, check_schedule};
 
 use crate::clock::truncate_to_micros;
 use crate::{Codec, Envelope, HybridClock, OutboxSpec, SharedClock};
@@ -194,11 +194,14 @@ impl OutboxBuffer {
     ///
     /// [`StageError::OrderingKey`], [`StageError::ReservedHeader`],
     /// [`StageError::Header`] or [`StageError::Headers`] when an event's
-    /// ordering key or headers are invalid; [`StageError::DuplicateEventId`]
+    /// ordering key or headers are invalid;
+    /// [`StageError::ExpiresBeforeRelay`] when an event expires before it
+    /// may first be relayed; [`StageError::DuplicateEventId`]
     /// when two events of one route share an id. The buffer is left as it was.
     pub fn take(&mut self) -> Result<Vec<StagedEvent>, StageError> {
         for event in &self.staged {
             check_options(&event.envelope)?;
+            check_schedule(event)?;
         }
         if self.staged.len() > 1 {
             let mut seen = std::collections::HashSet::with_capacity(self.staged.len());

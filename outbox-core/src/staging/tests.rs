@@ -172,3 +172,37 @@ fn not_before_and_delay_replace_each_other() {
     assert_eq!(staged[0].delay, Some(Delay::Until(at)));
     assert_eq!(staged[1].delay, Some(Delay::For(Duration::from_secs(5))));
 }
+
+#[test]
+fn an_event_expiring_before_it_may_be_relayed_is_refused_at_take() {
+    let at = SystemTime::now() + Duration::from_secs(60);
+    let mut buf = buffer();
+    buf.stage(&SPEC, "t", &1)
+        .unwrap()
+        .not_before(at)
+        .expires_at(at);
+    let refused = buf.take().unwrap_err();
+    assert!(matches!(refused, StageError::ExpiresBeforeRelay { .. }));
+    assert!(
+        refused.to_string().contains("could never be delivered"),
+        "{refused}"
+    );
+    assert_eq!(buf.len(), 1, "the buffer is left as it was");
+
+    let mut buf = buffer();
+    buf.stage(&SPEC, "t", &1)
+        .unwrap()
+        .delay(Duration::from_secs(30))
+        .expires_in(Duration::from_secs(10));
+    assert!(matches!(
+        buf.take(),
+        Err(StageError::ExpiresBeforeRelay { .. })
+    ));
+
+    let mut buf = buffer();
+    buf.stage(&SPEC, "t", &1)
+        .unwrap()
+        .delay(Duration::from_secs(10))
+        .expires_in(Duration::from_secs(30));
+    assert_eq!(buf.take().unwrap().len(), 1);
+}
