@@ -50,6 +50,20 @@ async fn an_expired_event_is_failed_and_the_rest_published(mode: TailMode) {
     let expiries: Vec<_> = t.recorder.accepted().iter().map(|e| e.expires_at).collect();
     let later = Some(tidings_core::truncate_to_micros(later));
     assert_eq!(expiries, [None, later], "the expiry read back from the log");
+
+    // Requeued, it keeps its expiry and is failed again, not published.
+    let requeued = t
+        .store
+        .requeue_failed("order-events", Requeue::All)
+        .await
+        .unwrap();
+    assert_eq!(requeued, 1);
+    let stats = t
+        .stats_when("order-events", |s| s.failed == 1 && s.pending == 0)
+        .await;
+    assert_eq!(stats.failed, 1, "{stats:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(t.recorder.numbers(), [0, 2], "the expired event went out");
     t.finish().await;
 }
 
