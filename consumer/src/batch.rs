@@ -112,8 +112,12 @@ where
     /// The payload of a delivery that can join a batch; `None` leaves it
     /// to the one-at-a-time path. With `max_deliveries`, only first
     /// deliveries join: a redelivery has its attempt counted on that path,
-    /// and is dead-lettered there when it has had enough.
+    /// and is dead-lettered there when it has had enough. An expired
+    /// delivery takes that path too, to be parked or skipped.
     fn batchable<A: Acker>(&self, delivery: &Delivery<A>) -> Option<T> {
+        if delivery.envelope().is_expired(std::time::SystemTime::now()) {
+            return None;
+        }
         if let Some(max) = self.options.max_deliveries {
             if delivery.delivery_count() != Some(1) || max == 0 {
                 return None;

@@ -4,6 +4,7 @@ mod attempts;
 mod batch;
 mod dispatch;
 mod error;
+mod expired;
 mod handler;
 mod isolation;
 mod key_order;
@@ -16,6 +17,7 @@ mod runner;
 mod stored;
 
 pub use error::HandlerError;
+pub use expired::Expired;
 pub use handler::{Handler, HandlerFn, HandlerRequest, TxHandle, handler_fn};
 pub use key_order::KeyOrder;
 pub use options::ConsumerOptions;

@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use tidings_core::telemetry;
 
-/// Deliveries settled, by `outcome`: [`ACKED`], [`DUPLICATE`], [`PARKED`]
-/// or [`RETRIED`], with `queue` and `consumer`.
+/// Deliveries settled, by `outcome`: [`ACKED`], [`DUPLICATE`], [`PARKED`],
+/// [`RETRIED`] or [`EXPIRED`], with `queue` and `consumer`.
 pub(crate) const MESSAGES: &str = "tidings_consumer_messages_total";
 /// How long handlers ran, in seconds, by `outcome` (`ok` or `error`),
 /// with `queue` and `consumer`.
@@ -22,6 +22,9 @@ pub(crate) const DUPLICATE: &str = "duplicate";
 pub(crate) const PARKED: &str = "parked";
 /// Nacked for redelivery.
 pub(crate) const RETRIED: &str = "retried";
+/// Past its expiry and acked without running the handler (an expired
+/// delivery that is parked counts as [`PARKED`]).
+pub(crate) const EXPIRED: &str = "expired";
 
 /// The consumer's metrics, labelled with its queue and consumer.
 #[derive(Debug)]

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tidings_core::Backoff;
 
-use crate::KeyOrder;
+use crate::{Expired, KeyOrder};
 
 /// Settings of a consumer: a consuming setter named after each setting,
 /// and `get_*` to read one back.
@@ -34,6 +34,7 @@ pub struct ConsumerOptions {
     pub(crate) redelivery_delay: Option<Duration>,
     pub(crate) restart_backoff: Backoff,
     pub(crate) shutdown_timeout: Duration,
+    pub(crate) expired: Expired,
 }
 
 impl ConsumerOptions {
@@ -151,6 +152,10 @@ tidings_core::settings!(ConsumerOptions {
     /// retried. Default
     /// [`DEFAULT_SHUTDOWN_TIMEOUT`](Self::DEFAULT_SHUTDOWN_TIMEOUT).
     shutdown_timeout(timeout: Duration), get_shutdown_timeout: Duration;
+    /// What to do with a delivery whose expiry has passed when it arrives:
+    /// [`Expired::Park`] (the default) dead-letters it with the reason,
+    /// [`Expired::Skip`] acks it. The handler never runs on it either way.
+    expired(expired: Expired), get_expired: Expired;
 });
 
 impl Default for ConsumerOptions {
@@ -168,6 +173,7 @@ impl Default for ConsumerOptions {
             redelivery_delay: None,
             restart_backoff: Self::DEFAULT_RESTART_BACKOFF,
             shutdown_timeout: Self::DEFAULT_SHUTDOWN_TIMEOUT,
+            expired: Expired::Park,
         }
     }
 }

@@ -7,8 +7,8 @@ use std::time::Instant;
 use tidings_core::port::error_chain;
 use tidings_core::telemetry::{self, Settle};
 use tidings_core::{
-    Acker, Attempts, Codec, Delivery, Envelope, HybridClock, InboxAttempts, InboxMark, Message,
-    Redelivery,
+    Acker, Attempts, CausalContext, Cause, Codec, Delivery, Envelope, HybridClock, InboxAttempts,
+    InboxMark, Message, Redelivery,
 };
 use tidings_inbox::Inbox;
 use tokio_util::sync::CancellationToken;
@@ -28,6 +28,9 @@ pub(crate) enum Verdict {
     Done,
     /// Seen before: ack without running the handler.
     Duplicate,
+    /// Past its expiry and skipped, with the reason: ack without running
+    /// the handler.
+    Skip(String),
     /// Dead-letter with the reason.
     Park(String),
     /// Nack for redelivery.
@@ -44,6 +47,7 @@ impl Verdict {
         match self {
             Self::Done => Some(metric::ACKED),
             Self::Duplicate => Some(metric::DUPLICATE),
+            Self::Skip(_) => Some(metric::EXPIRED),
             Self::Park(_) => Some(metric::PARKED),
             Self::Retry(_) => Some(metric::RETRIED),
             Self::Abandon => None,
@@ -90,7 +94,12 @@ where
         );
         async move {
             self.observe_clock(&envelope);
-            let verdict = self.judge(&envelope, count).await;
+            // Then the expiry: a message past it never reaches decode or
+            // the handler, and is parked or skipped as the options say.
+            let verdict = match self.expired(&envelope) {
+                Some(verdict) => verdict,
+                None => self.judge(&envelope, count).await,
+            };
             self.settle(verdict, acker).await;
         }
         .instrument(span)
@@ -227,13 +236,19 @@ where
             envelope: envelope.clone(),
             delivery_count: count,
         };
+        // What the handler stages is caused by this message, and only
+        // what it stages while handling it: a batch's next message
+        // brings its own cause.
+        let mut tx = tx;
+        tx.set_cause(Some(Cause::of(envelope)));
         let handle = TxHandle::new(tx);
         let outcome = self.call_handler(message, handle.clone()).await;
-        let Some(tx) = handle.into_inner() else {
+        let Some(mut tx) = handle.into_inner() else {
             return Err(HandlerError::transient(
                 "handler kept its transaction handle past its return",
             ));
         };
+        tx.set_cause(None);
         match outcome {
             Ok(()) => Ok(tx),
             Err(error) => {
@@ -295,6 +310,11 @@ where
             Verdict::Duplicate => {
                 tracing::debug!("duplicate skipped");
                 Counters::bump(&counters.duplicates);
+                let span = telemetry::settle_span(system, queue, Settle::Ack);
+                acker.ack().instrument(span).await
+            }
+            Verdict::Skip(reason) => {
+                tracing::info!(%reason, "skipping an expired message");
                 let span = telemetry::settle_span(system, queue, Settle::Ack);
                 acker.ack().instrument(span).await
             }

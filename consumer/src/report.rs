@@ -20,6 +20,10 @@ pub struct ConsumerReport {
     /// transaction shared with others
     /// ([`ConsumerOptions::max_batch`](crate::ConsumerOptions::max_batch)).
     pub batched: u64,
+    /// Deliveries that arrived past their expiry, parked (and counted in
+    /// `parked` too) or skipped and acked, as
+    /// [`ConsumerOptions::expired`](crate::ConsumerOptions::expired) says.
+    pub expired: u64,
 }
 
 #[derive(Debug, Default)]
@@ -30,6 +34,7 @@ pub(crate) struct Counters {
     pub(crate) failed: AtomicU64,
     pub(crate) settle_errors: AtomicU64,
     pub(crate) batched: AtomicU64,
+    pub(crate) expired: AtomicU64,
 }
 
 impl Counters {
@@ -45,6 +50,7 @@ impl Counters {
             failed: self.failed.load(Relaxed),
             settle_errors: self.settle_errors.load(Relaxed),
             batched: self.batched.load(Relaxed),
+            expired: self.expired.load(Relaxed),
         }
     }
 }

@@ -47,6 +47,7 @@ async fn staging_relay_and_handler_share_the_business_transactions_trace() {
             .outbox()
             .stage(spec, "order.placed", &Order { id: 1 })
             .unwrap()
+            .correlation_id("checkout-1")
             .envelope()
             .event_id;
         ctx.commit().await.unwrap();
@@ -87,11 +88,13 @@ async fn staging_relay_and_handler_share_the_business_transactions_trace() {
         ("messaging.operation.name", "send"),
         ("messaging.destination.name", queue),
         ("messaging.rabbitmq.destination.routing_key", queue),
+        ("messaging.message.conversation_id", "checkout-1"),
     ];
     assert_attributes(&send, "send", &sent);
     let processed = [
         ("messaging.destination.name", queue),
         ("messaging.consumer.group.name", "billing"),
+        ("messaging.message.conversation_id", "checkout-1"),
     ];
     assert_attributes(&process, "process", &processed);
     assert_eq!(process.status, Status::Unset);

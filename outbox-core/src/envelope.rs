@@ -44,6 +44,10 @@ pub struct Envelope {
     pub occurred_at: SystemTime,
     /// Hybrid logical clock stamp, where the spec asks for one.
     pub hlc: Option<Hlc>,
+    /// When the event stops being worth delivering, at microsecond
+    /// precision: the relay fails it rather than publish it later, and a
+    /// consumer parks or skips it rather than handle it later.
+    pub expires_at: Option<SystemTime>,
     /// Publish attempts so far, this one included (0 before the first).
     pub attempts: u32,
 }
@@ -72,8 +76,26 @@ impl Envelope {
             tenant_id: None,
             occurred_at: truncate_to_micros(SystemTime::now()),
             hlc: None,
+            expires_at: None,
             attempts: 0,
         }
+    }
+
+    /// Whether the event's expiry has come by `now`.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use tidings_core::Envelope;
+    ///
+    /// let mut envelope = Envelope::new("r", "q", "t", "{}".into(), "application/json");
+    /// let now = SystemTime::now();
+    /// assert!(!envelope.is_expired(now), "no expiry, never expired");
+    /// envelope.expires_at = Some(now);
+    /// assert!(envelope.is_expired(now));
+    /// assert!(!envelope.is_expired(now - Duration::from_secs(1)));
+    /// ```
+    pub fn is_expired(&self, now: SystemTime) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
     }
 
     /// The W3C trace context header, when the producer had one.

@@ -35,5 +35,5 @@ pub use port::{
     SourceError, StageEvents, StoreError, Transient,
 };
 pub use spec::{OrderingMode, OutboxSpec, QueueSpec, RetryPolicy, Route, SpecError};
-pub use staging::{OutboxBuffer, StageError, Staged, StagedEvent};
+pub use staging::{CausalContext, Cause, OutboxBuffer, StageError, Staged, StagedEvent};
 pub use wakeup::Wakeup;

@@ -7,7 +7,7 @@ use futures::TryStreamExt;
 use mongodb::ClientSession;
 use mongodb::bson::Document;
 use mongodb::error::Error as MongoError;
-use tidings_core::{OutboxBuffer, StagedEvent, StoreError};
+use tidings_core::{CausalContext, Cause, OutboxBuffer, StagedEvent, StoreError};
 use tracing::instrument;
 use uuid::Uuid;
 
@@ -206,6 +206,18 @@ impl MongoContext {
     pub async fn into_session(mut self) -> Result<ClientSession, CommitError> {
         self.flush().await?;
         Ok(self.session)
+    }
+}
+
+/// Hands the cause to the context's outbox, so a consumer's handler stages
+/// events caused by the message it handles.
+impl CausalContext for MongoContext {
+    fn set_cause(&mut self, cause: Option<Cause>) {
+        self.outbox.set_cause(cause);
+    }
+
+    fn cause(&self) -> Option<&Cause> {
+        self.outbox.cause()
     }
 }
 

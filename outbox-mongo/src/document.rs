@@ -10,10 +10,10 @@ use mongodb::bson::{Binary, Bson, Document, doc};
 use tidings_core::{Envelope, FailedRow, Headers, Hlc, OutboxRecord, StagedEvent, StoreError};
 use uuid::Uuid;
 
-use crate::schema::{field, micros, micros_after, status, uuid};
+use crate::schema::{field, micros, status, uuid};
 
 /// The document a staged event is inserted as: pending, available after
-/// its delay, with fresh attempt counters.
+/// its delay or at its not-before time, with fresh attempt counters.
 pub(crate) fn staged_document(event: &StagedEvent, seq: i64, now: SystemTime) -> Document {
     let e = &event.envelope;
     let headers: Vec<Bson> = e
@@ -34,7 +34,7 @@ pub(crate) fn staged_document(event: &StagedEvent, seq: i64, now: SystemTime) ->
         field::OCCURRED_AT: micros(e.occurred_at),
         field::SEQ: seq,
         field::STATUS: status::PENDING,
-        field::AVAILABLE_AT: micros_after(now, event.delay.unwrap_or_default()),
+        field::AVAILABLE_AT: micros(event.delay.map_or(now, |delay| delay.available_at(now))),
         field::ATTEMPTS_STARTED: 0_i32,
         field::ATTEMPTS_FINISHED: 0_i32,
     };
@@ -53,6 +53,9 @@ pub(crate) fn staged_document(event: &StagedEvent, seq: i64, now: SystemTime) ->
         // A packed stamp stays below 2^63 until the year 6429, so the signed
         // integer keeps the order.
         d.insert(field::HLC, hlc.as_u64() as i64);
+    }
+    if let Some(at) = e.expires_at {
+        d.insert(field::EXPIRES_AT, micros(at));
     }
     d
 }
@@ -86,6 +89,7 @@ fn read_record(d: &Document, event_id: Uuid) -> Result<OutboxRecord, String> {
         tenant_id: read_opt_str(d, field::TENANT_ID)?,
         occurred_at: crate::schema::from_micros(read_i64(d, field::OCCURRED_AT)?),
         hlc: read_opt_i64(d, field::HLC)?.map(|h| Hlc::from_u64(h as u64)),
+        expires_at: read_opt_i64(d, field::EXPIRES_AT)?.map(crate::schema::from_micros),
         attempts: started,
     };
     Ok(OutboxRecord {
@@ -213,9 +217,10 @@ mod tests {
         envelope.headers.insert("a.b$c".into(), "v".into());
         envelope.ordering_key = Some("k".into());
         envelope.hlc = Some(Hlc::from_u64(7 << 16));
+        envelope.expires_at = Some(tidings_core::truncate_to_micros(SystemTime::now()));
         StagedEvent {
             envelope,
-            delay: Some(Duration::from_secs(1)),
+            delay: Some(Duration::from_secs(1).into()),
         }
     }
 

@@ -30,6 +30,8 @@ pub(crate) mod field {
     pub(crate) const TENANT_ID: &str = "tenant_id";
     pub(crate) const OCCURRED_AT: &str = "occurred_at_us";
     pub(crate) const HLC: &str = "hlc";
+    /// The event's expiry, where it has one.
+    pub(crate) const EXPIRES_AT: &str = "expires_at_us";
     /// Creation order: a hybrid-clock stamp taken at commit, increasing
     /// within a process and close to wall time across processes.
     pub(crate) const SEQ: &str = "seq";

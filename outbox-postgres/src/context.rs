@@ -3,7 +3,8 @@
 
 use sqlx::types::time::OffsetDateTime;
 use sqlx::{PgConnection, Postgres, Row, Transaction};
-use tidings_core::{Headers, Hlc, OutboxBuffer, StagedEvent, StoreError};
+use tidings_core::staging::Delay;
+use tidings_core::{CausalContext, Cause, Headers, Hlc, OutboxBuffer, StagedEvent, StoreError};
 use tracing::instrument;
 use uuid::Uuid;
 
@@ -168,7 +169,9 @@ impl<'c> PgContext<'c> {
             .bind(e.tenant_id)
             .bind(OffsetDateTime::from(e.occurred_at))
             .bind(e.hlc.map(stored_hlc))
-            .bind(delay.map_or(0, micros))
+            .bind(delay_micros(delay))
+            .bind(not_before(delay))
+            .bind(e.expires_at.map(OffsetDateTime::from))
             .execute(&mut *self.tx)
             .await?;
         Ok(done.rows_affected())
@@ -211,6 +214,8 @@ impl<'c> PgContext<'c> {
             .bind(columns.occurred_at)
             .bind(columns.hlc)
             .bind(columns.delay_us)
+            .bind(columns.not_before)
+            .bind(columns.expires_at)
             .bind(notify.then_some(inner.channel.as_str()))
             .fetch_one(&mut *self.tx)
             .await?;
@@ -271,6 +276,18 @@ impl<'c> PgContext<'c> {
     }
 }
 
+/// Hands the cause to the context's outbox, so a consumer's handler stages
+/// events caused by the message it handles.
+impl CausalContext for PgContext<'_> {
+    fn set_cause(&mut self, cause: Option<Cause>) {
+        self.outbox.set_cause(cause);
+    }
+
+    fn cause(&self) -> Option<&Cause> {
+        self.outbox.cause()
+    }
+}
+
 /// The staged events, one array per column, for the single insert.
 #[derive(Default)]
 pub(crate) struct Columns {
@@ -288,6 +305,8 @@ pub(crate) struct Columns {
     pub(crate) occurred_at: Vec<OffsetDateTime>,
     pub(crate) hlc: Vec<Option<i64>>,
     pub(crate) delay_us: Vec<i64>,
+    pub(crate) not_before: Vec<Option<OffsetDateTime>>,
+    pub(crate) expires_at: Vec<Option<OffsetDateTime>>,
 }
 
 impl Columns {
@@ -307,10 +326,23 @@ impl Columns {
             c.tenant_id.push(e.tenant_id);
             c.occurred_at.push(OffsetDateTime::from(e.occurred_at));
             c.hlc.push(e.hlc.map(stored_hlc));
-            c.delay_us.push(delay.map_or(0, micros));
+            c.expires_at.push(e.expires_at.map(OffsetDateTime::from));
+            c.delay_us.push(delay_micros(delay));
+            c.not_before.push(not_before(delay));
         }
         Ok(c)
     }
+}
+
+/// The delay in microseconds after the commit; zero for none or a time.
+fn delay_micros(delay: Option<Delay>) -> i64 {
+    delay.map_or(0, |delay| micros(delay.duration()))
+}
+
+/// The time before which the row stays invisible, where the event has
+/// one; the statement takes the later of it and the delay's end.
+fn not_before(delay: Option<Delay>) -> Option<OffsetDateTime> {
+    delay.and_then(Delay::until).map(OffsetDateTime::from)
 }
 
 /// The headers as the JSON text the `headers` column is cast from; `{}`

@@ -71,6 +71,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(15, "0015_outbox_claims_ranges", Outbox),
     migration!(16, "0016_outbox_routes_table", Outbox),
     migration!(17, "0017_outbox_positions_table", Outbox),
+    migration!(18, "0018_outbox_expires_at", Outbox),
 ];
 
 impl Migration {

@@ -8,6 +8,7 @@
 //! - `suite`: the consumer suite, attempts, the dead-letter queue, timeouts.
 //! - `attempts`: poison parking counts handler attempts, not deliveries.
 //! - `batch`: batches sharing a transaction, and their rollback.
+//! - `correlation`: what a handler stages is caused by its message.
 //! - `key_order`: `KeyOrder::Strict` at its edges.
 //! - `metrics`: deliveries by outcome and handler times.
 //! - `named_specs`: specs named at run time.
@@ -19,6 +20,7 @@ mod support;
 
 mod attempts;
 mod batch;
+mod correlation;
 mod key_order;
 mod metrics;
 mod named_specs;

@@ -9,6 +9,7 @@
 //!
 //! - `suite`: the consumer suite on classic and quorum queues.
 //! - `batch`: batches (`ConsumerOptions::max_batch`).
+//! - `correlation`: what a handler stages arrives caused by its message.
 //! - `errors`: how a handler's database errors are read.
 //! - `header_property`: any staged header is refused or arrives intact.
 //! - `headers`: headers refused at staging, and none parking its event.
@@ -18,6 +19,7 @@
 mod support;
 
 mod batch;
+mod correlation;
 mod errors;
 mod header_property;
 mod headers;

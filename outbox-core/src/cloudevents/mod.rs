@@ -13,6 +13,7 @@
 //! | `ce-time` | `occurred_at`, RFC 3339 with microseconds |
 //! | `ce-partitionkey` | `ordering_key` (the CloudEvents partitioning extension) |
 //! | `content-type` | `content_type` |
+//! | `tidings-expires-at` | `expires_at`, RFC 3339 with microseconds, where the event has one |
 //! | `tidings-destination`, `tidings-correlation-id`, `tidings-causation-id`, `tidings-tenant-id`, `tidings-hlc`, `tidings-attempts` | the rest |
 //! | `traceparent`, `tracestate` | the W3C trace context headers, as the CloudEvents distributed-tracing extension names them ([`telemetry`](crate::telemetry)) |
 //!
@@ -92,9 +93,10 @@ const CAUSATION: &str = "tidings-causation-id";
 const TENANT: &str = "tidings-tenant-id";
 const HLC: &str = "tidings-hlc";
 const ATTEMPTS: &str = "tidings-attempts";
+const EXPIRES_AT: &str = "tidings-expires-at";
 
 /// The envelope's own attributes, which never become headers.
-const KNOWN: [&str; 14] = [
+const KNOWN: [&str; 15] = [
     ID,
     TYPE,
     SOURCE,
@@ -109,6 +111,7 @@ const KNOWN: [&str; 14] = [
     TENANT,
     HLC,
     ATTEMPTS,
+    EXPIRES_AT,
 ];
 
 /// An attribute map or body that does not describe a valid envelope.
@@ -174,6 +177,9 @@ pub fn to_attributes(envelope: &Envelope) -> BTreeMap<String, String> {
     if let Some(hlc) = envelope.hlc {
         put(HLC, hlc.as_u64().to_string());
     }
+    if let Some(at) = envelope.expires_at {
+        put(EXPIRES_AT, humantime::format_rfc3339_micros(at).to_string());
+    }
     attrs
 }
 
@@ -184,8 +190,8 @@ pub fn to_attributes(envelope: &Envelope) -> BTreeMap<String, String> {
 ///
 /// [`AttributeError::Missing`] when the specversion, id, source or type
 /// attribute is absent; [`AttributeError::Invalid`] when one does not parse
-/// (a specversion other than 1.0, an empty id, a malformed time, attempts
-/// count or clock stamp); [`AttributeError::Structured`] when a
+/// (a specversion other than 1.0, an empty id, a malformed time, expiry,
+/// attempts count or clock stamp); [`AttributeError::Structured`] when a
 /// structured-mode body is not a CloudEvents JSON object.
 pub fn from_message<'a, I>(attributes: I, payload: Bytes) -> Result<Envelope, AttributeError>
 where
@@ -218,8 +224,8 @@ where
 ///
 /// [`AttributeError::Missing`] when the specversion, id, source or type
 /// attribute is absent; [`AttributeError::Invalid`] when the specversion is
-/// not 1.0, the id is empty, or the time, attempts count or clock stamp does
-/// not parse.
+/// not 1.0, the id is empty, or the time, expiry, attempts count or clock
+/// stamp does not parse.
 pub fn from_attributes<'a, I>(attributes: I, payload: Bytes) -> Result<Envelope, AttributeError>
 where
     I: IntoIterator<Item = (&'a str, &'a str)>,
@@ -281,6 +287,12 @@ where
         )),
         None => None,
     };
+    let expires_at = match get(EXPIRES_AT) {
+        Some(at) => {
+            Some(foreign::parse_time(at).map_err(|reason| invalid(EXPIRES_AT, at, reason))?)
+        }
+        None => None,
+    };
     let owned = |name| get(name).map(str::to_owned);
     Ok(Envelope {
         event_id,
@@ -298,6 +310,7 @@ where
         tenant_id: owned(TENANT),
         occurred_at,
         hlc,
+        expires_at,
         attempts,
     })
 }

@@ -16,6 +16,9 @@ fn full_envelope() -> Envelope {
     env.causation_id = Some("cause".into());
     env.tenant_id = Some("tenant-9".into());
     env.hlc = Some(Hlc::from_u64(123_456));
+    env.expires_at = Some(crate::truncate_to_micros(
+        std::time::SystemTime::now() + std::time::Duration::from_secs(90),
+    ));
     env.attempts = 3;
     env
 }
@@ -156,4 +159,25 @@ fn structured_bodies_are_read_by_content_type_or_shape() {
         from_message(binary, Bytes::from_static(body)).unwrap_err(),
         AttributeError::Missing("ce-specversion")
     );
+}
+
+#[test]
+fn the_expiry_travels_as_rfc3339_and_a_malformed_one_is_refused() {
+    let env = full_envelope();
+    let attrs = to_attributes(&env);
+    let at = &attrs["tidings-expires-at"];
+    assert!(at.ends_with('Z') && at.contains('T'), "{at}");
+    let mut attrs = attrs.clone();
+    attrs.insert("tidings-expires-at".into(), "tomorrow".into());
+    let refused = from_attributes(
+        attrs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        env.payload.clone(),
+    );
+    assert!(matches!(
+        refused,
+        Err(AttributeError::Invalid {
+            name: "tidings-expires-at",
+            ..
+        })
+    ));
 }

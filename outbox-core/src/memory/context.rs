@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::rows::{Row, Status};
 use super::store::MemoryStore;
-use crate::{OutboxBuffer, StageError, StagedEvent};
+use crate::{CausalContext, Cause, OutboxBuffer, StageError, StagedEvent};
 
 /// A commit that was refused. Nothing of the unit of work was applied.
 #[derive(Debug, thiserror::Error)]
@@ -131,7 +131,7 @@ impl MemoryContext {
             let seq = state.next_seq;
             state.next_seq += 1;
             let row = Row {
-                available_at: now + delay.unwrap_or_default(),
+                available_at: delay.map_or(now, |delay| delay.available_at(now)),
                 envelope,
                 status: Status::Pending,
                 started: 0,
@@ -154,6 +154,17 @@ impl MemoryContext {
 
     /// Discards everything; the same as dropping the context.
     pub fn rollback(self) {}
+}
+
+/// Hands the cause to the unit of work's outbox.
+impl CausalContext for MemoryContext {
+    fn set_cause(&mut self, cause: Option<Cause>) {
+        self.outbox.set_cause(cause);
+    }
+
+    fn cause(&self) -> Option<&Cause> {
+        self.outbox.cause()
+    }
 }
 
 fn check_conflicts(

@@ -1,6 +1,6 @@
 //! One relay pass: claim a batch, publish it, settle every row in one call.
 
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use tracing::Instrument;
 use uuid::Uuid;
@@ -231,7 +231,9 @@ async fn send<P: Publisher>(
     results
 }
 
-/// Rows that must not be published at all.
+/// Rows that must not be published at all: crash loops, events without a
+/// destination, and events whose expiry has come (a requeued one too: an
+/// expiry is the producer's word that the event is worthless after it).
 fn refuse(record: &OutboxRecord, config: &RelayOptions) -> Option<String> {
     if record.crashes() >= config.max_crashes {
         return Some(format!(
@@ -243,7 +245,17 @@ fn refuse(record: &OutboxRecord, config: &RelayOptions) -> Option<String> {
     if record.envelope.destination.is_empty() {
         return Some("poison: the event has no destination".to_owned());
     }
+    if let Some(at) = record.envelope.expires_at {
+        if record.envelope.is_expired(SystemTime::now()) {
+            return Some(expired_reason(at));
+        }
+    }
     None
+}
+
+/// The reason an expired event is failed with, naming its expiry.
+fn expired_reason(at: SystemTime) -> String {
+    format!("expired at {}", humantime::format_rfc3339_micros(at))
 }
 
 /// The outcome of one publish of event `id`, on its `attempts`th claim.

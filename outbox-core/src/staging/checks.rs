@@ -1,6 +1,6 @@
 //! What staging checks of an event: its type, ordering key and headers.
 
-use super::StageError;
+use super::{Delay, StageError, StagedEvent};
 use crate::{Envelope, reserved};
 
 /// The longest ordering key accepted, in bytes.
@@ -26,6 +26,27 @@ pub(super) fn check_event_type(event_type: &str) -> Result<(), StageError> {
     } else {
         Err(StageError::EventType(event_type.to_owned()))
     }
+}
+
+/// Refuses an event that expires before it may first be relayed: at its
+/// not-before time, or its delay after its staging (the commit comes later
+/// still).
+pub(super) fn check_schedule(event: &StagedEvent) -> Result<(), StageError> {
+    let (Some(expires_at), Some(delay)) = (event.envelope.expires_at, event.delay) else {
+        return Ok(());
+    };
+    let not_before = match delay {
+        Delay::Until(at) => at,
+        Delay::For(delay) => event.envelope.occurred_at + delay,
+    };
+    if expires_at > not_before {
+        return Ok(());
+    }
+    Err(StageError::ExpiresBeforeRelay {
+        event_id: event.envelope.event_id,
+        expires_at,
+        not_before,
+    })
 }
 
 pub(super) fn check_options(envelope: &Envelope) -> Result<(), StageError> {

@@ -1,5 +1,7 @@
 //! Why staging refused an event.
 
+use std::time::SystemTime;
+
 use uuid::Uuid;
 
 use crate::{CodecError, SpecError};
@@ -46,6 +48,24 @@ pub enum StageError {
     /// An empty or over-long ordering key.
     #[error("ordering key {0:?} is invalid: use 1 to 128 bytes")]
     OrderingKey(String),
+    /// An event that expires before the relay may first publish it
+    /// ([`Staged::expires_at`](super::Staged::expires_at) at or before the
+    /// end of its [`delay`](super::Staged::delay) or its
+    /// [`not_before`](super::Staged::not_before)), so it could never be
+    /// delivered.
+    #[error(
+        "event {event_id} expires at {} but may not be relayed before {}: it could never be delivered",
+        humantime::format_rfc3339_micros(*expires_at),
+        humantime::format_rfc3339_micros(*not_before)
+    )]
+    ExpiresBeforeRelay {
+        /// The event.
+        event_id: Uuid,
+        /// Its expiry.
+        expires_at: SystemTime,
+        /// The earliest time it may be relayed.
+        not_before: SystemTime,
+    },
     /// Two staged events share an event id.
     #[error("event id {0} is staged twice in one transaction")]
     DuplicateEventId(Uuid),

@@ -64,7 +64,8 @@ pub fn create_span(envelope: &Envelope) -> Span {
 
 /// The `send {destination}` span of one published window, linked to each
 /// message's creation context. A window of one message names it in
-/// `messaging.message.id`; a larger one counts its messages in
+/// `messaging.message.id`, and its correlation id, where it has one, in
+/// `messaging.message.conversation_id`; a larger one counts its messages in
 /// `messaging.batch.message_count`. Transports record their broker's
 /// attributes on it while they publish: RabbitMQ the
 /// `messaging.rabbitmq.destination.routing_key` the window shares, SQS the
@@ -78,23 +79,31 @@ pub fn send_span(system: &'static str, destination: &str, envelopes: &[Envelope]
         system,
         destination,
         messaging.message.id = tracing::field::Empty,
+        messaging.message.conversation_id = tracing::field::Empty,
         messaging.batch.message_count = tracing::field::Empty,
         messaging.rabbitmq.destination.routing_key = tracing::field::Empty,
         aws.sqs.queue.url = tracing::field::Empty,
     );
     match envelopes {
-        [one] => span.record(
-            "messaging.message.id",
-            tracing::field::display(one.event_id),
-        ),
-        many => span.record("messaging.batch.message_count", many.len()),
+        [one] => {
+            span.record(
+                "messaging.message.id",
+                tracing::field::display(one.event_id),
+            );
+            record_conversation(&span, one);
+        }
+        many => {
+            span.record("messaging.batch.message_count", many.len());
+        }
     };
     super::link_all(&span, envelopes);
     span
 }
 
 /// The `process {queue}` span of one delivery, or of several handled in
-/// one transaction. One is named in `messaging.message.id`, and its span
+/// one transaction. One is named in `messaging.message.id`, with its
+/// correlation id, where it has one, in
+/// `messaging.message.conversation_id`, and its span
 /// is a child of the message's creation context, and linked to it, when
 /// the message carries one (in a trace of its own otherwise); several are
 /// counted in `messaging.batch.message_count` and linked to each
@@ -115,6 +124,7 @@ pub fn process_span(
         queue,
         messaging.consumer.group.name = consumer,
         messaging.message.id = tracing::field::Empty,
+        messaging.message.conversation_id = tracing::field::Empty,
         messaging.message.delivery_count = delivery_count,
         messaging.batch.message_count = tracing::field::Empty,
     );
@@ -124,6 +134,7 @@ pub fn process_span(
                 "messaging.message.id",
                 tracing::field::display(one.event_id),
             );
+            record_conversation(&span, one);
             super::follow(&span, one);
         }
         many => {
@@ -134,6 +145,14 @@ pub fn process_span(
         }
     }
     span
+}
+
+/// Records the message's correlation id as the conventions'
+/// `messaging.message.conversation_id`, where it carries one.
+fn record_conversation(span: &Span, envelope: &Envelope) {
+    if let Some(id) = &envelope.correlation_id {
+        span.record("messaging.message.conversation_id", id.as_str());
+    }
 }
 
 /// The span settling one delivery: `ack {queue}`, `nack {queue}` or

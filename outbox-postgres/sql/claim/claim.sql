@@ -16,5 +16,5 @@ where o.id = picked.id {skip_target}
 returning
     o.id, o.event_id, o.route, o.destination, o.event_type, o.payload, o.content_type,
     o.headers::text as headers, o.ordering_key, o.correlation_id, o.causation_id,
-    o.tenant_id, o.occurred_at, o.hlc, o.attempts_started, o.attempts_finished,
+    o.tenant_id, o.occurred_at, o.hlc, o.expires_at, o.attempts_started, o.attempts_finished,
     o.last_error

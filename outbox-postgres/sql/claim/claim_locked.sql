@@ -6,6 +6,6 @@
 select
     r.id, r.event_id, r.route, r.destination, r.event_type, r.payload, r.content_type,
     r.headers::text as headers, r.ordering_key, r.correlation_id, r.causation_id,
-    r.tenant_id, r.occurred_at, r.hlc, r.attempts_started + 1 as attempts_started,
+    r.tenant_id, r.occurred_at, r.hlc, r.expires_at, r.attempts_started + 1 as attempts_started,
     r.attempts_finished, r.last_error
 {claimable}

@@ -37,6 +37,7 @@ begin
         tenant_id text,
         occurred_at timestamptz not null,
         hlc bigint,
+        expires_at timestamptz,
         status text not null default 'pending'
             check (status in ('pending', 'in_flight', 'published', 'failed')),
         available_at timestamptz not null default now(),
@@ -57,17 +58,21 @@ begin
     create table {schema}."{outbox_table}_slot_2" partition of {outbox} for values in (2);
     create table {schema}."{outbox_table}_slot_3" partition of {outbox} for values in (3);
 
+    -- A plain outbox converted after migration 0018 has the expiry column
+    -- already; one converted before gets it here, and 0018 finds it made.
+    alter table {schema}."{outbox_table}_unrotated"
+        add column if not exists expires_at timestamptz;
     insert into {outbox} (
         id, event_id, route, destination, event_type, payload, content_type, headers,
-        ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc, status,
-        available_at, lease_token, lease_expires_at, key_lock, attempts_started,
+        ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc, expires_at,
+        status, available_at, lease_token, lease_expires_at, key_lock, attempts_started,
         attempts_finished, last_error, created_at, finished_at
     )
     overriding system value
     select
         id, event_id, route, destination, event_type, payload, content_type, headers,
-        ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc, status,
-        available_at, lease_token, lease_expires_at, key_lock, attempts_started,
+        ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc, expires_at,
+        status, available_at, lease_token, lease_expires_at, key_lock, attempts_started,
         attempts_finished, last_error, created_at, finished_at
     from {schema}."{outbox_table}_unrotated";
     drop table {schema}."{outbox_table}_unrotated";

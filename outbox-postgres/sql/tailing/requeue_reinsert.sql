@@ -10,11 +10,13 @@ with taken as (
 staged as (
     insert into {outbox} (
         event_id, route, destination, event_type, payload, content_type, headers,
-        ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc
+        ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc,
+        expires_at
     )
     select
         event_id, route, destination, event_type, payload, content_type, headers,
-        ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc
+        ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc,
+        expires_at
     from taken
     order by id
     returning 1

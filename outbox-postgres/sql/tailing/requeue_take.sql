@@ -5,5 +5,5 @@ delete from {outbox}
 where route = $1 and status = 'failed' and ($2 or event_id = any($3::uuid[]))
 returning
     id, event_id, route, destination, event_type, payload, content_type, headers::text as headers,
-    ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc,
+    ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc, expires_at,
     attempts_started, attempts_finished, last_error

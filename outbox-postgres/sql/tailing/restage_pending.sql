@@ -10,12 +10,12 @@ staged as (
     insert into {outbox} (
         event_id, route, destination, event_type, payload, content_type, headers,
         ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc,
-        available_at
+        available_at, expires_at
     )
     select
         event_id, route, destination, event_type, payload, content_type, headers,
         ordering_key, correlation_id, causation_id, tenant_id, occurred_at, hlc,
-        available_at
+        available_at, expires_at
     from taken
     order by id
     returning 1

@@ -28,7 +28,7 @@ pub(crate) struct ClaimedRow {
 /// The columns a claim statement returns, in the order both claim
 /// statements (`claim.sql`, `claim_locked.sql`) list them; rows are read
 /// by position, once the first row's columns are found to be these.
-const COLUMNS: [&str; 17] = [
+const COLUMNS: [&str; 18] = [
     "id",
     "event_id",
     "route",
@@ -43,6 +43,7 @@ const COLUMNS: [&str; 17] = [
     "tenant_id",
     "occurred_at",
     "hlc",
+    "expires_at",
     "attempts_started",
     "attempts_finished",
     "last_error",
@@ -156,6 +157,7 @@ impl ClaimedRow {
         let tenant_id = fields.next()?;
         let occurred_at = fields.timestamp().map_err(corrupt)?;
         let hlc: Option<i64> = fields.next()?;
+        let expires_at: Option<OffsetDateTime> = fields.next()?;
         let attempts_started = fields.count().map_err(corrupt)?;
         let attempts_finished = fields.count().map_err(corrupt)?;
         let envelope = Envelope {
@@ -172,6 +174,7 @@ impl ClaimedRow {
             tenant_id,
             occurred_at: SystemTime::from(occurred_at),
             hlc: hlc.map(|h| Hlc::from_u64(h as u64)),
+            expires_at: expires_at.map(SystemTime::from),
             attempts: attempts_started,
         };
         Ok(Self {

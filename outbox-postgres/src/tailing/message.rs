@@ -3,7 +3,8 @@
 //! A version byte, then the event's fields in a fixed order: the id (16
 //! bytes), the delay and the time it occurred at (microseconds, signed
 //! 64-bit), the hybrid-clock stamp (a presence byte and 64 bits), the
-//! route, destination, event type and content type (each a 32-bit length
+//! expiry (a presence byte and microseconds since the epoch, 64 bits; from
+//! version 2 on), the route, destination, event type and content type (each a 32-bit length
 //! and UTF-8 bytes), the ordering key, correlation, causation and tenant
 //! ids (each a presence byte and a string), the headers (a 32-bit count
 //! and as many pairs of strings) and the payload (a 32-bit length and its
@@ -17,8 +18,10 @@ use bytes::Bytes;
 use tidings_core::{Envelope, Headers, Hlc, StagedEvent};
 use uuid::Uuid;
 
-/// The version byte of the format above.
-const VERSION: u8 = 1;
+/// The version byte of the format above. Version 1, the same without the
+/// expiry, is still read: messages staged before an upgrade stay in the
+/// slot until relayed.
+const VERSION: u8 = 2;
 
 /// The largest message the relay reads: 64 MiB. Staging refuses larger
 /// events.
@@ -44,7 +47,12 @@ pub(crate) fn encode(event: &StagedEvent) -> Result<Vec<u8>, MessageError> {
     let mut out = Vec::with_capacity(96 + e.payload.len());
     out.push(VERSION);
     out.extend_from_slice(e.event_id.as_bytes());
-    let delay = event.delay.unwrap_or_default();
+    // A not-before time travels as the delay from the event's staging to
+    // it: the reader counts the delay from the commit, which comes after
+    // the staging, so the event is never relayed before that time.
+    let delay = event
+        .delay
+        .map_or(Duration::ZERO, |delay| delay.after(e.occurred_at));
     out.extend_from_slice(&micros(delay).to_be_bytes());
     let occurred = e.occurred_at.duration_since(UNIX_EPOCH).unwrap_or_default();
     out.extend_from_slice(&micros(occurred).to_be_bytes());
@@ -52,6 +60,14 @@ pub(crate) fn encode(event: &StagedEvent) -> Result<Vec<u8>, MessageError> {
         Some(hlc) => {
             out.push(1);
             out.extend_from_slice(&hlc.as_u64().to_be_bytes());
+        }
+        None => out.push(0),
+    }
+    match e.expires_at {
+        Some(at) => {
+            out.push(1);
+            let at = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+            out.extend_from_slice(&micros(at).to_be_bytes());
         }
         None => out.push(0),
     }
@@ -96,7 +112,7 @@ pub(crate) fn decode(content: &Bytes) -> Result<Tailed, MessageError> {
         at: 0,
     };
     let version = r.byte()?;
-    if version != VERSION {
+    if version != VERSION && version != 1 {
         return Err(MessageError(format!("unknown format version {version}")));
     }
     let event_id = Uuid::from_bytes(r.array::<16>()?);
@@ -105,6 +121,10 @@ pub(crate) fn decode(content: &Bytes) -> Result<Tailed, MessageError> {
     let hlc = match r.byte()? {
         0 => None,
         _ => Some(Hlc::from_u64(r.u64()?)),
+    };
+    let expires_at = match r.byte_if(version > 1)? {
+        0 => None,
+        _ => Some(UNIX_EPOCH + Duration::from_micros(r.u64()?)),
     };
     let route = r.text()?;
     let destination = r.text()?;
@@ -141,6 +161,7 @@ pub(crate) fn decode(content: &Bytes) -> Result<Tailed, MessageError> {
         tenant_id,
         occurred_at,
         hlc,
+        expires_at,
         attempts: 0,
     };
     Ok(Tailed { envelope, delay })
@@ -192,6 +213,15 @@ impl Reader<'_> {
 
     fn byte(&mut self) -> Result<u8, MessageError> {
         Ok(self.array::<1>()?[0])
+    }
+
+    /// The next byte where `present`, else 0, for a field an older
+    /// version does not have.
+    fn byte_if(&mut self, present: bool) -> Result<u8, MessageError> {
+        match present {
+            true => self.byte(),
+            false => Ok(0),
+        }
     }
 
     fn u32(&mut self) -> Result<u32, MessageError> {

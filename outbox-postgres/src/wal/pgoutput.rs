@@ -145,6 +145,10 @@ pub(crate) fn outbox_row(
         Some(value) => Some(Hlc::from_u64(int8(Some(value), "hlc")? as u64)),
         None => None,
     };
+    let expires_at = match take("expires_at") {
+        Some(value) => Some(timestamp(Some(value), "expires_at")?),
+        None => None,
+    };
     let available_at = timestamp(take("available_at"), "available_at")?;
     let created_at = timestamp(take("created_at"), "created_at")?;
     let delay = available_at.duration_since(created_at).unwrap_or_default();
@@ -162,6 +166,7 @@ pub(crate) fn outbox_row(
         tenant_id,
         occurred_at,
         hlc,
+        expires_at,
         attempts: 0,
     };
     Ok(OutboxRow {

@@ -162,6 +162,31 @@ async fn a_delayed_event_waits(mode: TailMode) {
     t.finish().await;
 }
 
+async fn an_event_not_before_a_time_waits(mode: TailMode) {
+    let mut t = Tailed::new(mode, Retention::Delete).await;
+    t.relay(&ORDER_EVENTS);
+    let at = std::time::SystemTime::now() + Duration::from_millis(1500);
+    let mut ctx = t.store.begin().await.unwrap();
+    let later = ctx.outbox().stage(&ORDER_EVENTS, "test.event", &1).unwrap();
+    later.not_before(at);
+    let past = ctx.outbox().stage(&ORDER_EVENTS, "test.event", &2).unwrap();
+    past.not_before(at - Duration::from_secs(3600));
+    ctx.commit().await.unwrap();
+    assert_eq!(t.published(1).await, [2], "the event waits for its time");
+    assert_eq!(t.published(2).await, [2, 1]);
+    assert!(
+        std::time::SystemTime::now() >= at - Duration::from_millis(100),
+        "relayed before its time"
+    );
+    t.finish().await;
+}
+
+in_both_modes!(
+    an_event_not_before_a_time_waits:
+    messages message_mode_holds_an_event_until_its_time,
+    table table_mode_holds_an_event_until_its_time
+);
+
 in_both_modes!(
     a_delayed_event_waits:
     messages message_mode_holds_a_delayed_event_until_due,

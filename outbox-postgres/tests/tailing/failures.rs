@@ -33,6 +33,46 @@ async fn poison_fails_alone_and_is_requeued(mode: TailMode) {
     t.finish().await;
 }
 
+async fn an_expired_event_is_failed_and_the_rest_published(mode: TailMode) {
+    let mut t = Tailed::new(mode, Retention::Delete).await;
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+    let mut ctx = t.store.begin().await.unwrap();
+    let outbox = ctx.outbox();
+    outbox.stage(&ORDER_EVENTS, "test.event", &0).unwrap();
+    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
+    (outbox.stage(&ORDER_EVENTS, "test.event", &1).unwrap()).expires_at(past);
+    (outbox.stage(&ORDER_EVENTS, "test.event", &2).unwrap()).expires_at(later);
+    ctx.commit().await.unwrap();
+    t.relay(&ORDER_EVENTS);
+    let stats = t.stats_when("order-events", |s| s.failed == 1).await;
+    assert_eq!(stats.failed, 1, "the expired event is failed");
+    assert_eq!(t.published(2).await, [0, 2]);
+    let expiries: Vec<_> = t.recorder.accepted().iter().map(|e| e.expires_at).collect();
+    let later = Some(tidings_core::truncate_to_micros(later));
+    assert_eq!(expiries, [None, later], "the expiry read back from the log");
+
+    // Requeued, it keeps its expiry and is failed again, not published.
+    let requeued = t
+        .store
+        .requeue_failed("order-events", Requeue::All)
+        .await
+        .unwrap();
+    assert_eq!(requeued, 1);
+    let stats = t
+        .stats_when("order-events", |s| s.failed == 1 && s.pending == 0)
+        .await;
+    assert_eq!(stats.failed, 1, "{stats:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(t.recorder.numbers(), [0, 2], "the expired event went out");
+    t.finish().await;
+}
+
+in_both_modes!(
+    an_expired_event_is_failed_and_the_rest_published:
+    messages message_mode_fails_an_expired_event,
+    table table_mode_fails_an_expired_event
+);
+
 in_both_modes!(
     poison_fails_alone_and_is_requeued:
     messages message_mode_fails_poison_alone_into_the_table,

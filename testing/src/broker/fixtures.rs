@@ -31,6 +31,9 @@ pub fn envelope(queue: &str, n: u32) -> Envelope {
     env.causation_id = Some("cause".into());
     env.tenant_id = Some("tenant".into());
     env.hlc = Some(Hlc::from_u64((1_700_000_000_000 << 16) + u64::from(n)));
+    // 2100-01-01, far enough that no consumer reads it as expired.
+    let expires = Duration::from_secs(4_102_444_800) + Duration::from_micros(u64::from(n));
+    env.expires_at = Some(std::time::UNIX_EPOCH + expires);
     env.attempts = 1;
     env
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 
 use bytes::Bytes;
 use tidings_consumer::{HandlerError, TxHandle, handler_fn};
-use tidings_core::Message;
+use tidings_core::{CausalContext, Cause, Message};
 
 use super::world::run_until;
 use super::world::{
@@ -118,4 +118,36 @@ pub async fn a_permanent_error_parks_at_once_and_leaves_nothing<W: ConsumerWorld
     let again = consumer(world.as_ref(), counting(world), options());
     run_until::<W, _, _, _>(again, |report| async move { report.processed == 1 }).await;
     assert_eq!(world.effects().await, ONCE);
+}
+
+/// What a handler stages is caused by the message it handles: its
+/// transaction carries the message as its cause during the handler, one
+/// delivery at a time and in batches, whatever the store.
+pub async fn a_handler_stages_under_its_message_as_cause<W: ConsumerWorld>(world: &Arc<W>) {
+    for id in 1..=6 {
+        let mut sent = order(world.as_ref(), id, None);
+        if id % 2 == 0 {
+            sent.correlation_id = Some(format!("flow-{id}"));
+        }
+        world.publish(&sent).await;
+    }
+    let wrong = Arc::new(AtomicU32::new(0));
+    let handler = handler_fn({
+        let (world, wrong) = (world.clone(), wrong.clone());
+        move |msg: Message<Order>, tx: TxHandle<WorldTx<W>>| {
+            let (world, wrong) = (world.clone(), wrong.clone());
+            async move {
+                let cause = tx.lock().await.cause().cloned();
+                if cause != Some(Cause::of(&msg.envelope)) {
+                    wrong.fetch_add(1, SeqCst);
+                }
+                world.apply(&tx, msg.payload.id).await
+            }
+        }
+    });
+    let consumer = consumer(world.as_ref(), handler, options().max_batch(4));
+    let report =
+        run_until::<W, _, _, _>(consumer, |report| async move { report.processed == 6 }).await;
+    assert_eq!(report.processed, 6);
+    assert_eq!(wrong.load(SeqCst), 0, "a handler ran without its cause");
 }

@@ -7,6 +7,7 @@
 //! into a test that builds a fresh world.
 
 mod delivery;
+mod expiry;
 mod key_order;
 pub mod memory_effects;
 mod order;
@@ -16,6 +17,7 @@ mod recovery;
 mod world;
 
 pub use delivery::*;
+pub use expiry::*;
 pub use key_order::*;
 pub use order::*;
 pub use parked::{Parked, collect_parked};
@@ -62,6 +64,8 @@ macro_rules! consumer_conformance {
     ($world:expr) => {
         $crate::consumer_conformance!($world; cases:
             a_message_delivered_three_times_has_its_effect_once,
+            a_handler_stages_under_its_message_as_cause,
+            expired_messages_are_parked_or_skipped_never_handled,
             a_failing_handler_leaves_nothing_and_succeeds_on_redelivery,
             a_permanent_error_parks_at_once_and_leaves_nothing,
             poison_is_parked_and_does_not_block_the_queue,

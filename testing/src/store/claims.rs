@@ -1,8 +1,9 @@
 //! Claiming: order, limits, isolation, visibility.
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use tidings_core::staging::Delay;
 use tidings_core::{ClaimCursor, ClaimedBatch, Hlc, OrderingMode, Outcome, Settlement};
 
 use super::StoreHarness;
@@ -117,11 +118,32 @@ pub async fn delayed_rows_wait<H: StoreHarness>(h: &H) {
     let store = h.store().await;
     let route = route(OrderingMode::Unordered);
     let mut delayed = event(&route, 1);
-    delayed.delay = Some(Duration::from_millis(600));
+    delayed.delay = Some(Duration::from_millis(600).into());
     h.commit(&store, vec![delayed, event(&route, 2)]).await;
 
     let now = claim(&store, &route, 10).await;
     assert_eq!(numbers(&now), [2]);
+    let published = settle_all(&now, Outcome::Published);
+    now.settle(published).await.expect("settle");
+    assert_eq!(
+        numbers(&claim_within(&store, &route, 10, Duration::from_secs(5)).await),
+        [1]
+    );
+}
+
+/// A row staged not before a time is invisible until then; one whose
+/// time has passed is claimed at once.
+pub async fn rows_not_before_a_time_wait<H: StoreHarness>(h: &H) {
+    let store = h.store().await;
+    let route = route(OrderingMode::Unordered);
+    let mut later = event(&route, 1);
+    later.delay = Some(Delay::Until(SystemTime::now() + Duration::from_millis(800)));
+    let mut past = event(&route, 2);
+    past.delay = Some(Delay::Until(SystemTime::now() - Duration::from_secs(3600)));
+    h.commit(&store, vec![later, past, event(&route, 3)]).await;
+
+    let now = claim(&store, &route, 10).await;
+    assert_eq!(numbers(&now), [2, 3]);
     let published = settle_all(&now, Outcome::Published);
     now.settle(published).await.expect("settle");
     assert_eq!(

@@ -92,6 +92,9 @@ pub fn full_event(route: &Route) -> StagedEvent {
     env.causation_id = Some("cause-1".into());
     env.tenant_id = Some("tenant-1".into());
     env.hlc = Some(Hlc::from_u64(42 << 16));
+    env.expires_at = Some(tidings_core::truncate_to_micros(
+        std::time::SystemTime::now() + Duration::from_secs(24 * 3600),
+    ));
     event
 }
 

@@ -6,6 +6,7 @@
 //! test.
 
 mod claims;
+mod expiry;
 mod fixtures;
 mod harness;
 mod maintenance;
@@ -16,6 +17,7 @@ mod relays;
 mod shared;
 
 pub use claims::*;
+pub use expiry::*;
 pub use fixtures::{
     LONG_LEASE, SHORT_LEASE, claim, claim_after, claim_leased, claim_within, event, event_ids,
     full_event, keyed, next_claim, numbers, route, settle_all, settle_each, staged, staged_per_key,
@@ -58,6 +60,7 @@ macro_rules! store_conformance {
             taken_rows_are_the_claimed_ones_and_still_settle,
             routes_are_isolated,
             delayed_rows_wait,
+            rows_not_before_a_time_wait,
             hlc_ordering_claims_in_clock_order,
             concurrent_claims_never_overlap,
             published_rows_are_final,
@@ -73,6 +76,7 @@ macro_rules! store_conformance {
             purge_deletes_finished_rows_in_batches,
             stats_report_depth_age_and_failures,
             a_relay_killed_mid_batch_is_recovered_by_the_next_relay_alone,
+            expired_events_are_failed_not_published,
             several_relays_drain_every_event_exactly_once,
             per_key_order_holds_with_several_relays_and_transient_failures,
             a_shared_relay_drains_many_routes_once_keeping_key_order,

@@ -62,8 +62,10 @@ impl<Tx> InboxMark<Tx> {
 /// `tidings-testing` holds a store to all three.
 pub trait InboxStore: Clone + Send + Sync + 'static {
     /// The open transaction the handler receives, typed by the store (for
-    /// example a Postgres context).
-    type Tx: Send + 'static;
+    /// example a Postgres context). The consumer makes the message it
+    /// handles the [cause](crate::Cause) of what the handler stages in it,
+    /// so it must be a [`CausalContext`](crate::CausalContext).
+    type Tx: crate::CausalContext + Send + 'static;
 
     /// Opens a transaction.
     ///
