@@ -278,6 +278,7 @@ pub(super) async fn write(
             .bind(c.tenant_id)
             .bind(c.occurred_at)
             .bind(c.hlc)
+            .bind(c.expires_at)
             .bind(reasons)
             .bind(attempts)
             .execute(&mut *tx)
