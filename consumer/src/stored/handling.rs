@@ -104,4 +104,10 @@ where
     fn messaging_system(&self) -> &'static str {
         self.pipeline.system
     }
+
+    /// The pipeline parks or skips an expired message as the consumer's
+    /// options say.
+    fn judges_expiry(&self) -> bool {
+        true
+    }
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use support::memory::*;
 use tidings_consumer::{
-    Consumer, ConsumerReport, HandlerError, Inbox, KeyOrder, StoredInbox, TxHandle, handler_fn,
+    Consumer, ConsumerOptions, ConsumerReport, Expired, HandlerError, Inbox, KeyOrder, StoredInbox,
+    TxHandle, handler_fn,
 };
 use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
 use tidings_core::relay::RelayOptions;
@@ -34,6 +35,18 @@ impl Stored {
     where
         H: tidings_consumer::Handler<Order, MemoryContext>,
     {
+        Self::with(store, broker, handler, options().key_order(key_order))
+    }
+
+    fn with<H>(
+        store: &MemoryStore,
+        broker: &MemoryBroker,
+        handler: H,
+        options: ConsumerOptions,
+    ) -> Self
+    where
+        H: tidings_consumer::Handler<Order, MemoryContext>,
+    {
         let stored = StoredInbox::new(store.clone())
             .retry_backoff(Backoff::new(
                 Duration::from_millis(20),
@@ -48,7 +61,7 @@ impl Stored {
         let consumer = Consumer::new(broker.clone(), &ORDERS, handler)
             .unwrap()
             .inbox(Inbox::new(store.clone(), ROUTE).unwrap())
-            .options(options().key_order(key_order))
+            .options(options)
             .stored(stored)
             .unwrap();
         let cancel = CancellationToken::new();
@@ -237,5 +250,30 @@ async fn a_keys_messages_are_handled_in_order() {
         let mut sorted = ids.clone();
         sorted.sort_unstable();
         assert_eq!(ids, sorted, "key {key} in order");
+    }
+}
+
+#[tokio::test]
+async fn an_expired_message_is_skipped_or_parked_as_the_consumer_says() {
+    for (choice, failed) in [(Expired::Skip, 0), (Expired::Park, 1)] {
+        let (store, broker) = setup();
+        let mut stale = order(1, None);
+        stale.expires_at = Some(std::time::SystemTime::now() - Duration::from_secs(1));
+        broker.publish(&stale).await.unwrap();
+        broker.publish(&order(2, None)).await.unwrap();
+        let running = Stored::with(&store, &broker, counting(), options().expired(choice));
+        assert_eq!(
+            effects_when(&store, 1).await.keys().collect::<Vec<_>>(),
+            [&2]
+        );
+        let stats = eventually(
+            Duration::from_secs(5),
+            || async { store.stats(ROUTE).await.unwrap() },
+            |s| s.pending + s.in_flight == 0,
+        )
+        .await;
+        assert_eq!(stats.failed, failed, "{choice:?}: {stats:?}");
+        let report = running.stop().await;
+        assert_eq!(report.expired, 1, "{choice:?}: {report:?}");
     }
 }

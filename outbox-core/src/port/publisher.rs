@@ -63,6 +63,15 @@ pub trait Publisher: Clone + Send + Sync + 'static {
     /// names it (`rabbitmq`, `aws_sqs`, `kafka`), for the relay's spans; a
     /// wrapper returns its inner publisher's.
     fn messaging_system(&self) -> &'static str;
+
+    /// Whether the publisher decides what becomes of an expired event
+    /// itself, so the relay hands it over instead of failing it: a
+    /// consumer handling a stored inbox does, parking or skipping it as
+    /// its options say. False by default; a wrapper returns its inner
+    /// publisher's.
+    fn judges_expiry(&self) -> bool {
+        false
+    }
 }
 
 /// Publishing one envelope or a plain batch, for every [`Publisher`].

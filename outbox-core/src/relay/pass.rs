@@ -166,7 +166,7 @@ pub(super) async fn publish<P: Publisher>(
     let mut envelopes: Vec<Envelope> = Vec::with_capacity(records.len());
     let mut attempts: Vec<u32> = Vec::with_capacity(records.len());
     for record in records {
-        match refuse(&record, config) {
+        match refuse(&record, config, publisher.judges_expiry()) {
             Some(reason) => {
                 tracing::warn!(messaging.message.id = %record.envelope.event_id, %reason, "failing row without publishing");
                 settlements.push(Settlement {
@@ -233,8 +233,9 @@ async fn send<P: Publisher>(
 
 /// Rows that must not be published at all: crash loops, events without a
 /// destination, and events whose expiry has come (a requeued one too: an
-/// expiry is the producer's word that the event is worthless after it).
-fn refuse(record: &OutboxRecord, config: &RelayOptions) -> Option<String> {
+/// expiry is the producer's word that the event is worthless after it),
+/// unless the publisher judges expiry itself.
+fn refuse(record: &OutboxRecord, config: &RelayOptions, judges_expiry: bool) -> Option<String> {
     if record.crashes() >= config.max_crashes {
         return Some(format!(
             "crash loop: claimed {} times, {} of them never finished",
@@ -245,7 +246,7 @@ fn refuse(record: &OutboxRecord, config: &RelayOptions) -> Option<String> {
     if record.envelope.destination.is_empty() {
         return Some("poison: the event has no destination".to_owned());
     }
-    if let Some(at) = record.envelope.expires_at {
+    if let Some(at) = record.envelope.expires_at.filter(|_| !judges_expiry) {
         if record.envelope.is_expired(SystemTime::now()) {
             return Some(expired_reason(at));
         }
