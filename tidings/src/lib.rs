@@ -35,7 +35,7 @@ pub use tidings_core::{
     PublishError, Publisher, PublisherExt, PurgeRequest, PurgeStatus, QueueSpec, Queued,
     QueuedWait, RAW_CONTENT_TYPE, REPLAYED_REASON_HEADER, RawCodec, Redelivery, Requeue, Retention,
     RetryPolicy, Route, SettleReport, Settlement, SharedClock, Source, SourceError, SpecError,
-    StageError, Staged, StagedEvent, StoreError, SystemClock, Transient, Wakeup, clock,
+    StageError, StageEvents, Staged, StagedEvent, StoreError, SystemClock, Transient, Wakeup, clock,
     cloudevents, lifecycle, memory, port, relay, reserved, spec, staging,
 };
 
@@ -92,7 +92,8 @@ pub mod kafka {
 pub mod prelude {
     #[cfg(feature = "consumer")]
     pub use tidings_consumer::{
-        Consumer, ConsumerOptions, Expired, HandlerError, Inbox, KeyOrder, TxHandle, handler_fn,
+        Consumer, ConsumerOptions, Expired, HandlerError, Inbox, KeyOrder, StoredInbox, TxHandle,
+        handler_fn,
     };
     pub use tidings_core::lifecycle::LifecyclePlan;
     pub use tidings_core::relay::{Relay, RelayOptions};
