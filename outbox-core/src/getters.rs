@@ -96,6 +96,7 @@ macro_rules! getters {
 /// named after it; the getter reads that field, by reference when its type
 /// starts with `&`, or through a method named after it (`= as_deref()`).
 /// A setting kept in a field of a field names both (`limits.max_length`).
+/// A generic options type names its parameters (`settings!(Kept<S> { .. })`).
 ///
 /// ```
 /// use std::time::Duration;
@@ -130,6 +131,11 @@ macro_rules! getters {
 macro_rules! settings {
     (@value $arg:ident) => { $arg };
     (@value $arg:ident, $value:expr) => { $value };
+    ($options:ident < $($generic:ident),+ > { $($settings:tt)* }) => {
+        impl<$($generic),+> $options<$($generic),+> {
+            $crate::settings!(@each $($settings)*);
+        }
+    };
     ($options:ty { $($settings:tt)* }) => {
         impl $options {
             $crate::settings!(@each $($settings)*);

@@ -65,7 +65,7 @@ use tidings_core::port::error_chain;
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{
     Backoff, Codec, InboxAttempts, OrderingMode, RetryPolicy, Route, Source, SpecError,
-    StageEvents, Wakeup,
+    StageEvents, Wakeup, settings,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -102,61 +102,34 @@ impl<St: StageEvents> StoredInbox<St> {
         }
     }
 
+    /// The store the messages are kept in.
+    pub fn get_store(&self) -> &St {
+        &self.store
+    }
+}
+
+settings!(StoredInbox<St> {
     /// Wakes the handling side, besides the receiving side of this process
     /// waking it after each batch it stores: the store's wake-up source
     /// (a PostgreSQL listener, a MongoDB change stream, a log-tailing
     /// reader) for messages stored by other processes. Default: only this
     /// process's receiving, and the relay's polling floor.
-    pub fn wakeup(mut self, wakeup: Wakeup) -> Self {
-        self.wakeup = wakeup;
-        self
-    }
-
+    wakeup(wakeup: Wakeup), get_wakeup: &Wakeup;
     /// How the handling side claims: its claims, leases and polling floor.
     /// Default: claims of four times the consumer's
     /// [`concurrency`](crate::ConsumerOptions::concurrency), as many handled
     /// at once as that concurrency, and a lease outlasting every attempt
     /// of a claim's messages at the handler timeout.
-    pub fn relay_options(mut self, options: RelayOptions) -> Self {
-        self.relay_options = Some(options);
-        self
-    }
-
+    relay_options(options: RelayOptions) = Some(options),
+        get_relay_options: Option<&RelayOptions> = as_ref();
     /// The wait before a message whose handler failed (after the
     /// consumer's in-process attempts) is handled again; default
     /// [`RetryPolicy::DEFAULT_BACKOFF`], 1 s doubling to 5 min.
-    pub fn retry_backoff(mut self, backoff: Backoff) -> Self {
-        self.retry_backoff = backoff;
-        self
-    }
-
+    retry_backoff(retry_backoff: Backoff), get_retry_backoff: Backoff;
     /// The most deliveries stored in one transaction; at least 1, default
-    /// [`DEFAULT_RECEIVE_BATCH`](Self::DEFAULT_RECEIVE_BATCH).
-    pub fn receive_batch(mut self, batch: usize) -> Self {
-        self.receive_batch = batch.max(1);
-        self
-    }
-
-    /// The store the messages are kept in.
-    pub fn get_store(&self) -> &St {
-        &self.store
-    }
-
-    /// The handling side's relay options, where set.
-    pub fn get_relay_options(&self) -> Option<&RelayOptions> {
-        self.relay_options.as_ref()
-    }
-
-    /// The wait before a failed message is handled again.
-    pub fn get_retry_backoff(&self) -> Backoff {
-        self.retry_backoff
-    }
-
-    /// The most deliveries stored in one transaction.
-    pub fn get_receive_batch(&self) -> usize {
-        self.receive_batch
-    }
-}
+    /// [`DEFAULT_RECEIVE_BATCH`](StoredInbox::DEFAULT_RECEIVE_BATCH).
+    receive_batch(receive_batch: usize) = receive_batch.max(1), get_receive_batch: usize;
+});
 
 /// A consumer with a [`StoredInbox`]: receiving and handling run side by
 /// side until cancelled. Built by [`Consumer::stored`]; runnable as a
