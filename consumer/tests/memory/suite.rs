@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use support::memory::*;
-use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
+use tidings_consumer::{Consumer, HandlerError, StoredInbox, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
 use tidings_core::{Envelope, Message, PublisherExt, QueueSpec};
 use tidings_inbox::Inbox;
@@ -94,22 +94,41 @@ async fn a_handler_timeout_is_a_transient_failure() {
     assert_eq!(effects(&store), HashMap::from([(1, 1)]));
 }
 
-/// A fresh in-memory store and broker with the queue declared.
+/// A fresh in-memory store and broker with the queue declared, its
+/// consumers keeping what they receive in the store where `stored`.
 struct Memory {
     store: MemoryStore,
     broker: MemoryBroker,
+    stored: bool,
 }
 
 impl Memory {
     async fn new() -> Self {
         let (store, broker) = setup();
-        Self { store, broker }
+        Self {
+            store,
+            broker,
+            stored: false,
+        }
+    }
+
+    async fn stored() -> Self {
+        Self {
+            stored: true,
+            ..Self::new().await
+        }
     }
 }
 
 impl ConsumerWorld for Memory {
     type Source = MemoryBroker;
     type Inbox = MemoryStore;
+    type Kept = MemoryStore;
+
+    fn kept(&self) -> Option<StoredInbox<MemoryStore>> {
+        self.stored
+            .then(|| tidings_testing::consumer::quick_stored(self.store.clone()))
+    }
 
     fn source(&self) -> MemoryBroker {
         self.broker.clone()
@@ -144,4 +163,9 @@ impl ConsumerWorld for Memory {
 mod conformance {
     use super::Memory;
     tidings_testing::consumer_conformance!(Memory::new(); with_key_order);
+}
+
+mod stored_conformance {
+    use super::Memory;
+    tidings_testing::consumer_conformance!(Memory::stored(); with_key_order);
 }

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use sqlx::AssertSqlSafe;
 use support::postgres_rabbitmq::{Order, World, apply, options, run_until};
-use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
+use tidings_consumer::{Consumer, HandlerError, StoredInbox, TxHandle, handler_fn};
 use tidings_core::{Envelope, Message, PublisherExt, QueueSpec};
 use tidings_inbox::Inbox;
-use tidings_postgres::{PgContext, PgInboxStore};
+use tidings_postgres::{PgContext, PgInboxStore, PgOutboxStore};
 use tidings_rabbitmq::{QueueKind, RabbitSource};
 use tidings_testing::consumer::{self as suite, ConnectionFaults, ConsumerWorld, Effects};
 use tidings_testing::faults::close_rabbitmq_connection;
@@ -64,6 +64,13 @@ async fn deliveries_that_never_reached_a_handler_do_not_count_toward_parking() {
 impl ConsumerWorld for World {
     type Source = RabbitSource;
     type Inbox = PgInboxStore;
+    type Kept = PgOutboxStore;
+
+    fn kept(&self) -> Option<StoredInbox<PgOutboxStore>> {
+        self.kept
+            .clone()
+            .map(tidings_testing::consumer::quick_stored)
+    }
 
     fn source(&self) -> RabbitSource {
         self.source.clone()
@@ -121,4 +128,13 @@ mod quorum {
 mod classic {
     use super::*;
     tidings_testing::consumer_conformance!(World::new(QueueKind::Classic));
+}
+
+mod stored {
+    use super::*;
+    tidings_testing::consumer_conformance!(
+        World::stored(QueueKind::Quorum);
+        with_connection_faults,
+        with_key_order,
+    );
 }

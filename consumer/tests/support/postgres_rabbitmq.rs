@@ -26,6 +26,9 @@ pub(crate) struct World {
     pub(crate) publisher: RabbitPublisher,
     pub(crate) source: RabbitSource,
     pub(crate) connection_name: String,
+    /// Where its consumers keep what they receive, when they keep it in a
+    /// table of its own rather than on the broker.
+    pub(crate) kept: Option<PgOutboxStore>,
     schema: String,
 }
 
@@ -71,8 +74,25 @@ impl World {
             publisher,
             source,
             connection_name,
+            kept: None,
             schema,
         }
+    }
+
+    /// A world whose consumers keep what they receive in a table of the
+    /// world's schema, `inbox_messages`.
+    pub(crate) async fn stored(kind: QueueKind) -> Self {
+        let mut world = Self::new(kind).await;
+        let options = world
+            .store
+            .options()
+            .clone()
+            .table("inbox_messages")
+            .inbox_table("inbox_messages_marks");
+        let kept = PgOutboxStore::new(world.store.pool().clone(), options).unwrap();
+        kept.migrate().await.unwrap();
+        world.kept = Some(kept);
+        world
     }
 
     pub(crate) fn inbox(&self) -> tidings_inbox::Inbox<PgInboxStore> {

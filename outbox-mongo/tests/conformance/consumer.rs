@@ -62,6 +62,7 @@ impl MongoRabbit {
 impl ConsumerWorld for MongoRabbit {
     type Source = RabbitSource;
     type Inbox = MongoInboxStore;
+    type Kept = tidings_mongo::MongoOutboxStore;
 
     fn source(&self) -> RabbitSource {
         let connection = ConnectionOptions::new(amqp_url())

@@ -8,8 +8,8 @@ use tidings_core::Message;
 use tokio_util::sync::CancellationToken;
 
 use super::world::{
-    ConnectionFaults, ConsumerWorld, Effects, Order, WorldTx, consumer, counting, options, order,
-    run_for, run_until,
+    ConnectionFaults, ConsumerWorld, Effects, Order, Runs, WorldTx, consumer, counting, options,
+    order, run_for, run_until,
 };
 
 /// Shutdown in the middle of a backlog acks only what committed; a new

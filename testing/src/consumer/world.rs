@@ -9,10 +9,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tidings_consumer::{
-    Consumer, ConsumerOptions, ConsumerReport, Handler, HandlerError, TxHandle, handler_fn,
+    Consumer, ConsumerOptions, ConsumerReport, Handler, HandlerError, StoredConsumer, StoredInbox,
+    TxHandle, handler_fn,
 };
 use tidings_core::{
     Backoff, Codec, Envelope, InboxAttempts, InboxStore, JsonCodec, Message, QueueSpec, Source,
+    StageEvents,
 };
 use tidings_inbox::Inbox;
 use tokio_util::sync::CancellationToken;
@@ -43,6 +45,9 @@ pub trait ConsumerWorld: Send + Sync + 'static {
     type Source: Source;
     /// The inbox store.
     type Inbox: InboxAttempts;
+    /// The store a world whose consumers keep what they receive in a
+    /// [`StoredInbox`] keeps it in; any store where they do not.
+    type Kept: StageEvents;
 
     /// A source on the queue (each call may open its own connection).
     fn source(&self) -> Self::Source;
@@ -71,6 +76,13 @@ pub trait ConsumerWorld: Send + Sync + 'static {
     /// The effects committed so far.
     fn effects(&self) -> impl Future<Output = Effects> + Send;
 
+    /// Where the world's consumers keep what they receive: `None`, the
+    /// default, leaves it on the broker; a stored inbox runs every case
+    /// through it.
+    fn kept(&self) -> Option<StoredInbox<Self::Kept>> {
+        None
+    }
+
     /// Removes what the world created; called after each case that passes.
     fn teardown(&self) -> impl Future<Output = ()> + Send {
         async {}
@@ -86,6 +98,16 @@ pub trait ConnectionFaults: ConsumerWorld {
 
 /// Short backoffs so cases run in seconds.
 pub const QUICK: Backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(200));
+
+/// A stored inbox in `store` for the suite: quick retries of failed
+/// messages and a short polling floor.
+pub fn quick_stored<St: StageEvents>(store: St) -> StoredInbox<St> {
+    let relay =
+        tidings_core::relay::RelayOptions::default().poll_interval(Duration::from_millis(50));
+    StoredInbox::new(store)
+        .retry_backoff(QUICK)
+        .relay_options(relay)
+}
 
 /// Consumer options for the suite: quick retries and restarts.
 pub fn options() -> ConsumerOptions {
@@ -157,27 +179,81 @@ where
     })
 }
 
-/// The world's consumer with `handler`, its inbox and `options`.
-pub fn consumer<W, H>(
-    world: &W,
-    handler: H,
-    options: ConsumerOptions,
-) -> Consumer<W::Source, Order, JsonCodec, H, W::Inbox>
+/// The world's consumer with `handler`, its inbox and `options`, keeping
+/// what it receives where the world says.
+pub fn consumer<W, H>(world: &W, handler: H, options: ConsumerOptions) -> WorldConsumer<W, H>
 where
     W: ConsumerWorld,
 {
-    Consumer::new(world.source(), world.queue(), handler)
+    let consumer = Consumer::new(world.source(), world.queue(), handler)
         .expect("a legal queue name")
         .inbox(world.inbox())
-        .options(options)
+        .options(options);
+    match world.kept() {
+        None => WorldConsumer::Direct(consumer),
+        Some(kept) => WorldConsumer::Stored(consumer.stored(kept).expect("a legal consumer name")),
+    }
+}
+
+/// A world's consumer: taking from the broker, or through a stored inbox.
+pub enum WorldConsumer<W: ConsumerWorld, H> {
+    /// Handles each delivery as the broker hands it over.
+    Direct(Consumer<W::Source, Order, JsonCodec, H, W::Inbox>),
+    /// Stores each delivery and handles it from the store.
+    Stored(StoredConsumer<W::Source, Order, JsonCodec, H, W::Inbox, W::Kept>),
+}
+
+/// A consumer the suite runs and reads the report of.
+pub trait Runs: Send + Sync + 'static {
+    /// Consumes until `cancel` fires.
+    fn run(&self, cancel: CancellationToken) -> impl Future<Output = ()> + Send;
+
+    /// What it has done so far.
+    fn report(&self) -> ConsumerReport;
+}
+
+impl<S, C, H, I> Runs for Consumer<S, Order, C, H, I>
+where
+    S: Source,
+    C: Codec<Order> + 'static,
+    I: InboxAttempts,
+    H: Handler<Order, I::Tx>,
+{
+    async fn run(&self, cancel: CancellationToken) {
+        Consumer::run(self, cancel).await;
+    }
+
+    fn report(&self) -> ConsumerReport {
+        Consumer::report(self)
+    }
+}
+
+impl<W, H> Runs for WorldConsumer<W, H>
+where
+    W: ConsumerWorld,
+    H: Handler<Order, WorldTx<W>>,
+{
+    async fn run(&self, cancel: CancellationToken) {
+        match self {
+            Self::Direct(consumer) => consumer.run(cancel).await,
+            Self::Stored(consumer) => consumer
+                .run(cancel)
+                .await
+                .expect("the stored consumer runs"),
+        }
+    }
+
+    fn report(&self) -> ConsumerReport {
+        match self {
+            Self::Direct(consumer) => consumer.report(),
+            Self::Stored(consumer) => consumer.report(),
+        }
+    }
 }
 
 /// Runs `consumer` until `done` holds (asked every 20 ms) or 60 s pass,
 /// then shuts it down and returns its report.
-pub async fn run_until<W, H, F, Fut>(
-    consumer: Consumer<W::Source, Order, JsonCodec, H, W::Inbox>,
-    done: F,
-) -> ConsumerReport
+pub async fn run_until<W, H, F, Fut>(consumer: WorldConsumer<W, H>, done: F) -> ConsumerReport
 where
     W: ConsumerWorld,
     H: Handler<Order, WorldTx<W>>,
@@ -189,16 +265,9 @@ where
 
 /// Runs `consumer` until `done` holds of its report (asked every 20 ms)
 /// or `limit` passes, then shuts it down and returns its report.
-pub async fn run_for<S, C, H, I, F, Fut>(
-    consumer: Consumer<S, Order, C, H, I>,
-    limit: Duration,
-    done: F,
-) -> ConsumerReport
+pub async fn run_for<R, F, Fut>(consumer: R, limit: Duration, done: F) -> ConsumerReport
 where
-    S: Source,
-    C: Codec<Order> + 'static,
-    I: InboxAttempts,
-    H: Handler<Order, I::Tx>,
+    R: Runs,
     F: Fn(ConsumerReport) -> Fut,
     Fut: Future<Output = bool>,
 {

@@ -44,6 +44,7 @@ impl PgKafka {
 impl ConsumerWorld for PgKafka {
     type Source = KafkaSource;
     type Inbox = PgInboxStore;
+    type Kept = tidings_postgres::PgOutboxStore;
 
     fn source(&self) -> KafkaSource {
         self.source.clone()

@@ -49,6 +49,7 @@ impl PgSqs {
 impl ConsumerWorld for PgSqs {
     type Source = SqsSource;
     type Inbox = PgInboxStore;
+    type Kept = tidings_postgres::PgOutboxStore;
 
     fn source(&self) -> SqsSource {
         self.source.clone()
