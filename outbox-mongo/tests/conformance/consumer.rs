@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::support::{drop_collections, store};
 use mongodb::Collection;
 use mongodb::bson::{Document, doc};
-use tidings_consumer::{HandlerError, TxHandle};
+use tidings_consumer::{HandlerError, StoredInbox, TxHandle};
 use tidings_core::{Backoff, Envelope, PublisherExt, QueueSpec};
 use tidings_inbox::Inbox;
 use tidings_mongo::{MongoContext, MongoInboxStore, MongoOutboxStore, Retention};
@@ -30,6 +30,9 @@ struct MongoRabbit {
     queue: String,
     publisher: RabbitPublisher,
     connection_name: String,
+    /// Where its consumers keep what they receive, when they keep it in
+    /// collections of its own rather than on the broker.
+    kept: Option<MongoOutboxStore>,
 }
 
 impl MongoRabbit {
@@ -55,6 +58,16 @@ impl MongoRabbit {
             queue,
             publisher,
             connection_name: unique_name("tidings-mongo-consumer"),
+            kept: None,
+        }
+    }
+
+    /// A world whose consumers keep what they receive in a stored inbox
+    /// on collections of their own.
+    async fn stored() -> Self {
+        Self {
+            kept: Some(store(Retention::Delete).await),
+            ..Self::new().await
         }
     }
 }
@@ -62,7 +75,13 @@ impl MongoRabbit {
 impl ConsumerWorld for MongoRabbit {
     type Source = RabbitSource;
     type Inbox = MongoInboxStore;
-    type Kept = tidings_mongo::MongoOutboxStore;
+    type Kept = MongoOutboxStore;
+
+    fn kept(&self) -> Option<StoredInbox<MongoOutboxStore>> {
+        self.kept
+            .clone()
+            .map(tidings_testing::consumer::quick_stored)
+    }
 
     fn source(&self) -> RabbitSource {
         let connection = ConnectionOptions::new(amqp_url())
@@ -112,6 +131,9 @@ impl ConsumerWorld for MongoRabbit {
     async fn teardown(&self) {
         self.effects.drop().await.unwrap();
         drop_collections(&self.store).await;
+        if let Some(kept) = &self.kept {
+            drop_collections(kept).await;
+        }
     }
 }
 
@@ -122,3 +144,8 @@ impl ConnectionFaults for MongoRabbit {
 }
 
 tidings_testing::consumer_conformance!(MongoRabbit::new(); with_connection_faults);
+
+mod stored {
+    use super::*;
+    tidings_testing::consumer_conformance!(MongoRabbit::stored(); with_connection_faults);
+}

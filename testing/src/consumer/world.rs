@@ -191,7 +191,10 @@ where
         .options(options);
     match world.kept() {
         None => WorldConsumer::Direct(consumer),
-        Some(kept) => WorldConsumer::Stored(consumer.stored(kept).expect("a legal consumer name")),
+        Some(kept) => {
+            let stored = consumer.stored(kept).expect("a legal consumer name");
+            WorldConsumer::Stored(Box::new(stored))
+        }
     }
 }
 
@@ -200,7 +203,7 @@ pub enum WorldConsumer<W: ConsumerWorld, H> {
     /// Handles each delivery as the broker hands it over.
     Direct(Consumer<W::Source, Order, JsonCodec, H, W::Inbox>),
     /// Stores each delivery and handles it from the store.
-    Stored(StoredConsumer<W::Source, Order, JsonCodec, H, W::Inbox, W::Kept>),
+    Stored(Box<StoredConsumer<W::Source, Order, JsonCodec, H, W::Inbox, W::Kept>>),
 }
 
 /// A consumer the suite runs and reads the report of.
