@@ -190,7 +190,7 @@ where
         .inbox(world.inbox())
         .options(options);
     match world.kept() {
-        None => WorldConsumer::Direct(consumer),
+        None => WorldConsumer::Direct(Box::new(consumer)),
         Some(kept) => {
             let stored = consumer.stored(kept).expect("a legal consumer name");
             WorldConsumer::Stored(Box::new(stored))
@@ -198,12 +198,26 @@ where
     }
 }
 
+/// A world's consumer handling each delivery as the broker hands it over.
+pub type DirectConsumer<W, H> =
+    Consumer<<W as ConsumerWorld>::Source, Order, JsonCodec, H, <W as ConsumerWorld>::Inbox>;
+
+/// A world's consumer storing each delivery and handling it from the store.
+pub type KeepingConsumer<W, H> = StoredConsumer<
+    <W as ConsumerWorld>::Source,
+    Order,
+    JsonCodec,
+    H,
+    <W as ConsumerWorld>::Inbox,
+    <W as ConsumerWorld>::Kept,
+>;
+
 /// A world's consumer: taking from the broker, or through a stored inbox.
 pub enum WorldConsumer<W: ConsumerWorld, H> {
     /// Handles each delivery as the broker hands it over.
-    Direct(Consumer<W::Source, Order, JsonCodec, H, W::Inbox>),
+    Direct(Box<DirectConsumer<W, H>>),
     /// Stores each delivery and handles it from the store.
-    Stored(Box<StoredConsumer<W::Source, Order, JsonCodec, H, W::Inbox, W::Kept>>),
+    Stored(Box<KeepingConsumer<W, H>>),
 }
 
 /// A consumer the suite runs and reads the report of.
