@@ -70,7 +70,7 @@ struct Outcome {
     /// at recovery.
     backlog: usize,
     /// From recovery until every message published before it had its
-    /// effect committed; `None` when that took longer than `DRAIN_LIMIT`.
+    /// effect committed or was parked; `None` when that took longer than `DRAIN_LIMIT`.
     drain: Option<Duration>,
     effects: usize,
     distinct: usize,
@@ -142,9 +142,9 @@ impl Side {
         let recovered = Instant::now();
         let before = published.load(Relaxed);
         let backlog = before - committed_below(store, before).await?;
-        let drain = drained(store, before, recovered).await?;
+        let drain = settled(store, &*running.report, before, recovered).await?;
         let sent = publishing.await??;
-        settle(store, &*running.report, sent).await?;
+        settled(store, &*running.report, sent, Instant::now()).await?;
         cancel.cancel();
         running.task.await??;
         let (effects, distinct) = effects(store).await?;
@@ -251,37 +251,23 @@ async fn committed_below(store: &PgOutboxStore, count: usize) -> anyhow::Result<
     Ok(n as usize)
 }
 
-/// Waits until the first `count` messages have their effects committed;
-/// returns how long after `since` that was, or `None` past `DRAIN_LIMIT`.
-async fn drained(
+/// Waits until each of the first `count` messages published has its
+/// effect committed or was parked; returns how long after `since` that
+/// was, or `None` past `DRAIN_LIMIT`.
+async fn settled(
     store: &PgOutboxStore,
+    report: &(dyn Fn() -> ConsumerReport + Send + Sync),
     count: usize,
     since: Instant,
 ) -> anyhow::Result<Option<Duration>> {
     while since.elapsed() < DRAIN_LIMIT {
-        if committed_below(store, count).await? >= count {
+        let parked = report().parked as usize;
+        if committed_below(store, count).await? + parked >= count {
             return Ok(Some(since.elapsed()));
         }
         tokio::time::sleep(POLL).await;
     }
     Ok(None)
-}
-
-/// Waits until each of the `count` messages is handled or parked.
-async fn settle(
-    store: &PgOutboxStore,
-    report: &(dyn Fn() -> ConsumerReport + Send + Sync),
-    count: usize,
-) -> anyhow::Result<()> {
-    let since = Instant::now();
-    while since.elapsed() < DRAIN_LIMIT {
-        let parked = report().parked as usize;
-        if committed_below(store, count).await? + parked >= count {
-            break;
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    Ok(())
 }
 
 /// The invoice rows, and the messages they are for.
