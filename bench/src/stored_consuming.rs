@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use tidings_consumer::{Consumer, ConsumerOptions, StoredConsumer, StoredInbox};
+use tidings_core::relay::RelayOptions;
 use tidings_core::{QueueSpec, Source};
 use tidings_inbox::Inbox;
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore, Retention};
@@ -52,12 +53,16 @@ pub(crate) fn stored_consumer<S: Source>(
     queue: &'static str,
     concurrency: usize,
     gate: &Gate,
+    relay: Option<RelayOptions>,
 ) -> anyhow::Result<impl StoredRun> {
     let spec: &'static QueueSpec<Payload> = Box::leak(Box::new(QueueSpec::json(queue)));
     let consumer = Consumer::new(source, spec, invoice_handler(store, gate))?
         .inbox(Inbox::new(store.inbox(), CONSUMER)?)
         .options(ConsumerOptions::default().concurrency(concurrency))
-        .stored(StoredInbox::new(kept.clone()))?;
+        .stored(match relay {
+            Some(options) => StoredInbox::new(kept.clone()).relay_options(options),
+            None => StoredInbox::new(kept.clone()),
+        })?;
     Ok(consumer)
 }
 
@@ -103,7 +108,9 @@ pub(crate) struct StoredTimes {
 }
 
 /// Consumes the `count` messages waiting in `queue` with a stored inbox
-/// over `kept`, as [`crate::consuming::consume`] does with today's inbox.
+/// over `kept`, as [`crate::consuming::consume`] does with today's inbox;
+/// its handling side with `relay` where set, the stored inbox's defaults
+/// otherwise.
 pub(crate) async fn consume_stored(
     store: &PgOutboxStore,
     kept: &PgOutboxStore,
@@ -111,6 +118,7 @@ pub(crate) async fn consume_stored(
     queue: &'static str,
     count: usize,
     concurrency: usize,
+    relay: Option<RelayOptions>,
 ) -> anyhow::Result<StoredTimes> {
     let source = counting_source(connection);
     let seen = source.counts();
@@ -121,6 +129,7 @@ pub(crate) async fn consume_stored(
         queue,
         concurrency,
         &Gate::default(),
+        relay,
     )?);
     let cancel = CancellationToken::new();
     let started = Instant::now();

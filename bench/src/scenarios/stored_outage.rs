@@ -124,7 +124,8 @@ impl Side {
                 Running::spawn_today(Arc::new(consumer), &cancel)
             }
             Side::Stored => {
-                let consumer = stored_consumer(store, kept, source, queue, sizes.clients, &gate)?;
+                let consumer =
+                    stored_consumer(store, kept, source, queue, sizes.clients, &gate, None)?;
                 Running::spawn_stored(Arc::new(consumer), &cancel)
             }
         };
