@@ -28,7 +28,7 @@ usage: tidings-bench <scenario>|all [options]
 
 scenarios: stage, stage-wal, drain-noop, drain-rabbitmq, drain-rabbitmq-pooled,
            drain-kafka (with --features kafka), drain-wal, latency, consume,
-           memory, growth, chaos, otel-overhead (with --features otel), scale-out,
+           consume-stored, stored-outage, memory, growth, chaos, otel-overhead (with --features otel), scale-out,
            routes, tenants, pinned and pinned-wal (only when named), mongo-stage,
            mongo-drain-noop and mongo-latency (with --features mongo)
 
@@ -47,6 +47,8 @@ options:
                              the logical cluster, read from the slot beside NOTIFY
   --consume-messages <n>     (default 20000)
   --consume-batch <n>        (default 16)
+  --outage-seconds <n>       stored-outage's handler outage (default 30)
+  --outage-rate <n>          stored-outage's publishing rate (default 500)
   --memory-events <n>        (default 50000)
   --growth-retained <n>      (default 1000000)
   --chaos-events <n>         (default 20000)
@@ -128,6 +130,8 @@ fn apply(sizes: &mut Sizes, flag: &str, value: &str) -> anyhow::Result<()> {
         }
         "--consume-messages" => sizes.consume_messages = value.parse()?,
         "--consume-batch" => sizes.consume_batch = value.parse::<usize>()?.max(1),
+        "--outage-seconds" => sizes.outage_duration = Duration::from_secs_f64(value.parse()?),
+        "--outage-rate" => sizes.outage_rate = value.parse::<u32>()?.max(1),
         "--memory-events" => sizes.memory_events = value.parse()?,
         "--growth-retained" => sizes.growth_retained = value.parse()?,
         "--chaos-events" => sizes.chaos_events = value.parse::<usize>()?.max(1),

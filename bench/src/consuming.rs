@@ -2,11 +2,12 @@
 //! consumer with the PostgreSQL inbox whose handler inserts one row.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use sqlx::AssertSqlSafe;
-use tidings_consumer::{Consumer, ConsumerOptions, HandlerError, TxHandle, handler_fn};
+use tidings_consumer::{Consumer, ConsumerOptions, Handler, HandlerError, TxHandle, handler_fn};
 use tidings_core::{Message, QueueSpec, Source};
 use tidings_inbox::Inbox;
 use tidings_postgres::{PgContext, PgOutboxStore};
@@ -45,6 +46,55 @@ pub(crate) fn insert_invoice_sql(store: &PgOutboxStore) -> String {
     )
 }
 
+/// Whether the handler fails, and how many times it ran: shared by every
+/// clone of a handler made by [`invoice_handler`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Gate {
+    failing: Arc<AtomicBool>,
+    calls: Arc<AtomicU64>,
+}
+
+impl Gate {
+    /// Makes the handler fail with a transient error (`true`) or succeed.
+    pub(crate) fn fail(&self, failing: bool) {
+        self.failing.store(failing, Relaxed);
+    }
+
+    /// The handler's runs so far, failed ones included.
+    pub(crate) fn calls(&self) -> u64 {
+        self.calls.load(Relaxed)
+    }
+}
+
+/// The handler of every consuming scenario: inserts one invoice row in the
+/// inbox's transaction, or fails with a transient error while `gate` says
+/// so.
+pub(crate) fn invoice_handler(
+    store: &PgOutboxStore,
+    gate: &Gate,
+) -> impl Handler<Payload, PgContext<'static>> {
+    let sql = Arc::new(insert_invoice_sql(store));
+    let gate = gate.clone();
+    handler_fn(
+        move |msg: Message<Payload>, tx: TxHandle<PgContext<'static>>| {
+            let (sql, gate) = (sql.clone(), gate.clone());
+            async move {
+                gate.calls.fetch_add(1, Relaxed);
+                if gate.failing.load(Relaxed) {
+                    return Err(HandlerError::transient("the handler is down"));
+                }
+                let mut ctx = tx.lock().await;
+                sqlx::query(AssertSqlSafe(sql.as_str()))
+                    .bind(msg.payload.order_id)
+                    .bind(msg.payload.amount_cents)
+                    .execute(ctx.tx())
+                    .await?;
+                Ok::<_, HandlerError>(())
+            }
+        },
+    )
+}
+
 /// Consumes `count` messages from the RabbitMQ `queue` with `concurrency`
 /// handlers, up to `max_batch` deliveries per transaction; returns the time
 /// from subscribing until the last was handled.
@@ -70,21 +120,7 @@ pub(crate) async fn consume_from<S: Source>(
     max_batch: usize,
 ) -> anyhow::Result<Duration> {
     let spec: &'static QueueSpec<Payload> = Box::leak(Box::new(QueueSpec::json(queue)));
-    let sql = Arc::new(insert_invoice_sql(store));
-    let handler = handler_fn(
-        move |msg: Message<Payload>, tx: TxHandle<PgContext<'static>>| {
-            let sql = sql.clone();
-            async move {
-                let mut ctx = tx.lock().await;
-                sqlx::query(AssertSqlSafe(sql.as_str()))
-                    .bind(msg.payload.order_id)
-                    .bind(msg.payload.amount_cents)
-                    .execute(ctx.tx())
-                    .await?;
-                Ok::<_, HandlerError>(())
-            }
-        },
-    );
+    let handler = invoice_handler(store, &Gate::default());
     let consumer = Arc::new(
         Consumer::new(source, spec, handler)?
             .inbox(Inbox::new(store.inbox(), CONSUMER)?)

@@ -18,6 +18,7 @@
 mod args;
 mod clients;
 mod consuming;
+mod counting;
 mod cpu;
 mod delays;
 mod env;
@@ -33,6 +34,7 @@ mod report;
 mod rounds;
 mod scenarios;
 mod sizes;
+mod stored_consuming;
 mod tailing;
 mod telemetry;
 mod warm_relay;

@@ -32,6 +32,11 @@ pub(crate) struct Sizes {
     pub(crate) consume_messages: usize,
     /// The consumer's `max_batch` in the consume scenario's batched run.
     pub(crate) consume_batch: usize,
+    /// How long the handler fails in the middle of the stored-outage run.
+    pub(crate) outage_duration: Duration,
+    /// The steady rate published through the stored-outage run, events per
+    /// second.
+    pub(crate) outage_rate: u32,
     /// Events the relay and consumer processes of the memory scenario move.
     pub(crate) memory_events: usize,
     /// Published rows kept in the table of the growth scenario.
@@ -81,6 +86,8 @@ impl Default for Sizes {
             latency_wake: LatencyWake::Store,
             consume_messages: 20_000,
             consume_batch: 16,
+            outage_duration: Duration::from_secs(30),
+            outage_rate: 500,
             memory_events: 50_000,
             growth_retained: 1_000_000,
             chaos_events: 20_000,
@@ -116,6 +123,8 @@ impl Sizes {
         self.mongo_events = scale(self.mongo_events);
         let secs = (self.latency_duration.as_secs_f64() * factor).max(0.5);
         self.latency_duration = Duration::from_secs_f64(secs);
+        let secs = (self.outage_duration.as_secs_f64() * factor).max(1.0);
+        self.outage_duration = Duration::from_secs_f64(secs);
         let secs = (self.pinned_duration.as_secs_f64() * factor).max(1.0);
         self.pinned_duration = Duration::from_secs_f64(secs);
         self

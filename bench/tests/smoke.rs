@@ -167,6 +167,39 @@ fn consume_measures_the_consumer_and_two_row_transactions() {
 }
 
 #[test]
+fn consume_stored_measures_receiving_and_handling_beside_today() {
+    let out = run("consume-stored");
+    assert_figures(
+        &out,
+        "consume-stored",
+        &[
+            "raw two-row transactions",
+            "today's inbox, handled",
+            "stored inbox, received (stored + acked)",
+            "stored inbox, handled vs today's inbox",
+        ],
+    );
+}
+
+#[test]
+fn stored_outage_counts_redeliveries_and_parked_for_both_inboxes() {
+    let out = run_with(
+        "stored-outage",
+        &["--outage-seconds", "1", "--outage-rate", "50"],
+    );
+    assert_figures(
+        &out,
+        "stored-outage",
+        &[
+            "today's inbox, broker redeliveries",
+            "stored inbox, broker redeliveries",
+            "stored inbox, parked",
+            "stored inbox, effects doubled",
+        ],
+    );
+}
+
+#[test]
 fn memory_measures_relay_and_consumer_processes() {
     let out = run("memory");
     assert_figures(&out, "memory", &["relay peak RSS", "consumer peak RSS"]);

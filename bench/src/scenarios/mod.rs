@@ -4,6 +4,7 @@
 
 mod chaos;
 mod consume;
+mod consume_stored;
 #[cfg(feature = "kafka")]
 mod drain_kafka;
 mod drain_noop;
@@ -23,6 +24,7 @@ mod routes;
 mod scale_out;
 mod stage;
 mod stage_wal;
+mod stored_outage;
 mod tenants;
 mod woken;
 
@@ -75,6 +77,13 @@ pub(crate) enum Scenario {
     Latency,
     /// Consuming with the PostgreSQL inbox, against two-row transactions.
     Consume,
+    /// Consuming with the stored inbox: received and handled rates against
+    /// two-row transactions, beside today's inbox path.
+    ConsumeStored,
+    /// A handler outage under a steady rate, with today's inbox and with
+    /// the stored inbox: redeliveries, parked messages and the drain after
+    /// recovery.
+    StoredOutage,
     /// Peak RSS of a relay process and of a consumer process.
     Memory,
     /// Draining beside a million retained published rows, against an
@@ -115,7 +124,7 @@ pub(crate) enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order `all` runs them.
-    pub(crate) const ALL: [Scenario; 21] = [
+    pub(crate) const ALL: [Scenario; 23] = [
         Scenario::Stage,
         Scenario::StageWal,
         Scenario::DrainNoop,
@@ -125,6 +134,8 @@ impl Scenario {
         Scenario::DrainWal,
         Scenario::Latency,
         Scenario::Consume,
+        Scenario::ConsumeStored,
+        Scenario::StoredOutage,
         Scenario::Memory,
         Scenario::Growth,
         Scenario::Chaos,
@@ -165,6 +176,8 @@ impl Scenario {
             Scenario::DrainWal => "drain-wal",
             Scenario::Latency => "latency",
             Scenario::Consume => "consume",
+            Scenario::ConsumeStored => "consume-stored",
+            Scenario::StoredOutage => "stored-outage",
             Scenario::Memory => "memory",
             Scenario::Growth => "growth",
             Scenario::Chaos => "chaos",
@@ -231,6 +244,8 @@ impl Scenario {
             Scenario::DrainWal => drain_wal::run(env, sizes, report).await,
             Scenario::Latency => latency::run(env, sizes, report).await,
             Scenario::Consume => consume::run(env, sizes, report).await,
+            Scenario::ConsumeStored => consume_stored::run(env, sizes, report).await,
+            Scenario::StoredOutage => stored_outage::run(env, sizes, report).await,
             Scenario::Memory => memory::run(env, sizes, report).await,
             Scenario::Growth => growth::run(env, sizes, report).await,
             Scenario::Chaos => chaos::run(env, sizes, report).await,
