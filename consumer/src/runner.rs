@@ -193,19 +193,23 @@ where
     /// Consumes until `cancel` fires, subscribing again with backoff after
     /// source failures.
     pub async fn run(&self, cancel: CancellationToken) {
-        let pipeline = self.pipeline(&cancel);
+        let pipeline = self.pipeline(&cancel, self.options);
         self.subscribed(&cancel, |stream| consume(&pipeline, stream, &cancel))
             .await;
     }
 
-    /// The pipeline every delivery goes through, stopping retries when
-    /// `cancel` fires.
-    pub(crate) fn pipeline(&self, cancel: &CancellationToken) -> Arc<Pipeline<T, C, H, I>> {
+    /// The pipeline every delivery goes through, with `options`, stopping
+    /// retries when `cancel` fires.
+    pub(crate) fn pipeline(
+        &self,
+        cancel: &CancellationToken,
+        options: ConsumerOptions,
+    ) -> Arc<Pipeline<T, C, H, I>> {
         Arc::new(Pipeline {
             queue: self.queue.clone(),
             handler: self.handler.clone(),
             inbox: self.inbox.clone(),
-            options: self.options,
+            options,
             hlc: self.hlc.clone(),
             counters: self.counters.clone(),
             metrics: Metrics::new(self.queue.name(), self.inbox.consumer()),

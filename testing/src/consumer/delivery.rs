@@ -99,9 +99,11 @@ pub async fn poison_is_parked_and_does_not_block_the_queue<W: ConsumerWorld>(wor
     .await;
     assert_eq!(world.effects().await, Effects { orders: 5, most: 1 });
     assert_eq!(report.parked, 2);
+    // A stored inbox parks past its claims instead of max_deliveries.
+    let runs = world.kept().map_or(3, |kept| kept.get_max_claims());
     assert_eq!(
         poison_runs.load(SeqCst),
-        3,
+        runs,
         "the poison ran other than max_deliveries times"
     );
 }

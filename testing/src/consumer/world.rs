@@ -100,13 +100,15 @@ pub trait ConnectionFaults: ConsumerWorld {
 pub const QUICK: Backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(200));
 
 /// A stored inbox in `store` for the suite: quick retries of failed
-/// messages and a short polling floor.
+/// messages, a short polling floor, and as many claims before parking as
+/// the suite's deliveries (its cases count handler runs).
 pub fn quick_stored<St: StageEvents>(store: St) -> StoredInbox<St> {
     let relay =
         tidings_core::relay::RelayOptions::default().poll_interval(Duration::from_millis(50));
     StoredInbox::new(store)
         .retry_backoff(QUICK)
         .relay_options(relay)
+        .max_claims(ConsumerOptions::DEFAULT_MAX_DELIVERIES)
 }
 
 /// Consumer options for the suite: quick retries and restarts.
