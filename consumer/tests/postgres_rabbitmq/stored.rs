@@ -41,6 +41,7 @@ async fn stored_table(world: &World) -> PgOutboxStore {
 fn start<H>(
     world: &World,
     source: tidings_rabbitmq::RabbitSource,
+    inbox: tidings_inbox::Inbox<tidings_postgres::PgInboxStore>,
     table: &PgOutboxStore,
     handler: H,
     cancel: &CancellationToken,
@@ -61,7 +62,7 @@ where
         );
     let consumer = Consumer::new(source, world.queue, handler)
         .unwrap()
-        .inbox(world.inbox())
+        .inbox(inbox)
         .options(options())
         .stored(stored)
         .unwrap();
@@ -116,7 +117,14 @@ async fn messages_are_acked_once_stored_and_wait_through_a_handler_outage() {
         )
     };
     let cancel = CancellationToken::new();
-    let task = start(&world, world.source.clone(), &table, handler, &cancel);
+    let task = start(
+        &world,
+        world.source.clone(),
+        world.inbox(),
+        &table,
+        handler,
+        &cancel,
+    );
     for id in 0..200 {
         world.publish(&world.envelope(id)).await;
     }
@@ -176,21 +184,16 @@ async fn a_consumer_killed_mid_handling_loses_and_doubles_nothing() {
         .unwrap();
     {
         let _entered = runtime.enter();
-        let world_table = PgOutboxStore::new(
-            sqlx::PgPool::connect_lazy_with(world.store.pool().connect_options().as_ref().clone()),
-            table.options().clone(),
-        )
-        .unwrap();
-        // A source and a pool of its own, whose connections die with the
-        // runtime.
+        // A source, a pool and so an inbox and a table of its own, whose
+        // connections die with the runtime.
+        let options = world.store.pool().connect_options().as_ref().clone();
+        let pool = sqlx::PgPool::connect_lazy_with(options);
+        let own_table = PgOutboxStore::new(pool.clone(), table.options().clone()).unwrap();
+        let own_store = PgOutboxStore::new(pool, world.store.options().clone()).unwrap();
+        let inbox = tidings_inbox::Inbox::new(own_store.inbox(), "billing").unwrap();
         let source = world.source_with_prefetch(16);
-        let _task = start(
-            &world,
-            source,
-            &world_table,
-            slow,
-            &CancellationToken::new(),
-        );
+        let cancel = CancellationToken::new();
+        let _task = start(&world, source, inbox, &own_table, slow, &cancel);
     }
     let before = eventually(Duration::from_secs(30), || world.effects(), |e| e.0 >= 60).await;
     assert!(before.0 < 300, "killed mid-handling, after {}", before.0);
@@ -203,7 +206,14 @@ async fn a_consumer_killed_mid_handling_loses_and_doubles_nothing() {
             async move { apply(&sql, &msg, &tx).await }
         },
     );
-    let task = start(&world, world.source.clone(), &table, handler, &cancel);
+    let task = start(
+        &world,
+        world.source.clone(),
+        world.inbox(),
+        &table,
+        handler,
+        &cancel,
+    );
     let effects = eventually(Duration::from_secs(60), || world.effects(), |e| e.0 == 300).await;
     assert_eq!(effects, (300, 1), "each effect once");
     cancel.cancel();
