@@ -71,7 +71,7 @@ use tidings_core::{
 use tokio_util::sync::CancellationToken;
 
 use crate::handler::Handler;
-use crate::{Consumer, KeyOrder};
+use crate::{Consumer, ConsumerOptions, KeyOrder};
 use handling::Handling;
 use receive::Intake;
 
@@ -216,7 +216,8 @@ where
     /// retried.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), tidings_core::StoreError> {
         let stop = cancel.child_token();
-        let options = *self.consumer.parts().3;
+        let (_, queue, _, options) = self.consumer.parts();
+        let options = *options;
         // Past its claims, counted as handler starts, a message is parked;
         // a consumer that never parks keeps that.
         let starts = self
@@ -233,12 +234,12 @@ where
             self.route.clone(),
         )
         .map_err(|e| tidings_core::StoreError::Invalid(e.to_string()))?
-        .options(self.relay_options())
+        .options(self.relay_options(&options))
         .wakeup(self.stored.wakeup.clone());
         let intake = Intake {
             store: &self.stored.store,
             route: &self.route.name,
-            destination: self.consumer.parts().1.name(),
+            destination: queue.name(),
             wakeup: &self.stored.wakeup,
             batch: self.stored.receive_batch,
         };
@@ -269,11 +270,10 @@ where
 
     /// The relay options of the handling side: as set, or sized to the
     /// consumer's concurrency and handler timeout.
-    fn relay_options(&self) -> RelayOptions {
+    fn relay_options(&self, options: &ConsumerOptions) -> RelayOptions {
         if let Some(options) = self.stored.relay_options {
             return options;
         }
-        let options = self.consumer.parts().3;
         let attempts = options.attempts.max(options.strict_attempts).max(1);
         // A claim's messages are handled a window at a time.
         let windows = Self::DEFAULT_CLAIM.div_ceil(options.concurrency);

@@ -19,12 +19,13 @@
 
 use std::collections::HashMap;
 
-use sqlx::Row;
+use sqlx::{Row, SqlStr};
 use tidings_core::{OutboxRecord, StoreError};
 use uuid::Uuid;
 
 use crate::PgOutboxStore;
 use crate::error::store_error;
+use crate::tailing::statements::TailStatements;
 
 /// What a session knows of the sessions that ended before it at the same
 /// position.
@@ -75,17 +76,22 @@ impl Crashes {
 
 /// Lists events about to be handed out.
 pub(super) async fn handing_out(store: &PgOutboxStore, ids: Vec<Uuid>) -> Result<(), StoreError> {
-    let (tailing, sql) = store.tailing()?;
-    let query = sqlx::query(sql.in_flight_add.clone())
-        .bind(&tailing.slot)
-        .bind(ids);
-    store.execute_alone(query).await.map(drop)
+    update_list(store, |sql| &sql.in_flight_add, ids).await
 }
 
 /// Takes settled events off the list.
 pub(super) async fn settled(store: &PgOutboxStore, ids: Vec<Uuid>) -> Result<(), StoreError> {
+    update_list(store, |sql| &sql.in_flight_remove, ids).await
+}
+
+/// Runs `statement` on the slot's list of events in flight with `ids`.
+async fn update_list(
+    store: &PgOutboxStore,
+    statement: fn(&TailStatements) -> &SqlStr,
+    ids: Vec<Uuid>,
+) -> Result<(), StoreError> {
     let (tailing, sql) = store.tailing()?;
-    let query = sqlx::query(sql.in_flight_remove.clone())
+    let query = sqlx::query(statement(sql).clone())
         .bind(&tailing.slot)
         .bind(ids);
     store.execute_alone(query).await.map(drop)
