@@ -22,20 +22,6 @@ use crate::support::postgres_rabbitmq::Order;
 /// The consumer's name: its stored messages' route.
 const CONSUMER: &str = "billing";
 
-/// A store of the world's schema keeping received messages in a table of
-/// their own.
-async fn stored_table(world: &World) -> PgOutboxStore {
-    let options = world
-        .store
-        .options()
-        .clone()
-        .table("inbox_messages")
-        .inbox_table("inbox_messages_marks");
-    let store = PgOutboxStore::new(world.store.pool().clone(), options).unwrap();
-    store.migrate().await.unwrap();
-    store
-}
-
 /// Runs a stored consumer of the world's queue with `handler` until
 /// `cancel` fires.
 fn start<H>(
@@ -75,6 +61,27 @@ where
     })
 }
 
+/// Runs a stored consumer of the world's queue, on the world's source,
+/// inbox and table, with `handler` until `cancel` fires.
+fn start_in_world<H>(
+    world: &World,
+    handler: H,
+    cancel: &CancellationToken,
+) -> tokio::task::JoinHandle<()>
+where
+    H: tidings_consumer::Handler<Order, PgContext<'static>>,
+{
+    let table = world.kept.as_ref().expect("a stored world");
+    start(
+        world,
+        world.source.clone(),
+        world.inbox(),
+        table,
+        handler,
+        cancel,
+    )
+}
+
 /// The queue's ready messages, read with a passive declare.
 async fn broker_holds(world: &World) -> u32 {
     use lapin::options::QueueDeclareOptions;
@@ -98,8 +105,8 @@ async fn broker_holds(world: &World) -> u32 {
 
 #[tokio::test]
 async fn messages_are_acked_once_stored_and_wait_through_a_handler_outage() {
-    let world = World::new(QueueKind::Quorum).await;
-    let table = stored_table(&world).await;
+    let world = World::stored(QueueKind::Quorum).await;
+    let table = world.kept.clone().expect("a stored world");
     let down = Arc::new(AtomicBool::new(true));
     let sql = world.effect_sql();
     let handler = {
@@ -117,14 +124,7 @@ async fn messages_are_acked_once_stored_and_wait_through_a_handler_outage() {
         )
     };
     let cancel = CancellationToken::new();
-    let task = start(
-        &world,
-        world.source.clone(),
-        world.inbox(),
-        &table,
-        handler,
-        &cancel,
-    );
+    let task = start_in_world(&world, handler, &cancel);
     for id in 0..200 {
         world.publish(&world.envelope(id)).await;
     }
@@ -155,8 +155,8 @@ async fn messages_are_acked_once_stored_and_wait_through_a_handler_outage() {
 
 #[tokio::test]
 async fn a_consumer_killed_mid_handling_loses_and_doubles_nothing() {
-    let world = World::new(QueueKind::Quorum).await;
-    let table = stored_table(&world).await;
+    let world = World::stored(QueueKind::Quorum).await;
+    let table = world.kept.clone().expect("a stored world");
     for id in 0..300 {
         world.publish(&world.envelope(id)).await;
     }
@@ -206,14 +206,7 @@ async fn a_consumer_killed_mid_handling_loses_and_doubles_nothing() {
             async move { apply(&sql, &msg, &tx).await }
         },
     );
-    let task = start(
-        &world,
-        world.source.clone(),
-        world.inbox(),
-        &table,
-        handler,
-        &cancel,
-    );
+    let task = start_in_world(&world, handler, &cancel);
     let effects = eventually(Duration::from_secs(60), || world.effects(), |e| e.0 == 300).await;
     assert_eq!(effects, (300, 1), "each effect once");
     cancel.cancel();
