@@ -33,11 +33,8 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
         create_invoices(&batched).await?;
         let count = sizes.consume_messages;
         let mut cpu = Vec::new();
-        let before = CpuTime::now();
-        let raw_took = two_row_transactions(&raw, sizes.clients, count).await?;
-        cpu.push(("raw two-row transactions", CpuTime::now() - before));
-        let raw_rate = Figure::rate(NAME, "raw two-row transactions", count, raw_took);
-        report(raw_rate.clone());
+        let (raw_rate, spent) = two_row_limit(NAME, &raw, sizes, &mut *report).await?;
+        cpu.push(("raw two-row transactions", spent));
 
         let publisher = RawPublisher::connect(&env.amqp_url).await?;
         let messages = envelopes(queue, count)?;
@@ -81,6 +78,23 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
     .await;
     env.remove([&raw, &single, &batched], [queue]).await?;
     result
+}
+
+/// The raw limit, two-row transactions of `sizes`' consume messages on
+/// `raw`, reported under `name`; its rate and the CPU time it took.
+pub(super) async fn two_row_limit(
+    name: &'static str,
+    raw: &PgOutboxStore,
+    sizes: &Sizes,
+    report: Report<'_>,
+) -> anyhow::Result<(Figure, CpuTime)> {
+    let count = sizes.consume_messages;
+    let before = CpuTime::now();
+    let took = two_row_transactions(raw, sizes.clients, count).await?;
+    let spent = CpuTime::now() - before;
+    let rate = Figure::rate(name, "raw two-row transactions", count, took);
+    report(rate.clone());
+    Ok((rate, spent))
 }
 
 /// What the consumer does per message, by hand: the inbox row and the

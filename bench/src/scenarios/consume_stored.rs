@@ -25,7 +25,7 @@ use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 use crate::stored_consuming::{StoredTimes, consume_stored, kept_store};
 
-use super::consume::two_row_transactions;
+use super::consume::two_row_limit;
 
 const NAME: &str = "consume-stored";
 /// Rows the stored inbox's handling side claims at once in the second run.
@@ -50,11 +50,8 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
         create_invoices(&stored_wide).await?;
         let count = sizes.consume_messages;
         let mut cpu = Vec::new();
-        let before = CpuTime::now();
-        let raw_took = two_row_transactions(&raw, sizes.clients, count).await?;
-        cpu.push(("raw two-row transactions", CpuTime::now() - before));
-        let raw_rate = Figure::rate(NAME, "raw two-row transactions", count, raw_took);
-        report(raw_rate.clone());
+        let (raw_rate, spent) = two_row_limit(NAME, &raw, sizes, &mut *report).await?;
+        cpu.push(("raw two-row transactions", spent));
 
         let publisher = RawPublisher::connect(&env.amqp_url).await?;
         let messages = envelopes(queue, count)?;
