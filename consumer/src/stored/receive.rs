@@ -71,10 +71,11 @@ impl<St: StageEvents> Intake<'_, St> {
         if deliveries.is_empty() {
             return true;
         }
-        let events: Vec<StagedEvent> = deliveries.iter().map(|d| self.event(d)).collect();
         let mut tries = 0;
         loop {
-            match self.store.stage_events(events.clone()).await {
+            // Made afresh for each try, rather than copied from the first.
+            let events: Vec<StagedEvent> = deliveries.iter().map(|d| self.event(d)).collect();
+            match self.store.stage_events(events).await {
                 Ok(()) => break,
                 // One event the store refuses must not hold back the rest.
                 Err(StoreError::Invalid(why)) => {
