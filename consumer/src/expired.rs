@@ -5,6 +5,7 @@ use std::time::SystemTime;
 use tidings_core::{Codec, Envelope, InboxAttempts};
 
 use crate::handler::Handler;
+use crate::metric;
 use crate::process::{Pipeline, Verdict};
 use crate::report::Counters;
 
@@ -52,7 +53,7 @@ where
         let reason = format!("expired at {}", humantime::format_rfc3339_micros(at));
         Some(match self.options.expired {
             Expired::Park => Verdict::Park(reason),
-            Expired::Skip => Verdict::Skip(reason),
+            Expired::Skip => Verdict::Skip(metric::EXPIRED, reason),
         })
     }
 }
