@@ -34,12 +34,12 @@ pub(crate) use table::Types;
 /// into its type is parked.
 ///
 /// ```
-/// use serde::Deserialize;
+/// use serde::{Deserialize, Serialize};
 /// use tidings_consumer::{EventHandlers, HandlerError, TxHandle, TypeOptions, handler_fn};
 /// use tidings_core::memory::MemoryContext;
 /// use tidings_core::{IsolationLevel, Message, RawCodec};
 ///
-/// #[derive(Deserialize)]
+/// #[derive(Serialize, Deserialize)]
 /// struct Placed { order: u64 }
 ///
 /// async fn place(msg: Message<Placed>, tx: TxHandle<MemoryContext>) -> Result<(), HandlerError> {
@@ -89,7 +89,8 @@ impl<Tx: Send + 'static> EventHandlers<Tx> {
     }
 
     /// Handles `event_type` with `handler`, decoding JSON payloads into
-    /// `T`, with the consumer's settings.
+    /// `T` (with [`JsonCodec`], so `T` is `Serialize` and `Deserialize`),
+    /// with the consumer's settings.
     ///
     /// # Panics
     ///
