@@ -2,9 +2,8 @@
 
 use std::time::SystemTime;
 
-use tidings_core::{Codec, Envelope, InboxAttempts};
+use tidings_core::Envelope;
 
-use crate::handler::Handler;
 use crate::metric;
 use crate::process::{Pipeline, Verdict};
 use crate::report::Counters;
@@ -35,13 +34,7 @@ pub enum Expired {
     Skip,
 }
 
-impl<T, C, H, I> Pipeline<T, C, H, I>
-where
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-    H: Handler<T, I::Tx>,
-{
+impl<T, C, H, I> Pipeline<T, C, H, I> {
     /// The verdict on a delivery whose expiry has come, parked or
     /// skipped as the options say; `None` for one still current.
     pub(crate) fn expired(&self, envelope: &Envelope) -> Option<Verdict> {

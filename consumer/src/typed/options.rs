@@ -61,26 +61,13 @@ tidings_core::settings!(TypeOptions {
 impl TypeOptions {
     /// `options` with this type's settings in place of the consumer's.
     pub fn apply(&self, options: ConsumerOptions) -> ConsumerOptions {
-        let mut options = options;
-        if let Some(timeout) = self.handler_timeout {
-            options = options.handler_timeout(timeout);
-        }
-        if let Some(attempts) = self.attempts {
-            options = options.attempts(attempts);
-        }
-        if let Some(attempts) = self.strict_attempts {
-            options = options.strict_attempts(attempts);
-        }
-        if let Some(backoff) = self.retry_backoff {
-            options = options.retry_backoff(backoff);
-        }
-        if let Some(order) = self.key_order {
-            options = options.key_order(order);
-        }
-        if let Some(level) = self.isolation {
-            options = options.isolation(level);
-        }
-        options
+        let o = options;
+        o.handler_timeout(self.handler_timeout.unwrap_or(o.get_handler_timeout()))
+            .attempts(self.attempts.unwrap_or(o.get_attempts()))
+            .strict_attempts(self.strict_attempts.unwrap_or(o.get_strict_attempts()))
+            .retry_backoff(self.retry_backoff.unwrap_or(o.get_retry_backoff()))
+            .key_order(self.key_order.unwrap_or(o.get_key_order()))
+            .isolation(self.isolation.or(o.get_isolation()))
     }
 }
 

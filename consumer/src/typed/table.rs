@@ -2,11 +2,10 @@
 
 use std::collections::HashMap;
 
-use tidings_core::{Codec, Envelope, InboxAttempts, IsolationLevel};
+use tidings_core::{Envelope, IsolationLevel};
 
 use super::{TypeOptions, UnknownType};
 use crate::ConsumerOptions;
-use crate::handler::Handler;
 use crate::metric;
 use crate::process::{Pipeline, Verdict};
 use crate::report::Counters;
@@ -59,13 +58,7 @@ impl Types {
     }
 }
 
-impl<T, C, H, I> Pipeline<T, C, H, I>
-where
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-    H: Handler<T, I::Tx>,
-{
+impl<T, C, H, I> Pipeline<T, C, H, I> {
     /// The options `envelope` is handled with: its type's where the
     /// consumer has per-type handlers, the consumer's otherwise.
     pub(crate) fn options_for(&self, envelope: &Envelope) -> &ConsumerOptions {

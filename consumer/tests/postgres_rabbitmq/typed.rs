@@ -9,7 +9,7 @@ use std::time::Duration;
 use sqlx::AssertSqlSafe;
 use tidings_consumer::{
     Consumer, EventHandlers, HandlerError, PerTypeCodec, StoredConsumer, StoredInbox, TxHandle,
-    TypeOptions, Undecoded, handler_fn,
+    TypeOptions, TypeRouter, Undecoded, handler_fn,
 };
 use tidings_core::{IsolationLevel, JsonCodec, Message};
 use tidings_postgres::{PgContext, PgInboxStore, PgOutboxStore};
@@ -40,10 +40,14 @@ fn recorder(world: &World) -> impl tidings_consumer::Handler<Order, PgContext<'s
     )
 }
 
-/// A world with a `levels` table, an order of each type published, and
-/// handlers recording the level each type ran at: `audit` serializable,
-/// `order.placed` the store's default.
-async fn world_with_orders(world: World) -> (World, EventHandlers<PgContext<'static>>) {
+/// The consumer of a world with per-type handlers, as the tests run it.
+type Typed =
+    Consumer<RabbitSource, Undecoded, PerTypeCodec, TypeRouter<PgContext<'static>>, PgInboxStore>;
+
+/// A world with a `levels` table, an order of each type published, and a
+/// consumer whose handlers record the level each type ran at: `audit`
+/// serializable, `order.placed` the store's default.
+async fn world_with_orders(world: World) -> (World, Typed) {
     let create = format!(
         "create table {} (event_type text primary key, level text not null)",
         world.table("levels")
@@ -58,7 +62,12 @@ async fn world_with_orders(world: World) -> (World, EventHandlers<PgContext<'sta
     let handlers = EventHandlers::new()
         .on_with("audit", JsonCodec, recorder(&world), serializable)
         .on("order.placed", recorder(&world));
-    (world, handlers)
+    let queue = world.queue.name().to_owned();
+    let consumer = Consumer::for_types(world.source.clone(), queue, handlers)
+        .unwrap()
+        .inbox(world.inbox())
+        .options(options());
+    (world, consumer)
 }
 
 /// Runs a stored consumer until `cancel` fires. Generic over the handler,
@@ -94,15 +103,7 @@ fn expected() -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_type_runs_at_its_own_isolation_level() {
-    let (world, handlers) = world_with_orders(World::new(QueueKind::Classic).await).await;
-    let consumer = Consumer::for_types(
-        world.source.clone(),
-        world.queue.name().to_owned(),
-        handlers,
-    )
-    .unwrap()
-    .inbox(world.inbox())
-    .options(options());
+    let (world, consumer) = world_with_orders(World::new(QueueKind::Classic).await).await;
     let done = |r: tidings_consumer::ConsumerReport| async move { r.processed == 2 };
     let report = run_for(consumer, Duration::from_secs(30), done).await;
     assert_eq!(report.processed, 2, "{report:?}");
@@ -112,18 +113,9 @@ async fn each_type_runs_at_its_own_isolation_level() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_type_runs_at_its_own_isolation_level_from_the_stored_inbox() {
-    let (world, handlers) = world_with_orders(World::stored(QueueKind::Classic).await).await;
+    let (world, consumer) = world_with_orders(World::stored(QueueKind::Classic).await).await;
     let kept = world.kept.clone().expect("a stored world");
-    let consumer = Consumer::for_types(
-        world.source.clone(),
-        world.queue.name().to_owned(),
-        handlers,
-    )
-    .unwrap()
-    .inbox(world.inbox())
-    .options(options())
-    .stored(StoredInbox::new(kept))
-    .unwrap();
+    let consumer = consumer.stored(StoredInbox::new(kept)).unwrap();
     let cancel = CancellationToken::new();
     let running = spawn(consumer, &cancel);
     let seen = eventually(Duration::from_secs(30), || levels(&world), |l| l.len() == 2).await;
