@@ -7,3 +7,4 @@ set status = 'failed',
     attempts_finished = u.attempts
 from unnest($1::bigint[], $2::text[], $3::integer[]) as u(id, reason, attempts)
 where o.id = u.id
+returning o.id

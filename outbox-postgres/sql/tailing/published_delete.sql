@@ -1,2 +1,3 @@
 -- Table mode: removes rows the relay published.
 delete from {outbox} where id = any($1::bigint[])
+returning id

@@ -7,3 +7,4 @@ set status = 'published',
     attempts_finished = u.attempts
 from unnest($1::bigint[], $2::integer[]) as u(id, attempts)
 where o.id = u.id
+returning o.id

@@ -4,20 +4,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::Acquire;
 use tidings_core::port::error_chain;
 use tidings_core::{
-    ClaimedBatch, ClaimedRows, Outcome, Retention, SettleReport, Settlement, StagedEvent,
-    StoreError,
+    ClaimedBatch, ClaimedRows, Outcome, SettleReport, Settlement, StagedEvent, StoreError,
 };
 use tracing::warn;
 use uuid::Uuid;
 
 use super::Shared;
 use super::window::{Claimed, Doomed};
-use crate::context::Columns;
-use crate::error::store_error;
-use crate::tailing::TailMode;
 
 /// A batch of events taken from the slot's window.
 #[derive(Debug)]
@@ -136,7 +131,7 @@ impl ClaimedBatch for WalBatch {
             .iter()
             .filter_map(|&(_, row, _, attempts)| Some((row?, attempts)))
             .collect();
-        let written = write(&self.shared, &published_rows, &failed).await;
+        let written = super::outcomes::write(&self.shared, &published_rows, &failed).await;
         if let Err(error) = written {
             // Nothing was recorded: every event goes round again.
             let mut window = self.shared.window();
@@ -211,79 +206,4 @@ impl Drop for WalBatch {
             window.retry(self.generation, seq, Duration::ZERO, why);
         }
     }
-}
-
-/// Writes the outcomes that leave a trace in the table, in one
-/// transaction: table mode removes (or marks) published rows; failures
-/// become failed rows.
-pub(super) async fn write(
-    shared: &Shared,
-    published: &[(i64, i32)],
-    failed: &[Failure],
-) -> Result<(), StoreError> {
-    let store = &shared.store;
-    let (tailing, sql) = store.tailing()?;
-    let table = tailing.mode == TailMode::Table;
-    if failed.is_empty() && (published.is_empty() || !table) {
-        return Ok(());
-    }
-    let persistent = store.persistent();
-    let mut conn = store.pool().acquire().await.map_err(store_error)?;
-    let mut tx = conn.begin().await.map_err(store_error)?;
-    if table && !published.is_empty() {
-        let (ids, attempts): (Vec<i64>, Vec<i32>) = published.iter().copied().unzip();
-        let query = match store.options().get_retention() {
-            Retention::Delete => sqlx::query(sql.published_delete.clone()).bind(ids),
-            Retention::Keep => sqlx::query(sql.published_keep.clone())
-                .bind(ids)
-                .bind(attempts),
-        };
-        query
-            .persistent(persistent)
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
-    }
-    let (rows, events): (Vec<&Failure>, Vec<&Failure>) =
-        failed.iter().partition(|f| table && f.row.is_some());
-    if !rows.is_empty() {
-        let ids: Vec<i64> = rows.iter().filter_map(|f| f.row).collect();
-        let reasons: Vec<&str> = rows.iter().map(|f| f.reason.as_str()).collect();
-        let attempts: Vec<i32> = rows.iter().map(|f| f.attempts as i32).collect();
-        sqlx::query(sql.fail_rows.clone())
-            .persistent(persistent)
-            .bind(ids)
-            .bind(reasons)
-            .bind(attempts)
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
-    }
-    if !events.is_empty() {
-        let reasons: Vec<&str> = events.iter().map(|f| f.reason.as_str()).collect();
-        let attempts: Vec<i32> = events.iter().map(|f| f.attempts as i32).collect();
-        let c = Columns::new(events.iter().map(|f| f.event.clone()).collect())?;
-        sqlx::query(sql.fail_events.clone())
-            .persistent(persistent)
-            .bind(c.event_id)
-            .bind(c.route)
-            .bind(c.destination)
-            .bind(c.event_type)
-            .bind(c.payload)
-            .bind(c.content_type)
-            .bind(c.headers)
-            .bind(c.ordering_key)
-            .bind(c.correlation_id)
-            .bind(c.causation_id)
-            .bind(c.tenant_id)
-            .bind(c.occurred_at)
-            .bind(c.hlc)
-            .bind(c.expires_at)
-            .bind(reasons)
-            .bind(attempts)
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
-    }
-    tx.commit().await.map_err(store_error)
 }

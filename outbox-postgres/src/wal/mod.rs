@@ -49,6 +49,7 @@
 mod batch;
 mod crashes;
 mod options;
+mod outcomes;
 mod pgoutput;
 mod reader;
 mod stream;

@@ -13,8 +13,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::Shared;
-use super::batch::{Failure, write};
+use super::batch::Failure;
 use super::crashes::Crashes;
+use super::outcomes::write;
 use super::stream::Stream;
 
 /// How a session ended.
