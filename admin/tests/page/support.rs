@@ -32,10 +32,23 @@ pub(crate) async fn seeded_store(pending: u32, failed: u32) -> PgOutboxStore {
     let options = PgOutboxOptions::new().schema(unique_name("tidings_page"));
     let store = PgOutboxStore::new(pool, options).unwrap();
     store.migrate().await.unwrap();
-    stage(&store, pending + failed).await;
+    seed(&store, &ORDERS, pending, failed, "no exchange 'orders'").await;
+    store
+}
+
+/// Stages `pending + failed` events of `spec` in `store` and fails
+/// `failed` of them, each with `reason` and its number.
+pub(crate) async fn seed(
+    store: &PgOutboxStore,
+    spec: &'static OutboxSpec<u32>,
+    pending: u32,
+    failed: u32,
+    reason: &str,
+) {
+    stage_of(store, spec, pending + failed).await;
     if failed > 0 {
         let request = ClaimRequest {
-            route: ORDERS.route(),
+            route: spec.route(),
             limit: failed as usize,
             lease: Duration::from_secs(60),
             after: None,
@@ -48,20 +61,23 @@ pub(crate) async fn seeded_store(pending: u32, failed: u32) -> PgOutboxStore {
             .map(|(n, r)| Settlement {
                 event_id: r.envelope.event_id,
                 outcome: Outcome::Failed {
-                    reason: format!("no exchange 'orders' (attempt {n})"),
+                    reason: format!("{reason} (attempt {n})"),
                 },
             })
             .collect();
         batch.settle(outcomes).await.unwrap();
     }
-    store
 }
 
 /// Stages `count` more order events.
 pub(crate) async fn stage(store: &PgOutboxStore, count: u32) {
+    stage_of(store, &ORDERS, count).await;
+}
+
+async fn stage_of(store: &PgOutboxStore, spec: &'static OutboxSpec<u32>, count: u32) {
     let mut ctx = store.begin().await.unwrap();
     for n in 0..count {
-        ctx.outbox().stage(&ORDERS, "order.placed", &n).unwrap();
+        ctx.outbox().stage(spec, "order.placed", &n).unwrap();
     }
     ctx.commit().await.unwrap();
 }
