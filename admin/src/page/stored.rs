@@ -18,8 +18,8 @@ use crate::{Admin, AdminError};
 pub(crate) async fn list<S: AdminStore>(Extract(state): Extract<State<S>>) -> Response {
     let mut inboxes = Vec::with_capacity(state.stored.len());
     for (name, admin) in state.stored.iter() {
-        inboxes.push(match admin.status().await {
-            Ok(status) => json!({ "name": name, "routes": status.routes }),
+        inboxes.push(match admin.routes_status().await {
+            Ok(routes) => json!({ "name": name, "routes": routes }),
             Err(e) => json!({ "name": name, "routes": [], "error": message(&e) }),
         });
     }

@@ -19,7 +19,6 @@ use tidings_admin::tidings_rabbitmq::{
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxSpec, OutboxStore, Outcome, Settlement};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{amqp_url, postgres_pool, service_missing};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use uuid::Uuid;
 
 pub(crate) static ORDERS: OutboxSpec<u32> = OutboxSpec::json("order-events").destination("orders");
@@ -170,33 +169,7 @@ pub(crate) async fn delete_queue(queue: &str) {
         .unwrap();
 }
 
-/// The status line of a bare HTTP request, and its body.
-pub(crate) async fn http(
-    address: SocketAddr,
-    method: &str,
-    path: &str,
-    body: Option<&str>,
-    token: Option<&str>,
-) -> (String, String) {
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let body = body.unwrap_or("");
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await.unwrap();
-    let status = answer.lines().next().unwrap_or_default().to_owned();
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
-}
+pub(crate) use tidings_testing::http::request as http;
 
 /// A private chromedriver on a free port, stopped by its PID on drop.
 pub(crate) struct Driver {
