@@ -1,7 +1,8 @@
 //! A stored inbox beside the store: its consumer's backlog in a section
 //! of its own, its failed messages among the failed rows with their
-//! reasons, one requeued and one deleted after their dry-run previews and
-//! a confirmation, and an unknown stored inbox refused.
+//! reasons (with no control on a read-only page), one requeued and one
+//! deleted after their dry-run previews and a confirmation, and an unknown
+//! stored inbox refused.
 
 use tidings_admin::Admin;
 use tidings_admin::tidings_postgres::PgOutboxStore;
@@ -38,12 +39,21 @@ async fn a_stored_inboxs_failed_messages_are_requeued_and_deleted_in_the_console
         .await
         .unwrap();
     let (requeued, deleted) = (failed[0].event_id, failed[1].event_id);
-    let page = quick_page(store.clone())
-        .token(TOKEN)
-        .stored_inbox("billing-inbox", Admin::new(kept.clone()));
-    let address = serve(page).await;
+    let page = |token: &str| {
+        let page = quick_page(store.clone()).token(token);
+        page.stored_inbox("billing-inbox", Admin::new(kept.clone()))
+    };
+    let (address, read_only) = (serve(page(TOKEN)).await, serve(page("")).await);
     let driver = Driver::start();
     let client = driver.client().await;
+
+    client.goto(&format!("http://{read_only}/")).await.unwrap();
+    wait_failed_rows(&client, 2).await;
+    wait_text(&client, "#failed tbody", "(stored inbox billing-inbox)").await;
+    assert_eq!(
+        count(&client, "#failed tbody input[type=checkbox]").await,
+        0
+    );
     client.goto(&format!("http://{address}/")).await.unwrap();
 
     wait_text(
