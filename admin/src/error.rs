@@ -60,6 +60,14 @@ pub enum AdminError {
         /// The tenants' ids.
         known: Vec<String>,
     },
+    /// The admin page shows no stored inbox of this name.
+    #[error("unknown stored inbox {name:?}; the page shows: {}", list(known))]
+    UnknownStoredInbox {
+        /// The stored inbox asked for.
+        name: String,
+        /// The stored inboxes the page shows.
+        known: Vec<String>,
+    },
     /// A request the operations refuse.
     #[error("{0}")]
     Invalid(String),

@@ -164,6 +164,23 @@ pub(crate) struct ServeArgs {
     /// The tenant this store belongs to, shown at the top of the console.
     #[arg(long)]
     pub(crate) tenant: Option<String>,
+    /// A stored inbox the console shows beside the store, as NAME=TABLE:
+    /// the table (MongoDB: collection) beside the outbox where consumers
+    /// with a stored inbox keep what they receive (repeatable).
+    #[arg(long, value_name = "NAME=TABLE", value_parser = stored_inbox)]
+    pub(crate) stored_inbox: Vec<(String, String)>,
+}
+
+/// A `--stored-inbox` value: its name and its table.
+fn stored_inbox(value: &str) -> Result<(String, String), String> {
+    match value.split_once('=') {
+        Some((name, table)) if !name.is_empty() && !table.is_empty() => {
+            Ok((name.to_owned(), table.to_owned()))
+        }
+        _ => Err(format!(
+            "{value:?} is not NAME=TABLE, such as billing=inbox_messages"
+        )),
+    }
 }
 
 /// Failed rows.

@@ -7,14 +7,19 @@ use tidings_admin::{Admin, AdminStore};
 
 use crate::args::{BrokerArgs, BrokerKind, ServeArgs, StoreArgs, StoreKind};
 
-/// Serves the console over `admin` until interrupted.
+/// Serves the console over `admin`, with the `stored` inboxes beside it,
+/// until interrupted.
 pub(crate) async fn serve<S: AdminStore>(
     admin: Admin<S>,
+    stored: Vec<(String, Admin<S>)>,
     store: &StoreArgs,
     broker: &BrokerArgs,
     args: ServeArgs,
 ) -> anyhow::Result<()> {
     let mut page = AdminPage::new(admin).refresh(args.refresh);
+    for (name, inbox) in stored {
+        page = page.stored_inbox(name, inbox);
+    }
     for (label, value) in context(store, broker, &args) {
         page = page.context(label, value);
     }

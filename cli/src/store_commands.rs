@@ -7,7 +7,8 @@ use tidings_admin::{Admin, AdminStore, RouteStatus, Status};
 use tidings_core::{FailedFilter, PurgeRequest, PurgeStatus};
 
 use crate::args::{
-    BrokerArgs, Command, FailedArgs, FailedCommand, FinishedStatus, PurgeArgs, StoreArgs, StoreKind,
+    BrokerArgs, Command, FailedArgs, FailedCommand, FinishedStatus, PurgeArgs, ServeArgs,
+    StoreArgs, StoreKind,
 };
 use crate::output::report;
 use crate::{connect, failed_commands, inbox_commands, output, page, slot_commands};
@@ -21,10 +22,20 @@ pub(crate) async fn run(
 ) -> anyhow::Result<()> {
     match (args.store, command) {
         (StoreKind::Postgres, Command::Serve(serve)) => {
-            page::serve(connect::postgres(args).await?, args, broker, serve).await
+            let mut stored = Vec::new();
+            for (name, args) in stored_inboxes(args, &serve) {
+                stored.push((name, connect::postgres(&args).await?));
+            }
+            let admin = connect::postgres(args).await?;
+            page::serve(admin, stored, args, broker, serve).await
         }
         (StoreKind::Mongo, Command::Serve(serve)) => {
-            page::serve(connect::mongo(args).await?, args, broker, serve).await
+            let mut stored = Vec::new();
+            for (name, args) in stored_inboxes(args, &serve) {
+                stored.push((name, connect::mongo(&args).await?));
+            }
+            let admin = connect::mongo(args).await?;
+            page::serve(admin, stored, args, broker, serve).await
         }
         (StoreKind::Postgres, Command::Slot(command)) => {
             let admin = connect::postgres(args).await?;
@@ -38,6 +49,18 @@ pub(crate) async fn run(
         }
         (StoreKind::Mongo, command) => run_on(connect::mongo(args).await?, command, json).await,
     }
+}
+
+/// Each `--stored-inbox` of `serve`: its name, and the store options of
+/// its table (MongoDB: collection) beside the outbox.
+fn stored_inboxes(args: &StoreArgs, serve: &ServeArgs) -> Vec<(String, StoreArgs)> {
+    let table = |table: &String| StoreArgs {
+        table: Some(table.clone()),
+        collection: Some(table.clone()),
+        ..args.clone()
+    };
+    let inboxes = serve.stored_inbox.iter();
+    inboxes.map(|(name, t)| (name.clone(), table(t))).collect()
 }
 
 async fn run_on<S: AdminStore>(

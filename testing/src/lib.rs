@@ -4,6 +4,7 @@ pub mod broker;
 pub mod consumer;
 pub mod eventually;
 pub mod faults;
+pub mod http;
 pub mod inbox;
 pub mod ledger;
 pub mod names;

@@ -72,7 +72,8 @@ pub(crate) fn respond<T: serde::Serialize>(result: Result<T, AdminError>) -> Res
                 | AdminError::NotFound { .. }
                 | AdminError::NoDeadLetter { .. }
                 | AdminError::UnknownQueue { .. }
-                | AdminError::UnknownTenant { .. } => StatusCode::NOT_FOUND,
+                | AdminError::UnknownTenant { .. }
+                | AdminError::UnknownStoredInbox { .. } => StatusCode::NOT_FOUND,
                 AdminError::Invalid(_) => StatusCode::BAD_REQUEST,
                 _ => StatusCode::SERVICE_UNAVAILABLE,
             };

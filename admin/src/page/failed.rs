@@ -1,5 +1,6 @@
 //! Failed outbox rows, one by one: the list, and requeue or delete of the
-//! rows an operator selected, each previewed by a dry run first.
+//! rows an operator selected, each previewed by a dry run first. A request
+//! naming a stored inbox (`stored`) is about that inbox's failed messages.
 
 use axum::Json;
 use axum::extract::{Path, Query, State as Extract};
@@ -19,12 +20,15 @@ const LIST_LIMIT: usize = 500;
 #[derive(Debug, Deserialize)]
 pub(crate) struct RouteQuery {
     route: String,
+    stored: Option<String>,
 }
 
 /// The rows an action names.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Selection {
     route: String,
+    #[serde(default)]
+    stored: Option<String>,
     #[serde(default)]
     ids: Vec<Uuid>,
     #[serde(default)]
@@ -35,6 +39,8 @@ pub(crate) struct Selection {
 #[derive(Debug, Serialize)]
 struct Report {
     route: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stored: Option<String>,
     /// The rows taken (or that would be), with their reasons.
     rows: Vec<FailedRow>,
     matched: usize,
@@ -51,8 +57,11 @@ pub(crate) async fn list<S: AdminStore>(
         limit: LIST_LIMIT,
         ..FailedFilter::default()
     };
-    let rows = state.admin.failed(&query.route, &filter).await;
-    respond(rows)
+    let rows = async {
+        let admin = state.admin_for(query.stored.as_deref())?;
+        admin.failed(&query.route, &filter).await
+    };
+    respond(rows.await)
 }
 
 /// What an operator does to the failed rows selected, named by the last
@@ -82,7 +91,7 @@ async fn run<S: AdminStore>(
     body: Selection,
     action: Action,
 ) -> Result<Report, AdminError> {
-    let admin = &state.admin;
+    let admin = state.admin_for(body.stored.as_deref())?;
     let rows = admin.selected(&body.route, &body.ids).await?;
     let done = match (body.dry_run, action) {
         (true, _) => 0,
@@ -100,6 +109,7 @@ async fn run<S: AdminStore>(
         matched: rows.len(),
         rows,
         route: body.route,
+        stored: body.stored,
         done,
         dry_run: body.dry_run,
     })

@@ -5,7 +5,8 @@
 //! The page refreshes itself (every [`refresh`](AdminPage::refresh)),
 //! shows when it last did, draws the last hour of samples the server keeps
 //! (backlog, published, consumed and parked per second) as inline SVG,
-//! lists failed rows and dead letters one by one with their details, and
+//! lists failed rows (those of the [stored inboxes](AdminPage::stored_inbox)
+//! it shows among them) and dead letters one by one with their details, and
 //! requeues, replays or deletes the ones selected after a dry-run preview
 //! and a confirmation. Each section loads on its own, so one that fails
 //! shows its error and the others still render. Started without a token,
@@ -19,9 +20,10 @@
 //! | `GET /api/status` | [`Status`](crate::Status) as JSON |
 //! | `GET /api/history` | the samples of the last hour, oldest first |
 //! | `GET /api/tenants` | every tenant's [`TenantStatus`](crate::TenantStatus), or with `?tenant=T` one tenant's [`Status`](crate::Status); 404 without [`tenants`](AdminPage::tenants) |
-//! | `GET /api/failed?route=R` | the failed rows of a route |
-//! | `POST /api/failed/requeue` `{"route", "ids", "dry_run"}` | requeues the failed rows named (bearer token) |
-//! | `POST /api/failed/delete` `{"route", "ids", "dry_run"}` | deletes the failed rows named (bearer token) |
+//! | `GET /api/failed?route=R` | the failed rows of a route; with `&stored=N`, the failed messages of stored inbox `N`'s consumer `R` |
+//! | `POST /api/failed/requeue` `{"route", "ids", "dry_run"}` | requeues the failed rows named (bearer token); with `"stored": N`, stored inbox `N`'s failed messages |
+//! | `POST /api/failed/delete` `{"route", "ids", "dry_run"}` | deletes the failed rows named (bearer token); `"stored"` as for requeue |
+//! | `GET /api/stored-inboxes` | each [stored inbox](AdminPage::stored_inbox)'s routes (its consumers) as [`RouteStatus`](crate::RouteStatus), or its own error |
 //! | `GET /api/dead-letters` | each dead-letter queue's depth and oldest age, or its own error |
 //! | `GET /api/dead-letters/list?queue=Q` | a queue's dead letters (`broker`, `id`, `event_type`, `reason`, `older_than_secs`, `limit` narrow it) |
 //! | `POST /api/dead-letters/replay` `{"queue", "ids", "dry_run"}` | replays the dead letters named (bearer token) |
@@ -56,6 +58,7 @@ mod dead_letters;
 mod failed;
 mod history;
 mod serve;
+mod stored;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,6 +96,8 @@ pub(crate) struct State<S> {
     pub(crate) token: Option<Arc<str>>,
     pub(crate) metrics: Option<Render>,
     pub(crate) dead_letters: Arc<[Source]>,
+    /// The stored inboxes shown, by name.
+    pub(crate) stored: Arc<[(String, Admin<S>)]>,
     pub(crate) context: Arc<[(String, String)]>,
     pub(crate) refresh: Duration,
     pub(crate) history: Arc<History>,
@@ -106,6 +111,7 @@ impl<S: Clone> Clone for State<S> {
             token: self.token.clone(),
             metrics: self.metrics.clone(),
             dead_letters: self.dead_letters.clone(),
+            stored: self.stored.clone(),
             context: self.context.clone(),
             refresh: self.refresh,
             history: self.history.clone(),
@@ -140,6 +146,7 @@ impl<S: AdminStore> AdminPage<S> {
                 token: None,
                 metrics: None,
                 dead_letters: Arc::new([]),
+                stored: Arc::new([]),
                 context: Arc::new([]),
                 refresh: Self::DEFAULT_REFRESH,
                 history: Arc::new(History::new(Self::DEFAULT_SAMPLE_EVERY)),
@@ -200,6 +207,34 @@ impl<S: AdminStore> AdminPage<S> {
         self
     }
 
+    /// Shows the stored inbox `name` beside the store: `admin` over the
+    /// table where consumers with a `StoredInbox` keep what they receive
+    /// (a second store naming that table). The page lists its consumers'
+    /// pending, in-flight and failed messages, and its failed messages
+    /// among the failed rows, each with the reason it was given up on, to
+    /// requeue or delete as failed rows are. Call it once per stored inbox.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "postgres")]
+    /// # fn demo(pool: tidings_postgres::sqlx::PgPool) -> Result<(), Box<dyn std::error::Error>> {
+    /// use tidings_admin::{Admin, page::AdminPage};
+    /// use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
+    ///
+    /// let outbox = PgOutboxStore::new(pool.clone(), PgOutboxOptions::new())?;
+    /// let kept = PgOutboxOptions::new()
+    ///     .table("inbox_messages")
+    ///     .inbox_table("inbox_messages_marks");
+    /// let kept = PgOutboxStore::new(pool, kept)?;
+    /// let page = AdminPage::new(Admin::new(outbox)).stored_inbox("billing", Admin::new(kept));
+    /// # Ok(()) }
+    /// ```
+    pub fn stored_inbox(mut self, name: impl Into<String>, admin: Admin<S>) -> Self {
+        let mut stored = self.state.stored.to_vec();
+        stored.push((name.into(), admin));
+        self.state.stored = stored.into();
+        self
+    }
+
     /// Shows, replays and deletes the dead letters of `queues` on
     /// `broker`. Call it once per broker to show several side by side.
     #[cfg(any(feature = "rabbitmq", feature = "sqs", feature = "kafka"))]
@@ -233,6 +268,7 @@ impl<S: AdminStore> AdminPage<S> {
             .route("/api/tenants", get(api::tenants::<S>))
             .route("/api/failed", get(failed::list::<S>))
             .route("/api/failed/{action}", post(failed::act::<S>))
+            .route("/api/stored-inboxes", get(stored::list::<S>))
             .route("/api/dead-letters", get(dead_letters::depths::<S>))
             .route("/api/dead-letters/list", get(dead_letters::list::<S>))
             .route("/api/dead-letters/{action}", post(dead_letters::act::<S>))

@@ -19,7 +19,6 @@ use tidings_admin::tidings_rabbitmq::{
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxSpec, OutboxStore, Outcome, Settlement};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{amqp_url, postgres_pool, service_missing};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use uuid::Uuid;
 
 pub(crate) static ORDERS: OutboxSpec<u32> = OutboxSpec::json("order-events").destination("orders");
@@ -32,10 +31,23 @@ pub(crate) async fn seeded_store(pending: u32, failed: u32) -> PgOutboxStore {
     let options = PgOutboxOptions::new().schema(unique_name("tidings_page"));
     let store = PgOutboxStore::new(pool, options).unwrap();
     store.migrate().await.unwrap();
-    stage(&store, pending + failed).await;
+    seed(&store, &ORDERS, pending, failed, "no exchange 'orders'").await;
+    store
+}
+
+/// Stages `pending + failed` events of `spec` in `store` and fails
+/// `failed` of them, each with `reason` and its number.
+pub(crate) async fn seed(
+    store: &PgOutboxStore,
+    spec: &'static OutboxSpec<u32>,
+    pending: u32,
+    failed: u32,
+    reason: &str,
+) {
+    stage_of(store, spec, pending + failed).await;
     if failed > 0 {
         let request = ClaimRequest {
-            route: ORDERS.route(),
+            route: spec.route(),
             limit: failed as usize,
             lease: Duration::from_secs(60),
             after: None,
@@ -48,20 +60,23 @@ pub(crate) async fn seeded_store(pending: u32, failed: u32) -> PgOutboxStore {
             .map(|(n, r)| Settlement {
                 event_id: r.envelope.event_id,
                 outcome: Outcome::Failed {
-                    reason: format!("no exchange 'orders' (attempt {n})"),
+                    reason: format!("{reason} (attempt {n})"),
                 },
             })
             .collect();
         batch.settle(outcomes).await.unwrap();
     }
-    store
 }
 
 /// Stages `count` more order events.
 pub(crate) async fn stage(store: &PgOutboxStore, count: u32) {
+    stage_of(store, &ORDERS, count).await;
+}
+
+async fn stage_of(store: &PgOutboxStore, spec: &'static OutboxSpec<u32>, count: u32) {
     let mut ctx = store.begin().await.unwrap();
     for n in 0..count {
-        ctx.outbox().stage(&ORDERS, "order.placed", &n).unwrap();
+        ctx.outbox().stage(spec, "order.placed", &n).unwrap();
     }
     ctx.commit().await.unwrap();
 }
@@ -154,33 +169,7 @@ pub(crate) async fn delete_queue(queue: &str) {
         .unwrap();
 }
 
-/// The status line of a bare HTTP request, and its body.
-pub(crate) async fn http(
-    address: SocketAddr,
-    method: &str,
-    path: &str,
-    body: Option<&str>,
-    token: Option<&str>,
-) -> (String, String) {
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let body = body.unwrap_or("");
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await.unwrap();
-    let status = answer.lines().next().unwrap_or_default().to_owned();
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
-}
+pub(crate) use tidings_testing::http::request as http;
 
 /// A private chromedriver on a free port, stopped by its PID on drop.
 pub(crate) struct Driver {

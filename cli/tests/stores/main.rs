@@ -7,6 +7,7 @@
 //! - `mongo`: indexes, status, requeues, purges and the inbox on MongoDB.
 //! - `failed_delete`: `tidings failed delete`, previewed then confirmed.
 //! - `operator`: pipes, exit codes, help, the environment, completions.
+//! - `serve`: the console served with a stored inbox beside the store.
 //! - `slot`: the replication slot of a log-tailed outbox, and requeues
 //!   that stage failed events again as messages.
 
@@ -17,4 +18,5 @@ mod failed_delete;
 mod mongo;
 mod operator;
 mod postgres;
+mod serve;
 mod slot;

@@ -4,7 +4,7 @@
 //! handler. Each test has queues, tables and connection names of its own.
 //! The tests that kill consumer processes and the trace test, which
 //! installs a global `tracing` subscriber, are binaries of their own
-//! (`postgres_rabbitmq_crash.rs`, `postgres_rabbitmq_replicas.rs`,
+//! (`postgres_rabbitmq_crash/`, `postgres_rabbitmq_replicas.rs`,
 //! `postgres_rabbitmq_trace.rs`).
 //!
 //! - `suite`: the consumer suite on classic and quorum queues.

@@ -83,13 +83,7 @@ impl World {
     /// world's schema, `inbox_messages`.
     pub(crate) async fn stored(kind: QueueKind) -> Self {
         let mut world = Self::new(kind).await;
-        let options = world
-            .store
-            .options()
-            .clone()
-            .table("inbox_messages")
-            .inbox_table("inbox_messages_marks");
-        let kept = PgOutboxStore::new(world.store.pool().clone(), options).unwrap();
+        let kept = stored_table(&world.store);
         kept.migrate().await.unwrap();
         world.kept = Some(kept);
         world
@@ -110,11 +104,7 @@ impl World {
 
     /// Adds one to the order's effect count in the handler's transaction.
     pub(crate) fn effect_sql(&self) -> String {
-        format!(
-            "insert into \"{}\".effects (order_id, times) values ($1, 1) \
-             on conflict (order_id) do update set times = effects.times + 1",
-            self.schema
-        )
+        super::staging::effect_sql(&self.schema)
     }
 
     /// `(orders with an effect, the most effects one order had)`.
@@ -159,6 +149,18 @@ impl World {
     pub(crate) async fn drop_schema(&self) {
         tidings_testing::services::drop_schema(self.store.pool(), &self.schema).await;
     }
+}
+
+/// The table beside `store`'s where a stored consumer keeps what it
+/// receives, `inbox_messages` in the same schema, on the same pool; not
+/// migrated.
+pub(crate) fn stored_table(store: &PgOutboxStore) -> PgOutboxStore {
+    let options = store
+        .options()
+        .clone()
+        .table("inbox_messages")
+        .inbox_table("inbox_messages_marks");
+    PgOutboxStore::new(store.pool().clone(), options).unwrap()
 }
 
 /// Applies one order's effect through the inbox's transaction.

@@ -45,6 +45,16 @@ pub(crate) async fn store_with_effects(prefix: &str, columns: &str) -> (PgOutbox
     (store, schema)
 }
 
+/// Adds one to an order's effect count in `schema`'s `effects` table
+/// (`order_id int primary key, times int not null`), bound to the order
+/// id, for a handler's transaction.
+pub(crate) fn effect_sql(schema: &str) -> String {
+    format!(
+        "insert into \"{schema}\".effects (order_id, times) values ($1, 1) \
+         on conflict (order_id) do update set times = effects.times + 1"
+    )
+}
+
 /// Declares `queue` with `options` on the test broker, failing the test
 /// with the setup command when RabbitMQ does not answer; returns the
 /// topology to delete it with.

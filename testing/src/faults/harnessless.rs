@@ -33,6 +33,7 @@ use std::io::{self, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use futures::future::{BoxFuture, join_all};
 use tokio::process::Command;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
@@ -51,22 +52,61 @@ pub fn run<C, T>(
     C: Future<Output = ()>,
     T: Future<Output = String>,
 {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime for the test");
+    let runtime = runtime();
     match std::env::var(child_env) {
         Ok(config) => runtime.block_on(child(config)),
         Err(_) => {
-            let started = Instant::now();
-            let figures = runtime.block_on(test());
-            let seconds = started.elapsed().as_secs_f64();
-            let mut err = io::stderr().lock();
-            let _ = writeln!(err, "test {name} ... ok ({figures}, {seconds:.1} s)");
-            let _ = writeln!(err, "1 passed, 0 failed");
+            runtime.block_on(timed(name, test()));
+            passed(1);
         }
     }
+}
+
+/// A test of a binary that is its own harness: its name, and the parent's
+/// side, which returns the figures to print.
+pub type Test = (&'static str, fn() -> BoxFuture<'static, String>);
+
+/// As [`run`], for a binary with several tests: runs `child` with the
+/// value of `child_env` when it is set; otherwise runs `tests` side by
+/// side (each has children, queues and tables of its own), printing each
+/// one's line as it ends. A child tells which test started it by what its
+/// parent put in its config.
+pub fn run_each<C>(child_env: &str, child: impl FnOnce(String) -> C, tests: &[Test])
+where
+    C: Future<Output = ()>,
+{
+    let runtime = runtime();
+    match std::env::var(child_env) {
+        Ok(config) => runtime.block_on(child(config)),
+        Err(_) => {
+            let runs = tests.iter().map(|(name, test)| timed(name, test()));
+            runtime.block_on(join_all(runs));
+            passed(tests.len());
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime for the test")
+}
+
+/// Runs `test` and prints its line, with its figures and how long it took.
+async fn timed(name: &str, test: impl Future<Output = String>) {
+    let started = Instant::now();
+    let figures = test.await;
+    let seconds = started.elapsed().as_secs_f64();
+    let _ = writeln!(
+        io::stderr().lock(),
+        "test {name} ... ok ({figures}, {seconds:.1} s)"
+    );
+}
+
+fn passed(count: usize) {
+    let _ = writeln!(io::stderr().lock(), "{count} passed, 0 failed");
 }
 
 /// Starts this binary again as a child, with `child_env` set to `config`

@@ -24,10 +24,12 @@
 //! ```
 
 pub mod harnessless;
+mod held_acks;
 mod postgres;
 mod process;
 mod rabbitmq;
 
+pub use held_acks::{HeldAck, HeldAcks};
 pub use postgres::terminate_postgres_sessions;
 pub use process::{ChildProcess, KillReport, KillSchedule, Killer};
 pub use rabbitmq::{close_rabbitmq_connection, rabbitmq_connections_named};

@@ -105,9 +105,10 @@ function growing(route) {
   return points[points.length - 1] > points[0] && points.every((v, i) => i === 0 || v >= points[i - 1]);
 }
 
-function routeHealth(r) {
+// `sampled`: the charts' samples cover the route (the page's store's own).
+function routeHealth(r, sampled) {
   if (r.failed > 0) return ["bad", r.failed + " failed"];
-  if (growing(r.route)) return ["warn", "growing backlog"];
+  if (sampled && growing(r.route)) return ["warn", "growing backlog"];
   if ((r.oldest_pending_secs || 0) > OLD_PENDING_SECS) return ["warn", "old pending"];
   return ["ok", "ok"];
 }
@@ -137,14 +138,7 @@ async function loadStatus() {
   body("routes").replaceChildren();
   let failedRows = 0, warnings = [];
   for (const r of status.routes) {
-    const [level, text] = routeHealth(r);
-    const tr = document.createElement("tr");
-    tr.className = level === "ok" ? "" : level;
-    tr.dataset.route = r.route;
-    cell(tr, r.route);
-    cell(tr, text, "health " + level);
-    for (const n of [r.pending, r.in_flight, r.failed, r.retained]) cell(tr, n, "n");
-    cell(tr, age(r.oldest_pending_secs), "n");
+    const [tr, level, text] = routeRow(r, [], true);
     body("routes").appendChild(tr);
     failedRows += r.failed;
     if (level === "warn") warnings.push(r.route + ": " + text);
@@ -161,16 +155,62 @@ async function loadStatus() {
     cell(tr, c.consumer); cell(tr, c.marks, "n"); cell(tr, age(c.oldest_mark_secs), "n");
     body("consumers").appendChild(tr);
   }
-  await loadFailed(status.routes.filter((r) => r.failed > 0).map((r) => r.route));
+  const stored = await loadStored();
+  await loadFailed(status.routes.filter((r) => r.failed > 0).map((r) => ({ route: r.route })).concat(stored));
 }
 
-async function loadFailed(routes) {
+// A route's row: the `lead` cells, then the route, its health and backlog.
+function routeRow(r, lead, sampled) {
+  const [level, text] = routeHealth(r, sampled);
+  const tr = document.createElement("tr");
+  tr.className = level === "ok" ? "" : level;
+  tr.dataset.route = r.route;
+  for (const value of lead) cell(tr, value);
+  cell(tr, r.route);
+  cell(tr, text, "health " + level);
+  for (const n of [r.pending, r.in_flight, r.failed, r.retained]) cell(tr, n, "n");
+  cell(tr, age(r.oldest_pending_secs), "n");
+  return [tr, level, text];
+}
+
+// The stored inboxes' consumers, in a section shown only when the page has
+// stored inboxes; returns the ones with failed messages, for the failed rows.
+async function loadStored() {
+  let inboxes = [];
+  try {
+    inboxes = await get("/api/stored-inboxes");
+    sectionError("stored-section", null);
+  } catch (e) { sectionError("stored-section", e); }
+  $("stored-section").hidden = inboxes.length === 0 && !$("stored-section").querySelector(".section-error").textContent;
+  body("stored-inboxes").replaceChildren();
+  const withFailed = [], errors = [];
+  let failed = 0;
+  for (const inbox of inboxes) {
+    if (inbox.error) errors.push(inbox.name + ": " + inbox.error);
+    for (const r of inbox.routes) {
+      body("stored-inboxes").appendChild(routeRow(r, [inbox.name], false)[0]);
+      failed += r.failed;
+      if (r.failed > 0) withFailed.push({ route: r.route, stored: inbox.name });
+    }
+  }
+  if (errors.length) sectionError("stored-section", new Error(errors.join("; ")));
+  state.health.stored = failed > 0 ? ["bad", failed + " failed stored messages"] : null;
+  return withFailed;
+}
+
+// Where a failed row lives, as the failed-row API names it: its route and,
+// for a stored inbox's message, the inbox.
+function failedKey(stored, id) { return stored ? "stored-" + safeId(stored) + "-" + id : id; }
+function failedWhere(r) { return (r.stored ? r.stored + ": " : "") + r.route; }
+
+async function loadFailed(sources) {
   const rows = new Map();
   const errors = [];
-  for (const route of routes) {
+  for (const { route, stored } of sources) {
+    const path = "/api/failed?route=" + encodeURIComponent(route) + (stored ? "&stored=" + encodeURIComponent(stored) : "");
     try {
-      for (const f of await get("/api/failed?route=" + encodeURIComponent(route))) rows.set(f.event_id, { route, ...f });
-    } catch (e) { errors.push(route + ": " + e.message); }
+      for (const f of await get(path)) rows.set(failedKey(stored, f.event_id), { ...f, route, stored, key: failedKey(stored, f.event_id) });
+    } catch (e) { errors.push(failedWhere({ route, stored }) + ": " + e.message); }
   }
   sectionError("failed-section", errors.length ? new Error(errors.join("; ")) : null);
   state.failed = rows;
@@ -178,17 +218,17 @@ async function loadFailed(routes) {
   body("failed").replaceChildren();
   for (const f of rows.values()) {
     const tr = document.createElement("tr");
-    tr.dataset.id = f.event_id;
-    if (state.selectedFailed.has(f.event_id)) tr.className = "selected";
+    tr.dataset.id = f.key;
+    if (state.selectedFailed.has(f.key)) tr.className = "selected";
     if (!state.readOnly) {
-      cell(tr, checkbox("sel-failed-" + f.event_id, "Select failed row " + f.event_id, state.selectedFailed.has(f.event_id), (on) => {
-        if (on) state.selectedFailed.add(f.event_id); else state.selectedFailed.delete(f.event_id);
+      cell(tr, checkbox("sel-failed-" + f.key, "Select failed row " + f.event_id, state.selectedFailed.has(f.key), (on) => {
+        if (on) state.selectedFailed.add(f.key); else state.selectedFailed.delete(f.key);
         tr.className = on ? "selected" : "";
         countSelected();
       }), "write");
     }
-    cell(tr, f.route);
-    cell(tr, opener("open-failed-" + f.event_id, f.event_id, "Show failed row " + f.event_id, () => openFailed(f.event_id)));
+    cell(tr, f.stored ? f.route + " (stored inbox " + f.stored + ")" : f.route);
+    cell(tr, opener("open-failed-" + f.key, f.event_id, "Show failed row " + f.event_id, () => openFailed(f.key)));
     cell(tr, f.event_type);
     cell(tr, f.attempts, "n");
     cell(tr, age(f.failed_secs) + " ago");
@@ -246,12 +286,13 @@ function closeDetail(panel) {
   if (panel === "failed-detail") state.openFailed = null; else state.openDead = null;
 }
 
-function openFailed(id) {
-  const f = state.failed.get(id);
+function openFailed(key) {
+  const f = state.failed.get(key);
   if (!f) return;
-  state.openFailed = id;
-  detail("failed-detail", "Failed row " + id, [
-    ["route", f.route], ["event type", f.event_type], ["destination", f.destination],
+  state.openFailed = key;
+  const where = f.stored ? [["stored inbox", f.stored]] : [];
+  detail("failed-detail", "Failed row " + f.event_id, [
+    ...where, ["route", f.route], ["event type", f.event_type], ["destination", f.destination],
     ["ordering key", f.ordering_key], ["attempts", f.attempts], ["failed", age(f.failed_secs) + " ago"],
     ["reason", f.last_error], ["content type", f.content_type],
   ], f.payload, null);
@@ -388,10 +429,11 @@ function countSelected() {
 function groups(kind) {
   const out = new Map();
   if (kind === "failed") {
-    for (const id of state.selectedFailed) {
-      const route = state.failed.get(id).route;
-      if (!out.has(route)) out.set(route, { route, ids: [] });
-      out.get(route).ids.push(id);
+    for (const key of state.selectedFailed) {
+      const { route, stored, event_id } = state.failed.get(key);
+      const where = failedWhere({ route, stored });
+      if (!out.has(where)) out.set(where, stored ? { route, stored, ids: [] } : { route, ids: [] });
+      out.get(where).ids.push(event_id);
     }
   } else {
     for (const key of state.selectedDead) {
@@ -417,11 +459,12 @@ function ask(title, text, items) {
   });
 }
 
+const failedLines = (r) => r.rows.map((f) => failedWhere(r) + "  " + f.event_id + "  " + (f.last_error || ""));
 const ACTIONS = {
   "failed-requeue": { kind: "failed", path: "/api/failed/requeue", verb: "Requeue", noun: "failed rows", past: "requeued",
-    lines: (r) => r.rows.map((f) => r.route + "  " + f.event_id + "  " + (f.last_error || "")) },
+    lines: failedLines },
   "failed-delete": { kind: "failed", path: "/api/failed/delete", verb: "Delete", noun: "failed rows", past: "deleted",
-    lines: (r) => r.rows.map((f) => r.route + "  " + f.event_id + "  " + (f.last_error || "")) },
+    lines: failedLines },
   "dead-letters-replay": { kind: "dead", path: "/api/dead-letters/replay", verb: "Replay", noun: "dead letters", past: "replayed",
     lines: (r) => r.ids.map((id) => r.queue + "  " + id) },
   "dead-letters-delete": { kind: "dead", path: "/api/dead-letters/delete", verb: "Delete", noun: "dead letters", past: "deleted",
@@ -455,7 +498,10 @@ function selectAll(kind, on) {
   const all = kind === "failed" ? state.failed : state.deadLetters;
   set.clear();
   if (on) for (const key of all.keys()) set.add(key);
-  if (kind === "failed") loadFailed([...new Set([...state.failed.values()].map((f) => f.route))]); else drawDeadLetters();
+  if (kind === "failed") {
+    const sources = new Map([...state.failed.values()].map((f) => [failedWhere(f), { route: f.route, stored: f.stored }]));
+    loadFailed([...sources.values()]);
+  } else drawDeadLetters();
 }
 
 // --- refresh ---
