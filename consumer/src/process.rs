@@ -4,11 +4,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use tidings_core::give_up::GiveUpHook;
 use tidings_core::port::error_chain;
 use tidings_core::telemetry::{self, Settle};
 use tidings_core::{
     Acker, Attempts, CausalContext, Cause, Codec, Delivery, Envelope, HybridClock, InboxAttempts,
-    InboxMark, Message, Redelivery,
+    InboxMark, InboxStore, Message, Redelivery,
 };
 use tidings_inbox::Inbox;
 use tokio_util::sync::CancellationToken;
@@ -56,7 +57,7 @@ impl Verdict {
 }
 
 /// Everything a delivery needs, shared by the consumer's tasks.
-pub(crate) struct Pipeline<T: 'static, C: 'static, H, I> {
+pub(crate) struct Pipeline<T: 'static, C: 'static, H, I: InboxStore> {
     pub(crate) queue: QueueRef<T, C>,
     pub(crate) handler: H,
     pub(crate) inbox: Inbox<I>,
@@ -70,6 +71,8 @@ pub(crate) struct Pipeline<T: 'static, C: 'static, H, I> {
     pub(crate) system: &'static str,
     /// Fires on shutdown; stops retries waiting for their turn.
     pub(crate) cancel: CancellationToken,
+    /// Runs before a delivery is parked, if set.
+    pub(crate) give_up: Option<GiveUpHook<I>>,
 }
 
 impl<T, C, H, I> Pipeline<T, C, H, I>
@@ -100,6 +103,7 @@ where
                 Some(verdict) => verdict,
                 None => self.judge(&envelope, count).await,
             };
+            let verdict = self.give_up_first(verdict, &envelope, count).await;
             self.settle(verdict, acker).await;
         }
         .instrument(span)

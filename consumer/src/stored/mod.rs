@@ -65,7 +65,7 @@ use tidings_core::lifecycle::{Step, StepError};
 use tidings_core::port::error_chain;
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{
-    Backoff, Codec, InboxAttempts, OrderingMode, RetryPolicy, Route, Source, SpecError,
+    Backoff, Codec, InboxAttempts, InboxStore, OrderingMode, RetryPolicy, Route, Source, SpecError,
     StageEvents, Wakeup, settings,
 };
 use tokio_util::sync::CancellationToken;
@@ -148,7 +148,7 @@ settings!(StoredInbox<St> {
 /// A consumer with a [`StoredInbox`]: receiving and handling run side by
 /// side until cancelled. Built by [`Consumer::stored`]; runnable as a
 /// lifecycle step.
-pub struct StoredConsumer<S, T: 'static, C: 'static, H, I, St> {
+pub struct StoredConsumer<S, T: 'static, C: 'static, H, I: InboxStore, St> {
     consumer: Consumer<S, T, C, H, I>,
     stored: StoredInbox<St>,
     route: Route,
@@ -236,6 +236,12 @@ where
         .map_err(|e| tidings_core::StoreError::Invalid(e.to_string()))?
         .options(self.relay_options(&options))
         .wakeup(self.stored.wakeup.clone());
+        // A stored message the relay fails for good without the pipeline
+        // parking it (a crash loop) gets the consumer's hook too.
+        let relay = match self.consumer.give_up_hook() {
+            Some(hook) => relay.give_up_hook(hook.clone()),
+            None => relay,
+        };
         let intake = Intake {
             store: &self.stored.store,
             route: &self.route.name,
