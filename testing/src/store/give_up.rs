@@ -73,9 +73,11 @@ pub async fn a_row_failed_for_good_runs_the_relays_give_up_hook_once<H: InboxHar
     let first = relay.run_pass().await.expect("a pass");
     assert_eq!((first.failed, first.rescheduled), (0, 1), "{first:?}");
     let within = Duration::from_secs(10);
-    let second = eventually(within, || async { relay.run_pass().await.expect("a pass") }, |r| {
-        r.claimed > 0
-    })
+    let second = eventually(
+        within,
+        || async { relay.run_pass().await.expect("a pass") },
+        |r| r.claimed > 0,
+    )
     .await;
     assert_eq!(second.failed, 1, "the row was not failed once its hook ran");
 
@@ -85,8 +87,16 @@ pub async fn a_row_failed_for_good_runs_the_relays_give_up_hook_once<H: InboxHar
     assert_eq!(third.failed, 1, "the requeued row was not failed again");
 
     let calls = calls.lock().expect("calls");
-    assert_eq!(calls.len(), 2, "the hook ran other than twice (once failing)");
-    assert!(calls[1].reason.contains("poison"), "reason: {}", calls[1].reason);
+    assert_eq!(
+        calls.len(),
+        2,
+        "the hook ran other than twice (once failing)"
+    );
+    assert!(
+        calls[1].reason.contains("poison"),
+        "reason: {}",
+        calls[1].reason
+    );
     let by = GivenUpBy::Relay {
         route: route.name.to_string(),
     };
