@@ -101,7 +101,7 @@ where
             // the handler, and is parked or skipped as the options say.
             let verdict = match self.expired(&envelope) {
                 Some(verdict) => verdict,
-                None => self.judge(&envelope, count).await,
+                None => self.judge_unless_given_up(&envelope, count).await,
             };
             let verdict = self.give_up_first(verdict, &envelope, count).await;
             self.settle(verdict, acker).await;
@@ -120,7 +120,7 @@ where
         }
     }
 
-    async fn judge(&self, envelope: &Envelope, count: Option<u32>) -> Verdict {
+    pub(crate) async fn judge(&self, envelope: &Envelope, count: Option<u32>) -> Verdict {
         // Layer 2, decode: a payload the codec refuses never reaches the
         // handler.
         let payload = match self.queue.decode(&envelope.payload) {

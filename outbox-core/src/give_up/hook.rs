@@ -138,6 +138,23 @@ impl<S: InboxStore> GiveUpHook<S> {
         Ok(true)
     }
 
+    /// Whether the hook ran on `event_id` before and committed, read by
+    /// marking it in a transaction that is rolled back.
+    ///
+    /// # Errors
+    ///
+    /// [`GiveUpError::Store`] when the transaction could not be opened or
+    /// marked.
+    pub async fn ran_before(&self, event_id: uuid::Uuid) -> Result<bool, GiveUpError> {
+        let mut tx = self.store.begin().await.map_err(GiveUpError::Store)?;
+        let marked = self.store.mark(&mut tx, self.marker.key(event_id)).await;
+        self.rollback(tx).await;
+        match marked.map_err(GiveUpError::Store)? {
+            InboxMark::Fresh(()) => Ok(false),
+            InboxMark::Duplicate => Ok(true),
+        }
+    }
+
     async fn rollback(&self, tx: S::Tx) {
         if let Err(e) = self.store.rollback(tx).await {
             tracing::warn!(error = %error_chain(&e), "rolling back the give-up hook's transaction failed");

@@ -1,10 +1,11 @@
 //! The give-up hook: run once before a message is parked, in a
 //! transaction of its own that commits first, retried while it fails.
 
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
 use tidings_consumer::{HandlerError, TxHandle};
-use tidings_core::give_up::{GiveUp, GivenUp, GivenUpBy, give_up_fn};
+use tidings_core::give_up::{GiveUp, GiveUpHook, GivenUp, GivenUpBy, give_up_fn};
 use tidings_core::{BoxError, OutboxStore, Requeue};
 
 use super::world::{
@@ -157,6 +158,39 @@ pub async fn a_message_given_up_before_is_parked_without_running_the_hook_again<
             run_until::<W, _, _, _>(consumer, |report| async move { report.parked == 1 }).await;
         assert_eq!(report.parked, 1, "run {run} parked nothing");
     }
+    assert_eq!(calls.lock().expect("calls").len(), 1, "the hook ran again");
+    assert_eq!(world.effects().await, ONCE);
+}
+
+/// A redelivery of a message whose hook ran (as after a crash between the
+/// hook's commit and the parking) is parked without running its handler
+/// or the hook again.
+pub async fn a_redelivery_of_a_message_given_up_on_is_parked_without_its_handler<
+    W: ConsumerWorld,
+>(
+    world: &Arc<W>,
+) {
+    let sent = order(world.as_ref(), 7, None);
+    let calls = Calls::default();
+    // The hook ran and committed, and then the process died.
+    let inbox = world.inbox();
+    let queue = world.queue();
+    let hook = compensating(world, &calls, |_| false);
+    let store = inbox.store().clone();
+    let ran = GiveUpHook::for_consumer(store, inbox.consumer_name(), queue.name(), hook.clone());
+    let ran = ran
+        .run(&sent, "the process died before parking", None)
+        .await;
+    assert!(ran.expect("the hook runs"), "the hook ran before");
+    world.publish(&sent).await;
+    // The first delivery fails and comes back; the redelivery is parked.
+    let handled = Arc::new(AtomicU32::new(0));
+    let handler = answering(world, &handled, |_| Err(HandlerError::transient("hiccup")));
+    let consumer = giving_up(world.as_ref(), handler, options().attempts(1), hook);
+    let report =
+        run_until::<W, _, _, _>(consumer, |report| async move { report.parked == 1 }).await;
+    assert_eq!(report.parked, 1);
+    assert_eq!(handled.load(SeqCst), 1, "the handler ran on the redelivery");
     assert_eq!(calls.lock().expect("calls").len(), 1, "the hook ran again");
     assert_eq!(world.effects().await, ONCE);
 }

@@ -46,6 +46,7 @@ macro_rules! consumer_conformance {
             parking_runs_the_give_up_hook_once_and_commits_its_writes,
             a_failing_give_up_hook_is_retried_and_the_message_parked_after_it_succeeds,
             a_message_given_up_before_is_parked_without_running_the_hook_again,
+            a_redelivery_of_a_message_given_up_on_is_parked_without_its_handler,
         );
     };
     (@extra $world:expr; with_key_order) => {
