@@ -11,11 +11,73 @@
 //! it comes back, is judged again (a message past its deliveries is parked
 //! without running its handler), and the hook runs again.
 
+use tidings_core::give_up::{GiveUp, GiveUpHook};
 use tidings_core::port::error_chain;
-use tidings_core::{Codec, Envelope, InboxAttempts};
+use tidings_core::{Codec, Envelope, InboxAttempts, Source};
 
+use crate::Consumer;
 use crate::handler::Handler;
 use crate::process::{Pipeline, Verdict};
+
+impl<S, T, C, H, I> Consumer<S, T, C, H, I>
+where
+    S: Source,
+    T: Send + 'static,
+    C: Codec<T> + 'static,
+    I: InboxAttempts,
+{
+    /// Runs `hook` on each message before it is parked (dead-lettered, or
+    /// through a [stored inbox](crate::StoredInbox) failed for good),
+    /// exactly once per message, in a transaction of the inbox's store that
+    /// also files an inbox mark under the consumer's name and `:given-up`;
+    /// what the hook writes and stages commits with it. That transaction
+    /// commits before the message is parked, so a crash in between only
+    /// brings the message back, to be parked without running its handler
+    /// or the hook again. While the hook fails, the message is nacked instead of
+    /// parked, and the hook runs again when it comes back; the failure is
+    /// logged at `error`. See [`tidings_core::give_up`].
+    ///
+    /// Without an inbox ([`NoInbox`](crate::NoInbox)) nothing is marked: the hook runs at
+    /// least once, and again for a message parked again.
+    ///
+    /// ```
+    /// use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
+    /// use tidings_core::give_up::{GivenUp, give_up_fn};
+    /// use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
+    /// use tidings_core::{BoxError, Message, QueueSpec};
+    /// use tidings_inbox::Inbox;
+    ///
+    /// static ORDERS: QueueSpec<u64> = QueueSpec::json("orders");
+    ///
+    /// async fn bill(msg: Message<u64>, tx: TxHandle<MemoryContext>) -> Result<(), HandlerError> {
+    ///     Err(HandlerError::permanent("card declined"))
+    /// }
+    ///
+    /// async fn cancel_order(given_up: GivenUp, tx: TxHandle<MemoryContext>) -> Result<(), BoxError> {
+    ///     let id = given_up.envelope.event_id.to_string();
+    ///     tx.lock().await.insert("cancelled", id, given_up.reason);
+    ///     Ok(())
+    /// }
+    ///
+    /// let store = MemoryStore::new();
+    /// let consumer = Consumer::new(MemoryBroker::new(), &ORDERS, handler_fn(bill))
+    ///     .unwrap()
+    ///     .inbox(Inbox::new(store, "billing").unwrap())
+    ///     .give_up(give_up_fn(cancel_order));
+    /// ```
+    pub fn give_up<G: GiveUp<I::Tx>>(mut self, hook: G) -> Self {
+        let (_, queue, inbox, _) = self.parts();
+        let (store, consumer) = (inbox.store().clone(), inbox.consumer_name());
+        let hook = GiveUpHook::for_consumer(store, consumer, queue.name(), hook);
+        self.give_up = Some(hook);
+        self
+    }
+
+    /// The consumer's give-up hook, if it has one.
+    pub(crate) fn give_up_hook(&self) -> Option<&GiveUpHook<I>> {
+        self.give_up.as_ref()
+    }
+}
 
 impl<T, C, H, I> Pipeline<T, C, H, I>
 where

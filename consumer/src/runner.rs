@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use tidings_core::give_up::{GiveUp, GiveUpHook};
+use tidings_core::give_up::GiveUpHook;
 use tidings_core::lifecycle::{Step, StepError};
 use tidings_core::port::error_chain;
 use tidings_core::{Codec, HybridClock, InboxAttempts, InboxStore, Source, SpecError};
@@ -112,7 +112,7 @@ pub struct Consumer<S, T: 'static, C: 'static, H, I: InboxStore = NoInbox> {
     options: ConsumerOptions,
     hlc: Option<HybridClock>,
     counters: Arc<Counters>,
-    give_up: Option<GiveUpHook<I>>,
+    pub(crate) give_up: Option<GiveUpHook<I>>,
 }
 
 impl<S, T, C, H> Consumer<S, T, C, H, NoInbox>
@@ -171,53 +171,6 @@ where
             counters: self.counters,
             give_up: None,
         }
-    }
-
-    /// Runs `hook` on each message before it is parked (dead-lettered, or
-    /// through a [stored inbox](crate::StoredInbox) failed for good),
-    /// exactly once per message, in a transaction of the inbox's store that
-    /// also files an inbox mark under the consumer's name and `:given-up`;
-    /// what the hook writes and stages commits with it. That transaction
-    /// commits before the message is parked, so a crash in between only
-    /// brings the message back, to be parked without running the hook
-    /// again. While the hook fails, the message is nacked instead of
-    /// parked, and the hook runs again when it comes back; the failure is
-    /// logged at `error`. See [`tidings_core::give_up`].
-    ///
-    /// Without an inbox ([`NoInbox`]) nothing is marked: the hook runs at
-    /// least once, and again for a message parked again.
-    ///
-    /// ```
-    /// use tidings_consumer::{Consumer, HandlerError, TxHandle, handler_fn};
-    /// use tidings_core::give_up::{GivenUp, give_up_fn};
-    /// use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
-    /// use tidings_core::{BoxError, Message, QueueSpec};
-    /// use tidings_inbox::Inbox;
-    ///
-    /// static ORDERS: QueueSpec<u64> = QueueSpec::json("orders");
-    ///
-    /// async fn bill(msg: Message<u64>, tx: TxHandle<MemoryContext>) -> Result<(), HandlerError> {
-    ///     Err(HandlerError::permanent("card declined"))
-    /// }
-    ///
-    /// async fn cancel_order(given_up: GivenUp, tx: TxHandle<MemoryContext>) -> Result<(), BoxError> {
-    ///     let id = given_up.envelope.event_id.to_string();
-    ///     tx.lock().await.insert("cancelled", id, given_up.reason);
-    ///     Ok(())
-    /// }
-    ///
-    /// let store = MemoryStore::new();
-    /// let consumer = Consumer::new(MemoryBroker::new(), &ORDERS, handler_fn(bill))
-    ///     .unwrap()
-    ///     .inbox(Inbox::new(store, "billing").unwrap())
-    ///     .give_up(give_up_fn(cancel_order));
-    /// ```
-    pub fn give_up<G: GiveUp<I::Tx>>(mut self, hook: G) -> Self {
-        let store = self.inbox.store().clone();
-        let consumer = self.inbox.consumer_name();
-        let hook = GiveUpHook::for_consumer(store, consumer, self.queue.name(), hook);
-        self.give_up = Some(hook);
-        self
     }
 
     /// Sets the options.
@@ -330,11 +283,6 @@ where
     /// The consumer's source, queue, inbox and options.
     pub(crate) fn parts(&self) -> (&S, &QueueRef<T, C>, &Inbox<I>, &ConsumerOptions) {
         (&self.source, &self.queue, &self.inbox, &self.options)
-    }
-
-    /// The consumer's give-up hook, if it has one.
-    pub(crate) fn give_up_hook(&self) -> Option<&GiveUpHook<I>> {
-        self.give_up.as_ref()
     }
 }
 

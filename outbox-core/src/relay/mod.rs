@@ -113,12 +113,10 @@ pub use sweeper::{Sweeper, SweeperOptions};
 use lane::Lane;
 use width::ClaimWidth;
 
-use crate::give_up::{GiveUp, GiveUpHook};
 use crate::lifecycle::{Step, StepError};
 use crate::port::error_chain;
 use crate::{
-    InboxStore, OrderingMode, OutboxSpec, OutboxStore, Publisher, Route, SpecError, StoreError,
-    Wakeup,
+    OrderingMode, OutboxSpec, OutboxStore, Publisher, Route, SpecError, StoreError, Wakeup,
 };
 
 /// Relays one outbox route from a store to a publisher.
@@ -206,54 +204,6 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     pub fn tenant(mut self, tenant: Tenant) -> Self {
         let mut lane = Lane::new(self.lane.route.clone(), Some(tenant));
         lane.give_up = self.lane.give_up.clone();
-        self.lane = Arc::new(lane);
-        self
-    }
-
-    /// Runs `hook` on each row before it is failed for good (retries
-    /// exhausted, expired, a crash loop, refused by the broker), exactly
-    /// once per row, in a transaction of `inbox` that also files an inbox
-    /// mark under the route's name and `:relay-given-up`. The transaction
-    /// commits before the row is failed; while the hook fails, the row
-    /// stays pending with the route's backoff and the hook runs again on
-    /// its next claim. See [`give_up`](crate::give_up).
-    ///
-    /// ```
-    /// use tidings_core::give_up::{GivenUp, give_up_fn};
-    /// use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
-    /// use tidings_core::relay::Relay;
-    /// use tidings_core::{BoxError, OutboxSpec, TxHandle};
-    ///
-    /// static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
-    ///
-    /// async fn alert(given_up: GivenUp, tx: TxHandle<MemoryContext>) -> Result<(), BoxError> {
-    ///     let id = given_up.envelope.event_id.to_string();
-    ///     tx.lock().await.insert("undelivered", id, given_up.reason);
-    ///     Ok(())
-    /// }
-    ///
-    /// # fn main() -> Result<(), tidings_core::SpecError> {
-    /// let store = MemoryStore::new();
-    /// let relay = Relay::new(store.clone(), MemoryBroker::new(), &EVENTS)?
-    ///     .give_up(store, give_up_fn(alert));
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn give_up<I, G>(self, inbox: I, hook: G) -> Self
-    where
-        I: InboxStore,
-        G: GiveUp<I::Tx>,
-    {
-        let hook = GiveUpHook::for_route(inbox, &self.lane.route, hook);
-        self.give_up_hook(hook)
-    }
-
-    /// Runs a bound give-up hook on each row before it is failed for good,
-    /// as [`give_up`](Self::give_up) does; for a consumer's hook on the
-    /// stored inbox it handles from.
-    pub fn give_up_hook<I: InboxStore>(mut self, hook: GiveUpHook<I>) -> Self {
-        let mut lane = Lane::new(self.lane.route.clone(), self.lane.tenant.clone());
-        lane.give_up = Some(Arc::new(hook));
         self.lane = Arc::new(lane);
         self
     }
