@@ -74,7 +74,7 @@ where
     }
 
     /// The consumer's give-up hook, if it has one.
-    pub(crate) fn give_up_hook(&self) -> Option<&GiveUpHook<I>> {
+    pub(crate) fn give_up_hook(&self) -> Option<&GiveUpHook> {
         self.give_up.as_ref()
     }
 }

@@ -9,7 +9,7 @@ use tidings_core::port::error_chain;
 use tidings_core::telemetry::{self, Settle};
 use tidings_core::{
     Acker, Attempts, CausalContext, Cause, Codec, Delivery, Envelope, HybridClock, InboxAttempts,
-    InboxMark, InboxStore, Message, Redelivery,
+    InboxMark, Message, Redelivery,
 };
 use tidings_inbox::Inbox;
 use tokio_util::sync::CancellationToken;
@@ -57,7 +57,7 @@ impl Verdict {
 }
 
 /// Everything a delivery needs, shared by the consumer's tasks.
-pub(crate) struct Pipeline<T: 'static, C: 'static, H, I: InboxStore> {
+pub(crate) struct Pipeline<T: 'static, C: 'static, H, I> {
     pub(crate) queue: QueueRef<T, C>,
     pub(crate) handler: H,
     pub(crate) inbox: Inbox<I>,
@@ -72,7 +72,7 @@ pub(crate) struct Pipeline<T: 'static, C: 'static, H, I: InboxStore> {
     /// Fires on shutdown; stops retries waiting for their turn.
     pub(crate) cancel: CancellationToken,
     /// Runs before a delivery is parked, if set.
-    pub(crate) give_up: Option<GiveUpHook<I>>,
+    pub(crate) give_up: Option<GiveUpHook>,
 }
 
 impl<T, C, H, I> Pipeline<T, C, H, I>

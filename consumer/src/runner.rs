@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use tidings_core::give_up::GiveUpHook;
 use tidings_core::lifecycle::{Step, StepError};
 use tidings_core::port::error_chain;
-use tidings_core::{Codec, HybridClock, InboxAttempts, InboxStore, Source, SpecError};
+use tidings_core::{Codec, HybridClock, InboxAttempts, Source, SpecError};
 use tidings_inbox::{Inbox, NoInbox};
 use tokio_util::sync::CancellationToken;
 
@@ -104,7 +104,7 @@ where
 ///     .inbox(Inbox::new(store, "billing").unwrap());
 /// // LifecyclePlan::new().step("billing", consumer)
 /// ```
-pub struct Consumer<S, T: 'static, C: 'static, H, I: InboxStore = NoInbox> {
+pub struct Consumer<S, T: 'static, C: 'static, H, I = NoInbox> {
     source: S,
     queue: QueueRef<T, C>,
     handler: H,
@@ -112,7 +112,7 @@ pub struct Consumer<S, T: 'static, C: 'static, H, I: InboxStore = NoInbox> {
     options: ConsumerOptions,
     hlc: Option<HybridClock>,
     counters: Arc<Counters>,
-    pub(crate) give_up: Option<GiveUpHook<I>>,
+    pub(crate) give_up: Option<GiveUpHook>,
 }
 
 impl<S, T, C, H> Consumer<S, T, C, H, NoInbox>

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 use tidings_core::{
-    AckError, Acker, Codec, Delivery, Envelope, InboxAttempts, InboxStore, PublishBatch,
-    PublishError, Publisher, Redelivery,
+    AckError, Acker, Codec, Delivery, Envelope, InboxAttempts, PublishBatch, PublishError,
+    Publisher, Redelivery,
 };
 use tokio::sync::oneshot;
 
@@ -50,11 +50,11 @@ impl Acker for StoredAcker {
 
 /// Runs stored messages through the pipeline, a claim's messages at once
 /// (the relay's publish window bounds them).
-pub(super) struct Handling<T: 'static, C: 'static, H, I: InboxStore> {
+pub(super) struct Handling<T: 'static, C: 'static, H, I> {
     pub(super) pipeline: Arc<Pipeline<T, C, H, I>>,
 }
 
-impl<T: 'static, C: 'static, H, I: InboxStore> Clone for Handling<T, C, H, I> {
+impl<T: 'static, C: 'static, H, I> Clone for Handling<T, C, H, I> {
     fn clone(&self) -> Self {
         Self {
             pipeline: self.pipeline.clone(),

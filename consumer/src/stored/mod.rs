@@ -65,7 +65,7 @@ use tidings_core::lifecycle::{Step, StepError};
 use tidings_core::port::error_chain;
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{
-    Backoff, Codec, InboxAttempts, InboxStore, OrderingMode, RetryPolicy, Route, Source, SpecError,
+    Backoff, Codec, InboxAttempts, OrderingMode, RetryPolicy, Route, Source, SpecError,
     StageEvents, Wakeup, settings,
 };
 use tokio_util::sync::CancellationToken;
@@ -148,7 +148,7 @@ settings!(StoredInbox<St> {
 /// A consumer with a [`StoredInbox`]: receiving and handling run side by
 /// side until cancelled. Built by [`Consumer::stored`]; runnable as a
 /// lifecycle step.
-pub struct StoredConsumer<S, T: 'static, C: 'static, H, I: InboxStore, St> {
+pub struct StoredConsumer<S, T: 'static, C: 'static, H, I, St> {
     consumer: Consumer<S, T, C, H, I>,
     stored: StoredInbox<St>,
     route: Route,

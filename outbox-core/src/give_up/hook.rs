@@ -13,6 +13,7 @@ use crate::{
     BoxError, CausalContext, Cause, ConsumerName, Envelope, InboxError, InboxMark, InboxStore,
     Route, TxHandle,
 };
+use uuid::Uuid;
 
 /// What a consumer's give-up marks are filed under, after its name: `:`
 /// is no legal name character, so no consumer's own marks can meet them.
@@ -38,52 +39,63 @@ pub enum GiveUpError {
 
 /// A [`GiveUp`] hook bound to the inbox store whose transactions it runs
 /// in and to the name its marks are filed under: runs the hook at most once
-/// per event, and says whether it ran now or had run before.
+/// per event, and says whether it ran now or had run before. Cheap to
+/// clone; the store's type is left behind, so consumers and relays hold
+/// it whatever their inbox.
 ///
 /// Consumers and relays build one when given a hook
 /// (`Consumer::give_up`, [`Relay::give_up`](crate::relay::Relay::give_up));
-/// build one yourself to attach a consumer's hook elsewhere.
-pub struct GiveUpHook<S: InboxStore> {
-    store: S,
-    marker: ConsumerName,
-    by: GivenUpBy,
-    hook: Arc<dyn ErasedGiveUp<S::Tx>>,
+/// build one yourself to attach a consumer's hook elsewhere
+/// ([`Relay::give_up_hook`](crate::relay::Relay::give_up_hook)).
+#[derive(Clone)]
+pub struct GiveUpHook {
+    inner: Arc<dyn RunGiveUp>,
 }
 
-impl<S: InboxStore> GiveUpHook<S> {
+impl GiveUpHook {
     /// `hook` for the consumer `consumer` of `queue`, in transactions of
     /// `store`, its marks filed under the consumer's name and
     /// `:given-up`.
-    pub fn for_consumer<G: GiveUp<S::Tx>>(
-        store: S,
-        consumer: &ConsumerName,
-        queue: &str,
-        hook: G,
-    ) -> Self {
+    pub fn for_consumer<S, G>(store: S, consumer: &ConsumerName, queue: &str, hook: G) -> Self
+    where
+        S: InboxStore,
+        G: GiveUp<S::Tx>,
+    {
         let by = GivenUpBy::Consumer {
             consumer: consumer.to_string(),
             queue: queue.to_owned(),
         };
         let marker = ConsumerName::derived(format!("{consumer}{CONSUMER_SUFFIX}"));
-        Self::new(store, marker, by, hook)
+        Self::bind(store, marker, by, hook)
     }
 
     /// `hook` for the relay of `route` (a checked route), its marks filed
     /// under the route's name and `:relay-given-up`.
-    pub(crate) fn for_route<G: GiveUp<S::Tx>>(store: S, route: &Route, hook: G) -> Self {
+    pub(crate) fn for_route<S, G>(store: S, route: &Route, hook: G) -> Self
+    where
+        S: InboxStore,
+        G: GiveUp<S::Tx>,
+    {
         let by = GivenUpBy::Relay {
             route: route.name.to_string(),
         };
         let marker = ConsumerName::derived(format!("{}{RELAY_SUFFIX}", route.name));
-        Self::new(store, marker, by, hook)
+        Self::bind(store, marker, by, hook)
     }
 
-    fn new<G: GiveUp<S::Tx>>(store: S, marker: ConsumerName, by: GivenUpBy, hook: G) -> Self {
-        Self {
+    fn bind<S, G>(store: S, marker: ConsumerName, by: GivenUpBy, hook: G) -> Self
+    where
+        S: InboxStore,
+        G: GiveUp<S::Tx>,
+    {
+        let bound = Bound {
             store,
             marker,
             by,
-            hook: Arc::new(hook),
+            hook,
+        };
+        Self {
+            inner: Arc::new(bound),
         }
     }
 
@@ -96,6 +108,42 @@ impl<S: InboxStore> GiveUpHook<S> {
     /// A [`GiveUpError`] when the hook or its transaction failed; nothing
     /// of it committed, and the caller must not give up on the message yet.
     pub async fn run(
+        &self,
+        envelope: &Envelope,
+        reason: &str,
+        attempts: Option<u32>,
+    ) -> Result<bool, GiveUpError> {
+        self.inner.run(envelope, reason, attempts).await
+    }
+
+    /// Whether the hook ran on `event_id` before and committed, read by
+    /// marking it in a transaction that is rolled back.
+    ///
+    /// # Errors
+    ///
+    /// [`GiveUpError::Store`] when the transaction could not be opened or
+    /// marked.
+    pub async fn ran_before(&self, event_id: Uuid) -> Result<bool, GiveUpError> {
+        self.inner.ran_before(event_id).await
+    }
+}
+
+impl fmt::Debug for GiveUpHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+/// A hook with its store and the name its marks are filed under.
+struct Bound<S, G> {
+    store: S,
+    marker: ConsumerName,
+    by: GivenUpBy,
+    hook: G,
+}
+
+impl<S: InboxStore, G: GiveUp<S::Tx>> Bound<S, G> {
+    async fn run(
         &self,
         envelope: &Envelope,
         reason: &str,
@@ -124,7 +172,7 @@ impl<S: InboxStore> GiveUpHook<S> {
             by: self.by.clone(),
         };
         let handle = TxHandle::new(tx);
-        let called = self.hook.call(given_up, handle.clone()).await;
+        let called = self.hook.give_up(given_up, handle.clone()).await;
         let Some(mut tx) = handle.into_inner() else {
             return Err(GiveUpError::KeptHandle);
         };
@@ -138,14 +186,7 @@ impl<S: InboxStore> GiveUpHook<S> {
         Ok(true)
     }
 
-    /// Whether the hook ran on `event_id` before and committed, read by
-    /// marking it in a transaction that is rolled back.
-    ///
-    /// # Errors
-    ///
-    /// [`GiveUpError::Store`] when the transaction could not be opened or
-    /// marked.
-    pub async fn ran_before(&self, event_id: uuid::Uuid) -> Result<bool, GiveUpError> {
+    async fn ran_before(&self, event_id: Uuid) -> Result<bool, GiveUpError> {
         let mut tx = self.store.begin().await.map_err(GiveUpError::Store)?;
         let marked = self.store.mark(&mut tx, self.marker.key(event_id)).await;
         self.rollback(tx).await;
@@ -162,60 +203,38 @@ impl<S: InboxStore> GiveUpHook<S> {
     }
 }
 
-impl<S: InboxStore> Clone for GiveUpHook<S> {
-    fn clone(&self) -> Self {
-        Self {
-            store: self.store.clone(),
-            marker: self.marker.clone(),
-            by: self.by.clone(),
-            hook: self.hook.clone(),
-        }
-    }
-}
-
-impl<S: InboxStore> fmt::Debug for GiveUpHook<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GiveUpHook")
-            .field("marker", &self.marker)
-            .field("by", &self.by)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A hook behind a pointer, its transaction type kept.
-trait ErasedGiveUp<Tx>: Send + Sync {
-    fn call(&self, given_up: GivenUp, tx: TxHandle<Tx>)
-    -> BoxFuture<'static, Result<(), BoxError>>;
-}
-
-impl<Tx: Send + 'static, G: GiveUp<Tx>> ErasedGiveUp<Tx> for G {
-    fn call(
-        &self,
-        given_up: GivenUp,
-        tx: TxHandle<Tx>,
-    ) -> BoxFuture<'static, Result<(), BoxError>> {
-        let hook = self.clone();
-        Box::pin(async move { hook.give_up(given_up, tx).await })
-    }
-}
-
-/// A bound hook with its store's type forgotten, for a relay's lane.
-pub(crate) trait RunGiveUp: Send + Sync + fmt::Debug {
+/// A bound hook with its store's and hook's types forgotten.
+trait RunGiveUp: Send + Sync + 'static {
     fn run<'a>(
         &'a self,
         envelope: &'a Envelope,
         reason: &'a str,
         attempts: Option<u32>,
     ) -> BoxFuture<'a, Result<bool, GiveUpError>>;
+
+    fn ran_before(&self, event_id: Uuid) -> BoxFuture<'_, Result<bool, GiveUpError>>;
+
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
 }
 
-impl<S: InboxStore> RunGiveUp for GiveUpHook<S> {
+impl<S: InboxStore, G: GiveUp<S::Tx>> RunGiveUp for Bound<S, G> {
     fn run<'a>(
         &'a self,
         envelope: &'a Envelope,
         reason: &'a str,
         attempts: Option<u32>,
     ) -> BoxFuture<'a, Result<bool, GiveUpError>> {
-        Box::pin(GiveUpHook::run(self, envelope, reason, attempts))
+        Box::pin(Bound::run(self, envelope, reason, attempts))
+    }
+
+    fn ran_before(&self, event_id: Uuid) -> BoxFuture<'_, Result<bool, GiveUpError>> {
+        Box::pin(Bound::ran_before(self, event_id))
+    }
+
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GiveUpHook")
+            .field("marker", &self.marker)
+            .field("by", &self.by)
+            .finish_non_exhaustive()
     }
 }

@@ -40,7 +40,6 @@ mod hook;
 
 use std::future::Future;
 
-pub(crate) use hook::RunGiveUp;
 pub use hook::{GiveUpError, GiveUpHook};
 
 use crate::{BoxError, Envelope, TxHandle};

@@ -52,9 +52,9 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     /// Runs a bound give-up hook on each row before it is failed for good,
     /// as [`give_up`](Self::give_up) does; for a consumer's hook on the
     /// stored inbox it handles from.
-    pub fn give_up_hook<I: InboxStore>(mut self, hook: GiveUpHook<I>) -> Self {
+    pub fn give_up_hook(mut self, hook: GiveUpHook) -> Self {
         let mut lane = Lane::new(self.lane.route.clone(), self.lane.tenant.clone());
-        lane.give_up = Some(Arc::new(hook));
+        lane.give_up = Some(hook);
         self.lane = Arc::new(lane);
         self
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use metrics::Label;
 
-use crate::give_up::RunGiveUp;
+use crate::give_up::GiveUpHook;
 use crate::{Envelope, Route};
 
 /// The tenant a relay serves: every store of a database-per-tenant (or
@@ -48,7 +48,7 @@ pub(super) struct Lane {
     pub(super) route: Route,
     pub(super) tenant: Option<Tenant>,
     /// The hook run on each row before it is failed for good, if any.
-    pub(super) give_up: Option<Arc<dyn RunGiveUp>>,
+    pub(super) give_up: Option<GiveUpHook>,
     labels: Vec<Label>,
 }
 
