@@ -113,9 +113,19 @@ where
     /// to the one-at-a-time path. With `max_deliveries`, only first
     /// deliveries join: a redelivery has its attempt counted on that path,
     /// and is dead-lettered there when it has had enough. An expired
-    /// delivery takes that path too, to be parked or skipped.
+    /// delivery takes that path too, to be parked or skipped, as does one
+    /// of an unknown type.
     fn batchable<A: Acker>(&self, delivery: &Delivery<A>) -> Option<T> {
-        if delivery.envelope().is_expired(std::time::SystemTime::now()) {
+        let envelope = delivery.envelope();
+        if envelope.is_expired(std::time::SystemTime::now()) {
+            return None;
+        }
+        // An unknown type takes the one-at-a-time path to be parked or
+        // skipped; a type at an isolation level of its own runs in a
+        // transaction of its own.
+        if self.unknown_type_of(envelope)
+            || self.options_for(envelope).isolation != self.options.isolation
+        {
             return None;
         }
         if let Some(max) = self.options.max_deliveries {
@@ -131,7 +141,11 @@ where
         &self,
         items: &mut [Item<T, A>],
     ) -> Result<Vec<Verdict>, String> {
-        let mut tx = self.inbox.open().await.map_err(|e| error_chain(&e))?;
+        let mut tx = self
+            .inbox
+            .open_at(self.options.isolation)
+            .await
+            .map_err(|e| error_chain(&e))?;
         let mut verdicts = Vec::with_capacity(items.len());
         for item in items.iter_mut() {
             match self.inbox.mark(&mut tx, item.envelope.event_id).await {

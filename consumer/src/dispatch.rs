@@ -57,7 +57,6 @@ where
     let options = &pipeline.options;
     let permits = Arc::new(Semaphore::new(options.concurrency));
     let lanes: Lanes<A> = Arc::default();
-    let by_key = options.key_order != KeyOrder::Unordered;
     let mut tasks = JoinSet::new();
     let end = loop {
         let permit = tokio::select! {
@@ -77,7 +76,10 @@ where
             match next {
                 None => break Some(StreamEnd::Closed),
                 Some(Err(e)) => break Some(StreamEnd::Failed(e)),
-                Some(Ok(delivery)) => admit(&lanes, by_key, &mut batch, delivery),
+                Some(Ok(delivery)) => {
+                    let order = pipeline.options_for(delivery.envelope()).key_order;
+                    admit(&lanes, order != KeyOrder::Unordered, &mut batch, delivery);
+                }
             }
             if batch.deliveries.len() >= options.max_batch {
                 break None;

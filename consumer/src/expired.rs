@@ -2,9 +2,9 @@
 
 use std::time::SystemTime;
 
-use tidings_core::{Codec, Envelope, InboxAttempts};
+use tidings_core::Envelope;
 
-use crate::handler::Handler;
+use crate::metric;
 use crate::process::{Pipeline, Verdict};
 use crate::report::Counters;
 
@@ -34,13 +34,7 @@ pub enum Expired {
     Skip,
 }
 
-impl<T, C, H, I> Pipeline<T, C, H, I>
-where
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-    H: Handler<T, I::Tx>,
-{
+impl<T, C, H, I> Pipeline<T, C, H, I> {
     /// The verdict on a delivery whose expiry has come, parked or
     /// skipped as the options say; `None` for one still current.
     pub(crate) fn expired(&self, envelope: &Envelope) -> Option<Verdict> {
@@ -52,7 +46,7 @@ where
         let reason = format!("expired at {}", humantime::format_rfc3339_micros(at));
         Some(match self.options.expired {
             Expired::Park => Verdict::Park(reason),
-            Expired::Skip => Verdict::Skip(reason),
+            Expired::Skip => Verdict::Skip(metric::EXPIRED, reason),
         })
     }
 }

@@ -16,6 +16,7 @@ mod queue_ref;
 mod report;
 mod runner;
 mod stored;
+mod typed;
 
 pub use error::HandlerError;
 pub use expired::Expired;
@@ -27,3 +28,4 @@ pub use report::ConsumerReport;
 pub use runner::{Consumer, run_consumer};
 pub use stored::{StoredConsumer, StoredInbox};
 pub use tidings_inbox::{Inbox, InboxCleaner, InboxCleanerOptions, NoInbox};
+pub use typed::{EventHandlers, PerTypeCodec, TypeOptions, TypeRouter, Undecoded, UnknownType};

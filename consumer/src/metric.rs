@@ -6,7 +6,7 @@ use std::time::Instant;
 use tidings_core::telemetry;
 
 /// Deliveries settled, by `outcome`: [`ACKED`], [`DUPLICATE`], [`PARKED`],
-/// [`RETRIED`] or [`EXPIRED`], with `queue` and `consumer`.
+/// [`RETRIED`], [`EXPIRED`] or [`SKIPPED`], with `queue` and `consumer`.
 pub(crate) const MESSAGES: &str = "tidings_consumer_messages_total";
 /// How long handlers ran, in seconds, by `outcome` (`ok` or `error`),
 /// with `queue` and `consumer`.
@@ -25,6 +25,9 @@ pub(crate) const RETRIED: &str = "retried";
 /// Past its expiry and acked without running the handler (an expired
 /// delivery that is parked counts as [`PARKED`]).
 pub(crate) const EXPIRED: &str = "expired";
+/// Of a type the consumer has no handler for, and acked without running
+/// one (an unknown type that is parked counts as [`PARKED`]).
+pub(crate) const SKIPPED: &str = "skipped";
 
 /// The consumer's metrics, labelled with its queue and consumer.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tidings_core::Backoff;
+use tidings_core::{Backoff, IsolationLevel};
 
 use crate::{Expired, KeyOrder};
 
@@ -35,6 +35,7 @@ pub struct ConsumerOptions {
     pub(crate) restart_backoff: Backoff,
     pub(crate) shutdown_timeout: Duration,
     pub(crate) expired: Expired,
+    pub(crate) isolation: Option<IsolationLevel>,
 }
 
 impl ConsumerOptions {
@@ -156,6 +157,17 @@ tidings_core::settings!(ConsumerOptions {
     /// [`Expired::Park`] (the default) dead-letters it with the reason,
     /// [`Expired::Skip`] acks it. The handler never runs on it either way.
     expired(expired: Expired), get_expired: Expired;
+    /// The isolation level of the handler's transaction; `None`, the
+    /// default, keeps the inbox store's own. A consumer asking for a level
+    /// its store does not offer refuses to start
+    /// ([`InboxStore::offers_isolation`]). Under
+    /// [`IsolationLevel::Serializable`] a transaction that loses a
+    /// conflict fails with a serialization failure, a transient error the
+    /// consumer retries.
+    ///
+    /// [`InboxStore::offers_isolation`]: tidings_core::InboxStore::offers_isolation
+    isolation(level: impl Into<Option<IsolationLevel>>) = level.into(),
+        get_isolation: Option<IsolationLevel>;
 });
 
 impl Default for ConsumerOptions {
@@ -174,6 +186,7 @@ impl Default for ConsumerOptions {
             restart_backoff: Self::DEFAULT_RESTART_BACKOFF,
             shutdown_timeout: Self::DEFAULT_SHUTDOWN_TIMEOUT,
             expired: Expired::Park,
+            isolation: None,
         }
     }
 }

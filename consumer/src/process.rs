@@ -20,6 +20,7 @@ use crate::handler::{Handler, HandlerRequest, TxHandle};
 use crate::isolation::Isolation;
 use crate::metric::{self, Metrics};
 use crate::report::Counters;
+use crate::typed::Types;
 use crate::{ConsumerOptions, HandlerError, KeyOrder, QueueRef};
 
 /// How one delivery ends.
@@ -29,9 +30,9 @@ pub(crate) enum Verdict {
     Done,
     /// Seen before: ack without running the handler.
     Duplicate,
-    /// Past its expiry and skipped, with the reason: ack without running
-    /// the handler.
-    Skip(String),
+    /// Skipped, with its `outcome` label and the reason: ack without
+    /// running the handler (past its expiry, or of an unknown type).
+    Skip(&'static str, String),
     /// Dead-letter with the reason.
     Park(String),
     /// Nack for redelivery.
@@ -48,7 +49,7 @@ impl Verdict {
         match self {
             Self::Done => Some(metric::ACKED),
             Self::Duplicate => Some(metric::DUPLICATE),
-            Self::Skip(_) => Some(metric::EXPIRED),
+            Self::Skip(outcome, _) => Some(outcome),
             Self::Park(_) => Some(metric::PARKED),
             Self::Retry(_) => Some(metric::RETRIED),
             Self::Abandon => None,
@@ -62,6 +63,8 @@ pub(crate) struct Pipeline<T: 'static, C: 'static, H, I> {
     pub(crate) handler: H,
     pub(crate) inbox: Inbox<I>,
     pub(crate) options: ConsumerOptions,
+    /// Each event type's settings, with per-type handlers.
+    pub(crate) types: Option<Types>,
     pub(crate) hlc: Option<HybridClock>,
     pub(crate) counters: Arc<Counters>,
     pub(crate) metrics: Metrics,
@@ -97,11 +100,16 @@ where
         );
         async move {
             self.observe_clock(&envelope);
-            // Then the expiry: a message past it never reaches decode or
-            // the handler, and is parked or skipped as the options say.
+            // Then the expiry and, with per-type handlers, the type: a
+            // message past its expiry or of a type with no handler never
+            // reaches decode or a handler, and is parked or skipped as the
+            // settings say.
             let verdict = match self.expired(&envelope) {
                 Some(verdict) => verdict,
-                None => self.judge_unless_given_up(&envelope, count).await,
+                None => match self.unknown_type(&envelope) {
+                    Some(verdict) => verdict,
+                    None => self.judge_unless_given_up(&envelope, count).await,
+                },
             };
             let verdict = self.give_up_first(verdict, &envelope, count).await;
             self.settle(verdict, acker).await;
@@ -150,6 +158,7 @@ where
         counted: Counted,
         payload: T,
     ) -> Verdict {
+        let options = self.options_for(envelope);
         let mut decoded = Some(payload);
         let mut attempt = 1;
         loop {
@@ -174,16 +183,16 @@ where
             // nacked past: it is retried here until it succeeds or its
             // strict attempts run out, and then parked.
             let holds_key =
-                self.options.key_order == KeyOrder::Strict && envelope.ordering_key.is_some();
-            if holds_key && attempt >= self.options.strict_attempts {
+                options.key_order == KeyOrder::Strict && envelope.ordering_key.is_some();
+            if holds_key && attempt >= options.strict_attempts {
                 return Verdict::Park(format!(
                     "handler failed {attempt} times holding its ordering key: {error}"
                 ));
             }
-            if !holds_key && attempt >= self.options.attempts {
+            if !holds_key && attempt >= options.attempts {
                 return Verdict::Retry(format!("handler failed {attempt} times: {error}"));
             }
-            let delay = self.options.retry_backoff.delay(attempt);
+            let delay = options.retry_backoff.delay(attempt);
             tracing::info!(attempt, retry_in = ?delay, error = %error, "handler failed; retrying");
             tokio::select! {
                 () = self.cancel.cancelled() => return Verdict::Abandon,
@@ -203,7 +212,8 @@ where
     ) -> Result<Verdict, HandlerError> {
         // Layer 3, inbox dedupe: the mark goes into the transaction the
         // handler writes through.
-        let mut tx = match self.inbox.begin(envelope.event_id).await? {
+        let isolation = self.options_for(envelope).isolation;
+        let mut tx = match self.inbox.begin_at(envelope.event_id, isolation).await? {
             InboxMark::Duplicate => return Ok(Verdict::Duplicate),
             InboxMark::Fresh(tx) => tx,
         };
@@ -246,7 +256,8 @@ where
         let mut tx = tx;
         tx.set_cause(Some(Cause::of(envelope)));
         let handle = TxHandle::new(tx);
-        let outcome = self.call_handler(message, handle.clone()).await;
+        let timeout = self.options_for(envelope).handler_timeout;
+        let outcome = self.call_handler(message, handle.clone(), timeout).await;
         let Some(mut tx) = handle.into_inner() else {
             return Err(HandlerError::transient(
                 "handler kept its transaction handle past its return",
@@ -274,15 +285,15 @@ where
         &self,
         message: Message<T>,
         tx: TxHandle<I::Tx>,
+        timeout: std::time::Duration,
     ) -> Result<(), HandlerError> {
         let handler = self.handler.clone();
         let call = handler.oneshot(HandlerRequest { message, tx });
         let started = Instant::now();
-        let result = match tokio::time::timeout(self.options.handler_timeout, call).await {
+        let result = match tokio::time::timeout(timeout, call).await {
             Ok(result) => result,
             Err(_) => Err(HandlerError::transient(format!(
-                "handler timed out after {:?}",
-                self.options.handler_timeout
+                "handler timed out after {timeout:?}"
             ))),
         };
         self.metrics.time_handler(started, result.is_ok());
@@ -317,8 +328,8 @@ where
                 let span = telemetry::settle_span(system, queue, Settle::Ack);
                 acker.ack().instrument(span).await
             }
-            Verdict::Skip(reason) => {
-                tracing::info!(%reason, "skipping an expired message");
+            Verdict::Skip(_, reason) => {
+                tracing::info!(%reason, "skipping without running the handler");
                 let span = telemetry::settle_span(system, queue, Settle::Ack);
                 acker.ack().instrument(span).await
             }

@@ -24,6 +24,11 @@ pub struct ConsumerReport {
     /// `parked` too) or skipped and acked, as
     /// [`ConsumerOptions::expired`](crate::ConsumerOptions::expired) says.
     pub expired: u64,
+    /// Deliveries of an event type the consumer has no handler for
+    /// ([`EventHandlers`](crate::EventHandlers)), parked (and counted in
+    /// `parked` too) or skipped and acked, as
+    /// [`EventHandlers::unknown`](crate::EventHandlers::unknown) says.
+    pub unknown: u64,
 }
 
 #[derive(Debug, Default)]
@@ -35,6 +40,7 @@ pub(crate) struct Counters {
     pub(crate) settle_errors: AtomicU64,
     pub(crate) batched: AtomicU64,
     pub(crate) expired: AtomicU64,
+    pub(crate) unknown: AtomicU64,
 }
 
 impl Counters {
@@ -51,6 +57,7 @@ impl Counters {
             settle_errors: self.settle_errors.load(Relaxed),
             batched: self.batched.load(Relaxed),
             expired: self.expired.load(Relaxed),
+            unknown: self.unknown.load(Relaxed),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The consumer: subscribe, dispatch, restart after source failures.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -8,7 +9,7 @@ use futures::future::BoxFuture;
 use tidings_core::give_up::GiveUpHook;
 use tidings_core::lifecycle::{Step, StepError};
 use tidings_core::port::error_chain;
-use tidings_core::{Codec, HybridClock, InboxAttempts, Source, SpecError};
+use tidings_core::{Codec, HybridClock, InboxAttempts, QueueSpec, Source, SpecError};
 use tidings_inbox::{Inbox, NoInbox};
 use tokio_util::sync::CancellationToken;
 
@@ -18,6 +19,7 @@ use crate::isolation::Isolation;
 use crate::metric::Metrics;
 use crate::process::Pipeline;
 use crate::report::Counters;
+use crate::typed::{EventHandlers, PerTypeCodec, TypeRouter, Types, Undecoded};
 use crate::{ConsumerOptions, ConsumerReport, QueueRef};
 
 /// Consumes `queue` from `source` until `cancel` fires: decodes each
@@ -110,8 +112,11 @@ pub struct Consumer<S, T: 'static, C: 'static, H, I = NoInbox> {
     handler: H,
     inbox: Inbox<I>,
     options: ConsumerOptions,
+    /// Each event type's settings, with per-type handlers.
+    types: Option<Types>,
     hlc: Option<HybridClock>,
     counters: Arc<Counters>,
+    /// Runs before a message is parked, if set.
     pub(crate) give_up: Option<GiveUpHook>,
 }
 
@@ -138,10 +143,69 @@ where
             handler,
             inbox,
             options: ConsumerOptions::default(),
+            types: None,
             hlc: None,
             counters: Arc::default(),
             give_up: None,
         })
+    }
+}
+
+impl<S: Source, Tx: Send + 'static> Consumer<S, Undecoded, PerTypeCodec, TypeRouter<Tx>, NoInbox> {
+    /// A consumer of `queue`, whose messages carry several event types,
+    /// each run through its own handler in `handlers`; add an inbox with
+    /// [`inbox`](Self::inbox).
+    ///
+    /// # Errors
+    ///
+    /// [`SpecError::EmptyName`], [`SpecError::NameTooLong`] or
+    /// [`SpecError::IllegalName`] when `queue` is not a legal name.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use tidings_consumer::{Consumer, EventHandlers, HandlerError, TxHandle, UnknownType, handler_fn};
+    /// use tidings_core::Message;
+    /// use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
+    /// use tidings_inbox::Inbox;
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Placed { order: u64 }
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Cancelled { order: u64, reason: String }
+    ///
+    /// async fn place(msg: Message<Placed>, tx: TxHandle<MemoryContext>) -> Result<(), HandlerError> {
+    ///     tx.lock().await.insert("orders", msg.payload.order.to_string(), "placed");
+    ///     Ok(())
+    /// }
+    ///
+    /// async fn cancel(msg: Message<Cancelled>, tx: TxHandle<MemoryContext>) -> Result<(), HandlerError> {
+    ///     tx.lock().await.insert("orders", msg.payload.order.to_string(), msg.payload.reason);
+    ///     Ok(())
+    /// }
+    ///
+    /// # fn main() -> Result<(), tidings_core::SpecError> {
+    /// let broker = MemoryBroker::new();
+    /// broker.declare_queue("orders");
+    /// let handlers = EventHandlers::new()
+    ///     .on("order.placed", handler_fn(place))
+    ///     .on("order.cancelled", handler_fn(cancel))
+    ///     .unknown(UnknownType::Skip);
+    /// let orders = Consumer::for_types(broker, "orders", handlers)?
+    ///     .inbox(Inbox::new(MemoryStore::new(), "orders")?);
+    /// // LifecyclePlan::new().step("orders", orders)
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn for_types(
+        source: S,
+        queue: impl Into<Cow<'static, str>>,
+        handlers: EventHandlers<Tx>,
+    ) -> Result<Self, SpecError> {
+        let types = handlers.settings();
+        let queue = QueueSpec::with_codec_named(queue, PerTypeCodec);
+        let mut consumer = Self::new(source, queue, handlers.into_handler())?;
+        consumer.types = Some(types);
+        Ok(consumer)
     }
 }
 
@@ -167,6 +231,7 @@ where
             handler: self.handler,
             inbox,
             options: self.options,
+            types: self.types,
             hlc: self.hlc,
             counters: self.counters,
             give_up: None,
@@ -204,6 +269,10 @@ where
     /// Consumes until `cancel` fires, subscribing again with backoff after
     /// source failures.
     pub async fn run(&self, cancel: CancellationToken) {
+        if let Some(refusal) = self.refusal() {
+            tracing::error!(%refusal, "consumer not started");
+            return;
+        }
         let pipeline = self.pipeline(&cancel, self.options);
         self.subscribed(&cancel, |stream| consume(&pipeline, stream, &cancel))
             .await;
@@ -221,6 +290,7 @@ where
             handler: self.handler.clone(),
             inbox: self.inbox.clone(),
             options,
+            types: self.types.as_ref().map(|types| types.resolve(options)),
             hlc: self.hlc.clone(),
             counters: self.counters.clone(),
             metrics: Metrics::new(self.queue.name(), self.inbox.consumer()),
@@ -280,6 +350,25 @@ where
         tracing::info!(messaging.destination.name = queue, report = ?self.report(), "consumer stopped");
     }
 
+    /// Why the consumer cannot start: it asks for an isolation level its
+    /// inbox store does not offer.
+    pub(crate) fn refusal(&self) -> Option<String> {
+        let store = self.inbox.store();
+        let by_type = self.types.iter().flat_map(Types::isolation_levels);
+        let level = (self.options.isolation.into_iter().chain(by_type))
+            .find(|level| !store.offers_isolation(*level))?;
+        Some(format!(
+            "consumer {:?} asks for {level} transactions, which its inbox store does not offer",
+            self.inbox.consumer()
+        ))
+    }
+
+    /// The consumer's options and, with per-type handlers, each type's.
+    pub(crate) fn every_options(&self) -> Vec<ConsumerOptions> {
+        let by_type = self.types.iter().flat_map(|types| types.each(self.options));
+        std::iter::once(self.options).chain(by_type).collect()
+    }
+
     /// The consumer's source, queue, inbox and options.
     pub(crate) fn parts(&self) -> (&S, &QueueRef<T, C>, &Inbox<I>, &ConsumerOptions) {
         (&self.source, &self.queue, &self.inbox, &self.options)
@@ -296,6 +385,9 @@ where
 {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {
         async move {
+            if let Some(refusal) = self.refusal() {
+                return Err(refusal.into());
+            }
             Consumer::run(self, cancel).await;
             Ok(())
         }

@@ -1,7 +1,8 @@
 //! The dedupe protocol over an [`InboxStore`].
 
 use tidings_core::{
-    Attempts, ConsumerName, InboxAttempts, InboxError, InboxMark, InboxStore, SpecError,
+    Attempts, ConsumerName, InboxAttempts, InboxError, InboxMark, InboxStore, IsolationLevel,
+    SpecError,
 };
 use uuid::Uuid;
 
@@ -51,9 +52,24 @@ impl<S: InboxStore> Inbox<S> {
     /// [`InboxError::Schema`] when the inbox table is missing,
     /// [`InboxError::Backend`] for any other database error. A transaction
     /// whose mark failed is rolled back.
-    #[tracing::instrument(skip_all, fields(messaging.consumer.group.name = %self.consumer, messaging.message.id = %event_id), err)]
     pub async fn begin(&self, event_id: Uuid) -> Result<InboxMark<S::Tx>, InboxError> {
-        let mut tx = self.store.begin().await?;
+        self.begin_at(event_id, None).await
+    }
+
+    /// [`begin`](Self::begin) at isolation `level`, or the store's default
+    /// where `None`.
+    ///
+    /// # Errors
+    ///
+    /// As [`begin`](Self::begin), and [`InboxError::Misconfigured`] when
+    /// the store does not offer `level`.
+    #[tracing::instrument(skip_all, fields(messaging.consumer.group.name = %self.consumer, messaging.message.id = %event_id), err)]
+    pub async fn begin_at(
+        &self,
+        event_id: Uuid,
+        level: Option<IsolationLevel>,
+    ) -> Result<InboxMark<S::Tx>, InboxError> {
+        let mut tx = self.open_at(level).await?;
         match self.store.mark(&mut tx, self.consumer.key(event_id)).await {
             Ok(InboxMark::Fresh(())) => Ok(InboxMark::Fresh(tx)),
             Ok(InboxMark::Duplicate) => {
@@ -80,6 +96,20 @@ impl<S: InboxStore> Inbox<S> {
     /// server; [`InboxError::Backend`] for any other database error.
     pub async fn open(&self) -> Result<S::Tx, InboxError> {
         self.store.begin().await
+    }
+
+    /// [`open`](Self::open) at isolation `level`, or the store's default
+    /// where `None`.
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](Self::open), and [`InboxError::Misconfigured`] when the
+    /// store does not offer `level`.
+    pub async fn open_at(&self, level: Option<IsolationLevel>) -> Result<S::Tx, InboxError> {
+        match level {
+            None => self.store.begin().await,
+            Some(level) => self.store.begin_at(level).await,
+        }
     }
 
     /// Marks `event_id` in a transaction from [`open`](Self::open). A

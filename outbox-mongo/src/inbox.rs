@@ -8,6 +8,7 @@ use mongodb::options::ReturnDocument;
 use tidings_core::port::caused_by;
 use tidings_core::{
     Attempts, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark, InboxPurge, InboxStore,
+    IsolationLevel,
 };
 use tracing::debug;
 
@@ -50,6 +51,19 @@ impl InboxStore for MongoInboxStore {
 
     async fn begin(&self) -> Result<MongoContext, InboxError> {
         self.store.begin().await.map_err(InboxError::from)
+    }
+
+    /// A transaction never reads another's uncommitted writes, and
+    /// concurrent writes of one document conflict: read committed.
+    async fn begin_at(&self, level: IsolationLevel) -> Result<MongoContext, InboxError> {
+        match self.offers_isolation(level) {
+            true => self.begin().await,
+            false => Err(InboxError::not_offered(level)),
+        }
+    }
+
+    fn offers_isolation(&self, level: IsolationLevel) -> bool {
+        level == IsolationLevel::ReadCommitted
     }
 
     /// Duplicate keys and failed document validation anywhere in the

@@ -6,6 +6,7 @@ use sqlx::Row;
 use tidings_core::port::caused_by;
 use tidings_core::{
     Attempts, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark, InboxPurge, InboxStore,
+    IsolationLevel,
 };
 use tracing::debug;
 
@@ -46,6 +47,22 @@ impl InboxStore for PgInboxStore {
 
     async fn begin(&self) -> Result<PgContext<'static>, InboxError> {
         self.store.begin().await.map_err(InboxError::from)
+    }
+
+    /// `SET TRANSACTION ISOLATION LEVEL` as the transaction's first
+    /// statement. A serialization failure later is a transient error.
+    async fn begin_at(&self, level: IsolationLevel) -> Result<PgContext<'static>, InboxError> {
+        let mut ctx = self.begin().await?;
+        let set = format!("SET TRANSACTION ISOLATION LEVEL {}", level.sql());
+        sqlx::raw_sql(sqlx::AssertSqlSafe(set))
+            .execute(ctx.tx())
+            .await
+            .map_err(inbox_error)?;
+        Ok(ctx)
+    }
+
+    fn offers_isolation(&self, _level: IsolationLevel) -> bool {
+        true
     }
 
     /// Constraint violations (SQLSTATE class 23) and data errors (class 22)

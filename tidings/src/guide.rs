@@ -35,6 +35,7 @@ chapters! {
     #[cfg(feature = "wal")]
     relay_log_tailing => "relay/log-tailing.md",
     consumer_handlers => "consumer/handlers.md",
+    consumer_event_types => "consumer/event-types.md",
     consumer_stored_inbox => "consumer/stored-inbox.md",
     consumer_layers => "consumer/layers.md",
     consumer_poison => "consumer/poison.md",

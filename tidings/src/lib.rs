@@ -29,14 +29,15 @@ pub use tidings_core::{
     ClaimedBatch, ClaimedRows, Clock, Codec, CodecError, ConsumerName, ConsumerStats,
     DEAD_LETTER_REASON_HEADER, Delivery, DriftError, Envelope, FIRST_FAILURE_HEADER, FailedFilter,
     FailedRow, Headers, Hlc, HybridClock, InboxAttempts, InboxError, InboxKey, InboxMark,
-    InboxPurge, InboxStore, JSON_CONTENT_TYPE, JsonCodec, LeaseToken, ManualClock, Message,
-    OrderingMode, OutboxAdmin, OutboxBuffer, OutboxRecord, OutboxSpec, OutboxStats, OutboxStore,
-    Outcome, PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER, PRIOR_DELIVERIES_HEADER, PublishBatch,
-    PublishError, Publisher, PublisherExt, PurgeRequest, PurgeStatus, QueueSpec, Queued,
-    QueuedWait, RAW_CONTENT_TYPE, REPLAYED_REASON_HEADER, RawCodec, Redelivery, Requeue, Retention,
-    RetryPolicy, Route, SettleReport, Settlement, SharedClock, Source, SourceError, SpecError,
-    StageError, StageEvents, Staged, StagedEvent, StoreError, SystemClock, Transient, TxHandle,
-    Wakeup, clock, cloudevents, give_up, lifecycle, memory, port, relay, reserved, spec, staging,
+    InboxPurge, InboxStore, IsolationLevel, JSON_CONTENT_TYPE, JsonCodec, LeaseToken, ManualClock,
+    Message, OrderingMode, OutboxAdmin, OutboxBuffer, OutboxRecord, OutboxSpec, OutboxStats,
+    OutboxStore, Outcome, PARKED_AT_HEADER, PARKED_DELIVERIES_HEADER, PRIOR_DELIVERIES_HEADER,
+    PublishBatch, PublishError, Publisher, PublisherExt, PurgeRequest, PurgeStatus, QueueSpec,
+    Queued, QueuedWait, RAW_CONTENT_TYPE, REPLAYED_REASON_HEADER, RawCodec, Redelivery, Requeue,
+    Retention, RetryPolicy, Route, SettleReport, Settlement, SharedClock, Source, SourceError,
+    SpecError, StageError, StageEvents, Staged, StagedEvent, StoreError, SystemClock, Transient,
+    TxHandle, Wakeup, clock, cloudevents, give_up, lifecycle, memory, port, relay, reserved, spec,
+    staging,
 };
 
 /// The consumer runner and the inbox ([`tidings_consumer`]).
@@ -92,8 +93,8 @@ pub mod kafka {
 pub mod prelude {
     #[cfg(feature = "consumer")]
     pub use tidings_consumer::{
-        Consumer, ConsumerOptions, Expired, HandlerError, Inbox, KeyOrder, StoredInbox, TxHandle,
-        handler_fn,
+        Consumer, ConsumerOptions, EventHandlers, Expired, HandlerError, Inbox, KeyOrder,
+        StoredInbox, TxHandle, TypeOptions, UnknownType, handler_fn,
     };
     pub use tidings_core::give_up::{GivenUp, give_up_fn};
     pub use tidings_core::lifecycle::LifecyclePlan;

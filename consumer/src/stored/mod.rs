@@ -173,10 +173,13 @@ where
         self,
         stored: StoredInbox<St>,
     ) -> Result<StoredConsumer<S, T, C, H, I, St>, SpecError> {
-        let (_, queue, inbox, options) = self.parts();
-        let ordering = match options.key_order {
-            KeyOrder::Unordered => OrderingMode::Unordered,
-            _ => OrderingMode::PerKey,
+        let (_, queue, inbox, _) = self.parts();
+        // Rows of a key are claimed one at a time where any type keeps
+        // the order of its key.
+        let ordered = (self.every_options().iter()).any(|o| o.key_order != KeyOrder::Unordered);
+        let ordering = match ordered {
+            true => OrderingMode::PerKey,
+            false => OrderingMode::Unordered,
         };
         let route = Route {
             name: inbox.consumer().to_owned().into(),
@@ -220,10 +223,11 @@ where
         let options = *options;
         // Past its claims, counted as handler starts, a message is parked;
         // a consumer that never parks keeps that.
-        let starts = self
-            .stored
-            .max_claims
-            .saturating_mul(options.attempts.max(1));
+        let attempts = (self.consumer.every_options().iter())
+            .map(|o| o.attempts)
+            .max()
+            .unwrap_or(options.attempts);
+        let starts = self.stored.max_claims.saturating_mul(attempts.max(1));
         let starts = options.max_deliveries.map(|_| starts);
         let pipeline = self
             .consumer
@@ -280,11 +284,15 @@ where
         if let Some(options) = self.stored.relay_options {
             return options;
         }
-        let attempts = options.attempts.max(options.strict_attempts).max(1);
+        // The longest a message may take, of any type.
+        let longest = (self.consumer.every_options().iter())
+            .map(|o| o.handler_timeout * o.attempts.max(o.strict_attempts).max(1))
+            .max()
+            .unwrap_or_default();
         // A claim's messages are handled a window at a time.
         let windows = Self::DEFAULT_CLAIM.div_ceil(options.concurrency);
         let windows = u32::try_from(windows).unwrap_or(u32::MAX);
-        let lease = options.handler_timeout * attempts * windows + Duration::from_secs(30);
+        let lease = longest * windows + Duration::from_secs(30);
         RelayOptions::default()
             .batch_size(Self::DEFAULT_CLAIM)
             .publish_window(options.concurrency)

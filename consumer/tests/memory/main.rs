@@ -14,6 +14,7 @@
 //! - `named_specs`: specs named at run time.
 //! - `recovery`: shutdown and restart, a lost source, causal order.
 //! - `stored`: the stored inbox.
+//! - `typed`: per-type handlers.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -27,3 +28,4 @@ mod named_specs;
 mod recovery;
 mod stored;
 mod suite;
+mod typed;

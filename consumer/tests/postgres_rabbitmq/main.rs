@@ -14,6 +14,7 @@
 //! - `header_property`: any staged header is refused or arrives intact.
 //! - `headers`: headers refused at staging, and none parking its event.
 //! - `stored`: the stored inbox, through a handler outage and a kill.
+//! - `typed`: per-type handlers, each at its own isolation level.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -25,3 +26,4 @@ mod header_property;
 mod headers;
 mod stored;
 mod suite;
+mod typed;

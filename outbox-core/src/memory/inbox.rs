@@ -8,6 +8,7 @@ use super::context::{CommitError, MemoryContext};
 use super::store::{AttemptCount, MemoryStore};
 use crate::{
     Attempts, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark, InboxPurge, InboxStore,
+    IsolationLevel,
 };
 
 impl InboxStore for MemoryStore {
@@ -15,6 +16,18 @@ impl InboxStore for MemoryStore {
 
     async fn begin(&self) -> Result<MemoryContext, InboxError> {
         Ok(MemoryStore::begin(self))
+    }
+
+    /// Reads see what was committed when they run, so read committed.
+    async fn begin_at(&self, level: IsolationLevel) -> Result<MemoryContext, InboxError> {
+        match self.offers_isolation(level) {
+            true => Ok(MemoryStore::begin(self)),
+            false => Err(InboxError::not_offered(level)),
+        }
+    }
+
+    fn offers_isolation(&self, level: IsolationLevel) -> bool {
+        level == IsolationLevel::ReadCommitted
     }
 
     async fn mark(

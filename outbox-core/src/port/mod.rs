@@ -28,6 +28,7 @@ pub use cursor::ClaimCursor;
 pub use driver_error::{DriverErrorClass, caused_by};
 pub use inbox::{
     Attempts, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark, InboxPurge, InboxStore,
+    IsolationLevel,
 };
 pub use outbox_admin::{ConsumerStats, FailedFilter, FailedRow, OutboxAdmin};
 pub use outbox_store::{

@@ -37,6 +37,15 @@ impl<T, C> QueueSpec<T, C> {
         }
     }
 
+    /// A queue with the given codec, named at run time.
+    pub fn with_codec_named(name: impl Into<Cow<'static, str>>, codec: C) -> Self {
+        Self {
+            name: name.into(),
+            codec,
+            payload: PhantomData,
+        }
+    }
+
     /// The queue's name.
     pub fn name(&self) -> &str {
         &self.name

@@ -263,12 +263,13 @@ pub trait Runs: Send + Sync + 'static {
     fn report(&self) -> ConsumerReport;
 }
 
-impl<S, C, H, I> Runs for Consumer<S, Order, C, H, I>
+impl<S, T, C, H, I> Runs for Consumer<S, T, C, H, I>
 where
     S: Source,
-    C: Codec<Order> + 'static,
+    T: Send + 'static,
+    C: Codec<T> + 'static,
     I: InboxAttempts,
-    H: Handler<Order, I::Tx>,
+    H: Handler<T, I::Tx>,
 {
     async fn run(&self, cancel: CancellationToken) {
         Consumer::run(self, cancel).await;

@@ -6,10 +6,12 @@
 
 mod attempts;
 mod harness;
+mod isolation;
 mod marks;
 
 pub use attempts::*;
 pub use harness::{InboxHarness, REACTIONS};
+pub use isolation::*;
 pub use marks::*;
 
 use std::sync::LazyLock;
@@ -41,6 +43,7 @@ macro_rules! inbox_conformance {
             a_commit_clears_attempts_and_a_rollback_keeps_them,
             a_start_outlives_a_transaction_that_never_ends,
             retention_purges_stale_attempt_counts,
+            each_offered_isolation_level_opens_a_transaction,
         );
     };
 }

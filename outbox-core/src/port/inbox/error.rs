@@ -46,6 +46,14 @@ impl From<StoreError> for InboxError {
 }
 
 impl InboxError {
+    /// The error of a store asked for an isolation level it does not
+    /// offer.
+    pub fn not_offered(level: super::IsolationLevel) -> Self {
+        Self::Misconfigured(format!(
+            "this inbox store does not offer {level} transactions"
+        ))
+    }
+
     /// Whether retrying later may succeed.
     pub fn is_transient(&self) -> bool {
         matches!(self, Self::Unavailable(_) | Self::Conflict(_))

@@ -7,11 +7,13 @@ use std::future::Future;
 
 mod attempts;
 mod error;
+mod isolation;
 mod key;
 mod purge;
 
 pub use attempts::{Attempts, InboxAttempts};
 pub use error::InboxError;
+pub use isolation::IsolationLevel;
 pub use key::{ConsumerName, InboxKey};
 pub use purge::InboxPurge;
 
@@ -75,6 +77,29 @@ pub trait InboxStore: Clone + Send + Sync + 'static {
     /// [`InboxError::Misconfigured`] when the store's settings do not fit the
     /// server; [`InboxError::Backend`] for any other database error.
     fn begin(&self) -> impl Future<Output = Result<Self::Tx, InboxError>> + Send;
+
+    /// Opens a transaction at isolation `level`. The default refuses every
+    /// level, for stores that offer none but their own; a store that
+    /// offers levels says so in [`offers_isolation`](Self::offers_isolation).
+    ///
+    /// # Errors
+    ///
+    /// [`InboxError::Misconfigured`] when the store does not offer `level`;
+    /// otherwise as [`begin`](Self::begin).
+    fn begin_at(
+        &self,
+        level: IsolationLevel,
+    ) -> impl Future<Output = Result<Self::Tx, InboxError>> + Send {
+        async move { Err(InboxError::not_offered(level)) }
+    }
+
+    /// Whether [`begin_at`](Self::begin_at) opens transactions at `level`;
+    /// a consumer asking for one the store does not offer refuses to
+    /// start. The default offers none.
+    fn offers_isolation(&self, level: IsolationLevel) -> bool {
+        let _ = level;
+        false
+    }
 
     /// Records the event for the consumer within `tx`. A duplicate leaves
     /// `tx` usable.
