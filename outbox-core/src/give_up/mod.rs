@@ -37,6 +37,8 @@
 //! ```
 
 mod hook;
+#[cfg(test)]
+mod tests;
 
 use std::future::Future;
 
