@@ -19,6 +19,10 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     /// stays pending with the route's backoff and the hook runs again on
     /// its next claim. See [`give_up`](crate::give_up).
     ///
+    /// The hook's transaction is one of its own: on PostgreSQL with locked
+    /// claims it takes a second connection from the pool while the claim
+    /// holds its own, so give the pool room for both.
+    ///
     /// ```
     /// use tidings_core::give_up::{GivenUp, give_up_fn};
     /// use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
