@@ -2,50 +2,13 @@
 //! `async fn` adapted by [`handler_fn`].
 
 use std::future::Future;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tidings_core::Message;
-use tokio::sync::{Mutex, MutexGuard};
+pub use tidings_core::TxHandle;
 use tower::Service;
 
 use crate::HandlerError;
-
-/// The inbox's open transaction, shared with the handler. The handler's
-/// writes through it commit with the inbox mark.
-///
-/// Lock it to use it; do not keep clones past the handler's return, or the
-/// runner cannot commit and treats the message as failed.
-#[derive(Debug)]
-pub struct TxHandle<Tx> {
-    inner: Arc<Mutex<Tx>>,
-}
-
-impl<Tx> Clone for TxHandle<Tx> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-        }
-    }
-}
-
-impl<Tx> TxHandle<Tx> {
-    pub(crate) fn new(tx: Tx) -> Self {
-        Self {
-            inner: Arc::new(Mutex::new(tx)),
-        }
-    }
-
-    /// Locks the transaction for use.
-    pub async fn lock(&self) -> MutexGuard<'_, Tx> {
-        self.inner.lock().await
-    }
-
-    /// The transaction back, unless a clone is still alive.
-    pub(crate) fn into_inner(self) -> Option<Tx> {
-        Arc::try_unwrap(self.inner).ok().map(Mutex::into_inner)
-    }
-}
 
 /// What a handler receives: the decoded message and the open transaction.
 #[derive(Debug)]

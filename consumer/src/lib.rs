@@ -5,6 +5,7 @@ mod batch;
 mod dispatch;
 mod error;
 mod expired;
+mod give_up;
 mod handler;
 mod isolation;
 mod key_order;

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use tidings_core::give_up::GiveUpHook;
 use tidings_core::port::error_chain;
 use tidings_core::telemetry::{self, Settle};
 use tidings_core::{
@@ -73,6 +74,8 @@ pub(crate) struct Pipeline<T: 'static, C: 'static, H, I> {
     pub(crate) system: &'static str,
     /// Fires on shutdown; stops retries waiting for their turn.
     pub(crate) cancel: CancellationToken,
+    /// Runs before a delivery is parked, if set.
+    pub(crate) give_up: Option<GiveUpHook>,
 }
 
 impl<T, C, H, I> Pipeline<T, C, H, I>
@@ -105,9 +108,10 @@ where
                 Some(verdict) => verdict,
                 None => match self.unknown_type(&envelope) {
                     Some(verdict) => verdict,
-                    None => self.judge(&envelope, count).await,
+                    None => self.judge_unless_given_up(&envelope, count).await,
                 },
             };
+            let verdict = self.give_up_first(verdict, &envelope, count).await;
             self.settle(verdict, acker).await;
         }
         .instrument(span)
@@ -124,7 +128,7 @@ where
         }
     }
 
-    async fn judge(&self, envelope: &Envelope, count: Option<u32>) -> Verdict {
+    pub(crate) async fn judge(&self, envelope: &Envelope, count: Option<u32>) -> Verdict {
         // Layer 2, decode: a payload the codec refuses never reaches the
         // handler.
         let payload = match self.queue.decode(&envelope.payload) {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use tidings_core::give_up::GiveUpHook;
 use tidings_core::lifecycle::{Step, StepError};
 use tidings_core::port::error_chain;
 use tidings_core::{Codec, HybridClock, InboxAttempts, QueueSpec, Source, SpecError};
@@ -115,6 +116,8 @@ pub struct Consumer<S, T: 'static, C: 'static, H, I = NoInbox> {
     types: Option<Types>,
     hlc: Option<HybridClock>,
     counters: Arc<Counters>,
+    /// Runs before a message is parked, if set.
+    pub(crate) give_up: Option<GiveUpHook>,
 }
 
 impl<S, T, C, H> Consumer<S, T, C, H, NoInbox>
@@ -143,6 +146,7 @@ where
             types: None,
             hlc: None,
             counters: Arc::default(),
+            give_up: None,
         })
     }
 }
@@ -213,7 +217,14 @@ where
     I: InboxAttempts,
 {
     /// Dedupes through `inbox`; the handler then receives its transaction.
+    /// Set a [give-up hook](Self::give_up) after this: one set before,
+    /// for the previous inbox's transactions, is dropped.
     pub fn inbox<J: InboxAttempts>(self, inbox: Inbox<J>) -> Consumer<S, T, C, H, J> {
+        if self.give_up.is_some() {
+            tracing::warn!(
+                "a give-up hook set before the consumer's inbox is dropped; set it after"
+            );
+        }
         Consumer {
             source: self.source,
             queue: self.queue,
@@ -223,6 +234,7 @@ where
             types: self.types,
             hlc: self.hlc,
             counters: self.counters,
+            give_up: None,
         }
     }
 
@@ -285,6 +297,7 @@ where
             isolation: Isolation::default(),
             system: self.source.messaging_system(),
             cancel: cancel.clone(),
+            give_up: self.give_up.clone(),
         })
     }
 }

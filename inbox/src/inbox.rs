@@ -31,6 +31,11 @@ impl<S: InboxStore> Inbox<S> {
         self.consumer.as_str()
     }
 
+    /// The consumer's name, checked.
+    pub fn consumer_name(&self) -> &ConsumerName {
+        &self.consumer
+    }
+
     /// The store.
     pub fn store(&self) -> &S {
         &self.store

@@ -6,6 +6,7 @@ pub mod cloudevents;
 mod codec;
 mod envelope;
 mod getters;
+pub mod give_up;
 mod hlc;
 pub mod lifecycle;
 pub mod memory;
@@ -16,6 +17,7 @@ pub mod reserved;
 pub mod spec;
 pub mod staging;
 pub mod telemetry;
+mod tx_handle;
 mod wakeup;
 
 pub use backoff::Backoff;
@@ -36,4 +38,5 @@ pub use port::{
 };
 pub use spec::{OrderingMode, OutboxSpec, QueueSpec, RetryPolicy, Route, SpecError};
 pub use staging::{CausalContext, Cause, OutboxBuffer, StageError, Staged, StagedEvent};
+pub use tx_handle::TxHandle;
 pub use wakeup::Wakeup;

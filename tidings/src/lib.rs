@@ -36,7 +36,8 @@ pub use tidings_core::{
     Queued, QueuedWait, RAW_CONTENT_TYPE, REPLAYED_REASON_HEADER, RawCodec, Redelivery, Requeue,
     Retention, RetryPolicy, Route, SettleReport, Settlement, SharedClock, Source, SourceError,
     SpecError, StageError, StageEvents, Staged, StagedEvent, StoreError, SystemClock, Transient,
-    Wakeup, clock, cloudevents, lifecycle, memory, port, relay, reserved, spec, staging,
+    TxHandle, Wakeup, clock, cloudevents, give_up, lifecycle, memory, port, relay, reserved, spec,
+    staging,
 };
 
 /// The consumer runner and the inbox ([`tidings_consumer`]).
@@ -95,6 +96,7 @@ pub mod prelude {
         Consumer, ConsumerOptions, EventHandlers, Expired, HandlerError, Inbox, KeyOrder,
         StoredInbox, TxHandle, TypeOptions, UnknownType, handler_fn,
     };
+    pub use tidings_core::give_up::{GivenUp, give_up_fn};
     pub use tidings_core::lifecycle::LifecyclePlan;
     pub use tidings_core::relay::{Relay, RelayOptions};
     pub use tidings_core::{Message, OutboxSpec, QueueSpec, Wakeup};

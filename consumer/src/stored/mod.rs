@@ -240,6 +240,12 @@ where
         .map_err(|e| tidings_core::StoreError::Invalid(e.to_string()))?
         .options(self.relay_options(&options))
         .wakeup(self.stored.wakeup.clone());
+        // A stored message the relay fails for good without the pipeline
+        // parking it (a crash loop) gets the consumer's hook too.
+        let relay = match self.consumer.give_up_hook() {
+            Some(hook) => relay.give_up_hook(hook.clone()),
+            None => relay,
+        };
         let intake = Intake {
             store: &self.stored.store,
             route: &self.route.name,

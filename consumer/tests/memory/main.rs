@@ -9,6 +9,7 @@
 //! - `attempts`: poison parking counts handler attempts, not deliveries.
 //! - `batch`: batches sharing a transaction, and their rollback.
 //! - `correlation`: what a handler stages is caused by its message.
+//! - `give_up`: the give-up hook on a message of an unknown type.
 //! - `key_order`: `KeyOrder::Strict` at its edges.
 //! - `metrics`: deliveries by outcome and handler times.
 //! - `named_specs`: specs named at run time.
@@ -22,6 +23,7 @@ mod support;
 mod attempts;
 mod batch;
 mod correlation;
+mod give_up;
 mod key_order;
 mod metrics;
 mod named_specs;

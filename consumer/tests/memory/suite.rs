@@ -162,10 +162,10 @@ impl ConsumerWorld for Memory {
 
 mod conformance {
     use super::Memory;
-    tidings_testing::consumer_conformance!(Memory::new(); with_key_order);
+    tidings_testing::consumer_conformance!(Memory::new(); with_key_order, with_give_up);
 }
 
 mod stored_conformance {
     use super::Memory;
-    tidings_testing::consumer_conformance!(Memory::stored(); with_key_order);
+    tidings_testing::consumer_conformance!(Memory::stored(); with_key_order, with_give_up);
 }

@@ -122,6 +122,7 @@ mod quorum {
         World::new(QueueKind::Quorum);
         with_connection_faults,
         with_key_order,
+        with_give_up,
     );
 }
 
@@ -136,5 +137,6 @@ mod stored {
         World::stored(QueueKind::Quorum);
         with_connection_faults,
         with_key_order,
+        with_give_up,
     );
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use metrics::Label;
 
+use crate::give_up::GiveUpHook;
 use crate::{Envelope, Route};
 
 /// The tenant a relay serves: every store of a database-per-tenant (or
@@ -46,6 +47,8 @@ impl Tenant {
 pub(super) struct Lane {
     pub(super) route: Route,
     pub(super) tenant: Option<Tenant>,
+    /// The hook run on each row before it is failed for good, if any.
+    pub(super) give_up: Option<GiveUpHook>,
     labels: Vec<Label>,
 }
 
@@ -58,6 +61,7 @@ impl Lane {
         Self {
             route,
             tenant,
+            give_up: None,
             labels,
         }
     }

@@ -84,6 +84,7 @@
 //! ```
 
 mod cleaner;
+mod give_up;
 mod lane;
 mod monitor;
 mod options;
@@ -201,7 +202,9 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
     /// # }
     /// ```
     pub fn tenant(mut self, tenant: Tenant) -> Self {
-        self.lane = Arc::new(Lane::new(self.lane.route.clone(), Some(tenant)));
+        let mut lane = Lane::new(self.lane.route.clone(), Some(tenant));
+        lane.give_up = self.lane.give_up.clone();
+        self.lane = Arc::new(lane);
         self
     }
 

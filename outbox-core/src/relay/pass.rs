@@ -168,10 +168,13 @@ pub(super) async fn publish<P: Publisher>(
     for record in records {
         match refuse(&record, config, publisher.judges_expiry()) {
             Some(reason) => {
-                tracing::warn!(messaging.message.id = %record.envelope.event_id, %reason, "failing row without publishing");
+                let envelope = &record.envelope;
+                tracing::warn!(messaging.message.id = %envelope.event_id, %reason, "failing row without publishing");
+                let failed = Outcome::Failed { reason };
+                let attempts = record.attempts_started;
                 settlements.push(Settlement {
-                    event_id: record.envelope.event_id,
-                    outcome: Outcome::Failed { reason },
+                    event_id: envelope.event_id,
+                    outcome: lane.give_up_first(envelope, attempts, failed).await,
                 });
             }
             None => {
@@ -198,9 +201,10 @@ pub(super) async fn publish<P: Publisher>(
                     reason: "publisher returned no result".into(),
                 })
             });
+            let outcome = decide(envelope.event_id, attempts, result, &lane.route);
             settlements.push(Settlement {
                 event_id: envelope.event_id,
-                outcome: decide(envelope.event_id, attempts, result, &lane.route),
+                outcome: lane.give_up_first(envelope, attempts, outcome).await,
             });
         }
     }

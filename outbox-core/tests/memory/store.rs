@@ -1,9 +1,10 @@
-//! The store conformance suite on the in-memory store, with each retention.
+//! The store conformance suite on the in-memory store, with each retention,
+//! and the relay's give-up hook.
 
 use tidings_core::Retention;
 use tidings_core::StagedEvent;
 use tidings_core::memory::{MemoryStore, MemoryStoreOptions};
-use tidings_testing::store::StoreHarness;
+use tidings_testing::store::{InboxHarness, StoreHarness};
 
 struct Memory(Retention);
 
@@ -23,9 +24,18 @@ impl StoreHarness for Memory {
     }
 }
 
+impl InboxHarness for Memory {
+    type Inbox = MemoryStore;
+
+    fn inbox(&self, store: &MemoryStore) -> MemoryStore {
+        store.clone()
+    }
+}
+
 mod delete_on_publish {
     use super::*;
     tidings_testing::store_conformance!(Memory(Retention::Delete));
+    tidings_testing::store_conformance!(give_up: Memory(Retention::Delete));
 }
 
 mod keep_published {

@@ -143,9 +143,9 @@ impl ConnectionFaults for MongoRabbit {
     }
 }
 
-tidings_testing::consumer_conformance!(MongoRabbit::new(); with_connection_faults);
+tidings_testing::consumer_conformance!(MongoRabbit::new(); with_connection_faults, with_give_up);
 
 mod stored {
     use super::*;
-    tidings_testing::consumer_conformance!(MongoRabbit::stored(); with_connection_faults);
+    tidings_testing::consumer_conformance!(MongoRabbit::stored(); with_connection_faults, with_give_up);
 }

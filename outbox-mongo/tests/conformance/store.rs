@@ -1,13 +1,13 @@
-//! The store conformance suite on MongoDB, with each retention. Every case
-//! runs on collections of its own.
+//! The store conformance suite on MongoDB, with each retention, and the
+//! relay's give-up hook. Every case runs on collections of its own.
 
 use crate::support;
 
 use std::sync::Mutex;
 
 use tidings_core::StagedEvent;
-use tidings_mongo::{MongoOutboxStore, Retention};
-use tidings_testing::store::StoreHarness;
+use tidings_mongo::{MongoInboxStore, MongoOutboxStore, Retention};
+use tidings_testing::store::{InboxHarness, StoreHarness};
 
 /// Remembers the stores it made so their collections go after the case.
 struct Mongo(Retention, Mutex<Vec<MongoOutboxStore>>);
@@ -46,9 +46,18 @@ impl StoreHarness for Mongo {
     }
 }
 
+impl InboxHarness for Mongo {
+    type Inbox = MongoInboxStore;
+
+    fn inbox(&self, store: &MongoOutboxStore) -> MongoInboxStore {
+        store.inbox()
+    }
+}
+
 mod delete_on_publish {
     use super::*;
     tidings_testing::store_conformance!(mongo(Retention::Delete));
+    tidings_testing::store_conformance!(give_up: mongo(Retention::Delete));
 }
 
 mod keep_published {

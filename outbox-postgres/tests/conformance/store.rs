@@ -1,14 +1,17 @@
 //! The store conformance suite on PostgreSQL, with each retention and each
 //! claim mode, and on a rotated outbox; where several relays race, half of
 //! them claim in the other mode. Every case runs in a schema of its own.
+//! The relay's give-up hook runs in each claim mode.
 
 use crate::support;
 
 use std::sync::Mutex;
 
 use tidings_core::StagedEvent;
-use tidings_postgres::{ClaimMode, Layout, PgOutboxOptions, PgOutboxStore, Retention};
-use tidings_testing::store::StoreHarness;
+use tidings_postgres::{
+    ClaimMode, Layout, PgInboxStore, PgOutboxOptions, PgOutboxStore, Retention,
+};
+use tidings_testing::store::{InboxHarness, StoreHarness};
 
 /// Places for the suite's per-key claims held side by side in one case:
 /// the suite checks what each claim takes, and `claims/per_key.rs` how
@@ -72,9 +75,18 @@ impl StoreHarness for Pg {
     }
 }
 
+impl InboxHarness for Pg {
+    type Inbox = PgInboxStore;
+
+    fn inbox(&self, store: &PgOutboxStore) -> PgInboxStore {
+        store.inbox()
+    }
+}
+
 mod delete_on_publish {
     use super::*;
     tidings_testing::store_conformance!(pg(Retention::Delete));
+    tidings_testing::store_conformance!(give_up: pg(Retention::Delete));
 }
 
 mod keep_published {
@@ -85,6 +97,7 @@ mod keep_published {
 mod locked_delete_on_publish {
     use super::*;
     tidings_testing::store_conformance!(locked: pg_locked(Retention::Delete));
+    tidings_testing::store_conformance!(give_up: pg_locked(Retention::Delete));
 }
 
 mod locked_keep_published {

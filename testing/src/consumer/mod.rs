@@ -8,6 +8,7 @@
 
 mod delivery;
 mod expiry;
+mod give_up;
 mod key_order;
 pub mod memory_effects;
 mod order;
@@ -18,6 +19,7 @@ mod world;
 
 pub use delivery::*;
 pub use expiry::*;
+pub use give_up::*;
 pub use key_order::*;
 pub use order::*;
 pub use parked::{Parked, collect_parked};
@@ -30,14 +32,22 @@ pub use world::*;
 /// the world's teardown.
 ///
 /// `consumer_conformance!(world)` runs the common cases; add
-/// `with_connection_faults` (the world implements [`ConnectionFaults`])
-/// and `with_key_order` (2,000 keyed events through each `KeyOrder`) after
-/// a semicolon for more; `consumer_conformance!(world; cases: a, b)` runs
-/// the named ones.
+/// `with_connection_faults` (the world implements [`ConnectionFaults`]),
+/// `with_key_order` (2,000 keyed events through each `KeyOrder`) and
+/// `with_give_up` (the give-up hook) after a semicolon for more;
+/// `consumer_conformance!(world; cases: a, b)` runs the named ones.
 #[macro_export]
 macro_rules! consumer_conformance {
     (@extra $world:expr; with_connection_faults) => {
         $crate::consumer_conformance!($world; cases: a_lost_connection_loses_and_doubles_nothing);
+    };
+    (@extra $world:expr; with_give_up) => {
+        $crate::consumer_conformance!($world; cases:
+            parking_runs_the_give_up_hook_once_and_commits_its_writes,
+            a_failing_give_up_hook_is_retried_and_the_message_parked_after_it_succeeds,
+            a_message_given_up_before_is_parked_without_running_the_hook_again,
+            a_redelivery_of_a_message_given_up_on_is_parked_without_its_handler,
+        );
     };
     (@extra $world:expr; with_key_order) => {
         $crate::consumer_conformance!($world; cases:

@@ -12,6 +12,7 @@ use tidings_consumer::{
     Consumer, ConsumerOptions, ConsumerReport, Handler, HandlerError, StoredConsumer, StoredInbox,
     TxHandle, handler_fn,
 };
+use tidings_core::give_up::GiveUp;
 use tidings_core::{
     Backoff, Codec, Envelope, InboxAttempts, InboxStore, JsonCodec, Message, QueueSpec, Source,
     StageEvents,
@@ -187,10 +188,41 @@ pub fn consumer<W, H>(world: &W, handler: H, options: ConsumerOptions) -> WorldC
 where
     W: ConsumerWorld,
 {
-    let consumer = Consumer::new(world.source(), world.queue(), handler)
+    keeping(world, direct(world, handler, options))
+}
+
+/// The world's consumer as [`consumer`] builds it, running `hook` before
+/// it parks a message.
+pub fn giving_up<W, H, G>(
+    world: &W,
+    handler: H,
+    options: ConsumerOptions,
+    hook: G,
+) -> WorldConsumer<W, H>
+where
+    W: ConsumerWorld,
+    G: GiveUp<WorldTx<W>>,
+{
+    keeping(world, direct(world, handler, options).give_up(hook))
+}
+
+/// The world's consumer handling each delivery as the broker hands it
+/// over.
+fn direct<W, H>(world: &W, handler: H, options: ConsumerOptions) -> DirectConsumer<W, H>
+where
+    W: ConsumerWorld,
+{
+    Consumer::new(world.source(), world.queue(), handler)
         .expect("a legal queue name")
         .inbox(world.inbox())
-        .options(options);
+        .options(options)
+}
+
+/// `consumer`, keeping what it receives where the world says.
+fn keeping<W, H>(world: &W, consumer: DirectConsumer<W, H>) -> WorldConsumer<W, H>
+where
+    W: ConsumerWorld,
+{
     match world.kept() {
         None => WorldConsumer::Direct(Box::new(consumer)),
         Some(kept) => {

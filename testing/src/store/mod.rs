@@ -8,6 +8,7 @@
 mod claims;
 mod expiry;
 mod fixtures;
+mod give_up;
 mod harness;
 mod maintenance;
 mod marks;
@@ -23,6 +24,7 @@ pub use fixtures::{
     full_event, keyed, next_claim, numbers, route, settle_all, settle_each, staged, staged_per_key,
     try_claim,
 };
+pub use give_up::*;
 pub use harness::StoreHarness;
 pub use maintenance::*;
 pub use marks::*;
@@ -35,7 +37,9 @@ pub use shared::*;
 /// each calling the case with the harness expression, then its
 /// `teardown`.
 ///
-/// `store_conformance!(harness)` runs every case. A store whose claims hold
+/// `store_conformance!(harness)` runs every case;
+/// `store_conformance!(give_up: harness)` the relay's give-up cases, for a
+/// harness that is an [`InboxHarness`]. A store whose claims hold
 /// their rows by locks in an open transaction rather than by a committed
 /// lease, so that a claim that outlived its lease fails to settle rather
 /// than being refused row by row, and a sweep cannot take it, runs
@@ -47,6 +51,11 @@ macro_rules! store_conformance {
             stale_lease_marks_are_refused,
             stale_published_marks_are_refused,
             a_swept_relays_late_mark_is_lost_and_the_new_owner_publishes_once,
+        );
+    };
+    (give_up: $harness:expr) => {
+        $crate::conformance_cases!([store], $crate::store::StoreHarness::teardown, $harness;
+            a_row_failed_for_good_runs_the_relays_give_up_hook_once,
         );
     };
     (locked: $harness:expr) => {

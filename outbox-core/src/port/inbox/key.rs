@@ -36,6 +36,13 @@ impl ConsumerName {
         Ok(Self(name))
     }
 
+    /// A name made from a checked one and a fixed suffix, such as the
+    /// name give-up marks are filed under; it may hold characters a
+    /// checked name cannot, so it never meets one.
+    pub(crate) fn derived(name: String) -> Self {
+        Self(name)
+    }
+
     /// The name.
     pub fn as_str(&self) -> &str {
         &self.0
