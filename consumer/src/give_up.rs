@@ -13,19 +13,13 @@
 
 use tidings_core::give_up::{GiveUp, GiveUpHook};
 use tidings_core::port::error_chain;
-use tidings_core::{Codec, Envelope, InboxAttempts, Source};
+use tidings_core::{Codec, Envelope, InboxAttempts, InboxStore};
 
 use crate::Consumer;
 use crate::handler::Handler;
 use crate::process::{Pipeline, Verdict};
 
-impl<S, T, C, H, I> Consumer<S, T, C, H, I>
-where
-    S: Source,
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-{
+impl<S, T, C, H, I: InboxStore> Consumer<S, T, C, H, I> {
     /// Runs `hook` on each message before it is parked (dead-lettered, or
     /// through a [stored inbox](crate::StoredInbox) failed for good),
     /// exactly once per message, in a transaction of the inbox's store that

@@ -1,6 +1,5 @@
 //! The consumer: subscribe, dispatch, restart after source failures.
 
-use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -9,7 +8,7 @@ use futures::future::BoxFuture;
 use tidings_core::give_up::GiveUpHook;
 use tidings_core::lifecycle::{Step, StepError};
 use tidings_core::port::error_chain;
-use tidings_core::{Codec, HybridClock, InboxAttempts, QueueSpec, Source, SpecError};
+use tidings_core::{Codec, HybridClock, InboxAttempts, InboxStore, Source, SpecError};
 use tidings_inbox::{Inbox, NoInbox};
 use tokio_util::sync::CancellationToken;
 
@@ -19,7 +18,7 @@ use crate::isolation::Isolation;
 use crate::metric::Metrics;
 use crate::process::Pipeline;
 use crate::report::Counters;
-use crate::typed::{EventHandlers, PerTypeCodec, TypeRouter, Types, Undecoded};
+use crate::typed::Types;
 use crate::{ConsumerOptions, ConsumerReport, QueueRef};
 
 /// Consumes `queue` from `source` until `cancel` fires: decodes each
@@ -113,7 +112,7 @@ pub struct Consumer<S, T: 'static, C: 'static, H, I = NoInbox> {
     inbox: Inbox<I>,
     options: ConsumerOptions,
     /// Each event type's settings, with per-type handlers.
-    types: Option<Types>,
+    pub(crate) types: Option<Types>,
     hlc: Option<HybridClock>,
     counters: Arc<Counters>,
     /// Runs before a message is parked, if set.
@@ -151,71 +150,7 @@ where
     }
 }
 
-impl<S: Source, Tx: Send + 'static> Consumer<S, Undecoded, PerTypeCodec, TypeRouter<Tx>, NoInbox> {
-    /// A consumer of `queue`, whose messages carry several event types,
-    /// each run through its own handler in `handlers`; add an inbox with
-    /// [`inbox`](Self::inbox).
-    ///
-    /// # Errors
-    ///
-    /// [`SpecError::EmptyName`], [`SpecError::NameTooLong`] or
-    /// [`SpecError::IllegalName`] when `queue` is not a legal name.
-    ///
-    /// ```
-    /// use serde::{Deserialize, Serialize};
-    /// use tidings_consumer::{Consumer, EventHandlers, HandlerError, TxHandle, UnknownType, handler_fn};
-    /// use tidings_core::Message;
-    /// use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
-    /// use tidings_inbox::Inbox;
-    ///
-    /// #[derive(Serialize, Deserialize)]
-    /// struct Placed { order: u64 }
-    /// #[derive(Serialize, Deserialize)]
-    /// struct Cancelled { order: u64, reason: String }
-    ///
-    /// async fn place(msg: Message<Placed>, tx: TxHandle<MemoryContext>) -> Result<(), HandlerError> {
-    ///     tx.lock().await.insert("orders", msg.payload.order.to_string(), "placed");
-    ///     Ok(())
-    /// }
-    ///
-    /// async fn cancel(msg: Message<Cancelled>, tx: TxHandle<MemoryContext>) -> Result<(), HandlerError> {
-    ///     tx.lock().await.insert("orders", msg.payload.order.to_string(), msg.payload.reason);
-    ///     Ok(())
-    /// }
-    ///
-    /// # fn main() -> Result<(), tidings_core::SpecError> {
-    /// let broker = MemoryBroker::new();
-    /// broker.declare_queue("orders");
-    /// let handlers = EventHandlers::new()
-    ///     .on("order.placed", handler_fn(place))
-    ///     .on("order.cancelled", handler_fn(cancel))
-    ///     .unknown(UnknownType::Skip);
-    /// let orders = Consumer::for_types(broker, "orders", handlers)?
-    ///     .inbox(Inbox::new(MemoryStore::new(), "orders")?);
-    /// // LifecyclePlan::new().step("orders", orders)
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn for_types(
-        source: S,
-        queue: impl Into<Cow<'static, str>>,
-        handlers: EventHandlers<Tx>,
-    ) -> Result<Self, SpecError> {
-        let types = handlers.settings();
-        let queue = QueueSpec::with_codec_named(queue, PerTypeCodec);
-        let mut consumer = Self::new(source, queue, handlers.into_handler())?;
-        consumer.types = Some(types);
-        Ok(consumer)
-    }
-}
-
-impl<S, T, C, H, I> Consumer<S, T, C, H, I>
-where
-    S: Source,
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-{
+impl<S, T, C, H, I> Consumer<S, T, C, H, I> {
     /// Dedupes through `inbox`; the handler then receives its transaction.
     /// Set a [give-up hook](Self::give_up) after this: one set before,
     /// for the previous inbox's transactions, is dropped.
@@ -302,13 +237,7 @@ where
     }
 }
 
-impl<S, T, C, H, I> Consumer<S, T, C, H, I>
-where
-    S: Source,
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-{
+impl<S: Source, T, C, H, I> Consumer<S, T, C, H, I> {
     /// Subscribes to the queue and hands each stream to `take` until
     /// `cancel` fires, subscribing again with backoff after source
     /// failures.
@@ -349,7 +278,9 @@ where
         }
         tracing::info!(messaging.destination.name = queue, report = ?self.report(), "consumer stopped");
     }
+}
 
+impl<S, T, C, H, I: InboxStore> Consumer<S, T, C, H, I> {
     /// Why the consumer cannot start: it asks for an isolation level its
     /// inbox store does not offer.
     pub(crate) fn refusal(&self) -> Option<String> {

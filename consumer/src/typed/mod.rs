@@ -1,6 +1,7 @@
 //! One consumer, several event types: a handler, a decoder and settings
 //! for each type on one queue.
 
+mod consumer;
 mod options;
 mod table;
 

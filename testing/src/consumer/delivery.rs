@@ -124,18 +124,7 @@ pub async fn a_permanent_error_parks_at_once_and_leaves_nothing<W: ConsumerWorld
     assert_eq!(world.effects().await, Effects { orders: 0, most: 0 });
     // The mark went with the writes: the same event, sent again (through a
     // stored inbox, its failed row requeued), is fresh.
-    match world.kept() {
-        None => world.publish(&sent).await,
-        Some(kept) => {
-            let route = world.inbox().consumer().to_owned();
-            let requeued = kept.get_store().requeue_failed(&route, Requeue::All).await;
-            assert_eq!(
-                requeued.expect("requeue"),
-                1,
-                "the parked message is a failed row"
-            );
-        }
-    }
+    send_again(world.as_ref(), &sent).await;
     let again = consumer(world.as_ref(), counting(world), options());
     run_until::<W, _, _, _>(again, |report| async move { report.processed == 1 }).await;
     assert_eq!(world.effects().await, ONCE);
@@ -171,4 +160,21 @@ pub async fn a_handler_stages_under_its_message_as_cause<W: ConsumerWorld>(world
         run_until::<W, _, _, _>(consumer, |report| async move { report.processed == 6 }).await;
     assert_eq!(report.processed, 6);
     assert_eq!(wrong.load(SeqCst), 0, "a handler ran without its cause");
+}
+
+/// Sends a parked message again: publishes it anew or, through a stored
+/// inbox, requeues its failed row.
+pub(crate) async fn send_again<W: ConsumerWorld>(world: &W, sent: &tidings_core::Envelope) {
+    match world.kept() {
+        None => world.publish(sent).await,
+        Some(kept) => {
+            let route = world.inbox().consumer().to_owned();
+            let requeued = kept.get_store().requeue_failed(&route, Requeue::All).await;
+            assert_eq!(
+                requeued.expect("requeue"),
+                1,
+                "the parked message is a failed row"
+            );
+        }
+    }
 }

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
 use tidings_consumer::{HandlerError, TxHandle};
+use tidings_core::BoxError;
 use tidings_core::give_up::{GiveUp, GiveUpHook, GivenUp, GivenUpBy, give_up_fn};
-use tidings_core::{BoxError, OutboxStore, Requeue};
 
 use super::world::{
     ConsumerWorld, Effects, WorldTx, answering, giving_up, options, order, run_until,
@@ -139,18 +139,7 @@ pub async fn a_message_given_up_before_is_parked_without_running_the_hook_again<
         if run == 1 {
             // Back again: sent anew, or through a stored inbox, its failed
             // row requeued.
-            match world.kept() {
-                None => world.publish(&sent).await,
-                Some(kept) => {
-                    let route = world.inbox().consumer().to_owned();
-                    let requeued = kept.get_store().requeue_failed(&route, Requeue::All).await;
-                    assert_eq!(
-                        requeued.expect("requeue"),
-                        1,
-                        "the parked message is a failed row"
-                    );
-                }
-            }
+            super::delivery::send_again(world.as_ref(), &sent).await;
         }
         let hook = compensating(world, &calls, |_| false);
         let consumer = giving_up(world.as_ref(), declining(world), options(), hook);
