@@ -76,7 +76,8 @@ impl Default for InboxCleanerOptions {
 }
 
 impl<S: InboxPurge> InboxCleaner<S> {
-    /// A cleaner for one consumer's marks, with
+    /// A cleaner for one consumer's marks, and those its give-up hook
+    /// files ([`ConsumerName::given_up`]), with
     /// [`InboxCleanerOptions::default`].
     ///
     /// # Errors
@@ -102,7 +103,8 @@ impl<S: InboxPurge> InboxCleaner<S> {
         &self.options
     }
 
-    /// One cleanup, batch after batch; returns how many marks went.
+    /// One cleanup, batch after batch, of the consumer's marks and then of
+    /// its give-up hook's; returns how many marks went.
     ///
     /// # Errors
     ///
@@ -113,13 +115,18 @@ impl<S: InboxPurge> InboxCleaner<S> {
     /// before it stay deleted.
     #[tracing::instrument(skip_all, fields(messaging.consumer.group.name = %self.consumer), err)]
     pub async fn clean(&self) -> Result<u64, InboxError> {
-        let (consumer, keep) = (&self.consumer, self.options.keep);
-        let deleted = purge_in_batches(self.options.batch, |limit| {
-            self.store.purge_older_than(consumer, keep, limit)
-        })
-        .await?;
-        if deleted > 0 {
-            tracing::debug!(consumer = %consumer, deleted, "purged inbox marks");
+        let mut deleted = 0;
+        // The consumer's marks, then those of its give-up hook.
+        for consumer in [&self.consumer, &self.consumer.given_up()] {
+            let keep = self.options.keep;
+            let purged = purge_in_batches(self.options.batch, |limit| {
+                self.store.purge_older_than(consumer, keep, limit)
+            })
+            .await?;
+            if purged > 0 {
+                tracing::debug!(consumer = %consumer, deleted = purged, "purged inbox marks");
+            }
+            deleted += purged;
         }
         Ok(deleted)
     }

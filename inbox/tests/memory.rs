@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tidings_core::memory::{MemoryStore, MemoryStoreOptions};
-use tidings_core::{InboxMark, ManualClock};
+use tidings_core::{ConsumerName, InboxMark, InboxStore, ManualClock};
 use tidings_inbox::{Inbox, InboxCleaner, InboxCleanerOptions};
 use uuid::Uuid;
 
@@ -52,6 +52,37 @@ async fn the_cleaner_removes_marks_older_than_the_window_in_batches() {
         "a purged mark no longer dedupes"
     );
     assert!(!handle(&inbox, recent).await, "a recent mark still dedupes");
+}
+
+#[tokio::test]
+async fn the_cleaner_removes_old_marks_of_the_give_up_hook_too() {
+    let (clock, store) = store();
+    let given_up = ConsumerName::new("billing").unwrap().given_up();
+    let mark = |id: Uuid| {
+        let (store, given_up) = (store.clone(), given_up.clone());
+        async move {
+            let mut tx = InboxStore::begin(&store).await.unwrap();
+            let marked = store.mark(&mut tx, given_up.key(id)).await.unwrap();
+            InboxStore::commit(&store, tx).await.unwrap();
+            marked
+        }
+    };
+    let (old, recent) = (Uuid::now_v7(), Uuid::now_v7());
+    assert_eq!(mark(old).await, InboxMark::Fresh(()));
+    clock.advance(Duration::from_secs(3600));
+    assert_eq!(mark(recent).await, InboxMark::Fresh(()));
+
+    let options = InboxCleanerOptions::new().keep(Duration::from_secs(1800));
+    let cleaner = InboxCleaner::new(store.clone(), "billing")
+        .unwrap()
+        .options(options);
+    assert_eq!(cleaner.clean().await.unwrap(), 1);
+    assert_eq!(mark(old).await, InboxMark::Fresh(()), "the old one purged");
+    assert_eq!(
+        mark(recent).await,
+        InboxMark::Duplicate,
+        "the recent one kept"
+    );
 }
 
 #[test]

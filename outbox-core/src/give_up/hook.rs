@@ -21,6 +21,22 @@ const CONSUMER_SUFFIX: &str = ":given-up";
 /// What a relay's give-up marks are filed under, after its route's name.
 const RELAY_SUFFIX: &str = ":relay-given-up";
 
+impl ConsumerName {
+    /// The name the consumer's give-up hook files its marks under: its
+    /// own and `:given-up`, which no consumer's own marks can meet. The
+    /// consumer's inbox cleaner purges these marks with its own.
+    ///
+    /// ```
+    /// use tidings_core::ConsumerName;
+    ///
+    /// let billing = ConsumerName::new("billing").unwrap();
+    /// assert_eq!(billing.given_up().as_str(), "billing:given-up");
+    /// ```
+    pub fn given_up(&self) -> ConsumerName {
+        ConsumerName::derived(format!("{self}{CONSUMER_SUFFIX}"))
+    }
+}
+
 /// Why a give-up hook did not commit. The caller retries the message, and
 /// the hook with it.
 #[derive(Debug, thiserror::Error)]
@@ -65,8 +81,7 @@ impl GiveUpHook {
             consumer: consumer.to_string(),
             queue: queue.to_owned(),
         };
-        let marker = ConsumerName::derived(format!("{consumer}{CONSUMER_SUFFIX}"));
-        Self::bind(store, marker, by, hook)
+        Self::bind(store, consumer.given_up(), by, hook)
     }
 
     /// `hook` for the relay of `route` (a checked route), its marks filed
