@@ -90,3 +90,47 @@ async fn a_hook_keeping_its_handle_fails_and_marks_nothing() {
     assert!(matches!(failed, Err(GiveUpError::KeptHandle)), "{failed:?}");
     assert!(!hook.ran_before(sent.event_id).await.unwrap());
 }
+
+#[tokio::test]
+async fn relays_run_their_hook_once_for_each_route() {
+    use crate::memory::MemoryBroker;
+    use crate::{OutboxSpec, OutboxStore};
+
+    static ORDERS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
+    static AUDIT: OutboxSpec<u64> = OutboxSpec::json("audit-events").destination("audit");
+    let store = MemoryStore::new();
+    let mut ctx = store.begin();
+    for spec in [&ORDERS, &AUDIT] {
+        ctx.outbox().stage(spec, "test.event", &7).unwrap();
+    }
+    ctx.commit().unwrap();
+    let calls = Arc::new(AtomicU32::new(0));
+    let hook = give_up_fn({
+        let calls = calls.clone();
+        move |given_up: GivenUp, tx: TxHandle<MemoryContext>| {
+            calls.fetch_add(1, SeqCst);
+            async move {
+                let route = given_up.envelope.route.clone();
+                tx.lock().await.insert("alerts", route, given_up.reason);
+                Ok::<_, BoxError>(())
+            }
+        }
+    });
+    // Neither destination is declared: the broker refuses both events.
+    let relays = store
+        .relays(MemoryBroker::new())
+        .route(&ORDERS)
+        .unwrap()
+        .give_up(store.clone(), hook)
+        .route(&AUDIT)
+        .unwrap()
+        .into_relays();
+    for relay in &relays {
+        relay.drain().await.unwrap();
+    }
+    assert_eq!(calls.load(SeqCst), 2, "once for each route's failed row");
+    assert_eq!(store.table("alerts").len(), 2);
+    for spec in [&ORDERS, &AUDIT] {
+        assert_eq!(store.stats(spec.name()).await.unwrap().failed, 1);
+    }
+}

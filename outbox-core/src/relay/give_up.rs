@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use super::Relay;
 use super::lane::Lane;
+use super::{Relay, Relays};
 use crate::give_up::{GiveUp, GiveUpHook};
 use crate::port::error_chain;
 use crate::{Envelope, InboxStore, OutboxStore, Outcome, Publisher};
@@ -60,6 +60,47 @@ impl<S: OutboxStore, P: Publisher> Relay<S, P> {
         let mut lane = Lane::new(self.lane.route.clone(), self.lane.tenant.clone());
         lane.give_up = Some(hook);
         self.lane = Arc::new(lane);
+        self
+    }
+}
+
+impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
+    /// Runs `hook` before any route's row is failed for good, as
+    /// [`Relay::give_up`] does for one route: each route's marks are
+    /// filed under its own name, and every relay made, those of routes
+    /// added before this as well as after, runs it.
+    ///
+    /// ```
+    /// use tidings_core::give_up::{GivenUp, give_up_fn};
+    /// use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
+    /// use tidings_core::{BoxError, OutboxSpec, TxHandle};
+    ///
+    /// static EVENTS: OutboxSpec<u64> = OutboxSpec::json("order-events").destination("orders");
+    ///
+    /// async fn alert(given_up: GivenUp, tx: TxHandle<MemoryContext>) -> Result<(), BoxError> {
+    ///     let id = given_up.envelope.event_id.to_string();
+    ///     tx.lock().await.insert("undelivered", id, given_up.reason);
+    ///     Ok(())
+    /// }
+    ///
+    /// # fn main() -> Result<(), tidings_core::SpecError> {
+    /// let store = MemoryStore::new();
+    /// let relays = store
+    ///     .relays(MemoryBroker::new())
+    ///     .route(&EVENTS)?
+    ///     .give_up(store.clone(), give_up_fn(alert));
+    /// # let _ = relays;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn give_up<I, G>(mut self, inbox: I, hook: G) -> Self
+    where
+        I: InboxStore,
+        G: GiveUp<I::Tx>,
+    {
+        let bind =
+            move |route: &crate::Route| GiveUpHook::for_route(inbox.clone(), route, hook.clone());
+        self.give_up = Some(Arc::new(bind));
         self
     }
 }

@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use super::{Monitor, Relay, RelayOptions, SharedRelay, Tenant};
+use crate::give_up::GiveUpHook;
 use crate::lifecycle::{IntoSteps, Step};
-use crate::{OutboxSpec, OutboxStore, Publisher, SpecError, Wakeup};
+use crate::{OutboxSpec, OutboxStore, Publisher, Route, SpecError, Wakeup};
 
 /// The steps that relay a store's rows to a publisher: one [`Relay`] per
 /// route (each sweeping its route's dead claims), or with
@@ -52,7 +53,12 @@ pub struct Relays<S, P> {
     monitors: bool,
     shared: Option<usize>,
     tenant: Option<Tenant>,
+    /// Binds the give-up hook to each route (see [`give_up`](Self::give_up)).
+    pub(super) give_up: Option<BindGiveUp>,
 }
+
+/// Binds one hook to each route it is given.
+pub(super) type BindGiveUp = Arc<dyn Fn(&Route) -> GiveUpHook + Send + Sync>;
 
 impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
     /// Relays of `store`'s routes to `publisher`, with no wake-up source:
@@ -68,6 +74,7 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
             monitors: true,
             shared: None,
             tenant: None,
+            give_up: None,
         }
     }
 
@@ -193,8 +200,13 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
     /// [`into_steps`](IntoSteps::into_steps).
     pub fn into_relays(self) -> Vec<Relay<S, P>> {
         let (options, wakeup, tenant) = (self.options, self.wakeup, self.tenant);
+        let give_up = self.give_up;
         let finish = |(relay, own): (Relay<S, P>, Option<RelayOptions>)| {
             let mut relay = relay.options(own.unwrap_or(options));
+            if let Some(bind) = &give_up {
+                let hook = bind(relay.route());
+                relay = relay.give_up_hook(hook);
+            }
             if let Some(wakeup) = &wakeup {
                 relay = relay.wakeup(wakeup.clone());
             }
