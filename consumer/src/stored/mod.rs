@@ -173,6 +173,29 @@ where
         self,
         stored: StoredInbox<St>,
     ) -> Result<StoredConsumer<S, T, C, H, I, St>, SpecError> {
+        let route = self.route_kept_with(stored.retry_backoff)?;
+        Ok(StoredConsumer {
+            consumer: self,
+            stored,
+            route,
+        })
+    }
+
+    /// The route a stored inbox keeps this consumer's messages under, with
+    /// the default [`retry_backoff`](StoredInbox::retry_backoff): what a
+    /// log-tailing reader of the stored table must serve
+    /// (`WalOptions::untyped_route` in `tidings-postgres`), known before
+    /// the store that [`stored`](Self::stored) takes exists.
+    ///
+    /// # Errors
+    ///
+    /// As [`stored`](Self::stored).
+    pub fn stored_route(&self) -> Result<Route, SpecError> {
+        self.route_kept_with(RetryPolicy::DEFAULT_BACKOFF)
+    }
+
+    /// The route of the stored messages, retried with `backoff`.
+    fn route_kept_with(&self, backoff: Backoff) -> Result<Route, SpecError> {
         let (_, queue, inbox, _) = self.parts();
         // Rows of a key are claimed one at a time where any type keeps
         // the order of its key.
@@ -186,17 +209,11 @@ where
             destination: Some(queue.name().to_owned().into()),
             ordering,
             // The consumer's pipeline parks a message past its deliveries.
-            retry: RetryPolicy::new()
-                .max_attempts(u32::MAX)
-                .backoff(stored.retry_backoff),
+            retry: RetryPolicy::new().max_attempts(u32::MAX).backoff(backoff),
             hlc_ordering: false,
         };
         route.validate()?;
-        Ok(StoredConsumer {
-            consumer: self,
-            stored,
-            route,
-        })
+        Ok(route)
     }
 }
 

@@ -14,6 +14,7 @@
 //! - `header_property`: any staged header is refused or arrives intact.
 //! - `headers`: headers refused at staging, and none parking its event.
 //! - `stored`: the stored inbox, through a handler outage and a kill.
+//! - `tailed`: the stored inbox on a table read by log tailing.
 //! - `typed`: per-type handlers, each at its own isolation level.
 
 #[path = "../support/mod.rs"]
@@ -26,4 +27,5 @@ mod header_property;
 mod headers;
 mod stored;
 mod suite;
+mod tailed;
 mod typed;

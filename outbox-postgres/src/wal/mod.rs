@@ -61,7 +61,7 @@ use std::time::SystemTime;
 
 use tidings_core::{
     ClaimRequest, ClaimedRows, LeaseToken, OutboxStats, OutboxStore, PurgeRequest, Requeue,
-    StoreError, Wakeup,
+    StageEvents, StagedEvent, StoreError, Wakeup,
 };
 use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -174,6 +174,15 @@ impl WalStore {
     /// The outbox store the events are staged in.
     pub fn store(&self) -> &PgOutboxStore {
         &self.shared.store
+    }
+}
+
+/// Stages through the store it tails, so what it stages comes back through
+/// its own slot: a [stored inbox](https://docs.rs/tidings-consumer) can
+/// keep its messages in a tailed table and be woken by the log.
+impl StageEvents for WalStore {
+    async fn stage_events(&self, events: Vec<StagedEvent>) -> Result<(), StoreError> {
+        self.shared.store.stage_events(events).await
     }
 }
 
