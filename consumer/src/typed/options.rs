@@ -48,9 +48,10 @@ tidings_core::settings!(TypeOptions {
     /// Waits between attempts ([`ConsumerOptions::retry_backoff`]).
     retry_backoff(backoff: Backoff) = Some(backoff), get_retry_backoff: Option<Backoff>;
     /// How this type's deliveries sharing an ordering key are ordered
-    /// ([`ConsumerOptions::key_order`]). A delivery is held behind the
-    /// running one of its key whatever their types, unless its own type is
-    /// [`KeyOrder::Unordered`].
+    /// ([`ConsumerOptions::key_order`]). Deliveries of ordered types
+    /// hold their key while they run, and wait behind whichever of them
+    /// holds it, whatever its type; one of a [`KeyOrder::Unordered`] type
+    /// neither waits nor holds its key.
     key_order(order: KeyOrder) = Some(order), get_key_order: Option<KeyOrder>;
     /// The isolation level of this type's handler transactions
     /// ([`ConsumerOptions::isolation`]). Its deliveries share a batch's
