@@ -118,15 +118,10 @@ fn apply(sizes: &mut Sizes, flag: &str, value: &str) -> anyhow::Result<()> {
         "--batch-size" => sizes.batch_size = value.parse::<usize>()?.max(1),
         "--wide-claim" => sizes.wide_claim = value.parse::<usize>()?.max(1),
         "--latency-seconds" => sizes.latency_duration = Duration::from_secs_f64(value.parse()?),
-        "--latency-rates" => {
-            sizes.latency_rates = value.split(',').map(str::parse).collect::<Result<_, _>>()?;
-        }
+        "--latency-rates" => sizes.latency_rates = rates(value)?,
         "--wake" => {
-            sizes.latency_wake = match value {
-                "store" => LatencyWake::Store,
-                "wal" => LatencyWake::Wal,
-                other => bail!("unknown wake-up {other}: store or wal"),
-            }
+            let wakes = [("store", LatencyWake::Store), ("wal", LatencyWake::Wal)];
+            sizes.latency_wake = one_of("wake-up", value, wakes)?;
         }
         "--consume-messages" => sizes.consume_messages = value.parse()?,
         "--consume-batch" => sizes.consume_batch = value.parse::<usize>()?.max(1),
@@ -142,19 +137,30 @@ fn apply(sizes: &mut Sizes, flag: &str, value: &str) -> anyhow::Result<()> {
         "--pinned-seconds" => sizes.pinned_duration = Duration::from_secs_f64(value.parse()?),
         "--pinned-rate" => sizes.pinned_rate = value.parse::<u32>()?.max(1),
         "--mongo-events" => sizes.mongo_events = value.parse::<usize>()?.max(1),
-        "--mongo-rates" => {
-            sizes.mongo_rates = value.split(',').map(str::parse).collect::<Result<_, _>>()?;
-        }
+        "--mongo-rates" => sizes.mongo_rates = rates(value)?,
         "--layout" => {
-            sizes.layout = match value {
-                "plain" => Layout::Plain,
-                "rotated" => Layout::Rotated,
-                other => bail!("unknown layout {other}: plain or rotated"),
-            }
+            let layouts = [("plain", Layout::Plain), ("rotated", Layout::Rotated)];
+            sizes.layout = one_of("layout", value, layouts)?;
         }
         other => bail!("unknown option {other}\n\n{USAGE}"),
     }
     Ok(())
+}
+
+/// Rates given as a comma-separated list, events per second.
+fn rates(value: &str) -> anyhow::Result<Vec<u32>> {
+    Ok(value.split(',').map(str::parse).collect::<Result<_, _>>()?)
+}
+
+/// The choice named `value` of two `choices`, or an error naming both.
+fn one_of<T: Copy>(what: &str, value: &str, choices: [(&str, T); 2]) -> anyhow::Result<T> {
+    match choices.iter().find(|(name, _)| *name == value) {
+        Some(&(_, choice)) => Ok(choice),
+        None => {
+            let [(first, _), (second, _)] = choices;
+            bail!("unknown {what} {value}: {first} or {second}")
+        }
+    }
 }
 
 #[cfg(test)]
