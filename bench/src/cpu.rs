@@ -4,21 +4,41 @@
 //! cost can be split between the client, the database and the broker.
 
 use std::fs;
-use std::ops::{AddAssign, Sub};
+use std::ops::{AddAssign, Index, Sub};
 use std::time::Duration;
 
-/// Run time by process group, at one moment or between two.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct CpuTime {
+/// The groups of processes whose run time a [`CpuTime`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Group {
     /// This process.
-    pub(crate) bench: Duration,
+    Bench,
     /// Every process named `postgres` (the server and its backends).
-    pub(crate) postgres: Duration,
+    Postgres,
     /// The RabbitMQ node (`beam.smp`).
-    pub(crate) rabbitmq: Duration,
+    Rabbitmq,
     /// Every process named `pgbouncer`, where a scenario goes through one.
-    pub(crate) pooler: Duration,
+    Pooler,
 }
+
+impl Group {
+    /// How many groups there are.
+    const COUNT: usize = 4;
+
+    /// The group of another process named `comm`, if it counts.
+    fn of(comm: &str) -> Option<Group> {
+        match comm {
+            "postgres" => Some(Group::Postgres),
+            "beam.smp" => Some(Group::Rabbitmq),
+            "pgbouncer" => Some(Group::Pooler),
+            _ => None,
+        }
+    }
+}
+
+/// Run time by process group, at one moment or between two; read by
+/// [`Group`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CpuTime([Duration; Group::COUNT]);
 
 impl CpuTime {
     /// The run time of every thread of each group so far. Processes that
@@ -37,25 +57,32 @@ impl CpuTime {
             else {
                 continue;
             };
-            let group = if pid == own {
-                &mut time.bench
-            } else {
-                let comm = fs::read_to_string(format!("/proc/{pid}/comm"));
-                match comm.as_deref().map(str::trim_end) {
-                    Ok("postgres") => &mut time.postgres,
-                    Ok("beam.smp") => &mut time.rabbitmq,
-                    Ok("pgbouncer") => &mut time.pooler,
-                    _ => continue,
+            let group = match pid == own {
+                true => Group::Bench,
+                false => {
+                    let comm = fs::read_to_string(format!("/proc/{pid}/comm"));
+                    match comm.ok().and_then(|comm| Group::of(comm.trim_end())) {
+                        Some(group) => group,
+                        None => continue,
+                    }
                 }
             };
-            *group += run_time(pid);
+            time.0[group as usize] += run_time(pid);
         }
         time
     }
 
     /// All groups together.
     pub(crate) fn total(&self) -> Duration {
-        self.bench + self.postgres + self.rabbitmq + self.pooler
+        self.0.iter().sum()
+    }
+}
+
+impl Index<Group> for CpuTime {
+    type Output = Duration;
+
+    fn index(&self, group: Group) -> &Duration {
+        &self.0[group as usize]
     }
 }
 
@@ -65,21 +92,17 @@ impl Sub for CpuTime {
     /// The time spent between two readings; a group whose processes ended
     /// meanwhile reads zero rather than negative.
     fn sub(self, earlier: CpuTime) -> CpuTime {
-        CpuTime {
-            bench: self.bench.saturating_sub(earlier.bench),
-            postgres: self.postgres.saturating_sub(earlier.postgres),
-            rabbitmq: self.rabbitmq.saturating_sub(earlier.rabbitmq),
-            pooler: self.pooler.saturating_sub(earlier.pooler),
-        }
+        CpuTime(std::array::from_fn(|n| {
+            self.0[n].saturating_sub(earlier.0[n])
+        }))
     }
 }
 
 impl AddAssign for CpuTime {
     fn add_assign(&mut self, other: CpuTime) {
-        self.bench += other.bench;
-        self.postgres += other.postgres;
-        self.rabbitmq += other.rabbitmq;
-        self.pooler += other.pooler;
+        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
+            *mine += theirs;
+        }
     }
 }
 
@@ -123,6 +146,9 @@ mod tests {
             x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
         }
         let spent = CpuTime::now() - before;
-        assert!(spent.bench > Duration::ZERO, "spent {spent:?} ({x})");
+        assert!(
+            spent[Group::Bench] > Duration::ZERO,
+            "spent {spent:?} ({x})"
+        );
     }
 }

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::cpu::CpuTime;
+use crate::cpu::{CpuTime, Group};
 
 /// What a figure is held to.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -74,15 +74,15 @@ impl Figure {
         events: usize,
     ) -> Self {
         let per = |d: Duration| d.as_secs_f64() * 1e6 / events.max(1) as f64;
-        let pooler = match cpu.pooler.is_zero() {
+        let pooler = match cpu[Group::Pooler].is_zero() {
             true => String::new(),
-            false => format!(" + PgBouncer {:.1}", per(cpu.pooler)),
+            false => format!(" + PgBouncer {:.1}", per(cpu[Group::Pooler])),
         };
         let measure = format!(
             "CPU per 1,000 events, {side} (bench {:.1} + PostgreSQL {:.1} + RabbitMQ {:.1}{pooler} ms)",
-            per(cpu.bench),
-            per(cpu.postgres),
-            per(cpu.rabbitmq),
+            per(cpu[Group::Bench]),
+            per(cpu[Group::Postgres]),
+            per(cpu[Group::Rabbitmq]),
         );
         Self::new(scenario, &measure, per(cpu.total()), "ms")
     }
