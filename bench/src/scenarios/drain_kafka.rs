@@ -29,10 +29,9 @@ use tidings_testing::services::{SETUP_COMMAND, kafka_brokers};
 use super::{in_windows, publish_through};
 use crate::consuming::{consume_from, create_invoices};
 use crate::env::Env;
-use crate::load::stage_pending;
 use crate::payload::envelopes;
 use crate::report::{Figure, Goal, Report};
-use crate::rounds;
+use crate::rounds::DrainRounds;
 use crate::sizes::Sizes;
 use crate::warm_relay::warm_relay;
 
@@ -80,12 +79,12 @@ async fn drain(
     topics: &[&'static str],
     report: Report<'_>,
 ) -> anyhow::Result<usize> {
-    env.stop_autovacuum(store).await?;
     // Each side runs in each position twice and right after each other
     // twice.
-    let orders = rounds::balanced([Side::Raw, Side::Transport, Side::Relay]);
-    let per_round = sizes.drain_events.div_ceil(orders.len());
-    let total = per_round * orders.len();
+    let sides = [Side::Raw, Side::Transport, Side::Relay];
+    let stores = std::slice::from_ref(store);
+    let rounds = DrainRounds::new(env, stores, sides, sizes.drain_events).await?;
+    let (per_round, total) = (rounds.per_round, rounds.total());
     let window = sizes.batch_size;
     let raw = raw_producer()?;
     let raw_envelopes = envelopes(topics[0], per_round)?;
@@ -98,9 +97,8 @@ async fn drain(
     let (spec, relay) = warm_relay(store, publisher, topics[2], RelayOptions::default()).await?;
     let mut took = [Duration::ZERO; 3];
     let mut relayed = 0;
-    for order in orders {
-        stage_pending(store, spec, per_round).await?;
-        env.vacuum(store).await?;
+    for &order in &rounds.orders {
+        rounds.stage(env, [(store, spec)]).await?;
         for side in order {
             took[side as usize] += match side {
                 Side::Raw => produce_all(&raw, &raw_envelopes, window).await?,

@@ -17,10 +17,9 @@ use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
 
 use crate::cpu::CpuTime;
 use crate::env::Env;
-use crate::load::stage_pending;
 use crate::raw_publish::RawPublisher;
 use crate::report::{Figure, Goal, Report};
-use crate::rounds;
+use crate::rounds::DrainRounds;
 use crate::sizes::Sizes;
 use crate::warm_relay::warm_relay;
 
@@ -38,7 +37,7 @@ enum Side {
     PooledLeased,
 }
 
-/// Every side, run in the rounds of [`rounds::balanced`].
+/// Every side, run in the rounds of [`DrainRounds`].
 const SIDES: [Side; 3] = [Side::Direct, Side::PooledLocked, Side::PooledLeased];
 
 pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
@@ -73,12 +72,8 @@ async fn measure(
     queues: [&'static str; 3],
     report: Report<'_>,
 ) -> anyhow::Result<()> {
-    for store in stores {
-        env.stop_autovacuum(store).await?;
-    }
-    let orders = rounds::balanced(SIDES);
-    let per_round = sizes.drain_events.div_ceil(orders.len());
-    let total = per_round * orders.len();
+    let rounds = DrainRounds::new(env, stores, SIDES, sizes.drain_events).await?;
+    let total = rounds.total();
     let raw = RawPublisher::connect(&env.amqp_url).await?;
     // The relay in its default configuration: wide claims published in
     // windows of the batch size.
@@ -94,11 +89,9 @@ async fn measure(
     let mut took = [Duration::ZERO; 3];
     let mut cpu = [CpuTime::default(); 3];
     let mut relayed = [0; 3];
-    for order in orders {
-        for (store, (spec, _)) in stores.iter().zip(&relays) {
-            stage_pending(store, spec, per_round).await?;
-            env.vacuum(store).await?;
-        }
+    for &order in &rounds.orders {
+        let specs = relays.iter().map(|(spec, _)| *spec);
+        rounds.stage(env, stores.iter().zip(specs)).await?;
         for queue in queues {
             raw.purge(queue).await?;
         }

@@ -23,12 +23,11 @@ use tidings_rabbitmq::{PublisherOptions, RabbitPublisher};
 use super::publish_through;
 use crate::cpu::CpuTime;
 use crate::env::Env;
-use crate::load::stage_pending;
 use crate::payload::envelopes;
 use crate::raw_publish::RawPublisher;
 use crate::raw_sweep::{self, Setting, Sweep};
 use crate::report::{Figure, Goal, Report};
-use crate::rounds;
+use crate::rounds::DrainRounds;
 use crate::sizes::Sizes;
 use crate::warm_relay::warm_relay;
 
@@ -64,7 +63,7 @@ enum Side {
     NarrowRelay,
 }
 
-/// Every side, run in the rounds of [`rounds::balanced`], alternating, so
+/// Every side, run in the rounds of [`DrainRounds`], alternating, so
 /// that a change in the machine's load falls on all of them.
 const SIDES: [Side; 4] = [Side::Raw, Side::Transport, Side::Relay, Side::NarrowRelay];
 
@@ -75,12 +74,8 @@ async fn measure(
     queues: [&'static str; 4],
     report: Report<'_>,
 ) -> anyhow::Result<()> {
-    for store in stores {
-        env.stop_autovacuum(store).await?;
-    }
-    let orders = rounds::balanced(SIDES);
-    let per_round = sizes.drain_events.div_ceil(orders.len());
-    let total = per_round * orders.len();
+    let rounds = DrainRounds::new(env, stores, SIDES, sizes.drain_events).await?;
+    let (per_round, total) = (rounds.per_round, rounds.total());
     let channels = raw_sweep::CHANNELS.iter().copied().max().unwrap_or(1);
     let raw = RawPublisher::connect_channels(&env.amqp_url, channels).await?;
     let raw_envelopes = envelopes(queues[0], per_round)?;
@@ -112,11 +107,9 @@ async fn measure(
     let mut took = [Duration::ZERO; 4];
     let mut cpu = [CpuTime::default(); 4];
     let mut relayed = [0; 2];
-    for (round, order) in orders.into_iter().enumerate() {
-        for (store, relay) in stores.iter().zip(&relays) {
-            stage_pending(store, relay.0, per_round).await?;
-            env.vacuum(store).await?;
-        }
+    for (round, &order) in rounds.orders.iter().enumerate() {
+        let specs = relays.iter().map(|(spec, _)| *spec);
+        rounds.stage(env, stores.iter().zip(specs)).await?;
         for queue in queues {
             raw.purge(queue).await?;
         }
