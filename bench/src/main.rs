@@ -18,6 +18,7 @@
 mod args;
 mod clients;
 mod consuming;
+mod costs;
 mod counting;
 mod cpu;
 mod delays;

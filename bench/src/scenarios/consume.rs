@@ -5,12 +5,13 @@
 //! of the messages already waiting (`ConsumerOptions::max_batch`).
 
 use sqlx::AssertSqlSafe;
+use tidings_core::Envelope;
 use tidings_postgres::{PgOutboxStore, Retention};
 use uuid::Uuid;
 
 use crate::clients::run_clients;
 use crate::consuming::{CONSUMER, PREFETCH, consume, create_invoices, insert_invoice_sql};
-use crate::cpu::CpuTime;
+use crate::costs::Costs;
 use crate::env::{Env, table_in};
 use crate::payload::{Payload, envelopes};
 use crate::raw_consume::receive_and_ack;
@@ -28,29 +29,21 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
     let batched = env.store("consume_batch", Retention::Delete).await?;
     let queue = env.queue("bench-consume").await?;
     let result = async {
-        create_invoices(&raw).await?;
-        create_invoices(&single).await?;
-        create_invoices(&batched).await?;
         let count = sizes.consume_messages;
-        let mut cpu = Vec::new();
-        let (raw_rate, spent) = two_row_limit(NAME, &raw, sizes, &mut *report).await?;
-        cpu.push(("raw two-row transactions", spent));
-
-        let publisher = RawPublisher::connect(&env.amqp_url).await?;
-        let messages = envelopes(queue, count)?;
+        let (raw_rate, mut costs) =
+            start(NAME, [&raw, &single, &batched], sizes, &mut *report).await?;
+        let backlog = Backlog::new(env, queue, count).await?;
         // The broker alone: receiving and acking, no database.
-        publisher.publish_all(&messages, FILL_WINDOW).await?;
-        let before = CpuTime::now();
-        let broker_took = receive_and_ack(&env.amqp_url, queue, count, PREFETCH).await?;
-        cpu.push(("raw receive + ack", CpuTime::now() - before));
+        backlog.fill().await?;
+        let broker = receive_and_ack(&env.amqp_url, queue, count, PREFETCH);
+        let broker_took = costs.measure("raw receive + ack", broker).await?;
         let broker_rate = Figure::rate(NAME, "raw receive + ack (broker only)", count, broker_took);
         report(broker_rate.clone());
         // One transaction per message, then batches of ready messages.
         let amqp = env.amqp("tidings-bench-consumer");
-        publisher.publish_all(&messages, FILL_WINDOW).await?;
-        let before = CpuTime::now();
-        let took = consume(&single, amqp.clone(), queue, count, sizes.clients, 1).await?;
-        cpu.push(("one transaction each", CpuTime::now() - before));
+        backlog.fill().await?;
+        let run = consume(&single, amqp.clone(), queue, count, sizes.clients, 1);
+        let took = costs.measure("one transaction each", run).await?;
         let mut one_each =
             Figure::rate(NAME, "consumed messages, one transaction each", count, took)
                 .limit(raw_rate.value);
@@ -59,20 +52,17 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
         let shared = 1.0 / (1.0 / raw_rate.value + 1.0 / broker_rate.value);
         one_each.measure += " vs database + broker costs added";
         report(one_each.limit(shared));
-        publisher.publish_all(&messages, FILL_WINDOW).await?;
+        backlog.fill().await?;
         let batch = sizes.consume_batch;
-        let before = CpuTime::now();
-        let took = consume(&batched, amqp, queue, count, sizes.clients, batch).await?;
-        cpu.push(("batches", CpuTime::now() - before));
+        let run = consume(&batched, amqp, queue, count, sizes.clients, batch);
+        let took = costs.measure("batches", run).await?;
         let measure = format!("consumed messages, batches of up to {batch}");
         report(
             Figure::rate(NAME, &measure, count, took)
                 .limit(raw_rate.value)
                 .goal(Goal::RatioAtLeast(0.9)),
         );
-        for (side, cpu) in cpu {
-            report(Figure::cpu_per_thousand(NAME, side, cpu, count));
-        }
+        costs.report(NAME, count, &mut *report);
         Ok(())
     }
     .await;
@@ -80,21 +70,51 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
     result
 }
 
-/// The raw limit, two-row transactions of `sizes`' consume messages on
-/// `raw`, reported under `name`; its rate and the CPU time it took.
-pub(super) async fn two_row_limit(
+/// The start of consume scenario `name` on `stores`: the invoices table
+/// made in each, then the raw limit, two-row transactions of `sizes`'
+/// consume messages on the first, reported; its rate, and its CPU time as
+/// the first of the scenario's costs.
+pub(super) async fn start<const N: usize>(
     name: &'static str,
-    raw: &PgOutboxStore,
+    stores: [&PgOutboxStore; N],
     sizes: &Sizes,
     report: Report<'_>,
-) -> anyhow::Result<(Figure, CpuTime)> {
+) -> anyhow::Result<(Figure, Costs)> {
+    for store in stores {
+        create_invoices(store).await?;
+    }
     let count = sizes.consume_messages;
-    let before = CpuTime::now();
-    let took = two_row_transactions(raw, sizes.clients, count).await?;
-    let spent = CpuTime::now() - before;
+    let mut costs = Costs::default();
+    let raw = two_row_transactions(stores[0], sizes.clients, count);
+    let took = costs.measure("raw two-row transactions", raw).await?;
     let rate = Figure::rate(name, "raw two-row transactions", count, took);
     report(rate.clone());
-    Ok((rate, spent))
+    Ok((rate, costs))
+}
+
+/// The messages a consume scenario fills its queue with before each run,
+/// and the connection it publishes them on.
+pub(super) struct Backlog {
+    publisher: RawPublisher,
+    messages: Vec<Envelope>,
+}
+
+impl Backlog {
+    /// `count` messages to `queue`.
+    pub(super) async fn new(env: &Env, queue: &str, count: usize) -> anyhow::Result<Self> {
+        Ok(Self {
+            publisher: RawPublisher::connect(&env.amqp_url).await?,
+            messages: envelopes(queue, count)?,
+        })
+    }
+
+    /// Publishes every message, confirmed [`FILL_WINDOW`] at a time.
+    pub(super) async fn fill(&self) -> anyhow::Result<()> {
+        self.publisher
+            .publish_all(&self.messages, FILL_WINDOW)
+            .await?;
+        Ok(())
+    }
 }
 
 /// What the consumer does per message, by hand: the inbox row and the

@@ -16,24 +16,19 @@
 use tidings_core::relay::RelayOptions;
 use tidings_postgres::Retention;
 
-use crate::consuming::{consume, create_invoices};
-use crate::cpu::CpuTime;
+use crate::consuming::consume;
 use crate::env::Env;
-use crate::payload::envelopes;
-use crate::raw_publish::RawPublisher;
 use crate::report::{Figure, Goal, Report};
 use crate::sizes::Sizes;
 use crate::stored_consuming::{StoredTimes, consume_stored, kept_store};
 
-use super::consume::two_row_limit;
+use super::consume::{Backlog, start};
 
 const NAME: &str = "consume-stored";
 /// Rows the stored inbox's handling side claims at once in the second run.
 const WIDE_CLAIM: usize = 256;
 /// Stored messages handled at once in the second run.
 const WIDE_WINDOW: usize = 32;
-/// The confirm window while filling the queue.
-const FILL_WINDOW: usize = 500;
 
 pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
     let raw = env.store("cs_raw", Retention::Delete).await?;
@@ -44,23 +39,15 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
     let kept_wide = kept_store(env, "cs_wide_kept").await?;
     let queue = env.queue("bench-consume-stored").await?;
     let result = async {
-        create_invoices(&raw).await?;
-        create_invoices(&today).await?;
-        create_invoices(&stored).await?;
-        create_invoices(&stored_wide).await?;
         let count = sizes.consume_messages;
-        let mut cpu = Vec::new();
-        let (raw_rate, spent) = two_row_limit(NAME, &raw, sizes, &mut *report).await?;
-        cpu.push(("raw two-row transactions", spent));
-
-        let publisher = RawPublisher::connect(&env.amqp_url).await?;
-        let messages = envelopes(queue, count)?;
+        let stores = [&raw, &today, &stored, &stored_wide];
+        let (raw_rate, mut costs) = start(NAME, stores, sizes, &mut *report).await?;
+        let backlog = Backlog::new(env, queue, count).await?;
         let amqp = env.amqp("tidings-bench-consumer");
         // Today's inbox path: a transaction per message, acked after it.
-        publisher.publish_all(&messages, FILL_WINDOW).await?;
-        let before = CpuTime::now();
-        let took = consume(&today, amqp.clone(), queue, count, sizes.clients, 1).await?;
-        cpu.push(("today's inbox", CpuTime::now() - before));
+        backlog.fill().await?;
+        let run = consume(&today, amqp.clone(), queue, count, sizes.clients, 1);
+        let took = costs.measure("today's inbox", run).await?;
         let today_rate = Figure::rate(NAME, "today's inbox, handled", count, took);
         report(today_rate.clone().limit(raw_rate.value));
 
@@ -79,19 +66,10 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
             ),
         ];
         for (store, kept, relay, side) in runs {
-            publisher.publish_all(&messages, FILL_WINDOW).await?;
-            let before = CpuTime::now();
-            let times = consume_stored(
-                store,
-                kept,
-                amqp.clone(),
-                queue,
-                count,
-                sizes.clients,
-                relay,
-            )
-            .await?;
-            cpu.push((side, CpuTime::now() - before));
+            backlog.fill().await?;
+            let clients = sizes.clients;
+            let run = consume_stored(store, kept, amqp.clone(), queue, count, clients, relay);
+            let times = costs.measure(side, run).await?;
             let goals = relay.is_none();
             stored_figures(
                 &mut *report,
@@ -103,9 +81,7 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
                 goals,
             );
         }
-        for (side, cpu) in cpu {
-            report(Figure::cpu_per_thousand(NAME, side, cpu, count));
-        }
+        costs.report(NAME, count, &mut *report);
         Ok(())
     }
     .await;
