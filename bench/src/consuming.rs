@@ -14,7 +14,7 @@ use tidings_postgres::{PgContext, PgOutboxStore};
 use tidings_rabbitmq::{ConnectionOptions, RabbitSource, SourceOptions};
 use tokio_util::sync::CancellationToken;
 
-use crate::env::table_in;
+use crate::env::{create_table, table_in};
 use crate::payload::Payload;
 
 /// The consumer name the inbox records.
@@ -27,15 +27,9 @@ const TIMEOUT_PER_THOUSAND: Duration = Duration::from_secs(10);
 
 /// Creates the table the handler writes to.
 pub(crate) async fn create_invoices(store: &PgOutboxStore) -> anyhow::Result<()> {
-    let sql = format!(
-        "create table {} (id bigserial primary key, order_id bigint not null, \
-         amount_cents bigint not null)",
-        table_in(store, "invoices")
-    );
-    sqlx::query(AssertSqlSafe(sql))
-        .execute(store.pool())
-        .await?;
-    Ok(())
+    let columns =
+        "id bigserial primary key, order_id bigint not null, amount_cents bigint not null";
+    create_table(store, "invoices", columns).await
 }
 
 /// The insert the handler runs.

@@ -54,26 +54,27 @@ impl Env {
         })
     }
 
-    /// The run's connections with the pool on the cluster with
-    /// `wal_level=logical` at `LOGICAL_DATABASE_URL` instead, where the
-    /// log-tailing scenarios run, their polling baselines beside them so
-    /// that both sides meet the same server. [`close`](Self::close) it
-    /// once done.
-    pub(crate) async fn logical(&self, max_connections: u32) -> anyhow::Result<Self> {
+    /// Runs `work` with the run's connections, the pool on the cluster
+    /// with `wal_level=logical` at `LOGICAL_DATABASE_URL` instead, where
+    /// the log-tailing scenarios run, their polling baselines beside them
+    /// so that both sides meet the same server; closes that pool after.
+    pub(crate) async fn on_logical<T>(
+        &self,
+        max_connections: u32,
+        work: impl AsyncFnOnce(&Env) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
         let url = logical_database_url();
         let pool = open_pool(&url, max_connections).await.with_context(|| {
             format!("PostgreSQL with wal_level=logical at {url}; run {SETUP_COMMAND}")
         })?;
-        Ok(Self {
+        let logical = Self {
             amqp_url: self.amqp_url.clone(),
             pool,
             layout: self.layout,
-        })
-    }
-
-    /// Closes the pool of an environment made by [`logical`](Self::logical).
-    pub(crate) async fn close(self) {
-        self.pool.close().await;
+        };
+        let result = work(&logical).await;
+        logical.pool.close().await;
+        result
     }
 
     /// A pool through the transaction pooler at `PGBOUNCER_URL`, every
@@ -276,6 +277,21 @@ pub(crate) fn outbox_table(store: &PgOutboxStore) -> String {
 /// The quoted `schema.name` of a table beside a store's outbox.
 pub(crate) fn table_in(store: &PgOutboxStore, name: &str) -> String {
     format!("\"{}\".\"{name}\"", store.options().get_schema())
+}
+
+/// Creates the table `name` beside a store's outbox, with `columns` (SQL
+/// column definitions).
+pub(crate) async fn create_table(
+    store: &PgOutboxStore,
+    name: &str,
+    columns: &str,
+) -> anyhow::Result<()> {
+    let table = table_in(store, name);
+    let sql = format!("create table {table} ({columns})");
+    sqlx::query(AssertSqlSafe(sql))
+        .execute(store.pool())
+        .await?;
+    Ok(())
 }
 
 /// An outbox spec with a fresh route relaying to `queue`.

@@ -42,10 +42,10 @@ const CONNECTIONS: u32 = 4;
 const QUICK_CONFIRM: Duration = Duration::from_millis(20);
 
 pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
-    let logical = env.logical(CONNECTIONS).await?;
-    let result = measure(&logical, sizes, report).await;
-    logical.close().await;
-    result
+    env.on_logical(CONNECTIONS, async |logical| {
+        measure(logical, sizes, report).await
+    })
+    .await
 }
 
 async fn measure(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {

@@ -19,10 +19,10 @@ use crate::tailing::{drop_tailing, reading, tailing_store, wal_store};
 const CONNECTIONS: u32 = 8;
 
 pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
-    let logical = env.logical(CONNECTIONS).await?;
-    let result = rates(&logical, sizes, report).await;
-    logical.close().await;
-    result
+    env.on_logical(CONNECTIONS, async |logical| {
+        rates(logical, sizes, report).await
+    })
+    .await
 }
 
 async fn rates(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {

@@ -9,27 +9,22 @@
 //! stage scenario measures it. The sides alternate in rounds in every
 //! order, as there.
 
-use std::time::Duration;
-
 use tidings_postgres::{PgOutboxStore, Retention, TailMode};
 
-use super::stage::{create_orders, stage_raw, stage_tidings};
-use crate::cpu::CpuTime;
+use super::stage::{Orders, ROUNDS, Took, stage_rounds};
 use crate::env::Env;
 use crate::report::{Figure, Goal, Report};
-use crate::rounds;
 use crate::sizes::Sizes;
 use crate::tailing::{drop_tailing, mode_label, tailing_store};
 
 const NAME: &str = "stage-wal";
-/// Rounds each side runs: every order of the three sides twice.
-const ROUNDS: usize = 12;
 
 pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
-    let logical = env.logical(sizes.clients as u32 + 2).await?;
-    let result = measure(&logical, sizes, report).await;
-    logical.close().await;
-    result
+    let connections = sizes.clients as u32 + 2;
+    env.on_logical(connections, async |logical| {
+        measure(logical, sizes, report).await
+    })
+    .await
 }
 
 async fn measure(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
@@ -69,32 +64,13 @@ async fn measure(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result
     Ok(())
 }
 
-/// The time each side took over all rounds and its CPU time: the raw
-/// transactions, message mode, table mode.
-#[derive(Default)]
-struct Took {
-    time: [Duration; 3],
-    cpu: [CpuTime; 3],
-}
-
 /// Runs the rounds on `stores`: the raw side's table, then the two
 /// log-tailing stores.
 async fn rounds_of(stores: &[&PgOutboxStore; 3], sizes: &Sizes) -> anyhow::Result<Took> {
-    for store in stores {
-        create_orders(store).await?;
-    }
-    let (clients, per_round) = (sizes.clients, sizes.stage_transactions.div_ceil(ROUNDS));
-    let mut took = Took::default();
-    let orders = rounds::balanced([0, 1, 2]);
-    for round in 0..ROUNDS {
-        for side in orders[round % orders.len()] {
-            let before = CpuTime::now();
-            took.time[side] += match side {
-                0 => stage_raw(stores[0], clients, per_round).await?,
-                _ => stage_tidings(stores[side], clients, per_round).await?,
-            };
-            took.cpu[side] += CpuTime::now() - before;
-        }
-    }
-    Ok(took)
+    let orders = [
+        Orders::create(stores[0]).await?,
+        Orders::create(stores[1]).await?,
+        Orders::create(stores[2]).await?,
+    ];
+    stage_rounds(&orders, sizes).await
 }

@@ -19,7 +19,7 @@ use tidings_rabbitmq::{ConnectionOptions, PublisherOptions, RabbitConnection, So
 use tidings_testing::services::{amqp_url, database_url};
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::env::{connect_options, table_in};
+use crate::env::{connect_options, create_table, table_in};
 use crate::payload::Payload;
 
 /// The lease of the chaos relays: short, so rows a killed relay claimed
@@ -36,16 +36,9 @@ pub(super) fn spec(route: &str, queue: &str) -> OutboxSpec<Payload> {
 /// The effects table (one row per committed effect, in commit order per
 /// key) and the table counting handler starts.
 pub(super) async fn create_tables(store: &PgOutboxStore) -> anyhow::Result<()> {
-    let sql = format!(
-        "create table {} (seq bigserial primary key, event_id uuid not null);
-         create table {} (event_id uuid not null)",
-        table_in(store, "effects"),
-        table_in(store, "handler_starts"),
-    );
-    sqlx::raw_sql(AssertSqlSafe(sql))
-        .execute(store.pool())
-        .await?;
-    Ok(())
+    let effects = "seq bigserial primary key, event_id uuid not null";
+    create_table(store, "effects", effects).await?;
+    create_table(store, "handler_starts", "event_id uuid not null").await
 }
 
 /// Runs one child until SIGTERM.

@@ -92,36 +92,40 @@ pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow:
     }
     // Every side against the plain table on a healthy server; the goals
     // are the rotated layout's with the snapshot held.
-    let p99 = |label: &str, run: &Run| {
-        Figure::millis(NAME, &format!("{label}: commit-to-publish p99"), run.p99)
-    };
-    let healthy_p99 = p99("plain, healthy", &healthy);
-    report(healthy_p99.clone());
-    for (label, run) in &sides[1..] {
-        let figure = p99(label, run).limit(healthy_p99.value);
-        report(match *label == "rotated, snapshot held" {
-            true => figure.goal(Goal::RatioAtMost(2.0)),
-            false => figure,
-        });
-    }
-    let drain = |label: &str, run: &Run| {
-        let measure = format!("{label}: drain of {} events afterwards", run.backlog);
-        Figure::rate(NAME, &measure, run.backlog, run.drain_took)
-    };
-    let healthy_drain = drain("plain, healthy", &healthy);
-    report(healthy_drain.clone());
-    for (label, run) in &sides[1..] {
-        let figure = drain(label, run).limit(healthy_drain.value);
-        report(match *label == "rotated, snapshot held" {
-            true => figure.goal(Goal::RatioAtLeast(0.8)),
-            false => figure,
-        });
+    let measures = [
+        (p99 as FigureOf, Goal::RatioAtMost(2.0)),
+        (drain, Goal::RatioAtLeast(0.8)),
+    ];
+    for (figure, goal) in measures {
+        let limit = figure("plain, healthy", &healthy);
+        report(limit.clone());
+        for (label, run) in &sides[1..] {
+            let figure = figure(label, run).limit(limit.value);
+            report(match *label == "rotated, snapshot held" {
+                true => figure.goal(goal),
+                false => figure,
+            });
+        }
     }
     for (label, run) in sides {
         let measure = format!("{label}: dead row versions in the outbox at the end");
         report(Figure::new(NAME, &measure, run.dead_tuples as f64, ""));
     }
     Ok(())
+}
+
+/// A side's figure of one measure, by its label and run.
+type FigureOf = fn(&str, &Run) -> Figure;
+
+/// A side's commit-to-publish p99.
+fn p99(label: &str, run: &Run) -> Figure {
+    Figure::millis(NAME, &format!("{label}: commit-to-publish p99"), run.p99)
+}
+
+/// A side's drain of its backlog afterwards.
+fn drain(label: &str, run: &Run) -> Figure {
+    let measure = format!("{label}: drain of {} events afterwards", run.backlog);
+    Figure::rate(NAME, &measure, run.backlog, run.drain_took)
 }
 
 /// One run on a fresh store of `layout`, with a snapshot held throughout
@@ -132,15 +136,8 @@ async fn run_once(env: &Env, sizes: &Sizes, layout: Layout, pin: bool) -> anyhow
         .layout(layout);
     let store = env.store_with("pinned", options).await?;
     let result = async {
-        let snapshot = match pin {
-            true => Some(Snapshot::hold(&database_url()).await?),
-            false => None,
-        };
-        let measured = measure(&store, sizes).await;
-        let dead = dead_tuples(&store).await;
-        if let Some(snapshot) = snapshot {
-            snapshot.release().await?;
-        }
+        let measured = async { (measure(&store, sizes).await, dead_tuples(&store).await) };
+        let (measured, dead) = Snapshot::held_if(pin, &database_url(), measured).await?;
         let mut run = measured?;
         run.dead_tuples = dead?;
         Ok(run)

@@ -45,6 +45,24 @@ impl Snapshot {
             .await?;
         Ok(())
     }
+
+    /// Runs `work` with a snapshot held on the server at `url` throughout
+    /// if `pin`, as [`hold`](Self::hold) takes it.
+    pub(super) async fn held_if<T>(
+        pin: bool,
+        url: &str,
+        work: impl Future<Output = T>,
+    ) -> anyhow::Result<T> {
+        let snapshot = match pin {
+            true => Some(Self::hold(url).await?),
+            false => None,
+        };
+        let done = work.await;
+        if let Some(snapshot) = snapshot {
+            snapshot.release().await?;
+        }
+        Ok(done)
+    }
 }
 
 /// Dead row versions in the table `name` beside the store's outbox, as a

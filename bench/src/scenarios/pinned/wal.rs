@@ -57,15 +57,13 @@ pub(in crate::scenarios) async fn run(
     sizes: &Sizes,
     report: Report<'_>,
 ) -> anyhow::Result<()> {
-    let logical = env.logical(CONNECTIONS).await?;
-    let result = async {
-        let healthy = run_once(&logical, sizes, false).await?;
-        let pinned = run_once(&logical, sizes, true).await?;
-        anyhow::Ok((healthy, pinned))
-    }
-    .await;
-    logical.close().await;
-    let (healthy, pinned) = result?;
+    let (healthy, pinned) = env
+        .on_logical(CONNECTIONS, async |logical| {
+            let healthy = run_once(logical, sizes, false).await?;
+            let pinned = run_once(logical, sizes, true).await?;
+            Ok((healthy, pinned))
+        })
+        .await?;
     let plan = Plan::new(sizes.pinned_rate);
     let sides = [("healthy", &healthy), ("snapshot held", &pinned)];
     let mut healthy_drain = 0.0;
@@ -100,18 +98,21 @@ pub(in crate::scenarios) async fn run(
 async fn run_once(env: &Env, sizes: &Sizes, pin: bool) -> anyhow::Result<WalRun> {
     let store = tailing_store(env, "pinned_wal", TailMode::Messages).await?;
     let result = async {
-        let snapshot = match pin {
-            true => Some(Snapshot::hold(&logical_database_url()).await?),
-            false => None,
+        let measured = async {
+            let measured = measure(&store, sizes).await;
+            let outbox_dead = dead_tuples(&store).await;
+            let positions = format!("{}_positions", store.options().get_table());
+            let positions_dead = dead_tuples_in(&store, &positions).await;
+            (
+                measured,
+                outbox_dead,
+                positions_dead,
+                store.slot_state().await,
+            )
         };
-        let measured = measure(&store, sizes).await;
-        let outbox_dead = dead_tuples(&store).await;
-        let positions = format!("{}_positions", store.options().get_table());
-        let positions_dead = dead_tuples_in(&store, &positions).await;
-        let slot = store.slot_state().await;
-        if let Some(snapshot) = snapshot {
-            snapshot.release().await?;
-        }
+        let url = logical_database_url();
+        let (measured, outbox_dead, positions_dead, slot) =
+            Snapshot::held_if(pin, &url, measured).await?;
         let mut run = measured?;
         run.outbox_dead = outbox_dead?;
         run.positions_dead = positions_dead?;

@@ -19,7 +19,7 @@ use tidings_testing::services::{amqp_url, database_url};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
-use crate::env::{connect_options, table_in};
+use crate::env::{connect_options, create_table, table_in};
 use crate::payload::Payload;
 
 /// How long a child runs before it counts itself ready: its listener has
@@ -64,14 +64,7 @@ pub(super) fn spec(route: &str, queue: &str, ordering: Ordering) -> OutboxSpec<P
 
 /// The table children note themselves in once ready.
 pub(super) async fn create_ready_table(store: &PgOutboxStore) -> anyhow::Result<()> {
-    let sql = format!(
-        "create table {} (name text not null)",
-        table_in(store, "ready")
-    );
-    sqlx::query(AssertSqlSafe(sql))
-        .execute(store.pool())
-        .await?;
-    Ok(())
+    create_table(store, "ready", "name text not null").await
 }
 
 /// How many children have noted themselves ready.
