@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use sqlx::AssertSqlSafe;
-use tidings_consumer::{Consumer, ConsumerOptions, Handler, HandlerError, TxHandle, handler_fn};
+use tidings_consumer::{
+    Consumer, ConsumerOptions, ConsumerReport, Handler, HandlerError, TxHandle, handler_fn,
+};
 use tidings_core::{Message, QueueSpec, Source};
 use tidings_inbox::Inbox;
 use tidings_postgres::{PgContext, PgOutboxStore};
@@ -124,24 +126,14 @@ pub(crate) async fn consume_from<S: Source>(
                     .max_batch(max_batch),
             ),
     );
-    let cancel = CancellationToken::new();
-    let started = Instant::now();
-    let task = tokio::spawn({
-        let (consumer, cancel) = (consumer.clone(), cancel.clone());
-        async move { consumer.run(cancel).await }
-    });
-    let deadline = started + TIMEOUT_PER_THOUSAND * (count as u32 / 1_000 + 3);
-    loop {
-        let r = consumer.report();
-        let settled = (r.processed + r.duplicates + r.parked) as usize;
-        if settled >= count || Instant::now() >= deadline {
-            break;
+    let run = {
+        let consumer = consumer.clone();
+        move |cancel| async move {
+            consumer.run(cancel).await;
+            Ok(())
         }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    let took = started.elapsed();
-    cancel.cancel();
-    task.await?;
+    };
+    let took = run_until_settled(run, || consumer.report(), count, |_| {}).await?;
     let report = consumer.report();
     if report.processed as usize != count {
         bail!(
@@ -149,5 +141,37 @@ pub(crate) async fn consume_from<S: Source>(
             report.processed
         );
     }
+    Ok(took)
+}
+
+/// Runs a consumer in a task of its own, `run` until the token it is
+/// given fires, until `counts` show `count` messages settled, or for
+/// [`TIMEOUT_PER_THOUSAND`] per thousand of them (and three more); then
+/// stops it. `look` is called with the time since the start each time the
+/// counts are looked at. Returns that time once the messages were settled.
+pub(crate) async fn run_until_settled<F>(
+    run: impl FnOnce(CancellationToken) -> F,
+    counts: impl Fn() -> ConsumerReport,
+    count: usize,
+    mut look: impl FnMut(Duration),
+) -> anyhow::Result<Duration>
+where
+    F: Future<Output = anyhow::Result<()>> + Send + 'static,
+{
+    let cancel = CancellationToken::new();
+    let started = Instant::now();
+    let task = tokio::spawn(run(cancel.clone()));
+    let deadline = started + TIMEOUT_PER_THOUSAND * (count as u32 / 1_000 + 3);
+    let took = loop {
+        look(started.elapsed());
+        let r = counts();
+        let settled = (r.processed + r.duplicates + r.parked) as usize;
+        if settled >= count || Instant::now() >= deadline {
+            break started.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    cancel.cancel();
+    task.await??;
     Ok(took)
 }

@@ -3,6 +3,8 @@
 //! inbox scenarios read from it when every message is stored (acked) and
 //! how often the broker delivered a message again.
 
+use std::fmt;
+use std::ops::Index;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -10,41 +12,63 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use tidings_core::{AckError, Acker, Delivery, Redelivery, Source, SourceError};
 
-/// What a [`CountingSource`] has seen so far.
-#[derive(Debug, Default)]
-pub(crate) struct Counts {
-    delivered: AtomicU64,
-    redelivered: AtomicU64,
-    acked: AtomicU64,
-    nacked: AtomicU64,
-    dead_lettered: AtomicU64,
+/// What a [`CountingSource`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Count {
+    /// Deliveries, first and again.
+    Delivered,
+    /// Deliveries the broker counted past their first.
+    Redelivered,
+    /// Deliveries acked.
+    Acked,
+    /// Deliveries handed back to the broker.
+    Nacked,
+    /// Deliveries dead-lettered.
+    DeadLettered,
 }
 
-/// A snapshot of [`Counts`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Seen {
-    /// Deliveries, first and again.
-    pub(crate) delivered: u64,
-    /// Deliveries the broker counted past their first.
-    pub(crate) redelivered: u64,
-    /// Deliveries acked.
-    pub(crate) acked: u64,
-    /// Deliveries handed back to the broker.
-    pub(crate) nacked: u64,
-    /// Deliveries dead-lettered.
-    pub(crate) dead_lettered: u64,
+impl Count {
+    /// Every count, in the order of a [`Seen`].
+    const ALL: [Count; 5] = [
+        Count::Delivered,
+        Count::Redelivered,
+        Count::Acked,
+        Count::Nacked,
+        Count::DeadLettered,
+    ];
 }
+
+/// What a [`CountingSource`] has seen so far.
+#[derive(Debug, Default)]
+pub(crate) struct Counts([AtomicU64; Count::ALL.len()]);
 
 impl Counts {
     /// What has been counted so far.
     pub(crate) fn seen(&self) -> Seen {
-        Seen {
-            delivered: self.delivered.load(Relaxed),
-            redelivered: self.redelivered.load(Relaxed),
-            acked: self.acked.load(Relaxed),
-            nacked: self.nacked.load(Relaxed),
-            dead_lettered: self.dead_lettered.load(Relaxed),
-        }
+        Seen(self.0.each_ref().map(|count| count.load(Relaxed)))
+    }
+
+    fn add(&self, count: Count) {
+        self.0[count as usize].fetch_add(1, Relaxed);
+    }
+}
+
+/// A snapshot of [`Counts`], read by [`Count`].
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Seen([u64; Count::ALL.len()]);
+
+impl Index<Count> for Seen {
+    type Output = u64;
+
+    fn index(&self, count: Count) -> &u64 {
+        &self.0[count as usize]
+    }
+}
+
+impl fmt::Debug for Seen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let counts = Count::ALL.map(|count| (count, self[count]));
+        f.debug_map().entries(counts).finish()
     }
 }
 
@@ -79,9 +103,9 @@ impl<S: Source> Source for CountingSource<S> {
         let counts = self.counts.clone();
         let counted = stream.map(move |item| {
             let (envelope, count, acker) = item?.into_parts();
-            counts.delivered.fetch_add(1, Relaxed);
+            counts.add(Count::Delivered);
             if count.is_some_and(|n| n > 1) {
-                counts.redelivered.fetch_add(1, Relaxed);
+                counts.add(Count::Redelivered);
             }
             let acker = CountingAcker {
                 inner: acker,
@@ -106,19 +130,19 @@ pub(crate) struct CountingAcker<A> {
 impl<A: Acker> Acker for CountingAcker<A> {
     async fn ack(self) -> Result<(), AckError> {
         self.inner.ack().await?;
-        self.counts.acked.fetch_add(1, Relaxed);
+        self.counts.add(Count::Acked);
         Ok(())
     }
 
     async fn nack(self, redelivery: Redelivery) -> Result<(), AckError> {
         self.inner.nack(redelivery).await?;
-        self.counts.nacked.fetch_add(1, Relaxed);
+        self.counts.add(Count::Nacked);
         Ok(())
     }
 
     async fn dead_letter(self, reason: String) -> Result<(), AckError> {
         self.inner.dead_letter(reason).await?;
-        self.counts.dead_lettered.fetch_add(1, Relaxed);
+        self.counts.add(Count::DeadLettered);
         Ok(())
     }
 }

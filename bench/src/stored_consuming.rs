@@ -4,7 +4,7 @@
 //! handling from there.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::bail;
 use tidings_consumer::{Consumer, ConsumerOptions, StoredConsumer, StoredInbox};
@@ -15,14 +15,10 @@ use tidings_postgres::{PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_rabbitmq::{ConnectionOptions, RabbitSource, SourceOptions};
 use tokio_util::sync::CancellationToken;
 
-use crate::consuming::{CONSUMER, Gate, PREFETCH, invoice_handler};
-use crate::counting::CountingSource;
+use crate::consuming::{CONSUMER, Gate, PREFETCH, invoice_handler, run_until_settled};
+use crate::counting::{Count, CountingSource};
 use crate::env::Env;
 use crate::payload::Payload;
-
-/// How long a stored consumer may take per thousand messages before the
-/// run fails.
-const TIMEOUT_PER_THOUSAND: Duration = Duration::from_secs(10);
 
 /// A second store, in a schema of its own named after `prefix`, whose
 /// outbox table keeps the received messages.
@@ -131,34 +127,29 @@ pub(crate) async fn consume_stored(
         &Gate::default(),
         relay,
     )?);
-    let cancel = CancellationToken::new();
-    let started = Instant::now();
-    let task = tokio::spawn({
-        let (consumer, cancel) = (consumer.clone(), cancel.clone());
-        async move { consumer.run_until(cancel).await }
-    });
-    let deadline = started + TIMEOUT_PER_THOUSAND * (count as u32 / 1_000 + 3);
     let mut received = None;
-    let handled = loop {
-        if received.is_none() && seen.seen().acked as usize >= count {
-            received = Some(started.elapsed());
-        }
-        let r = consumer.counts();
-        let settled = (r.processed + r.duplicates + r.parked) as usize;
-        if settled >= count || Instant::now() >= deadline {
-            break started.elapsed();
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
+    let run = {
+        let consumer = consumer.clone();
+        move |cancel| async move { consumer.run_until(cancel).await }
     };
-    cancel.cancel();
-    task.await??;
+    let handled = run_until_settled(
+        run,
+        || consumer.counts(),
+        count,
+        |elapsed| {
+            if received.is_none() && seen.seen()[Count::Acked] as usize >= count {
+                received = Some(elapsed);
+            }
+        },
+    )
+    .await?;
     let report = consumer.counts();
     let seen = seen.seen();
-    if report.processed as usize != count || seen.acked as usize != count {
+    if report.processed as usize != count || seen[Count::Acked] as usize != count {
         bail!(
             "stored consumer handled {} and acked {} of {count} messages: {report:?}, {seen:?}",
             report.processed,
-            seen.acked
+            seen[Count::Acked]
         );
     }
     Ok(StoredTimes {

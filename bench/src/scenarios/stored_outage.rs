@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::consuming::{CONSUMER, Gate, create_invoices, invoice_handler};
-use crate::counting::Seen;
+use crate::counting::{Count, Seen};
 use crate::env::{Env, table_in};
 use crate::payload::{Payload, envelopes};
 use crate::raw_publish::RawPublisher;
@@ -296,10 +296,13 @@ impl Outcome {
         report(count("messages published", self.published));
         report(zero(count(
             "broker redeliveries",
-            self.seen.redelivered as usize,
+            self.seen[Count::Redelivered] as usize,
         )));
         report(zero(count("parked", self.consumer.parked as usize)));
-        report(count("nacked to the broker", self.seen.nacked as usize));
+        report(count(
+            "nacked to the broker",
+            self.seen[Count::Nacked] as usize,
+        ));
         let runs = self.handler_runs as f64 / self.published.max(1) as f64;
         report(Figure::new(
             NAME,
