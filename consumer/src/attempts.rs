@@ -27,13 +27,14 @@
 //! broker's count is held against `max_deliveries` as before.
 
 use tidings_core::port::error_chain;
-use tidings_core::{Attempts, Envelope, InboxAttempts, InboxError};
+use tidings_core::{Attempts, Envelope, InboxError};
 
 use crate::ConsumerOptions;
 use crate::isolation::Turn;
+use crate::parts::{Parts, Tx};
 use crate::process::{Counted, Pipeline};
 
-impl<T, C, H, I: InboxAttempts> Pipeline<T, C, H, I> {
+impl<P: Parts> Pipeline<P> {
     /// Takes this delivery's turn and counts its attempt where it needs
     /// counting: a redelivery, or one whose count the broker does not know.
     /// A redelivery with an attempt that never returned is a suspect and
@@ -112,7 +113,7 @@ impl<T, C, H, I: InboxAttempts> Pipeline<T, C, H, I> {
     /// one to delete.
     pub(crate) async fn clear_attempts(
         &self,
-        tx: &mut I::Tx,
+        tx: &mut Tx<P>,
         envelope: &Envelope,
         counted: Counted,
     ) -> Result<(), tidings_core::InboxError> {

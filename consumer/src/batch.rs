@@ -1,16 +1,15 @@
 //! Several ready deliveries in one inbox transaction: one commit for all
 //! of them, and the one-at-a-time path whenever anything goes wrong.
 
-use std::sync::atomic::Ordering::Relaxed;
-
 use futures::future::join_all;
 use tidings_core::port::error_chain;
 use tidings_core::telemetry;
-use tidings_core::{Acker, Codec, Delivery, Envelope, InboxAttempts, InboxMark};
+use tidings_core::{Acker, Delivery, Envelope, InboxMark};
 use tracing::Instrument;
 
-use crate::handler::Handler;
+use crate::parts::Parts;
 use crate::process::{Pipeline, Verdict};
+use crate::report::Count;
 
 /// A delivery taken into a batch: decoded, and a first delivery where
 /// `max_deliveries` is set.
@@ -40,13 +39,7 @@ impl<T, A: Acker> Item<T, A> {
     }
 }
 
-impl<T, C, H, I> Pipeline<T, C, H, I>
-where
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-    H: Handler<T, I::Tx>,
-{
+impl<P: Parts> Pipeline<P> {
     /// Runs `deliveries` in order, sharing one transaction where they can.
     ///
     /// Deliveries that will be dead-lettered (undecodable) and, with
@@ -89,8 +82,8 @@ where
             drop(turn);
             match together {
                 Ok(verdicts) => {
-                    let batched = &self.counters.batched;
-                    batched.fetch_add(verdicts.len() as u64, Relaxed);
+                    let batched = verdicts.len() as u64;
+                    self.counters.add(Count::Batched, batched);
                     let settles = items
                         .into_iter()
                         .zip(verdicts)
@@ -115,7 +108,7 @@ where
     /// and is dead-lettered there when it has had enough. An expired
     /// delivery takes that path too, to be parked or skipped, as does one
     /// of an unknown type.
-    fn batchable<A: Acker>(&self, delivery: &Delivery<A>) -> Option<T> {
+    fn batchable<A: Acker>(&self, delivery: &Delivery<A>) -> Option<P::Payload> {
         let envelope = delivery.envelope();
         if envelope.is_expired(std::time::SystemTime::now()) {
             return None;
@@ -139,7 +132,7 @@ where
     /// Marks and handles every item in one transaction and commits it.
     async fn handle_together<A: Acker>(
         &self,
-        items: &mut [Item<T, A>],
+        items: &mut [Item<P::Payload, A>],
     ) -> Result<Vec<Verdict>, String> {
         let mut tx = self
             .inbox

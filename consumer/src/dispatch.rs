@@ -5,13 +5,13 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use futures::{FutureExt, Stream, StreamExt};
-use tidings_core::{Acker, Codec, Delivery, InboxAttempts, SourceError};
+use tidings_core::{Acker, Delivery, SourceError};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::KeyOrder;
-use crate::handler::Handler;
+use crate::parts::Parts;
 use crate::process::Pipeline;
 
 /// Why a stream stopped being consumed.
@@ -41,16 +41,13 @@ struct Batch<A> {
 /// Each free handler slot takes the next delivery and, up to
 /// `max_batch`, those already waiting behind it. A delivery whose key is
 /// held by a running batch queues behind it instead.
-pub(crate) async fn consume<T, C, H, I, A, St>(
-    pipeline: &Arc<Pipeline<T, C, H, I>>,
+pub(crate) async fn consume<P, A, St>(
+    pipeline: &Arc<Pipeline<P>>,
     mut stream: St,
     cancel: &CancellationToken,
 ) -> StreamEnd
 where
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-    H: Handler<T, I::Tx>,
+    P: Parts,
     A: Acker,
     St: Stream<Item = Result<Delivery<A>, SourceError>> + Unpin,
 {
@@ -122,19 +119,13 @@ fn admit<A: Acker>(lanes: &Lanes<A>, by_key: bool, batch: &mut Batch<A>, deliver
 
 /// Runs a batch, then the deliveries queued behind its keys, holding one
 /// permit throughout.
-async fn run_batch<T, C, H, I, A>(
-    pipeline: Arc<Pipeline<T, C, H, I>>,
+async fn run_batch<P: Parts, A: Acker>(
+    pipeline: Arc<Pipeline<P>>,
     lanes: Lanes<A>,
     mut batch: Batch<A>,
     permit: OwnedSemaphorePermit,
     cancel: CancellationToken,
-) where
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-    H: Handler<T, I::Tx>,
-    A: Acker,
-{
+) {
     loop {
         pipeline.process_batch(batch.deliveries).await;
         if batch.keys.is_empty() {

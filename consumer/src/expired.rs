@@ -5,8 +5,9 @@ use std::time::SystemTime;
 use tidings_core::Envelope;
 
 use crate::metric;
+use crate::parts::Parts;
 use crate::process::{Pipeline, Verdict};
-use crate::report::Counters;
+use crate::report::Count;
 
 /// What the consumer does with a delivery whose
 /// [`expires_at`](tidings_core::Envelope::expires_at) has passed when it
@@ -34,7 +35,7 @@ pub enum Expired {
     Skip,
 }
 
-impl<T, C, H, I> Pipeline<T, C, H, I> {
+impl<P: Parts> Pipeline<P> {
     /// The verdict on a delivery whose expiry has come, parked or
     /// skipped as the options say; `None` for one still current.
     pub(crate) fn expired(&self, envelope: &Envelope) -> Option<Verdict> {
@@ -42,7 +43,7 @@ impl<T, C, H, I> Pipeline<T, C, H, I> {
         if !envelope.is_expired(SystemTime::now()) {
             return None;
         }
-        Counters::bump(&self.counters.expired);
+        self.counters.bump(Count::Expired);
         let reason = format!("expired at {}", humantime::format_rfc3339_micros(at));
         Some(match self.options.expired {
             Expired::Park => Verdict::Park(reason),

@@ -13,10 +13,10 @@
 
 use tidings_core::give_up::{GiveUp, GiveUpHook};
 use tidings_core::port::error_chain;
-use tidings_core::{Codec, Envelope, InboxAttempts, InboxStore};
+use tidings_core::{Envelope, InboxStore};
 
 use crate::Consumer;
-use crate::handler::Handler;
+use crate::parts::Parts;
 use crate::process::{Pipeline, Verdict};
 
 impl<S, T, C, H, I: InboxStore> Consumer<S, T, C, H, I> {
@@ -73,13 +73,7 @@ impl<S, T, C, H, I: InboxStore> Consumer<S, T, C, H, I> {
     }
 }
 
-impl<T, C, H, I> Pipeline<T, C, H, I>
-where
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-    H: Handler<T, I::Tx>,
-{
+impl<P: Parts> Pipeline<P> {
     /// The verdict on `envelope`, delivered `count` times: parked at once
     /// when it is a redelivery of a message whose hook ran already, so a
     /// message given up on is not handled after all; judged otherwise. A

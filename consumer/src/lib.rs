@@ -11,6 +11,7 @@ mod isolation;
 mod key_order;
 mod metric;
 mod options;
+mod parts;
 mod process;
 mod queue_ref;
 mod report;

@@ -8,18 +8,19 @@ use tidings_core::give_up::GiveUpHook;
 use tidings_core::port::error_chain;
 use tidings_core::telemetry::{self, Settle};
 use tidings_core::{
-    Acker, Attempts, CausalContext, Cause, Codec, Delivery, Envelope, HybridClock, InboxAttempts,
-    InboxMark, Message, Redelivery,
+    Acker, Attempts, CausalContext, Cause, Delivery, Envelope, HybridClock, InboxMark, InboxStore,
+    Message, Redelivery,
 };
 use tidings_inbox::Inbox;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 use tracing::Instrument;
 
-use crate::handler::{Handler, HandlerRequest, TxHandle};
+use crate::handler::{HandlerRequest, TxHandle};
 use crate::isolation::Isolation;
 use crate::metric::{self, Metrics};
-use crate::report::Counters;
+use crate::parts::{Parts, Tx};
+use crate::report::{Count, Counters};
 use crate::typed::Types;
 use crate::{ConsumerOptions, HandlerError, KeyOrder, QueueRef};
 
@@ -58,10 +59,10 @@ impl Verdict {
 }
 
 /// Everything a delivery needs, shared by the consumer's tasks.
-pub(crate) struct Pipeline<T: 'static, C: 'static, H, I> {
-    pub(crate) queue: QueueRef<T, C>,
-    pub(crate) handler: H,
-    pub(crate) inbox: Inbox<I>,
+pub(crate) struct Pipeline<P: Parts> {
+    pub(crate) queue: QueueRef<P::Payload, P::Codec>,
+    pub(crate) handler: P::Handler,
+    pub(crate) inbox: Inbox<P::Inbox>,
     pub(crate) options: ConsumerOptions,
     /// Each event type's settings, with per-type handlers.
     pub(crate) types: Option<Types>,
@@ -78,13 +79,7 @@ pub(crate) struct Pipeline<T: 'static, C: 'static, H, I> {
     pub(crate) give_up: Option<GiveUpHook>,
 }
 
-impl<T, C, H, I> Pipeline<T, C, H, I>
-where
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-    H: Handler<T, I::Tx>,
-{
+impl<P: Parts> Pipeline<P> {
     /// Runs one delivery through the layers and settles it.
     pub(crate) async fn process<A: Acker>(&self, delivery: Delivery<A>) {
         let (envelope, count, acker) = delivery.into_parts();
@@ -156,7 +151,7 @@ where
         envelope: &Envelope,
         count: Option<u32>,
         counted: Counted,
-        payload: T,
+        payload: P::Payload,
     ) -> Verdict {
         let options = self.options_for(envelope);
         let mut decoded = Some(payload);
@@ -208,7 +203,7 @@ where
         envelope: &Envelope,
         count: Option<u32>,
         counted: Counted,
-        payload: T,
+        payload: P::Payload,
     ) -> Result<Verdict, HandlerError> {
         // Layer 3, inbox dedupe: the mark goes into the transaction the
         // handler writes through.
@@ -240,11 +235,11 @@ where
     /// and the batched paths go through here.
     pub(crate) async fn handle_in(
         &self,
-        tx: I::Tx,
+        tx: Tx<P>,
         envelope: &Envelope,
         count: Option<u32>,
-        payload: T,
-    ) -> Result<I::Tx, HandlerError> {
+        payload: P::Payload,
+    ) -> Result<Tx<P>, HandlerError> {
         let message = Message {
             payload,
             envelope: envelope.clone(),
@@ -283,8 +278,8 @@ where
 
     pub(crate) async fn call_handler(
         &self,
-        message: Message<T>,
-        tx: TxHandle<I::Tx>,
+        message: Message<P::Payload>,
+        tx: TxHandle<Tx<P>>,
         timeout: std::time::Duration,
     ) -> Result<(), HandlerError> {
         let handler = self.handler.clone();
@@ -300,7 +295,7 @@ where
         result
     }
 
-    pub(crate) async fn rollback(&self, tx: I::Tx) {
+    pub(crate) async fn rollback(&self, tx: Tx<P>) {
         if let Err(e) = self.inbox.rollback(tx).await {
             tracing::warn!(error = %error_chain(&e), "rollback failed");
         }
@@ -318,13 +313,13 @@ where
         let settled = match verdict {
             Verdict::Done => {
                 tracing::debug!("handled");
-                Counters::bump(&counters.processed);
+                counters.bump(Count::Processed);
                 let span = telemetry::settle_span(system, queue, Settle::Ack);
                 acker.ack().instrument(span).await
             }
             Verdict::Duplicate => {
                 tracing::debug!("duplicate skipped");
-                Counters::bump(&counters.duplicates);
+                counters.bump(Count::Duplicates);
                 let span = telemetry::settle_span(system, queue, Settle::Ack);
                 acker.ack().instrument(span).await
             }
@@ -335,13 +330,13 @@ where
             }
             Verdict::Park(reason) => {
                 tracing::warn!(%reason, "dead-lettering");
-                Counters::bump(&counters.parked);
+                counters.bump(Count::Parked);
                 let span = telemetry::settle_span(system, queue, Settle::DeadLetter);
                 acker.dead_letter(reason).instrument(span).await
             }
             Verdict::Retry(reason) => {
                 tracing::info!(%reason, "nacking for redelivery");
-                Counters::bump(&counters.failed);
+                counters.bump(Count::Failed);
                 let redelivery = self
                     .options
                     .redelivery_delay
@@ -356,7 +351,7 @@ where
             }
         };
         if let Err(e) = settled {
-            Counters::bump(&counters.settle_errors);
+            counters.bump(Count::SettleErrors);
             self.metrics.count_settle_error();
             tracing::error!(error = %error_chain(&e), "settling failed; the broker will redeliver");
         }

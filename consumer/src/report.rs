@@ -31,33 +31,46 @@ pub struct ConsumerReport {
     pub unknown: u64,
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub(crate) processed: AtomicU64,
-    pub(crate) duplicates: AtomicU64,
-    pub(crate) parked: AtomicU64,
-    pub(crate) failed: AtomicU64,
-    pub(crate) settle_errors: AtomicU64,
-    pub(crate) batched: AtomicU64,
-    pub(crate) expired: AtomicU64,
-    pub(crate) unknown: AtomicU64,
+/// What the consumer counts: one counter per field of [`ConsumerReport`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Count {
+    Processed,
+    Duplicates,
+    Parked,
+    Failed,
+    SettleErrors,
+    Batched,
+    Expired,
+    Unknown,
 }
 
+/// The consumer's counters, one per [`Count`].
+#[derive(Debug, Default)]
+pub(crate) struct Counters([AtomicU64; Count::Unknown as usize + 1]);
+
 impl Counters {
-    pub(crate) fn bump(counter: &AtomicU64) {
-        counter.fetch_add(1, Relaxed);
+    /// Adds one to `count`.
+    pub(crate) fn bump(&self, count: Count) {
+        self.add(count, 1);
     }
 
+    /// Adds `n` to `count`.
+    pub(crate) fn add(&self, count: Count, n: u64) {
+        self.0[count as usize].fetch_add(n, Relaxed);
+    }
+
+    /// The counts so far.
     pub(crate) fn report(&self) -> ConsumerReport {
+        let read = |count: Count| self.0[count as usize].load(Relaxed);
         ConsumerReport {
-            processed: self.processed.load(Relaxed),
-            duplicates: self.duplicates.load(Relaxed),
-            parked: self.parked.load(Relaxed),
-            failed: self.failed.load(Relaxed),
-            settle_errors: self.settle_errors.load(Relaxed),
-            batched: self.batched.load(Relaxed),
-            expired: self.expired.load(Relaxed),
-            unknown: self.unknown.load(Relaxed),
+            processed: read(Count::Processed),
+            duplicates: read(Count::Duplicates),
+            parked: read(Count::Parked),
+            failed: read(Count::Failed),
+            settle_errors: read(Count::SettleErrors),
+            batched: read(Count::Batched),
+            expired: read(Count::Expired),
+            unknown: read(Count::Unknown),
         }
     }
 }

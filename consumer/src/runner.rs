@@ -16,6 +16,7 @@ use crate::dispatch::{StreamEnd, consume};
 use crate::handler::Handler;
 use crate::isolation::Isolation;
 use crate::metric::Metrics;
+use crate::parts::PartsOf;
 use crate::process::Pipeline;
 use crate::report::Counters;
 use crate::typed::Types;
@@ -219,7 +220,7 @@ where
         &self,
         cancel: &CancellationToken,
         options: ConsumerOptions,
-    ) -> Arc<Pipeline<T, C, H, I>> {
+    ) -> Arc<Pipeline<PartsOf<T, C, H, I>>> {
         Arc::new(Pipeline {
             queue: self.queue.clone(),
             handler: self.handler.clone(),

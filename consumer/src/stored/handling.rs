@@ -6,12 +6,11 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 use tidings_core::{
-    AckError, Acker, Codec, Delivery, Envelope, InboxAttempts, PublishBatch, PublishError,
-    Publisher, Redelivery,
+    AckError, Acker, Delivery, Envelope, PublishBatch, PublishError, Publisher, Redelivery,
 };
 use tokio::sync::oneshot;
 
-use crate::handler::Handler;
+use crate::parts::Parts;
 use crate::process::Pipeline;
 
 /// How the pipeline settled a stored message.
@@ -50,11 +49,11 @@ impl Acker for StoredAcker {
 
 /// Runs stored messages through the pipeline, a claim's messages at once
 /// (the relay's publish window bounds them).
-pub(super) struct Handling<T: 'static, C: 'static, H, I> {
-    pub(super) pipeline: Arc<Pipeline<T, C, H, I>>,
+pub(super) struct Handling<P: Parts> {
+    pub(super) pipeline: Arc<Pipeline<P>>,
 }
 
-impl<T: 'static, C: 'static, H, I> Clone for Handling<T, C, H, I> {
+impl<P: Parts> Clone for Handling<P> {
     fn clone(&self) -> Self {
         Self {
             pipeline: self.pipeline.clone(),
@@ -62,13 +61,7 @@ impl<T: 'static, C: 'static, H, I> Clone for Handling<T, C, H, I> {
     }
 }
 
-impl<T, C, H, I> Handling<T, C, H, I>
-where
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-    H: Handler<T, I::Tx>,
-{
+impl<P: Parts> Handling<P> {
     /// Handles one message; its claims so far, this one included, count as
     /// its deliveries.
     async fn handle(&self, envelope: Envelope) -> Result<(), PublishError> {
@@ -89,13 +82,7 @@ where
     }
 }
 
-impl<T, C, H, I> Publisher for Handling<T, C, H, I>
-where
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-    H: Handler<T, I::Tx>,
-{
+impl<P: Parts> Publisher for Handling<P> {
     async fn send(&self, batch: PublishBatch<'_>) -> Vec<Result<(), PublishError>> {
         let runs = batch.envelopes().iter().map(|e| self.handle(e.clone()));
         join_all(runs).await

@@ -65,7 +65,7 @@ use tidings_core::lifecycle::{Step, StepError};
 use tidings_core::port::error_chain;
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{
-    Backoff, Codec, InboxAttempts, OrderingMode, RetryPolicy, Route, Source, SpecError,
+    Backoff, Codec, InboxAttempts, InboxStore, OrderingMode, RetryPolicy, Route, Source, SpecError,
     StageEvents, Wakeup, settings,
 };
 use tokio_util::sync::CancellationToken;
@@ -154,13 +154,7 @@ pub struct StoredConsumer<S, T: 'static, C: 'static, H, I, St> {
     route: Route,
 }
 
-impl<S, T, C, H, I> Consumer<S, T, C, H, I>
-where
-    S: Source,
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-{
+impl<S, T, C, H, I: InboxStore> Consumer<S, T, C, H, I> {
     /// Stores what it receives in `stored` and handles it from there; see
     /// [`StoredInbox`].
     ///

@@ -7,8 +7,9 @@ use tidings_core::{Envelope, IsolationLevel};
 use super::{TypeOptions, UnknownType};
 use crate::ConsumerOptions;
 use crate::metric;
+use crate::parts::Parts;
 use crate::process::{Pipeline, Verdict};
-use crate::report::Counters;
+use crate::report::Count;
 
 /// The settings of each handled type, and what unknown types get.
 #[derive(Debug, Clone)]
@@ -58,7 +59,7 @@ impl Types {
     }
 }
 
-impl<T, C, H, I> Pipeline<T, C, H, I> {
+impl<P: Parts> Pipeline<P> {
     /// The options `envelope` is handled with: its type's where the
     /// consumer has per-type handlers, the consumer's otherwise.
     pub(crate) fn options_for(&self, envelope: &Envelope) -> &ConsumerOptions {
@@ -83,7 +84,7 @@ impl<T, C, H, I> Pipeline<T, C, H, I> {
         if !self.unknown_type_of(envelope) {
             return None;
         }
-        Counters::bump(&self.counters.unknown);
+        self.counters.bump(Count::Unknown);
         let reason = format!("no handler for event type {:?}", envelope.event_type);
         Some(match types.unknown {
             UnknownType::Park => Verdict::Park(reason),

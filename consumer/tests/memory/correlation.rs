@@ -6,8 +6,8 @@
 use crate::support;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
+use support::ids::{Ids, SeenIds, recording_ids};
 use support::memory::*;
 use tidings_consumer::{Consumer, TxHandle, handler_fn};
 use tidings_core::memory::{MemoryBroker, MemoryContext, MemoryStore};
@@ -17,9 +17,6 @@ use tidings_inbox::Inbox;
 
 static BILLED: OutboxSpec<Order> = OutboxSpec::json("billing-events").destination("billing");
 static BILLING: QueueSpec<Order> = QueueSpec::json("billing");
-
-/// `(correlation id, causation id)` of an envelope.
-type Ids = (Option<String>, Option<String>);
 
 /// Orders `0..20`: the even ones in the flow `flow-{id}`, the odd ones
 /// without a correlation id.
@@ -79,20 +76,8 @@ async fn billed_ids(sent: &[Envelope], max_batch: usize) -> (HashMap<u32, Ids>, 
 
 /// The ids of every `order.billed` consumed from `billing`, by order.
 async fn received(store: &MemoryStore, broker: &MemoryBroker) -> HashMap<u32, Ids> {
-    let seen: Arc<Mutex<HashMap<u32, Ids>>> = Arc::default();
-    let record = handler_fn({
-        let seen = seen.clone();
-        move |msg: Message<Order>, _tx: TxHandle<MemoryContext>| {
-            let seen = seen.clone();
-            async move {
-                let e = &msg.envelope;
-                let ids = (e.correlation_id.clone(), e.causation_id.clone());
-                seen.lock().unwrap().insert(msg.payload.id, ids);
-                Ok(())
-            }
-        }
-    });
-    let consumer = Consumer::new(broker.clone(), &BILLING, record)
+    let seen = SeenIds::default();
+    let consumer = Consumer::new(broker.clone(), &BILLING, recording_ids(&seen))
         .unwrap()
         .inbox(Inbox::new(store.clone(), "audit").unwrap())
         .options(options());

@@ -85,12 +85,25 @@ impl Stored {
 }
 
 fn counting() -> impl tidings_consumer::Handler<Order, MemoryContext> {
-    handler_fn(
-        |msg: Message<Order>, tx: TxHandle<MemoryContext>| async move {
+    counting_unless(|_| None)
+}
+
+/// Counts each order's effect, unless `fails` gives the error to fail the
+/// order with instead.
+fn counting_unless<F>(fails: F) -> impl tidings_consumer::Handler<Order, MemoryContext>
+where
+    F: Fn(&Message<Order>) -> Option<HandlerError> + Clone + Send + Sync + 'static,
+{
+    handler_fn(move |msg: Message<Order>, tx: TxHandle<MemoryContext>| {
+        let fails = fails.clone();
+        async move {
+            if let Some(error) = fails(&msg) {
+                return Err(error);
+            }
             count_effect(&msg, &tx).await;
-            Ok::<_, HandlerError>(())
-        },
-    )
+            Ok(())
+        }
+    })
 }
 
 async fn effects_when(store: &MemoryStore, orders: usize) -> std::collections::HashMap<u32, u32> {
@@ -132,19 +145,13 @@ async fn each_message_is_stored_once_acked_and_handled_once() {
 async fn messages_wait_in_the_store_through_a_handler_outage() {
     let (store, broker) = setup();
     let down = Arc::new(AtomicBool::new(true));
-    let handler = {
+    let handler = counting_unless({
         let down = down.clone();
-        handler_fn(move |msg: Message<Order>, tx: TxHandle<MemoryContext>| {
-            let down = down.clone();
-            async move {
-                if down.load(SeqCst) {
-                    return Err(HandlerError::transient("the ledger is down"));
-                }
-                count_effect(&msg, &tx).await;
-                Ok(())
-            }
-        })
-    };
+        move |_| {
+            down.load(SeqCst)
+                .then(|| HandlerError::transient("the ledger is down"))
+        }
+    });
     let running = Stored::start(&store, &broker, handler, KeyOrder::Unordered);
     for id in 0..20 {
         broker.publish(&order(id, None)).await.unwrap();
@@ -175,19 +182,13 @@ async fn messages_wait_in_the_store_through_a_handler_outage() {
 async fn a_permanent_error_parks_into_the_store_and_requeues() {
     let (store, broker) = setup();
     let cured = Arc::new(AtomicBool::new(false));
-    let handler = {
+    let handler = counting_unless({
         let cured = cured.clone();
-        handler_fn(move |msg: Message<Order>, tx: TxHandle<MemoryContext>| {
-            let cured = cured.clone();
-            async move {
-                if msg.payload.id == 3 && !cured.load(SeqCst) {
-                    return Err(HandlerError::permanent("order 3 names no customer"));
-                }
-                count_effect(&msg, &tx).await;
-                Ok(())
-            }
-        })
-    };
+        move |msg| {
+            let failing = msg.payload.id == 3 && !cured.load(SeqCst);
+            failing.then(|| HandlerError::permanent("order 3 names no customer"))
+        }
+    });
     let running = Stored::start(&store, &broker, handler, KeyOrder::Unordered);
     for id in 0..6 {
         broker.publish(&order(id, None)).await.unwrap();

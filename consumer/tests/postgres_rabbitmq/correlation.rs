@@ -6,18 +6,15 @@
 use crate::support;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use support::ids::{SeenIds, recording_ids};
 use support::postgres_rabbitmq::{Order, World, options, run_until};
 use tidings_consumer::{Consumer, TxHandle, handler_fn};
 use tidings_core::relay::Relay;
 use tidings_core::{Message, OutboxSpec, OutboxStore};
 use tidings_postgres::PgContext;
 use tidings_rabbitmq::QueueKind;
-
-/// `(correlation id, causation id)` of an envelope.
-type Ids = (Option<String>, Option<String>);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_staged_by_a_handler_arrive_with_its_message_as_their_cause() {
@@ -58,20 +55,8 @@ async fn events_staged_by_a_handler_arrive_with_its_message_as_their_cause() {
         relay.drain().await.unwrap();
     }
 
-    let seen: Arc<Mutex<HashMap<u32, Ids>>> = Arc::default();
-    let record = handler_fn({
-        let seen = seen.clone();
-        move |msg: Message<Order>, _tx: TxHandle<PgContext<'static>>| {
-            let seen = seen.clone();
-            async move {
-                let e = &msg.envelope;
-                let ids = (e.correlation_id.clone(), e.causation_id.clone());
-                seen.lock().unwrap().insert(msg.payload.id, ids);
-                Ok(())
-            }
-        }
-    });
-    let consumer = Consumer::new(billing.source.clone(), billing.queue, record)
+    let seen = SeenIds::default();
+    let consumer = Consumer::new(billing.source.clone(), billing.queue, recording_ids(&seen))
         .unwrap()
         .inbox(billing.inbox())
         .options(options());

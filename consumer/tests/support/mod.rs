@@ -3,6 +3,7 @@
 //! parent/child runner of the files that are their own harness.
 #![allow(dead_code)]
 
+pub(crate) mod ids;
 pub(crate) mod memory;
 pub(crate) mod postgres_rabbitmq;
 pub(crate) mod staging;

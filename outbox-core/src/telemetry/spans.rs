@@ -85,13 +85,7 @@ pub fn send_span(system: &'static str, destination: &str, envelopes: &[Envelope]
         aws.sqs.queue.url = tracing::field::Empty,
     );
     match envelopes {
-        [one] => {
-            span.record(
-                "messaging.message.id",
-                tracing::field::display(one.event_id),
-            );
-            record_conversation(&span, one);
-        }
+        [one] => record_message(&span, one),
         many => {
             span.record("messaging.batch.message_count", many.len());
         }
@@ -130,11 +124,7 @@ pub fn process_span(
     );
     match envelopes {
         [one] => {
-            span.record(
-                "messaging.message.id",
-                tracing::field::display(one.event_id),
-            );
-            record_conversation(&span, one);
+            record_message(&span, one);
             super::follow(&span, one);
         }
         many => {
@@ -147,9 +137,14 @@ pub fn process_span(
     span
 }
 
-/// Records the message's correlation id as the conventions'
-/// `messaging.message.conversation_id`, where it carries one.
-fn record_conversation(span: &Span, envelope: &Envelope) {
+/// Names the one message of `span` in `messaging.message.id`, and its
+/// correlation id, where it carries one, in the conventions'
+/// `messaging.message.conversation_id`.
+fn record_message(span: &Span, envelope: &Envelope) {
+    span.record(
+        "messaging.message.id",
+        tracing::field::display(envelope.event_id),
+    );
     if let Some(id) = &envelope.correlation_id {
         span.record("messaging.message.conversation_id", id.as_str());
     }

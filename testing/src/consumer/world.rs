@@ -13,8 +13,9 @@ use tidings_consumer::{
     TxHandle, handler_fn,
 };
 use tidings_core::give_up::GiveUp;
+use tidings_core::lifecycle::Step;
 use tidings_core::{
-    Backoff, Codec, Envelope, InboxAttempts, InboxStore, JsonCodec, Message, QueueSpec, Source,
+    Backoff, Envelope, InboxAttempts, InboxStore, JsonCodec, Message, QueueSpec, Source,
     StageEvents,
 };
 use tidings_inbox::Inbox;
@@ -265,14 +266,10 @@ pub trait Runs: Send + Sync + 'static {
 
 impl<S, T, C, H, I> Runs for Consumer<S, T, C, H, I>
 where
-    S: Source,
-    T: Send + 'static,
-    C: Codec<T> + 'static,
-    I: InboxAttempts,
-    H: Handler<T, I::Tx>,
+    Self: Step,
 {
     async fn run(&self, cancel: CancellationToken) {
-        Consumer::run(self, cancel).await;
+        Step::run(self, cancel).await.expect("the consumer starts");
     }
 
     fn report(&self) -> ConsumerReport {

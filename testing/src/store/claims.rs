@@ -4,7 +4,9 @@ use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
 
 use tidings_core::staging::Delay;
-use tidings_core::{ClaimCursor, ClaimedBatch, Hlc, OrderingMode, Outcome, Settlement};
+use tidings_core::{
+    ClaimCursor, ClaimedBatch, Hlc, OrderingMode, OutboxStore, Outcome, Route, Settlement,
+};
 
 use super::StoreHarness;
 use super::fixtures::{
@@ -120,15 +122,7 @@ pub async fn delayed_rows_wait<H: StoreHarness>(h: &H) {
     let mut delayed = event(&route, 1);
     delayed.delay = Some(Duration::from_millis(600).into());
     h.commit(&store, vec![delayed, event(&route, 2)]).await;
-
-    let now = claim(&store, &route, 10).await;
-    assert_eq!(numbers(&now), [2]);
-    let published = settle_all(&now, Outcome::Published);
-    now.settle(published).await.expect("settle");
-    assert_eq!(
-        numbers(&claim_within(&store, &route, 10, Duration::from_secs(5)).await),
-        [1]
-    );
+    claimable_now_then_later(&store, &route, &[2], &[1]).await;
 }
 
 /// A row staged not before a time is invisible until then; one whose
@@ -141,15 +135,23 @@ pub async fn rows_not_before_a_time_wait<H: StoreHarness>(h: &H) {
     let mut past = event(&route, 2);
     past.delay = Some(Delay::Until(SystemTime::now() - Duration::from_secs(3600)));
     h.commit(&store, vec![later, past, event(&route, 3)]).await;
+    claimable_now_then_later(&store, &route, &[2, 3], &[1]).await;
+}
 
-    let now = claim(&store, &route, 10).await;
-    assert_eq!(numbers(&now), [2, 3]);
-    let published = settle_all(&now, Outcome::Published);
-    now.settle(published).await.expect("settle");
-    assert_eq!(
-        numbers(&claim_within(&store, &route, 10, Duration::from_secs(5)).await),
-        [1]
-    );
+/// Asserts that the rows claimable now are `now`, publishes them, and
+/// asserts that the rows claimable within 5 s after are `later`.
+async fn claimable_now_then_later<S: OutboxStore>(
+    store: &S,
+    route: &Route,
+    now: &[u32],
+    later: &[u32],
+) {
+    let claimed = claim(store, route, 10).await;
+    assert_eq!(numbers(&claimed), now);
+    let published = settle_all(&claimed, Outcome::Published);
+    claimed.settle(published).await.expect("settle");
+    let after = claim_within(store, route, 10, Duration::from_secs(5)).await;
+    assert_eq!(numbers(&after), later);
 }
 
 /// With hybrid-clock ordering, rows are claimed in clock order rather than
