@@ -133,51 +133,48 @@ stop_own() {
   for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
 }
 
+# stunnel_service NAME ACCEPT CONNECT CERT [CA]: one stunnel service, from
+# 127.0.0.1:ACCEPT to 127.0.0.1:CONNECT, with $TLS_DIR/CERT.pem and its key;
+# with CA, clients must show a certificate signed by $TLS_DIR/CA.pem.
+stunnel_service() {
+  printf '[%s]\naccept = 127.0.0.1:%s\nconnect = 127.0.0.1:%s\n' "$1" "$2" "$3"
+  printf 'cert = %s/%s.pem\nkey = %s/%s.key\n' "$TLS_DIR" "$4" "$TLS_DIR" "$4"
+  if [ -n "${5:-}" ]; then
+    printf 'CAfile = %s/%s.pem\nrequireCert = yes\nverifyChain = yes\n' "$TLS_DIR" "$5"
+  fi
+}
+
+# stunnel_fronts NAME PORTS NEW SERVICES: one stunnel process, NAME, serving
+# SERVICES (stunnel_service lines) on PORTS, the first of which it is
+# started on; started again when a port is closed or NEW is set.
+stunnel_fronts() {
+  local name=$1 ports=$2 new=$3 services=$4 port missing=""
+  for port in $ports; do port_open "$port" || missing="$missing $port"; done
+  # New certificates need a restart of a front serving old ones.
+  if [ -z "$missing" ] && [ -z "$new" ]; then
+    log "$name fronts answer on $ports"
+    return
+  fi
+  command -v stunnel4 >/dev/null || apt_install stunnel4
+  stop_own "$name" stunnel4
+  local conf=$TLS_DIR/$name.conf
+  printf 'foreground = yes\npid =\n%s\n' "$services" >"$conf"
+  start_background "$name" "${ports%% *}" 30 stunnel4 "$conf"
+  for port in $ports; do
+    wait_port "$port" 10 || { log "stunnel did not open $port; see $SERVICES_DIR/$name.log"; exit 1; }
+  done
+}
+
 # tls_fronts: stunnel in front of RabbitMQ and the stand-ins, one process
 # serving every port.
 TLS_PORTS="5671 5673 4567 27018"
 tls_fronts() {
-  local port missing=""
-  for port in $TLS_PORTS; do port_open "$port" || missing="$missing $port"; done
-  # New certificates need a restart of a front serving old ones.
-  if [ -z "$missing" ] && [ -z "${TLS_CERTIFICATES_NEW:-}" ]; then
-    log "TLS fronts answer on $TLS_PORTS"
-    return
-  fi
-  command -v stunnel4 >/dev/null || apt_install stunnel4
-  stop_own stunnel stunnel4
-  local conf=$TLS_DIR/stunnel.conf
-  cat >"$conf" <<CONF
-foreground = yes
-pid =
-[amqps]
-accept = 127.0.0.1:5671
-connect = 127.0.0.1:5672
-cert = $TLS_DIR/server.pem
-key = $TLS_DIR/server.key
-[amqps-client-certificate]
-accept = 127.0.0.1:5673
-connect = 127.0.0.1:5672
-cert = $TLS_DIR/server.pem
-key = $TLS_DIR/server.key
-CAfile = $TLS_DIR/ca.pem
-requireCert = yes
-verifyChain = yes
-[sqs-https]
-accept = 127.0.0.1:4567
-connect = 127.0.0.1:4566
-cert = $TLS_DIR/server.pem
-key = $TLS_DIR/server.key
-[mongodb-tls]
-accept = 127.0.0.1:27018
-connect = 127.0.0.1:27017
-cert = $TLS_DIR/server.pem
-key = $TLS_DIR/server.key
-CONF
-  start_background stunnel 5671 30 stunnel4 "$conf"
-  for port in $TLS_PORTS; do
-    wait_port "$port" 10 || { log "stunnel did not open $port; see $SERVICES_DIR/stunnel.log"; exit 1; }
-  done
+  stunnel_fronts stunnel "$TLS_PORTS" "${TLS_CERTIFICATES_NEW:-}" "$(
+    stunnel_service amqps 5671 5672 server
+    stunnel_service amqps-client-certificate 5673 5672 server ca
+    stunnel_service sqs-https 4567 4566 server
+    stunnel_service mongodb-tls 27018 27017 server
+  )"
 }
 
 mongodb() {
@@ -374,46 +371,12 @@ kafka_tls() {
   tansu_private tansu-tls 19093 9093
   tansu_private tansu-client-certificate 19094 9094
   tansu_private tansu-sasl 9096 9096 --authentication
-  local port missing=""
-  for port in $KAFKA_TLS_PORTS; do port_open "$port" || missing="$missing $port"; done
-  if [ -z "$missing" ] && [ -z "${KAFKA_CERTIFICATES_NEW:-}" ]; then
-    log "Kafka TLS fronts answer on $KAFKA_TLS_PORTS"
-    return
-  fi
-  command -v stunnel4 >/dev/null || apt_install stunnel4
-  stop_own stunnel-kafka stunnel4
-  local conf=$TLS_DIR/stunnel-kafka.conf
-  cat >"$conf" <<CONF
-foreground = yes
-pid =
-[kafka-tls]
-accept = 127.0.0.1:9093
-connect = 127.0.0.1:19093
-cert = $TLS_DIR/kafka-server.pem
-key = $TLS_DIR/kafka-server.key
-[kafka-client-certificate]
-accept = 127.0.0.1:9094
-connect = 127.0.0.1:19094
-cert = $TLS_DIR/kafka-server.pem
-key = $TLS_DIR/kafka-server.key
-CAfile = $TLS_DIR/ca.pem
-requireCert = yes
-verifyChain = yes
-[kafka-expired]
-accept = 127.0.0.1:9095
-connect = 127.0.0.1:19093
-cert = $TLS_DIR/expired.pem
-key = $TLS_DIR/expired.key
-[kafka-host-name]
-accept = 127.0.0.1:9097
-connect = 127.0.0.1:19093
-cert = $TLS_DIR/server.pem
-key = $TLS_DIR/server.key
-CONF
-  start_background stunnel-kafka 9093 30 stunnel4 "$conf"
-  for port in $KAFKA_TLS_PORTS; do
-    wait_port "$port" 10 || { log "stunnel did not open $port; see $SERVICES_DIR/stunnel-kafka.log"; exit 1; }
-  done
+  stunnel_fronts stunnel-kafka "$KAFKA_TLS_PORTS" "${KAFKA_CERTIFICATES_NEW:-}" "$(
+    stunnel_service kafka-tls 9093 19093 kafka-server
+    stunnel_service kafka-client-certificate 9094 19094 kafka-server ca
+    stunnel_service kafka-expired 9095 19093 expired
+    stunnel_service kafka-host-name 9097 19093 server
+  )"
 }
 # --- end Kafka over TLS and SASL
 

@@ -22,20 +22,10 @@ pub(crate) async fn run(
 ) -> anyhow::Result<()> {
     match (args.store, command) {
         (StoreKind::Postgres, Command::Serve(serve)) => {
-            let mut stored = Vec::new();
-            for (name, args) in stored_inboxes(args, &serve) {
-                stored.push((name, connect::postgres(&args).await?));
-            }
-            let admin = connect::postgres(args).await?;
-            page::serve(admin, stored, args, broker, serve).await
+            serve_on(connect::postgres, args, broker, serve).await
         }
         (StoreKind::Mongo, Command::Serve(serve)) => {
-            let mut stored = Vec::new();
-            for (name, args) in stored_inboxes(args, &serve) {
-                stored.push((name, connect::mongo(&args).await?));
-            }
-            let admin = connect::mongo(args).await?;
-            page::serve(admin, stored, args, broker, serve).await
+            serve_on(connect::mongo, args, broker, serve).await
         }
         (StoreKind::Postgres, Command::Slot(command)) => {
             let admin = connect::postgres(args).await?;
@@ -49,6 +39,22 @@ pub(crate) async fn run(
         }
         (StoreKind::Mongo, command) => run_on(connect::mongo(args).await?, command, json).await,
     }
+}
+
+/// `serve` on the store `connect` opens for `args`, with each
+/// `--stored-inbox` opened the same way beside it.
+async fn serve_on<S: AdminStore>(
+    connect: impl AsyncFn(&StoreArgs) -> anyhow::Result<Admin<S>>,
+    args: &StoreArgs,
+    broker: &BrokerArgs,
+    serve: ServeArgs,
+) -> anyhow::Result<()> {
+    let mut stored = Vec::new();
+    for (name, args) in stored_inboxes(args, &serve) {
+        stored.push((name, connect(&args).await?));
+    }
+    let admin = connect(args).await?;
+    page::serve(admin, stored, args, broker, serve).await
 }
 
 /// Each `--stored-inbox` of `serve`: its name, and the store options of

@@ -4,6 +4,7 @@
 //! per order through the inbox. Each example wires it to its own broker.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use tidings::consumer::Handler;
@@ -13,9 +14,8 @@ use tidings::prelude::*;
 use tidings::{Publisher, Source};
 
 use crate::database::database_url;
-use crate::orders::{
-    ORDERS_TO_PLACE, OrderPlaced, check_invoices, print_invoice, run_while_placing,
-};
+use crate::orders::{OrderPlaced, check_invoices, print_invoice, run_while_placing};
+use crate::placing::place_orders;
 
 /// The route of the service's events into the queue [`ORDERS`], each
 /// customer's events in order.
@@ -91,36 +91,12 @@ impl Billing {
     ///
     /// When a transaction cannot be opened, an insert, the staging of an event
     /// or a commit or rollback fails; orders committed before it stay.
-    pub async fn place_orders(&self, spec: &OutboxSpec<OrderPlaced>) -> anyhow::Result<i64> {
+    pub async fn place_orders(&self, spec: &OutboxSpec<OrderPlaced>) -> anyhow::Result<u64> {
         let insert = format!(
             "insert into {} (amount_cents) values ($1) returning id",
             self.table("orders")
         );
-        let mut committed = 0;
-        for n in 1..=ORDERS_TO_PLACE {
-            let amount_cents = 1_000 + n;
-            let mut ctx = self.store.begin().await?;
-            // Not prepared by name, so it also passes a transaction pooler.
-            let order_id: i64 = sqlx::query_scalar(AssertSqlSafe(insert.as_str()))
-                .persistent(false)
-                .bind(amount_cents)
-                .fetch_one(ctx.tx())
-                .await?;
-            let event = OrderPlaced {
-                order_id,
-                amount_cents,
-            };
-            ctx.outbox()
-                .stage(spec, "order.placed", &event)?
-                .ordering_key(format!("customer-{}", n % 3));
-            if n % 5 == 0 {
-                ctx.rollback().await?;
-            } else {
-                ctx.commit().await?;
-                committed += 1;
-            }
-        }
-        Ok(committed)
+        place_orders(&self.store, &insert, spec, Duration::ZERO).await
     }
 
     /// The billing handler: the invoice commits with the inbox mark. An
@@ -164,12 +140,13 @@ impl Billing {
     /// # Errors
     ///
     /// When the invoices table cannot be read.
-    pub async fn invoices(&self) -> anyhow::Result<i64> {
+    pub async fn invoices(&self) -> anyhow::Result<u64> {
         let sql = format!("select count(*) from {}", self.table("invoices"));
-        Ok(sqlx::query_scalar(AssertSqlSafe(sql))
+        let count: i64 = sqlx::query_scalar(AssertSqlSafe(sql))
             .persistent(false)
             .fetch_one(self.store.pool())
-            .await?)
+            .await?;
+        Ok(u64::try_from(count)?)
     }
 
     /// Runs the service on a broker while placing the orders: relays

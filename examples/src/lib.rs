@@ -10,6 +10,8 @@ pub mod billing;
 #[cfg(feature = "postgres")]
 pub mod database;
 pub mod orders;
+#[cfg(feature = "postgres")]
+pub mod placing;
 
 /// Logs to stderr at `info`, or as `RUST_LOG` says.
 pub fn init_tracing() {

@@ -3,7 +3,7 @@
 //! `--yes`, a run with it deletes exactly the failed rows named, and a
 //! named row that is not failed stops it before anything goes.
 
-use crate::support::{ORDERS, drop_schema, json, on_postgres, pg_stage, pg_store, settle};
+use crate::support::{ORDERS, drop_schema, json, on_postgres, pg_store, settle, stage};
 use predicates::str::contains;
 use tidings_core::OutboxStore;
 
@@ -11,9 +11,9 @@ use tidings_core::OutboxStore;
 async fn failed_rows_are_deleted_by_id_after_a_preview_and_a_yes() {
     let store = pg_store().await;
     let schema = store.options().get_schema().to_owned();
-    let ids = pg_stage(&store, &ORDERS, &["order.placed"; 3]).await;
+    let ids = stage(&store, &ORDERS, &["order.placed"; 3]).await;
     settle(&store, &ORDERS, &ids[..2], "poison: total is negative").await;
-    let pending = pg_stage(&store, &ORDERS, &["order.placed"]).await[0];
+    let pending = stage(&store, &ORDERS, &["order.placed"]).await[0];
     let doomed = ids[0].to_string();
     let delete = ["failed", "delete", "--route", "order-events", "--id"];
 

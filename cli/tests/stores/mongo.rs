@@ -4,8 +4,7 @@
 //! every route listed once its documents are gone.
 
 use crate::support::{
-    INVOICES, ORDERS, REFUNDS, json, mark_handled, mongo_stage, mongo_store, on_mongo, settle,
-    stdout,
+    INVOICES, ORDERS, REFUNDS, json, mark_handled, mongo_store, on_mongo, settle, stage, stdout,
 };
 use tidings_core::OutboxStore;
 
@@ -17,15 +16,15 @@ async fn operators_see_and_mend_a_mongo_outbox() {
         stdout(on_mongo(&database).arg("verify")).trim(),
         "schema is up to date"
     );
-    let ids = mongo_stage(
+    let ids = stage(
         &store,
         &ORDERS,
         &["order.placed", "order.cancelled", "order.placed"],
     )
     .await;
     settle(&store, &ORDERS, &ids[..2], "poison").await;
-    mongo_stage(&store, &INVOICES, &["invoice.sent"; 2]).await;
-    mongo_stage(&store, &REFUNDS, &["refund.issued"]).await;
+    stage(&store, &INVOICES, &["invoice.sent"; 2]).await;
+    stage(&store, &REFUNDS, &["refund.issued"]).await;
 
     let status = json(on_mongo(&database).arg("status"));
     let routes: Vec<_> = status["routes"]

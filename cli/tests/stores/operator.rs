@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command as Process, Stdio};
 
 use crate::support::{
-    ORDERS, drop_schema, json, mark_handled, on_postgres, pg_stage, pg_store, stdout, tidings,
+    ORDERS, drop_schema, json, mark_handled, on_postgres, pg_store, stage, stdout, tidings,
 };
 use predicates::str::contains;
 use tidings_admin::tidings_postgres::PgOutboxStore;
@@ -75,7 +75,7 @@ async fn a_reader_closing_the_pipe_ends_listings_quietly() {
 async fn status_lists_every_route_with_zeros_once_its_rows_are_gone() {
     let store = pg_store().await;
     let schema = store.options().get_schema().to_owned();
-    pg_stage(&store, &ORDERS, &["order.placed"; 3]).await;
+    stage(&store, &ORDERS, &["order.placed"; 3]).await;
     let delete = format!("delete from \"{schema}\".tidings_outbox");
     sqlx::query(AssertSqlSafe(delete))
         .execute(store.pool())
@@ -190,7 +190,7 @@ async fn a_missing_schema_names_the_migrate_command_with_its_options() {
 async fn inbox_show_says_whether_a_consumer_handled_an_event() {
     let store = pg_store().await;
     let schema = store.options().get_schema().to_owned();
-    let ids = pg_stage(&store, &ORDERS, &["order.placed"; 2]).await;
+    let ids = stage(&store, &ORDERS, &["order.placed"; 2]).await;
     mark_handled(&store.inbox(), "billing", &[ids[0]]).await;
 
     let show = ["inbox", "show", "--consumer", "billing", "--event-id"];
@@ -220,7 +220,7 @@ async fn inbox_show_says_whether_a_consumer_handled_an_event() {
 async fn connection_options_come_from_tidings_variables() {
     let store = pg_store().await;
     let schema = store.options().get_schema().to_owned();
-    pg_stage(&store, &ORDERS, &["order.placed"]).await;
+    stage(&store, &ORDERS, &["order.placed"]).await;
     let mut command = assert_cmd::Command::cargo_bin("tidings").unwrap();
     let status = json(
         command

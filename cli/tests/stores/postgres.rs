@@ -8,8 +8,8 @@ use crate::support;
 use predicates::prelude::*;
 use predicates::str::contains;
 use support::{
-    INVOICES, ORDERS, REFUNDS, drop_schema, json, mark_handled, on_postgres, pg_stage, pg_store,
-    settle, stdout,
+    INVOICES, ORDERS, REFUNDS, drop_schema, json, mark_handled, on_postgres, pg_store, settle,
+    stage, stdout,
 };
 use tidings_core::OutboxStore;
 
@@ -17,11 +17,11 @@ use tidings_core::OutboxStore;
 async fn status_shows_every_route_and_the_inbox() {
     let store = pg_store().await;
     let schema = store.options().get_schema().to_owned();
-    let orders = pg_stage(&store, &ORDERS, &["order.placed"; 4]).await;
+    let orders = stage(&store, &ORDERS, &["order.placed"; 4]).await;
     settle(&store, &ORDERS, &orders[..1], "broker refused").await;
-    pg_stage(&store, &INVOICES, &["invoice.sent"; 2]).await;
-    pg_stage(&store, &REFUNDS, &["refund.issued"]).await;
-    pg_stage(&store, &ORDERS, &["order.placed"; 2]).await;
+    stage(&store, &INVOICES, &["invoice.sent"; 2]).await;
+    stage(&store, &REFUNDS, &["refund.issued"]).await;
+    stage(&store, &ORDERS, &["order.placed"; 2]).await;
     mark_handled(&store.inbox(), "billing", &[orders[1]]).await;
 
     let status = json(on_postgres(&schema).arg("status"));
@@ -61,7 +61,7 @@ async fn status_shows_every_route_and_the_inbox() {
 async fn failed_rows_are_listed_shown_and_requeued_by_filter() {
     let store = pg_store().await;
     let schema = store.options().get_schema().to_owned();
-    let ids = pg_stage(
+    let ids = stage(
         &store,
         &ORDERS,
         &["order.placed", "order.placed", "order.cancelled"],
@@ -107,7 +107,7 @@ async fn a_purge_runs_dry_then_for_real() {
     let store = pg_store().await;
     let schema = store.options().get_schema().to_owned();
     let types = ["order.placed"; 25];
-    let ids = pg_stage(&store, &ORDERS, &types).await;
+    let ids = stage(&store, &ORDERS, &types).await;
     settle(&store, &ORDERS, &ids[..5], "poison").await;
     let purge = [
         "purge",
@@ -145,7 +145,7 @@ async fn a_purge_runs_dry_then_for_real() {
 async fn the_inbox_of_one_consumer_is_purged() {
     let store = pg_store().await;
     let schema = store.options().get_schema().to_owned();
-    let ids = pg_stage(&store, &ORDERS, &["order.placed"; 3]).await;
+    let ids = stage(&store, &ORDERS, &["order.placed"; 3]).await;
     mark_handled(&store.inbox(), "billing", &ids).await;
     mark_handled(&store.inbox(), "shipping", &ids[..1]).await;
 
@@ -177,7 +177,7 @@ async fn the_inbox_of_one_consumer_is_purged() {
 async fn bad_input_fails_with_a_clear_message_and_the_right_code() {
     let store = pg_store().await;
     let schema = store.options().get_schema().to_owned();
-    let ids = pg_stage(&store, &ORDERS, &["order.placed"]).await;
+    let ids = stage(&store, &ORDERS, &["order.placed"]).await;
     settle(&store, &ORDERS, &ids, "poison").await;
 
     on_postgres(&schema)
@@ -261,7 +261,7 @@ async fn bad_input_fails_with_a_clear_message_and_the_right_code() {
 async fn migrate_rotated_converts_a_plain_outbox_keeping_its_rows() {
     let store = pg_store().await;
     let schema = store.options().get_schema().to_owned();
-    pg_stage(&store, &ORDERS, &["order.placed"; 3]).await;
+    stage(&store, &ORDERS, &["order.placed"; 3]).await;
 
     on_postgres(&schema)
         .args(["migrate", "--rotated"])

@@ -11,7 +11,7 @@ use tidings_testing::faults::ChildProcess;
 use tidings_testing::http::request;
 use tidings_testing::services::database_url;
 
-use crate::support::{drop_schema, pg_stage, pg_store, settle};
+use crate::support::{drop_schema, pg_store, settle, stage};
 
 /// What the stored inbox keeps: messages under the consumer's name.
 static BILLING: OutboxSpec<u32> = OutboxSpec::json("billing").destination("orders");
@@ -24,7 +24,7 @@ async fn serve_shows_and_requeues_a_stored_inboxs_messages() {
     let options = store.options().clone().table("inbox_messages");
     let kept = PgOutboxStore::new(store.pool().clone(), options).unwrap();
     kept.migrate().await.unwrap();
-    let ids = pg_stage(&kept, &BILLING, &["order.placed"; 2]).await;
+    let ids = stage(&kept, &BILLING, &["order.placed"; 2]).await;
     settle(
         &kept,
         &BILLING,

@@ -16,8 +16,8 @@ use tidings_admin::tidings_mongo::mongodb::options::ClientOptions;
 use tidings_admin::tidings_mongo::{MongoOutboxOptions, MongoOutboxStore};
 use tidings_admin::tidings_postgres::{PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_core::{
-    ClaimRequest, ClaimedBatch, InboxStore, OutboxBuffer, OutboxSpec, OutboxStore, Outcome,
-    Settlement,
+    ClaimRequest, ClaimedBatch, HybridClock, InboxStore, OutboxBuffer, OutboxSpec, OutboxStore,
+    Outcome, Settlement, StageEvents, SystemClock,
 };
 use tidings_testing::names::{consumer_name, unique_name};
 use tidings_testing::services::{self, amqp_url, database_url, mongodb_url, service_missing};
@@ -137,39 +137,22 @@ pub(crate) async fn mongo_store() -> MongoOutboxStore {
     store
 }
 
-/// Stages `types` on `spec` into `outbox`, the payload of each its index;
-/// returns the event ids in order.
-fn stage_each(outbox: &mut OutboxBuffer, spec: &OutboxSpec<u32>, types: &[&str]) -> Vec<Uuid> {
+/// Stages `types` on `spec` in one transaction of `store`, the payload of
+/// each its index; returns the event ids in order.
+pub(crate) async fn stage<S: StageEvents>(
+    store: &S,
+    spec: &OutboxSpec<u32>,
+    types: &[&str],
+) -> Vec<Uuid> {
+    let clock = SystemClock::shared();
+    let mut outbox = OutboxBuffer::new(clock.clone(), HybridClock::new(clock));
     let stage = |(n, event_type): (usize, &&str)| {
         let staged = outbox.stage(spec, event_type, &(n as u32));
         staged.expect("stage").envelope().event_id
     };
-    types.iter().enumerate().map(stage).collect()
-}
-
-/// Stages `types` on `spec` in one PostgreSQL transaction; returns the
-/// event ids in order.
-pub(crate) async fn pg_stage(
-    store: &PgOutboxStore,
-    spec: &OutboxSpec<u32>,
-    types: &[&str],
-) -> Vec<Uuid> {
-    let mut ctx = store.begin().await.expect("begin");
-    let ids = stage_each(ctx.outbox(), spec, types);
-    ctx.commit().await.expect("commit");
-    ids
-}
-
-/// Stages `types` on `spec` in one MongoDB transaction; returns the event
-/// ids in order.
-pub(crate) async fn mongo_stage(
-    store: &MongoOutboxStore,
-    spec: &OutboxSpec<u32>,
-    types: &[&str],
-) -> Vec<Uuid> {
-    let mut ctx = store.begin().await.expect("begin");
-    let ids = stage_each(ctx.outbox(), spec, types);
-    ctx.commit().await.expect("commit");
+    let ids = types.iter().enumerate().map(stage).collect();
+    let events = outbox.take().expect("valid events");
+    store.stage_events(events).await.expect("stage");
     ids
 }
 

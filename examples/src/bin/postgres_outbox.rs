@@ -24,7 +24,8 @@ use sqlx::postgres::PgPoolOptions;
 use tidings_core::lifecycle::LifecyclePlan;
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{OutboxSpec, OutboxStore, PublishBatch, PublishError, Publisher, Wakeup};
-use tidings_examples::orders::{ORDERS_TO_PLACE, OrderPlaced, run_while_placing};
+use tidings_examples::orders::{OrderPlaced, run_while_placing};
+use tidings_examples::placing::place_orders;
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
 
 static ORDER_EVENTS: OutboxSpec<OrderPlaced> = OutboxSpec::json("order-events")
@@ -32,6 +33,9 @@ static ORDER_EVENTS: OutboxSpec<OrderPlaced> = OutboxSpec::json("order-events")
     .per_key();
 
 const SCHEMA: &str = "tidings_example";
+
+const INSERT_ORDER: &str =
+    "insert into tidings_example.orders (amount_cents) values ($1) returning id";
 
 /// A stand-in broker: prints each event and counts it as accepted.
 #[derive(Debug, Clone, Default)]
@@ -94,7 +98,13 @@ async fn main() -> anyhow::Result<()> {
     // each is relayed within milliseconds because its commit NOTIFYs the
     // listener.
     let published = || publisher.published.load(Relaxed);
-    let committed = run_while_placing(plan, place_orders(&store), |committed| async move {
+    let placing = place_orders(
+        &store,
+        INSERT_ORDER,
+        &ORDER_EVENTS,
+        Duration::from_millis(50),
+    );
+    let committed = run_while_placing(plan, placing, |committed| async move {
         published() >= committed
     })
     .await?;
@@ -109,35 +119,4 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// Places the orders, each with its event in one transaction; one in five
-/// rolls back, taking its event with it. Returns how many committed.
-async fn place_orders(store: &PgOutboxStore) -> anyhow::Result<u64> {
-    let mut committed = 0;
-    for n in 1..=ORDERS_TO_PLACE {
-        let amount_cents = 1_000 + n;
-        let mut ctx = store.begin().await?;
-        let order_id: i64 = sqlx::query_scalar(
-            "insert into tidings_example.orders (amount_cents) values ($1) returning id",
-        )
-        .bind(amount_cents)
-        .fetch_one(ctx.tx())
-        .await?;
-        let event = OrderPlaced {
-            order_id,
-            amount_cents,
-        };
-        ctx.outbox()
-            .stage(&ORDER_EVENTS, "order.placed", &event)?
-            .ordering_key(format!("customer-{}", n % 3));
-        if n % 5 == 0 {
-            ctx.rollback().await?;
-        } else {
-            ctx.commit().await?;
-            committed += 1;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(committed)
 }

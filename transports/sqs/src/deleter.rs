@@ -92,22 +92,12 @@ async fn delete_batch(client: &Client, url: &str, timeout: Duration, batch: Vec<
     };
     let mut results: Vec<Option<Result<(), Failure>>> = batch.iter().map(|_| None).collect();
     for ok in output.successful() {
-        if let Some(slot) = ok
-            .id()
-            .parse::<usize>()
-            .ok()
-            .and_then(|i| results.get_mut(i))
-        {
+        if let Some(slot) = entry_slot(&mut results, ok.id()) {
             *slot = Some(Ok(()));
         }
     }
     for failed in output.failed() {
-        if let Some(slot) = failed
-            .id()
-            .parse::<usize>()
-            .ok()
-            .and_then(|i| results.get_mut(i))
-        {
+        if let Some(slot) = entry_slot(&mut results, failed.id()) {
             let message = failed.message().unwrap_or_default();
             *slot = Some(Err(entry_failure(
                 failed.code(),
@@ -121,4 +111,10 @@ async fn delete_batch(client: &Client, url: &str, timeout: Duration, batch: Vec<
             .unwrap_or_else(|| Err(Failure::new(Kind::Other, "sqs answered without a result")));
         let _ = request.reply.send(result);
     }
+}
+
+/// The result of the batch entry `id` names: entries are numbered by their
+/// place in the batch.
+fn entry_slot<'a, T>(results: &'a mut [Option<T>], id: &str) -> Option<&'a mut Option<T>> {
+    id.parse::<usize>().ok().and_then(|i| results.get_mut(i))
 }

@@ -34,7 +34,6 @@ mod server;
 use std::sync::LazyLock;
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
 use tidings::postgres::PgOutboxStore;
 use tidings::postgres::sqlx;
 use tidings::prelude::*;
@@ -43,17 +42,11 @@ use tidings::rabbitmq::{
 };
 use tidings_examples::database::store_in_schema;
 use tidings_examples::env_or;
+use tidings_examples::orders::OrderPlaced;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 
 use server::HttpServer;
-
-/// The event staged with each order.
-#[derive(Debug, Serialize, Deserialize)]
-struct OrderPlaced {
-    order_id: i64,
-    amount_cents: i64,
-}
 
 /// The queue the events go to, named by `ORDERS_QUEUE`.
 static QUEUE: LazyLock<String> =

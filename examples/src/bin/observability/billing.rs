@@ -1,16 +1,9 @@
 //! The billing consumer's handler.
 
-use serde::{Deserialize, Serialize};
 use tidings::postgres::PgContext;
 use tidings::postgres::sqlx;
 use tidings::prelude::*;
-
-/// The event staged with each order.
-#[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct OrderPlaced {
-    pub(crate) order_id: i64,
-    pub(crate) amount_cents: i64,
-}
+use tidings_examples::orders::OrderPlaced;
 
 /// Writes the order's invoice in the inbox's transaction; an amount below
 /// zero can never be billed, so its event is parked.

@@ -40,11 +40,11 @@ use tidings::rabbitmq::{
 };
 use tidings_examples::database::store_in_schema;
 use tidings_examples::env_or;
+use tidings_examples::orders::OrderPlaced;
+use tidings_examples::placing::place_order;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::Instrument;
-
-use billing::OrderPlaced;
 
 static QUEUE: LazyLock<String> =
     LazyLock::new(|| env_or("ORDERS_QUEUE", "tidings-example-observability"));
@@ -113,16 +113,8 @@ async fn place_orders(store: &PgOutboxStore, every: Duration) -> anyhow::Result<
         let span = tracing::info_span!("place_order", order.amount_cents = amount_cents);
         async {
             let mut ctx = store.begin().await?;
-            let order_id: i64 =
-                sqlx::query_scalar("insert into orders (amount_cents) values ($1) returning id")
-                    .bind(amount_cents)
-                    .fetch_one(ctx.tx())
-                    .await?;
-            let event = OrderPlaced {
-                order_id,
-                amount_cents,
-            };
-            ctx.outbox().stage(&ORDER_EVENTS, "order.placed", &event)?;
+            let insert = "insert into orders (amount_cents) values ($1) returning id";
+            place_order(&mut ctx, insert, &ORDER_EVENTS, amount_cents).await?;
             ctx.commit().await?;
             anyhow::Ok(())
         }

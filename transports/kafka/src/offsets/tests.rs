@@ -4,10 +4,16 @@ fn key() -> PartitionKey {
     ("orders".to_owned(), 0)
 }
 
-#[test]
-fn commits_stop_at_the_lowest_unsettled_offset() {
+/// Offsets with [`key`] freshly assigned, not resumed.
+fn assigned() -> Offsets {
     let mut offsets = Offsets::default();
     offsets.assign(key(), false);
+    offsets
+}
+
+#[test]
+fn commits_stop_at_the_lowest_unsettled_offset() {
+    let mut offsets = assigned();
     let tickets: Vec<Ticket> = (10..15)
         .map(|o| offsets.deliver(&key(), o).unwrap().0)
         .collect();
@@ -24,8 +30,7 @@ fn commits_stop_at_the_lowest_unsettled_offset() {
 
 #[test]
 fn settlements_of_an_earlier_assignment_change_nothing() {
-    let mut offsets = Offsets::default();
-    offsets.assign(key(), false);
+    let mut offsets = assigned();
     let (old, _) = offsets.deliver(&key(), 3).unwrap();
     assert_eq!(offsets.revoke(&key()), Some(3));
     offsets.assign(key(), true);
@@ -46,8 +51,7 @@ fn settlements_of_an_earlier_assignment_change_nothing() {
 
 #[test]
 fn held_records_are_unsettled_but_not_in_hand() {
-    let mut offsets = Offsets::default();
-    offsets.assign(key(), false);
+    let mut offsets = assigned();
     let (held, _) = offsets.deliver(&key(), 0).unwrap();
     offsets.hold(&held);
     offsets.deliver(&key(), 1).unwrap();
@@ -59,8 +63,7 @@ fn held_records_are_unsettled_but_not_in_hand() {
 
 #[test]
 fn a_failed_commit_is_retried() {
-    let mut offsets = Offsets::default();
-    offsets.assign(key(), false);
+    let mut offsets = assigned();
     let (t, _) = offsets.deliver(&key(), 0).unwrap();
     offsets.settle(&t);
     assert_eq!(offsets.take_commits(), [(key(), 1)]);
