@@ -7,7 +7,7 @@ use crate::support;
 use std::time::{Duration, Instant};
 
 use support::cluster::PrivateCluster;
-use support::{LISTENING_BACKENDS, ORDER_EVENTS, commit_and_time_claim};
+use support::{LISTENING_BACKENDS, Listening, ORDER_EVENTS, commit_and_time_claim};
 use tidings_core::{Backoff, ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Wakeup};
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore, PgWakeupSource};
 use tidings_testing::eventually::eventually;
@@ -76,16 +76,13 @@ async fn the_listener_reconnects_after_the_database_restarts() {
     store.migrate().await.unwrap();
 
     let wakeup = Wakeup::new();
-    let cancel = CancellationToken::new();
-    let listener = store
+    let backoff = Backoff::new(Duration::from_millis(100), Duration::from_millis(500));
+    let source = store
         .wakeup_source(wakeup.clone())
-        .reconnect_backoff(Backoff::new(
-            Duration::from_millis(100),
-            Duration::from_millis(500),
-        ))
-        .spawn(cancel.clone());
+        .reconnect_backoff(backoff);
+    let listener = Listening::start(&store, source).await;
+    let cancel = CancellationToken::new();
     let mut claimed = relay(store.clone(), wakeup, cancel.clone());
-    wait_for_listener(&store).await;
     // The first claim opens the store's claim connection, a TLS handshake
     // of about 90 ms in a debug build: made before measuring.
     commit_and_time_claim(&store, &mut claimed, 0).await;
@@ -111,7 +108,7 @@ async fn the_listener_reconnects_after_the_database_restarts() {
     assert!(latency < WOKEN_WITHIN, "claimed {latency:?} after commit");
 
     cancel.cancel();
-    listener.await.unwrap();
+    listener.stop().await;
     store.pool().close().await;
     cluster.remove().await;
 }
