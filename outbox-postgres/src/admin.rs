@@ -52,16 +52,12 @@ impl OutboxAdmin for PgOutboxStore {
             PurgeStatus::Published => "published",
             PurgeStatus::Failed => "failed",
         };
-        let mut session = self.session().await.map_err(store_error)?;
-        let count: i64 = sqlx::query_scalar(self.inner().sql.purge_count.clone())
+        let query = sqlx::query_scalar(self.inner().sql.purge_count.clone())
             .persistent(self.persistent())
             .bind(route)
             .bind(status)
-            .bind(micros(request.older_than))
-            .fetch_one(&mut *session)
-            .await
-            .map_err(store_error)?;
-        session.finish().await.map_err(store_error)?;
+            .bind(micros(request.older_than));
+        let count: i64 = self.alone(async |conn| query.fetch_one(conn).await).await?;
         Ok(u64::try_from(count).unwrap_or_default())
     }
 
@@ -89,15 +85,13 @@ impl OutboxAdmin for PgOutboxStore {
         consumer: &str,
         event_id: Uuid,
     ) -> Result<Option<Duration>, StoreError> {
-        let mut session = self.session().await.map_err(store_error)?;
-        let age_us: Option<i64> = sqlx::query_scalar(self.inner().sql.mark_age.clone())
+        let query = sqlx::query_scalar(self.inner().sql.mark_age.clone())
             .persistent(self.persistent())
             .bind(consumer)
-            .bind(event_id)
-            .fetch_optional(&mut *session)
-            .await
-            .map_err(store_error)?;
-        session.finish().await.map_err(store_error)?;
+            .bind(event_id);
+        let age_us: Option<i64> = self
+            .alone(async |conn| query.fetch_optional(conn).await)
+            .await?;
         Ok(age_us.map(age))
     }
 }

@@ -4,6 +4,7 @@ mod admin;
 mod announce;
 mod audience;
 mod claim;
+mod columns;
 mod context;
 mod error;
 mod inbox;

@@ -122,14 +122,10 @@ impl OutboxStore for PgOutboxStore {
     #[instrument(skip_all, fields(db.system = "postgresql", outbox.route = route), err)]
     async fn stats(&self, route: &str) -> Result<OutboxStats, StoreError> {
         let inner = self.inner();
-        let mut session = self.session().await.map_err(store_error)?;
-        let row = sqlx::query(inner.sql.stats.clone())
+        let query = sqlx::query(inner.sql.stats.clone())
             .persistent(self.persistent())
-            .bind(route)
-            .fetch_one(&mut *session)
-            .await
-            .map_err(store_error)?;
-        session.finish().await.map_err(store_error)?;
+            .bind(route);
+        let row = self.alone(async |conn| query.fetch_one(conn).await).await?;
         let count = |column: &str| -> Result<u64, StoreError> {
             let n: i64 = row.try_get(column).map_err(store_error)?;
             Ok(u64::try_from(n).unwrap_or(0))

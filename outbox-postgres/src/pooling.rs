@@ -126,28 +126,29 @@ impl PgOutboxStore {
         })
     }
 
+    /// Runs `statement` on a session of its own, which is committed once
+    /// the statement succeeded; what the statement returned.
+    pub(crate) async fn alone<T>(
+        &self,
+        statement: impl AsyncFnOnce(&mut PgConnection) -> Result<T, sqlx::Error>,
+    ) -> Result<T, StoreError> {
+        let mut session = self.session().await.map_err(store_error)?;
+        let done = statement(&mut session).await.map_err(store_error)?;
+        session.finish().await.map_err(store_error)?;
+        Ok(done)
+    }
+
     /// Runs `query` on a session of its own; the rows it affected.
     pub(crate) async fn execute_alone(&self, query: PgQuery<'_>) -> Result<u64, StoreError> {
-        let mut session = self.session().await.map_err(store_error)?;
-        let done = query
-            .persistent(self.persistent())
-            .execute(&mut *session)
-            .await
-            .map_err(store_error)?;
-        session.finish().await.map_err(store_error)?;
+        let query = query.persistent(self.persistent());
+        let done = self.alone(async |conn| query.execute(conn).await).await?;
         Ok(done.rows_affected())
     }
 
     /// Runs `query` on a session of its own; the rows it returned.
     pub(crate) async fn fetch_alone(&self, query: PgQuery<'_>) -> Result<Vec<PgRow>, StoreError> {
-        let mut session = self.session().await.map_err(store_error)?;
-        let rows = query
-            .persistent(self.persistent())
-            .fetch_all(&mut *session)
-            .await
-            .map_err(store_error)?;
-        session.finish().await.map_err(store_error)?;
-        Ok(rows)
+        let query = query.persistent(self.persistent());
+        self.alone(async |conn| query.fetch_all(conn).await).await
     }
 }
 

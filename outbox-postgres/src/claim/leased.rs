@@ -86,9 +86,6 @@ pub(crate) async fn settle(
             .bind(&columns.error)
             .bind(delete)
     };
-    let mut session = store.session().await.map_err(store_error)?;
-    let query = query.persistent(store.persistent());
-    let rows = query.fetch_all(&mut *session).await.map_err(store_error)?;
-    session.finish().await.map_err(store_error)?;
+    let rows = store.fetch_alone(query).await?;
     columns.report(rows)
 }

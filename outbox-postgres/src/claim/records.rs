@@ -13,9 +13,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use sqlx::postgres::PgArguments;
-use sqlx::query::Query;
-use sqlx::{PgConnection, Postgres, Row, SqlStr};
+use sqlx::{PgConnection, Row, SqlStr};
 use tidings_core::StoreError;
 use tracing::debug;
 use uuid::Uuid;
@@ -46,21 +44,12 @@ pub(crate) async fn record(
         .bind(micros(lease));
     match store.persistent() {
         true => inner.records.execute(&inner.pool, query).await,
-        false => record_pooled(store, query).await,
+        // Behind a transaction pooler: on one of the pool's connections, in
+        // a transaction of its own. The pool always has one left for it, as
+        // locked claims may hold fewer connections than it has (checked
+        // when the store is built).
+        false => store.execute_alone(query).await.map(drop),
     }
-}
-
-/// Writes a claim record as [`record`] does, behind a transaction pooler:
-/// on one of the pool's connections, in a transaction of its own. The pool
-/// always has one left for it, as locked claims may hold fewer connections
-/// than it has (checked when the store is built).
-async fn record_pooled(
-    store: &PgOutboxStore,
-    query: Query<'_, Postgres, PgArguments>,
-) -> Result<(), StoreError> {
-    let mut session = store.session().await.map_err(store_error)?;
-    query.execute(&mut *session).await.map_err(store_error)?;
-    session.finish().await.map_err(store_error)
 }
 
 /// Deletes the record of claim `token` in the batch's transaction.

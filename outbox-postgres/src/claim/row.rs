@@ -8,10 +8,11 @@ use futures::{Stream, TryStreamExt};
 use sqlx::postgres::{PgRow, PgValueFormat, PgValueRef};
 use sqlx::types::time::OffsetDateTime;
 use sqlx::{Column, Decode, Postgres, Row, Type};
-use tidings_core::{Envelope, Headers, Hlc, OutboxRecord, StoreError};
+use tidings_core::{Headers, Hlc, OutboxRecord, StoreError};
 use uuid::Uuid;
 
 use crate::claim::unreadable::Unreadable;
+use crate::columns::{self, EventColumns};
 use crate::error::store_error;
 
 /// A claimed row: its position in the table (for ordering the batch) and
@@ -142,44 +143,14 @@ impl ClaimedRow {
         };
         let id = fields.next()?;
         let event_id: Uuid = fields.next()?;
+        let mut envelope = columns::envelope(&mut EventFields { fields, event_id }, event_id)?;
         let corrupt = |reason: String| StoreError::Corrupt { event_id, reason };
-        let route = fields.next()?;
-        let destination = fields.next()?;
-        let event_type = fields.next()?;
-        let payload = fields.bytes().map_err(corrupt)?;
-        let content_type = fields.next()?;
-        let headers: String = fields.next()?;
-        let headers: Headers = serde_json::from_str(&headers)
-            .map_err(|e| corrupt(format!("headers are not a JSON object of strings: {e}")))?;
-        let ordering_key = fields.next()?;
-        let correlation_id = fields.next()?;
-        let causation_id = fields.next()?;
-        let tenant_id = fields.next()?;
-        let occurred_at = fields.timestamp().map_err(corrupt)?;
-        let hlc: Option<i64> = fields.next()?;
-        let expires_at: Option<OffsetDateTime> = fields.next()?;
         let attempts_started = fields.count().map_err(corrupt)?;
         let attempts_finished = fields.count().map_err(corrupt)?;
-        let envelope = Envelope {
-            event_id,
-            event_type,
-            route,
-            destination,
-            payload,
-            content_type,
-            headers,
-            ordering_key,
-            correlation_id,
-            causation_id,
-            tenant_id,
-            occurred_at: SystemTime::from(occurred_at),
-            hlc: hlc.map(|h| Hlc::from_u64(h as u64)),
-            expires_at: expires_at.map(SystemTime::from),
-            attempts: attempts_started,
-        };
+        envelope.attempts = attempts_started;
         Ok(Self {
             id,
-            hlc,
+            hlc: envelope.hlc.map(|hlc| hlc.as_u64() as i64),
             record: OutboxRecord {
                 envelope,
                 attempts_started,
@@ -187,6 +158,59 @@ impl ClaimedRow {
                 last_error: fields.next()?,
             },
         })
+    }
+}
+
+/// A claimed row's event columns, an unreadable one reported as corrupt
+/// under the row's event id.
+struct EventFields<'f, 'r> {
+    fields: &'f mut Fields<'r>,
+    event_id: Uuid,
+}
+
+impl EventFields<'_, '_> {
+    fn corrupt(&self, reason: String) -> StoreError {
+        StoreError::Corrupt {
+            event_id: self.event_id,
+            reason,
+        }
+    }
+}
+
+impl EventColumns for EventFields<'_, '_> {
+    type Error = StoreError;
+
+    fn text(&mut self, _column: &'static str) -> Result<String, StoreError> {
+        self.fields.next()
+    }
+
+    fn optional(&mut self, _column: &'static str) -> Result<Option<String>, StoreError> {
+        self.fields.next()
+    }
+
+    fn payload(&mut self) -> Result<Bytes, StoreError> {
+        self.fields.bytes().map_err(|e| self.corrupt(e))
+    }
+
+    fn headers(&mut self) -> Result<Headers, StoreError> {
+        let headers: String = self.fields.next()?;
+        serde_json::from_str(&headers)
+            .map_err(|e| self.corrupt(format!("headers are not a JSON object of strings: {e}")))
+    }
+
+    fn occurred_at(&mut self) -> Result<SystemTime, StoreError> {
+        let at = self.fields.timestamp().map_err(|e| self.corrupt(e))?;
+        Ok(SystemTime::from(at))
+    }
+
+    fn hlc(&mut self) -> Result<Option<Hlc>, StoreError> {
+        let hlc: Option<i64> = self.fields.next()?;
+        Ok(hlc.map(|h| Hlc::from_u64(h as u64)))
+    }
+
+    fn expires_at(&mut self) -> Result<Option<SystemTime>, StoreError> {
+        let at: Option<OffsetDateTime> = self.fields.next()?;
+        Ok(at.map(SystemTime::from))
     }
 }
 

@@ -13,6 +13,8 @@ use bytes::Bytes;
 use tidings_core::{Envelope, Headers, Hlc};
 use uuid::Uuid;
 
+use crate::columns::{self, EventColumns};
+
 /// A change the relay cannot read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unreadable change: {0}")]
@@ -119,61 +121,74 @@ pub(crate) fn outbox_row(
     relation: &Relation,
     values: Vec<Option<Bytes>>,
 ) -> Result<OutboxRow, ChangeError> {
-    let mut by_name: HashMap<&str, Option<Bytes>> = relation
-        .columns
-        .iter()
-        .map(String::as_str)
-        .zip(values)
-        .collect();
-    let mut take = |name: &str| by_name.remove(name).flatten();
-    let id = int8(take("id"), "id")?;
-    let event_id = take("event_id").ok_or_else(|| missing("event_id"))?;
+    let mut columns = InsertColumns(
+        relation
+            .columns
+            .iter()
+            .map(String::as_str)
+            .zip(values)
+            .collect(),
+    );
+    let id = int8(columns.take("id"), "id")?;
+    let event_id = columns
+        .take("event_id")
+        .ok_or_else(|| missing("event_id"))?;
     let event_id =
         Uuid::from_slice(&event_id).map_err(|_| ChangeError("event_id is not a uuid".into()))?;
-    let route = text(take("route"), "route")?;
-    let destination = text(take("destination"), "destination")?;
-    let event_type = text(take("event_type"), "event_type")?;
-    let payload = take("payload").ok_or_else(|| missing("payload"))?;
-    let content_type = text(take("content_type"), "content_type")?;
-    let headers = headers(take("headers"))?;
-    let ordering_key = optional(take("ordering_key"), "ordering_key")?;
-    let correlation_id = optional(take("correlation_id"), "correlation_id")?;
-    let causation_id = optional(take("causation_id"), "causation_id")?;
-    let tenant_id = optional(take("tenant_id"), "tenant_id")?;
-    let occurred_at = timestamp(take("occurred_at"), "occurred_at")?;
-    let hlc = match take("hlc") {
-        Some(value) => Some(Hlc::from_u64(int8(Some(value), "hlc")? as u64)),
-        None => None,
-    };
-    let expires_at = match take("expires_at") {
-        Some(value) => Some(timestamp(Some(value), "expires_at")?),
-        None => None,
-    };
-    let available_at = timestamp(take("available_at"), "available_at")?;
-    let created_at = timestamp(take("created_at"), "created_at")?;
+    let envelope = columns::envelope(&mut columns, event_id)?;
+    let available_at = timestamp(columns.take("available_at"), "available_at")?;
+    let created_at = timestamp(columns.take("created_at"), "created_at")?;
     let delay = available_at.duration_since(created_at).unwrap_or_default();
-    let envelope = Envelope {
-        event_id,
-        event_type,
-        route,
-        destination,
-        payload,
-        content_type,
-        headers,
-        ordering_key,
-        correlation_id,
-        causation_id,
-        tenant_id,
-        occurred_at,
-        hlc,
-        expires_at,
-        attempts: 0,
-    };
     Ok(OutboxRow {
         id,
         envelope,
         delay,
     })
+}
+
+/// An insert's values by column name, each taken once.
+struct InsertColumns<'a>(HashMap<&'a str, Option<Bytes>>);
+
+impl InsertColumns<'_> {
+    /// The column's value, `None` where it is NULL or missing.
+    fn take(&mut self, column: &str) -> Option<Bytes> {
+        self.0.remove(column).flatten()
+    }
+}
+
+impl EventColumns for InsertColumns<'_> {
+    type Error = ChangeError;
+
+    fn text(&mut self, column: &'static str) -> Result<String, ChangeError> {
+        text(self.take(column), column)
+    }
+
+    fn optional(&mut self, column: &'static str) -> Result<Option<String>, ChangeError> {
+        optional(self.take(column), column)
+    }
+
+    fn payload(&mut self) -> Result<Bytes, ChangeError> {
+        self.take("payload").ok_or_else(|| missing("payload"))
+    }
+
+    fn headers(&mut self) -> Result<Headers, ChangeError> {
+        headers(self.take("headers"))
+    }
+
+    fn occurred_at(&mut self) -> Result<SystemTime, ChangeError> {
+        timestamp(self.take("occurred_at"), "occurred_at")
+    }
+
+    fn hlc(&mut self) -> Result<Option<Hlc>, ChangeError> {
+        let hlc = self.take("hlc").map(|value| int8(Some(value), "hlc"));
+        Ok(hlc.transpose()?.map(|h| Hlc::from_u64(h as u64)))
+    }
+
+    fn expires_at(&mut self) -> Result<Option<SystemTime>, ChangeError> {
+        self.take("expires_at")
+            .map(|value| timestamp(Some(value), "expires_at"))
+            .transpose()
+    }
 }
 
 fn missing(column: &str) -> ChangeError {

@@ -7,11 +7,11 @@ use crate::support;
 
 use sqlx::AssertSqlSafe;
 use support::billing::{ORDERS, invoice_all, rows};
-use support::{drop_schema, store};
+use support::{drop_schema, run_sql, store};
 use tidings_core::OutboxSpec;
 use tidings_core::memory::{MemoryBroker, MemoryBrokerOptions};
 use tidings_core::relay::Relay;
-use tidings_postgres::{PgOutboxStore, Retention};
+use tidings_postgres::Retention;
 
 static ORDER_EVENTS: OutboxSpec<i64> = OutboxSpec::json("order-events")
     .destination("orders")
@@ -19,26 +19,19 @@ static ORDER_EVENTS: OutboxSpec<i64> = OutboxSpec::json("order-events")
 
 const ORDER_COUNT: i64 = 40;
 
-async fn execute(store: &PgOutboxStore, sql: String) {
-    sqlx::raw_sql(AssertSqlSafe(sql))
-        .execute(store.pool())
-        .await
-        .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_committed_order_is_invoiced_exactly_once() {
     let store = store(Retention::Keep).await;
     let schema = store.options().get_schema().to_owned();
     let orders = format!("\"{schema}\".orders");
     let invoices = format!("\"{schema}\".invoices");
-    execute(
-        &store,
+    run_sql(
+        store.pool(),
         format!("create table {orders} (id bigint primary key)"),
     )
     .await;
-    execute(
-        &store,
+    run_sql(
+        store.pool(),
         format!("create table {invoices} (order_id bigint primary key)"),
     )
     .await;

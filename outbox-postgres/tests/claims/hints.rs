@@ -12,10 +12,9 @@ use crate::support;
 use std::time::Duration;
 
 use sqlx::postgres::PgListener as Eavesdropper;
-use support::{ORDER_EVENTS, drop_schema, listening_backend, listening_backends, store};
+use support::{Listening, ORDER_EVENTS, drop_schema, listening_backends, store};
 use tidings_core::Wakeup;
 use tidings_postgres::{PgOutboxStore, PgWakeupSource, Retention};
-use tokio_util::sync::CancellationToken;
 
 /// Longer than a store trusts its last look at who listens.
 const LOOK_AGAIN: Duration = Duration::from_millis(1_300);
@@ -93,10 +92,7 @@ async fn a_transaction_notifies_only_while_somebody_may_listen() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stores_own_listener_is_woken_without_a_hint() {
     let store = store(Retention::Delete).await;
-    let wakeup = Wakeup::new();
-    let cancel = CancellationToken::new();
-    let listener = store.wakeup_source(wakeup.clone()).spawn(cancel.clone());
-    listening_backend(&store, None).await;
+    let (listener, wakeup) = Listening::own(&store).await;
     let mut spy = eavesdropper(&store).await;
     for n in 0..3 {
         commit_one(&store, n).await;
@@ -105,8 +101,7 @@ async fn the_stores_own_listener_is_woken_without_a_hint() {
             .expect("woken in process");
     }
     assert_eq!(overheard(&mut spy, QUIET).await, 0);
-    cancel.cancel();
-    listener.await.unwrap();
+    listener.stop().await;
     drop(spy);
     drop_schema(&store).await;
 }
@@ -118,17 +113,14 @@ async fn hints_resume_within_a_second_of_a_listener_starting_elsewhere() {
     commit_one(&store, 0).await;
     assert_eq!(overheard(&mut spy, QUIET).await, 0);
 
-    let cancel = CancellationToken::new();
-    let listener = listener_elsewhere(&store).spawn(cancel.clone());
-    listening_backend(&store, None).await;
+    let listener = Listening::start(&store, listener_elsewhere(&store)).await;
     tokio::time::sleep(LOOK_AGAIN).await;
     commit_one(&store, 1).await;
     assert!(
         overheard(&mut spy, QUIET).await >= 1,
         "no hint reached the new listener"
     );
-    cancel.cancel();
-    listener.await.unwrap();
+    listener.stop().await;
     drop(spy);
     drop_schema(&store).await;
 }
@@ -138,9 +130,7 @@ async fn remote_hints_off_leaves_listeners_elsewhere_to_poll() {
     let store = store(Retention::Delete).await;
     let options = store.options().clone().remote_hints(false);
     let quiet = PgOutboxStore::new(store.pool().clone(), options).unwrap();
-    let cancel = CancellationToken::new();
-    let listener = listener_elsewhere(&store).spawn(cancel.clone());
-    listening_backend(&store, None).await;
+    let listener = Listening::start(&store, listener_elsewhere(&store)).await;
     let mut spy = eavesdropper(&store).await;
 
     for n in 0..3 {
@@ -150,8 +140,7 @@ async fn remote_hints_off_leaves_listeners_elsewhere_to_poll() {
     // The same commit through a store with the default hints the listener.
     commit_one(&store, 3).await;
     assert!(overheard(&mut spy, QUIET).await >= 1);
-    cancel.cancel();
-    listener.await.unwrap();
+    listener.stop().await;
     drop(spy);
     drop_schema(&store).await;
 }
@@ -159,11 +148,9 @@ async fn remote_hints_off_leaves_listeners_elsewhere_to_poll() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_listener_gives_its_presence_lock_back() {
     let store = store(Retention::Delete).await;
-    let cancel = CancellationToken::new();
-    let listener = listener_elsewhere(&store).spawn(cancel.clone());
-    let backend = listening_backend(&store, None).await;
-    cancel.cancel();
-    listener.await.unwrap();
+    let listener = Listening::start(&store, listener_elsewhere(&store)).await;
+    let backend = listener.backend;
+    listener.stop().await;
     assert_eq!(
         listening_backends(&store).await,
         Vec::<i32>::new(),

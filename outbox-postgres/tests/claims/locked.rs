@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use sqlx::Row;
 use support::{
-    ORDER_EVENTS, claim_orders, drop_schema, orders_relay, pool, stage_to, store_on_with,
-    store_with,
+    ORDER_EVENTS, claim_orders, drop_schema, orders_relay, pool, publish_all, stage_to,
+    store_on_with, store_with,
 };
 use tidings_core::relay::RelayOptions;
 use tidings_core::{ClaimedBatch, OutboxStore, Outcome, Settlement};
@@ -111,8 +111,7 @@ async fn a_dropped_locked_batch_gives_its_rows_back_untouched() {
 
     let again = claim_all_soon(&store, 2).await;
     assert_eq!(again.records()[0].attempts_started, 1, "no attempt counted");
-    let settlements = settle_all(&again, Outcome::Published);
-    assert_eq!(again.settle(settlements).await.unwrap().published, 2);
+    assert_eq!(publish_all(again).await, 2);
     assert_eq!(support::row_count(&store).await, 0);
     drop_schema(&store).await;
 }
@@ -136,8 +135,7 @@ async fn a_locked_batch_idle_past_its_lease_is_ended_and_its_settle_fails() {
     assert!(error.is_transient(), "{error:?}");
     assert_eq!(support::row_count(&store).await, 2, "nothing was written");
 
-    let settlements = settle_all(&new, Outcome::Published);
-    assert_eq!(new.settle(settlements).await.unwrap().published, 2);
+    assert_eq!(publish_all(new).await, 2);
     assert_eq!(support::row_count(&store).await, 0);
     drop_schema(&store).await;
 }
@@ -165,8 +163,7 @@ async fn a_locked_settle_touches_only_its_own_rows() {
     assert_eq!(report.lost.len(), 2);
     assert!(report.lost.contains(&foreign));
     assert_eq!(support::row_count(&store).await, 1);
-    let settlements = settle_all(&second, Outcome::Published);
-    assert_eq!(second.settle(settlements).await.unwrap().published, 1);
+    assert_eq!(publish_all(second).await, 1);
     drop_schema(&store).await;
 }
 

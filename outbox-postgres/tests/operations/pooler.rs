@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool, Row};
-use support::billing::{invoice_all, rows};
+use support::billing::{invoice_all, mark_billing, rows};
 use support::pooler::{
     direct_options, pooled_options, pooled_pool, pooled_pool_named, pooled_store_on,
 };
-use support::{LISTENING_BACKENDS, ORDER_EVENTS, SCHEMA_PREFIX, drop_schema};
+use support::{LISTENING_BACKENDS, ORDER_EVENTS, SCHEMA_PREFIX, drop_schema, run_sql};
 use tidings_core::memory::{MemoryBroker, MemoryBrokerOptions};
 use tidings_core::relay::{Relay, RelayOptions};
 use tidings_core::{InboxMark, InboxPurge, InboxStore, OutboxStore, QueueSpec, StoreError, Wakeup};
@@ -241,10 +241,7 @@ async fn the_inbox_marks_and_purges_through_the_pooler() {
 
     let mut tx = inbox.begin().await.unwrap();
     assert_eq!(
-        inbox
-            .mark(&mut tx, consumer_name("billing").key(event))
-            .await
-            .unwrap(),
+        mark_billing(&store, &mut tx, event).await,
         InboxMark::Fresh(())
     );
     tx.outbox()
@@ -254,10 +251,7 @@ async fn the_inbox_marks_and_purges_through_the_pooler() {
 
     let mut tx = inbox.begin().await.unwrap();
     assert_eq!(
-        inbox
-            .mark(&mut tx, consumer_name("billing").key(event))
-            .await
-            .unwrap(),
+        mark_billing(&store, &mut tx, event).await,
         InboxMark::Duplicate
     );
     let one: i32 = sqlx::query_scalar("select 1")
@@ -285,10 +279,7 @@ async fn a_consumer_with_the_inbox_behind_the_pooler_handles_each_event_once() {
     let direct = direct().await;
     let invoices = format!("\"{}\".invoices", store.options().get_schema());
     let create = format!("create table {invoices} (order_id bigint primary key)");
-    sqlx::raw_sql(AssertSqlSafe(create))
-        .execute(&direct)
-        .await
-        .unwrap();
+    run_sql(&direct, create).await;
     stage_concurrently(&store, 4, 10, 1).await;
 
     let broker = MemoryBroker::with_options(MemoryBrokerOptions::default().duplicate_every(4));
@@ -353,11 +344,7 @@ async fn the_store_opens_no_connection_beyond_its_pool() {
             stage_concurrently(&other_process, 4, 2, 5).await;
             relay.drain().await.unwrap();
             let mut tx = store.inbox().begin().await.unwrap();
-            store
-                .inbox()
-                .mark(&mut tx, consumer_name("billing").key(Uuid::now_v7()))
-                .await
-                .unwrap();
+            mark_billing(&store, &mut tx, Uuid::now_v7()).await;
             store.inbox().commit(tx).await.unwrap();
             tracing::debug!(round, "round done");
         }

@@ -6,13 +6,11 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
-use sqlx::postgres::PgPoolOptions;
 use support::cluster::PrivateCluster;
-use support::{LISTENING_BACKENDS, ORDER_EVENTS};
+use support::{LISTENING_BACKENDS, Listening, ORDER_EVENTS, commit_and_time_claim};
 use tidings_core::{Backoff, ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Wakeup};
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore, PgWakeupSource};
 use tidings_testing::eventually::eventually;
-use tidings_testing::services::service_missing;
 use tidings_testing::store::settle_all;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -70,57 +68,27 @@ async fn wait_for_listener(store: &PgOutboxStore) {
 /// poll, with room for a loaded machine running a debug build.
 const WOKEN_WITHIN: Duration = Duration::from_secs(1);
 
-async fn commit_one(store: &PgOutboxStore, n: u64) -> Instant {
-    let mut ctx = store.begin().await.unwrap();
-    ctx.outbox()
-        .stage(&ORDER_EVENTS, "order.placed", &n)
-        .unwrap();
-    ctx.commit().await.unwrap();
-    // Measured from the moment the commit is acknowledged.
-    Instant::now()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_listener_reconnects_after_the_database_restarts() {
-    let cluster = tokio::task::spawn_blocking(PrivateCluster::create)
-        .await
-        .unwrap();
-    let pool = PgPoolOptions::new()
-        .max_connections(4)
-        .acquire_timeout(Duration::from_secs(10))
-        .connect(&cluster.url())
-        .await
-        .unwrap_or_else(|e| service_missing("private PostgreSQL cluster", &cluster.url(), &e));
+    let cluster = PrivateCluster::made(PrivateCluster::create).await;
+    let pool = cluster.pool(4).await;
     let store = PgOutboxStore::new(pool, PgOutboxOptions::new().schema("restart")).unwrap();
     store.migrate().await.unwrap();
 
     let wakeup = Wakeup::new();
-    let cancel = CancellationToken::new();
-    let listener = store
+    let backoff = Backoff::new(Duration::from_millis(100), Duration::from_millis(500));
+    let source = store
         .wakeup_source(wakeup.clone())
-        .reconnect_backoff(Backoff::new(
-            Duration::from_millis(100),
-            Duration::from_millis(500),
-        ))
-        .spawn(cancel.clone());
+        .reconnect_backoff(backoff);
+    let listener = Listening::start(&store, source).await;
+    let cancel = CancellationToken::new();
     let mut claimed = relay(store.clone(), wakeup, cancel.clone());
-    wait_for_listener(&store).await;
     // The first claim opens the store's claim connection, a TLS handshake
     // of about 90 ms in a debug build: made before measuring.
-    commit_one(&store, 0).await;
-    let warmed = tokio::time::timeout(Duration::from_secs(5), claimed.recv()).await;
-    warmed.expect("woken by the first commit").unwrap();
+    commit_and_time_claim(&store, &mut claimed, 0).await;
 
-    let committed = commit_one(&store, 1).await;
-    let at = tokio::time::timeout(Duration::from_secs(5), claimed.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        at - committed < WOKEN_WITHIN,
-        "claimed {:?} after commit",
-        at - committed
-    );
+    let latency = commit_and_time_claim(&store, &mut claimed, 1).await;
+    assert!(latency < WOKEN_WITHIN, "claimed {latency:?} after commit");
 
     let cluster = tokio::task::spawn_blocking(move || {
         cluster.ctl("restart");
@@ -136,21 +104,11 @@ async fn the_listener_reconnects_after_the_database_restarts() {
     // Anything the reconnection's own wake-up found is drained first.
     while claimed.try_recv().is_ok() {}
 
-    let committed = commit_one(&store, 2).await;
-    let at = tokio::time::timeout(Duration::from_secs(5), claimed.recv())
-        .await
-        .expect("woken after the restart")
-        .unwrap();
-    assert!(
-        at - committed < WOKEN_WITHIN,
-        "claimed {:?} after commit",
-        at - committed
-    );
+    let latency = commit_and_time_claim(&store, &mut claimed, 2).await;
+    assert!(latency < WOKEN_WITHIN, "claimed {latency:?} after commit");
 
     cancel.cancel();
-    listener.await.unwrap();
+    listener.stop().await;
     store.pool().close().await;
-    tokio::task::spawn_blocking(move || drop(cluster))
-        .await
-        .unwrap();
+    cluster.remove().await;
 }

@@ -6,7 +6,6 @@ use crate::support;
 
 use std::time::Duration;
 
-use sqlx::AssertSqlSafe;
 use support::ORDER_EVENTS;
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayOptions, SharedRelay, Tenant};
@@ -19,10 +18,7 @@ async fn broken_store() -> PgOutboxStore {
     let store = support::store(Retention::Delete).await;
     let schema = store.options().get_schema();
     let sql = format!("drop schema \"{schema}\" cascade");
-    sqlx::query(AssertSqlSafe(sql))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    support::run_sql(store.pool(), sql).await;
     store
 }
 

@@ -22,15 +22,7 @@ const AT_ONCE: Duration = Duration::from_secs(3);
 
 async fn cluster() -> PrivateCluster {
     let (cert, key) = (tls_file("server.pem"), tls_file("server.key"));
-    tokio::task::spawn_blocking(move || PrivateCluster::create_with_tls(&cert, &key))
-        .await
-        .unwrap()
-}
-
-async fn drop_cluster(cluster: PrivateCluster) {
-    tokio::task::spawn_blocking(move || drop(cluster))
-        .await
-        .unwrap();
+    PrivateCluster::made(move || PrivateCluster::create_with_tls(&cert, &key)).await
 }
 
 async fn pool(options: PgConnectOptions) -> Result<PgPool, sqlx::Error> {
@@ -110,7 +102,7 @@ async fn a_store_on_a_verify_full_pool_stages_relays_and_listens_over_tls() {
     listener.await.unwrap();
     stager.pool().close().await;
     relay.pool().close().await;
-    drop_cluster(cluster).await;
+    cluster.remove().await;
 }
 
 /// Waits until `store`'s listener holds its presence lock.
@@ -169,5 +161,5 @@ async fn a_wrong_root_or_host_name_is_refused_at_once() {
             "{host} with {root}: {text}"
         );
     }
-    drop_cluster(cluster).await;
+    cluster.remove().await;
 }

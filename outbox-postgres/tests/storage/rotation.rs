@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use sqlx::{AssertSqlSafe, Connection, PgConnection};
 use support::pooler::{pooled_pool, pooled_store_on};
-use support::{ORDER_EVENTS, drop_schema, pool, stage_to, stage_with_id, store_on_options};
+use support::{
+    ORDER_EVENTS, drop_schema, pool, publish_all, run_sql, stage_to, stage_with_id,
+    store_on_options,
+};
 use tidings_core::{ClaimRequest, ClaimedBatch, OutboxStore, Outcome, Requeue, StoreError};
 use tidings_postgres::{
     ClaimMode, Layout, PgBatch, PgOutboxOptions, PgOutboxStore, Pooling, Retention, Rotation,
@@ -108,9 +111,7 @@ async fn converting_a_plain_outbox_keeps_pending_in_flight_and_failed_rows() {
     );
 
     // The lease taken before the conversion still settles its row.
-    let settlements = settle_all(&in_flight, Outcome::Published);
-    let report = in_flight.settle(settlements).await.unwrap();
-    assert_eq!(report.published, 1);
+    assert_eq!(publish_all(in_flight).await, 1);
     stage_to(&rotated, &ORDER_EVENTS, 1).await;
     let ids: Vec<i64> = rows(&rotated).await.iter().map(|r| r.0).collect();
     assert!(
@@ -181,9 +182,11 @@ async fn a_rotation_moves_live_rows_to_the_current_slot_and_truncates_its_slot()
         .unwrap();
     assert_eq!(size, 0, "the truncated slot takes no space");
 
-    let settlements = settle_all(&in_flight, Outcome::Published);
-    let report = in_flight.settle(settlements).await.unwrap();
-    assert_eq!(report.published, 1, "the lease survives the move");
+    assert_eq!(
+        publish_all(in_flight).await,
+        1,
+        "the lease survives the move"
+    );
     assert_eq!(drain(&store).await, 1);
     let route = &ORDER_EVENTS.route().name;
     assert_eq!(store.requeue_failed(route, Requeue::All).await.unwrap(), 1);
@@ -212,10 +215,7 @@ async fn an_event_id_staged_again_after_its_slot_turned_is_skipped() {
     let id = Uuid::now_v7();
     stage_with_id(&store, id).await;
     let sql = format!("update {} set slot = (slot + 1) % 4", outbox(&store));
-    sqlx::query(AssertSqlSafe(sql))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    run_sql(store.pool(), sql).await;
     stage_with_id(&store, id).await;
     assert_eq!(rows(&store).await.len(), 1);
     drop_schema(&store).await;
@@ -240,10 +240,7 @@ async fn a_slot_another_transaction_holds_is_left_alone() {
          from generate_series(0, 3) as s",
         outbox(&store)
     );
-    sqlx::query(AssertSqlSafe(sql))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    run_sql(store.pool(), sql).await;
     let started = std::time::Instant::now();
     assert!(matches!(
         store.rotate().await.unwrap(),

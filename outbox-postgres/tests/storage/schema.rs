@@ -2,9 +2,8 @@
 
 use crate::support;
 
-use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgPoolOptions;
-use support::{SCHEMA_PREFIX, drop_schema, pool, store};
+use support::{SCHEMA_PREFIX, drop_schema, pool, run_sql, store};
 use tidings_core::StoreError;
 use tidings_postgres::{MAX_IDENTIFIER_LEN, PgOutboxOptions, PgOutboxStore, Retention};
 use tidings_testing::names::unique_name;
@@ -90,10 +89,7 @@ async fn the_startup_check_names_what_is_missing() {
 
     let schema = store.options().get_schema();
     let drop_index = format!("drop index \"{schema}\".tidings_outbox_claim_idx");
-    sqlx::raw_sql(AssertSqlSafe(drop_index))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    run_sql(store.pool(), drop_index).await;
     let err = store.verify().await.unwrap_err();
     assert!(matches!(err, StoreError::Schema(_)));
     assert!(err.to_string().contains("outbox claim index"), "{err}");
@@ -104,18 +100,12 @@ async fn the_startup_check_names_what_is_missing() {
          create index tidings_outbox_claim_idx on \"{schema}\".tidings_outbox (route, id) \
          where status = 'pending'"
     );
-    sqlx::raw_sql(AssertSqlSafe(forget))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    run_sql(store.pool(), forget).await;
     let err = store.verify().await.unwrap_err();
     assert!(err.to_string().contains("is at version 1"), "{err}");
 
     let drop_table = format!("drop table \"{schema}\".tidings_outbox");
-    sqlx::raw_sql(AssertSqlSafe(drop_table))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    run_sql(store.pool(), drop_table).await;
     let err = store.verify().await.unwrap_err();
     assert!(err.to_string().contains("outbox table"), "{err}");
     drop_schema(&store).await;

@@ -3,12 +3,13 @@
 
 use crate::support;
 
+use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
-use sqlx::{AssertSqlSafe, PgPool};
-use support::{ORDER_EVENTS, SCHEMA_PREFIX, drop_schema, pool, row_count, stage_to};
+use support::billing::mark_billing;
+use support::{ORDER_EVENTS, SCHEMA_PREFIX, drop_schema, pool, row_count, run_sql, stage_to};
 use tidings_core::{InboxMark, InboxStore, StoreError};
 use tidings_postgres::{PgOutboxOptions, PgOutboxStore};
-use tidings_testing::names::{consumer_name, unique_name};
+use tidings_testing::names::unique_name;
 use tidings_testing::services::database_url;
 use uuid::Uuid;
 
@@ -17,19 +18,12 @@ fn store_in(pool: &PgPool, schema: &str, options: PgOutboxOptions) -> PgOutboxSt
     PgOutboxStore::new(pool.clone(), options.schema(schema)).expect("valid names")
 }
 
-async fn run(pool: &PgPool, sql: String) {
-    sqlx::raw_sql(AssertSqlSafe(sql))
-        .execute(pool)
-        .await
-        .expect("setup statement");
-}
-
 /// Prepares a fresh schema with `prepare` (given the schema's name), then
 /// checks that a store migrating into it refuses to take over `relation`.
 async fn refuses_clash(prepare: impl FnOnce(&str) -> String, relation: &str) {
     let pool = pool(4).await;
     let schema = unique_name(SCHEMA_PREFIX);
-    run(&pool, prepare(&schema)).await;
+    run_sql(&pool, prepare(&schema)).await;
     let store = store_in(&pool, &schema, PgOutboxOptions::new());
     let result = store.migrate().await;
     assert_clash(&store, result, relation).await;
@@ -76,19 +70,11 @@ async fn two_outbox_tables_share_the_default_inbox() {
     // One inbox: a mark through either store is seen by the other.
     let event = Uuid::now_v7();
     let mut tx = first.inbox().begin().await.unwrap();
-    let mark = first
-        .inbox()
-        .mark(&mut tx, consumer_name("billing").key(event))
-        .await
-        .unwrap();
+    let mark = mark_billing(&first, &mut tx, event).await;
     assert_eq!(mark, InboxMark::Fresh(()));
     first.inbox().commit(tx).await.unwrap();
     let mut tx = second.inbox().begin().await.unwrap();
-    let mark = second
-        .inbox()
-        .mark(&mut tx, consumer_name("billing").key(event))
-        .await
-        .unwrap();
+    let mark = mark_billing(&second, &mut tx, event).await;
     assert_eq!(mark, InboxMark::Duplicate);
     second.inbox().rollback(tx).await.unwrap();
     drop_schema(&first).await;

@@ -4,17 +4,14 @@
 use crate::support;
 
 use sqlx::{AssertSqlSafe, Connection};
-use support::{ORDER_EVENTS, drop_schema, row_count, stage_with_id, store};
+use support::{ORDER_EVENTS, drop_schema, row_count, run_sql, stage_with_id, store};
 use tidings_postgres::{CommitError, PgOutboxStore, Retention};
 use uuid::Uuid;
 
 async fn create_orders(store: &PgOutboxStore) -> String {
     let table = format!("\"{}\".orders", store.options().get_schema());
     let sql = format!("create table {table} (id bigint primary key)");
-    sqlx::raw_sql(AssertSqlSafe(sql))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    run_sql(store.pool(), sql).await;
     table
 }
 
@@ -32,29 +29,23 @@ async fn rolled_back_or_dropped_context_leaves_nothing() {
     let orders_table = create_orders(&store).await;
     let insert = format!("insert into {orders_table} (id) values ($1)");
 
-    let mut ctx = store.begin().await.unwrap();
-    sqlx::query(AssertSqlSafe(insert.clone()))
-        .bind(1_i64)
-        .execute(ctx.tx())
-        .await
-        .unwrap();
-    ctx.outbox()
-        .stage(&ORDER_EVENTS, "order.placed", &1)
-        .unwrap();
-    ctx.flush().await.unwrap();
-    ctx.rollback().await.unwrap();
-
-    let mut ctx = store.begin().await.unwrap();
-    sqlx::query(AssertSqlSafe(insert))
-        .bind(2_i64)
-        .execute(ctx.tx())
-        .await
-        .unwrap();
-    ctx.outbox()
-        .stage(&ORDER_EVENTS, "order.placed", &2)
-        .unwrap();
-    ctx.flush().await.unwrap();
-    drop(ctx);
+    for (id, rollback) in [(1_u64, true), (2, false)] {
+        let mut ctx = store.begin().await.unwrap();
+        sqlx::query(AssertSqlSafe(insert.clone()))
+            .bind(id as i64)
+            .execute(ctx.tx())
+            .await
+            .unwrap();
+        ctx.outbox()
+            .stage(&ORDER_EVENTS, "order.placed", &id)
+            .unwrap();
+        ctx.flush().await.unwrap();
+        if rollback {
+            ctx.rollback().await.unwrap();
+        } else {
+            drop(ctx);
+        }
+    }
 
     assert_eq!(row_count(&store).await, 0);
     assert_eq!(orders(&store, &orders_table).await, 0);
@@ -189,10 +180,7 @@ async fn a_route_is_recorded_once_staged_and_kept_once_its_rows_are_gone() {
     stage_with_id(&store, Uuid::now_v7()).await;
     let schema = store.options().get_schema();
     let delete = format!("delete from \"{schema}\".tidings_outbox");
-    sqlx::raw_sql(AssertSqlSafe(delete))
-        .execute(store.pool())
-        .await
-        .unwrap();
+    run_sql(store.pool(), delete).await;
     assert_eq!(row_count(&store).await, 0);
     assert_eq!(
         store.routes().await.unwrap(),

@@ -8,13 +8,30 @@ use tidings_consumer::{
     ConsumerOptions, ConsumerReport, HandlerError, TxHandle, handler_fn, run_consumer,
 };
 use tidings_core::memory::MemoryBroker;
-use tidings_core::{Message, QueueSpec};
+use tidings_core::{InboxMark, InboxStore, Message, QueueSpec};
 use tidings_inbox::Inbox;
 use tidings_postgres::{PgContext, PgOutboxStore};
+use tidings_testing::names::consumer_name;
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 /// The queue the orders' events reach.
 pub(crate) static ORDERS: QueueSpec<i64> = QueueSpec::json("orders");
+
+/// Marks `event` handled by the `billing` consumer in `tx`, a transaction
+/// of `store`'s inbox.
+pub(crate) async fn mark_billing(
+    store: &PgOutboxStore,
+    tx: &mut PgContext<'static>,
+    event: Uuid,
+) -> InboxMark {
+    let consumer = consumer_name("billing");
+    store
+        .inbox()
+        .mark(tx, consumer.key(event))
+        .await
+        .expect("mark")
+}
 
 /// Rows in `table`, a qualified name, read through `reads`.
 pub(crate) async fn rows(reads: &PgPool, table: &str) -> i64 {

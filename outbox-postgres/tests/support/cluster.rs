@@ -5,6 +5,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use sqlx::PgPool;
 use tidings_testing::names::unique_name;
 use tidings_testing::services::service_missing;
 
@@ -16,6 +17,24 @@ pub(crate) struct PrivateCluster {
 }
 
 impl PrivateCluster {
+    /// Makes a cluster with `create` off the async runtime, as making one
+    /// takes seconds.
+    pub(crate) async fn made(create: impl FnOnce() -> Self + Send + 'static) -> Self {
+        tokio::task::spawn_blocking(create).await.unwrap()
+    }
+
+    /// Stops and drops the cluster off the async runtime.
+    pub(crate) async fn remove(self) {
+        tokio::task::spawn_blocking(move || drop(self))
+            .await
+            .unwrap();
+    }
+
+    /// A pool of up to `max_connections` on the cluster.
+    pub(crate) async fn pool(&self, max_connections: u32) -> PgPool {
+        super::connect("private PostgreSQL cluster", &self.url(), max_connections).await
+    }
+
     /// A new cluster with trust authentication, started.
     pub(crate) fn create() -> Self {
         let cluster = Self::created();

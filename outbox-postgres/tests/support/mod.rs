@@ -9,17 +9,22 @@ pub(crate) mod cluster;
 pub(crate) mod pooler;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use tidings_core::memory::MemoryBroker;
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{ClaimedBatch, OutboxSpec, Outcome, StagedEvent};
-use tidings_postgres::{ClaimMode, PgBatch, PgOutboxOptions, PgOutboxStore, Retention};
+use tidings_core::{ClaimedBatch, OutboxSpec, Outcome, StagedEvent, Wakeup};
+use tidings_postgres::{
+    ClaimMode, PgBatch, PgOutboxOptions, PgOutboxStore, PgWakeupSource, Retention,
+};
 use tidings_testing::names::unique_name;
 use tidings_testing::services::{database_url, service_missing};
 use tidings_testing::store::{claim_leased, settle_all};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// Schemas made by these tests start with this, so the janitor finds them.
 pub(crate) const SCHEMA_PREFIX: &str = "tidings_test";
@@ -32,16 +37,21 @@ pub(crate) static KEYED_EVENTS: OutboxSpec<u64> = OutboxSpec::json("keyed-events
     .destination("orders")
     .per_key();
 
+/// A pool of up to `max_connections` on `url`; fails the test with the
+/// setup command when `service` does not answer there.
+pub(crate) async fn connect(service: &str, url: &str, max_connections: u32) -> PgPool {
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect(url)
+        .await
+        .unwrap_or_else(|e| service_missing(service, url, &e))
+}
+
 /// A pool on `DATABASE_URL`; fails the test with the setup command when the
 /// server does not answer.
 pub(crate) async fn pool(max_connections: u32) -> PgPool {
-    let url = database_url();
-    let pool = PgPoolOptions::new()
-        .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(10))
-        .connect(&url)
-        .await
-        .unwrap_or_else(|e| service_missing("PostgreSQL", &url, &e));
+    let pool = connect("PostgreSQL", &database_url(), max_connections).await;
     drop_stale_schemas(&pool).await;
     pool
 }
@@ -124,6 +134,27 @@ pub(crate) async fn claim_orders(store: &PgOutboxStore, limit: usize, lease: Dur
     claim_leased(store, ORDER_EVENTS.route(), limit, lease).await
 }
 
+/// Commits event `n` of [`ORDER_EVENTS`] and waits up to 5 s for a relay
+/// to report its claim on `claimed`; how long after the commit's
+/// acknowledgement the claim came.
+pub(crate) async fn commit_and_time_claim(
+    store: &PgOutboxStore,
+    claimed: &mut mpsc::UnboundedReceiver<Instant>,
+    n: u64,
+) -> Duration {
+    let mut ctx = store.begin().await.unwrap();
+    ctx.outbox()
+        .stage(&ORDER_EVENTS, "order.placed", &n)
+        .unwrap();
+    ctx.commit().await.unwrap();
+    let committed = Instant::now();
+    let at = tokio::time::timeout(Duration::from_secs(5), claimed.recv())
+        .await
+        .expect("woken by the commit")
+        .expect("the relay reports its claims");
+    at - committed
+}
+
 /// A pool whose connections, and so the store's claim connections opened
 /// with its settings, carry `application_name`.
 pub(crate) async fn named_pool(application_name: &str) -> PgPool {
@@ -153,6 +184,14 @@ pub(crate) fn orders_relay(
 pub(crate) async fn publish_all(batch: PgBatch) -> usize {
     let settlements = settle_all(&batch, Outcome::Published);
     batch.settle(settlements).await.unwrap().published
+}
+
+/// Runs `sql`, one statement or several, on `pool`.
+pub(crate) async fn run_sql(pool: &PgPool, sql: String) {
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(pool)
+        .await
+        .expect("a test's own statement");
 }
 
 /// Rows in the store's outbox table, whatever their route or status.
@@ -236,5 +275,41 @@ pub(crate) async fn listening_backend(store: &PgOutboxStore, not: Option<i32>) -
             "the listener never listened"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A listener running on a task of its own, its session listening.
+pub(crate) struct Listening {
+    cancel: CancellationToken,
+    task: JoinHandle<()>,
+    /// The server process of its listening session.
+    pub(crate) backend: i32,
+}
+
+impl Listening {
+    /// Spawns `source`, a listener on `store`'s channel, and waits until
+    /// its session listens.
+    pub(crate) async fn start(store: &PgOutboxStore, source: PgWakeupSource) -> Self {
+        let cancel = CancellationToken::new();
+        let task = source.spawn(cancel.clone());
+        let backend = listening_backend(store, None).await;
+        Self {
+            cancel,
+            task,
+            backend,
+        }
+    }
+
+    /// Starts the store's own listener, waking the wake-up it returns.
+    pub(crate) async fn own(store: &PgOutboxStore) -> (Self, Wakeup) {
+        let wakeup = Wakeup::new();
+        let listening = Self::start(store, store.wakeup_source(wakeup.clone())).await;
+        (listening, wakeup)
+    }
+
+    /// Stops the listener and waits for its task to end.
+    pub(crate) async fn stop(self) {
+        self.cancel.cancel();
+        self.task.await.expect("the listener does not panic");
     }
 }

@@ -1,24 +1,19 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use sqlx::postgres::PgPoolOptions;
 use tidings_postgres::{LogTailing, PgOutboxOptions, PgOutboxStore, Pooling, TailMode};
 use tidings_testing::eventually::eventually;
-use tidings_testing::services::{logical_pgbouncer_url, service_missing};
+use tidings_testing::services::logical_pgbouncer_url;
 
 use crate::setup::{Tailed, tailing_store_on, wal_store_from};
 use crate::support::cluster::PrivateCluster;
-use crate::support::{ORDER_EVENTS, stage_to};
+use crate::support::{ORDER_EVENTS, connect, stage_to};
 
 /// Stages through PgBouncer in transaction mode while the relay reads the
 /// slot from the server itself.
 async fn staged_through_a_pooler(mode: TailMode) {
     let url = logical_pgbouncer_url();
-    let pool = PgPoolOptions::new()
-        .max_connections(4)
-        .connect(&url)
-        .await
-        .unwrap_or_else(|e| service_missing("PgBouncer before the logical cluster", &url, &e));
+    let pool = connect("PgBouncer before the logical cluster", &url, 4).await;
     let options = PgOutboxOptions::new().pooling(Pooling::Transaction);
     let mut t = Tailed::on(tailing_store_on(pool, mode, options).await);
     t.relay(&ORDER_EVENTS);
@@ -37,16 +32,9 @@ in_both_modes!(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_relay_reads_on_after_the_server_restarts() {
-    let cluster = tokio::task::spawn_blocking(PrivateCluster::create_logical)
-        .await
-        .unwrap();
+    let cluster = PrivateCluster::made(PrivateCluster::create_logical).await;
     let url = cluster.url();
-    let pool = PgPoolOptions::new()
-        .max_connections(4)
-        .acquire_timeout(Duration::from_secs(5))
-        .connect(&url)
-        .await
-        .unwrap();
+    let pool = cluster.pool(4).await;
     let options = PgOutboxOptions::new().log_tailing(LogTailing::messages());
     let store = PgOutboxStore::new(pool, options).unwrap();
     store.migrate().await.unwrap();
@@ -90,14 +78,8 @@ async fn the_relay_reads_on_after_the_server_restarts() {
 #[tokio::test]
 async fn migrate_refuses_a_server_without_logical_decoding() {
     // A cluster of the test's own, left at its default wal_level.
-    let cluster = tokio::task::spawn_blocking(PrivateCluster::create)
-        .await
-        .unwrap();
-    let pool = PgPoolOptions::new()
-        .max_connections(2)
-        .connect(&cluster.url())
-        .await
-        .unwrap();
+    let cluster = PrivateCluster::made(PrivateCluster::create).await;
+    let pool = cluster.pool(2).await;
     let options = PgOutboxOptions::new().log_tailing(LogTailing::messages());
     let store = PgOutboxStore::new(pool, options).unwrap();
     let error = store.migrate().await.unwrap_err();

@@ -1,4 +1,4 @@
-use tidings_core::{OutboxSpec, OutboxStore, Requeue};
+use tidings_core::OutboxSpec;
 use tidings_postgres::{Retention, TailMode};
 
 use crate::setup::Tailed;
@@ -21,12 +21,7 @@ async fn poison_fails_alone_and_is_requeued(mode: TailMode) {
 
     // Requeued, it is staged again and published once the broker takes it.
     t.recorder.cure();
-    let requeued = t
-        .store
-        .requeue_failed("order-events", Requeue::All)
-        .await
-        .unwrap();
-    assert_eq!(requeued, 1);
+    assert_eq!(t.requeue_all("order-events").await, 1);
     assert_eq!(t.published(5).await, [0, 1, 3, 4, 2]);
     let stats = t.stats_when("order-events", |s| s.failed == 0).await;
     assert_eq!(stats.failed, 0);
@@ -52,12 +47,7 @@ async fn an_expired_event_is_failed_and_the_rest_published(mode: TailMode) {
     assert_eq!(expiries, [None, later], "the expiry read back from the log");
 
     // Requeued, it keeps its expiry and is failed again, not published.
-    let requeued = t
-        .store
-        .requeue_failed("order-events", Requeue::All)
-        .await
-        .unwrap();
-    assert_eq!(requeued, 1);
+    assert_eq!(t.requeue_all("order-events").await, 1);
     let stats = t
         .stats_when("order-events", |s| s.failed == 1 && s.pending == 0)
         .await;

@@ -5,31 +5,27 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sqlx::PgPool;
-use sqlx::postgres::PgPoolOptions;
 use tidings_core::relay::{Relay, RelayOptions};
-use tidings_core::{Envelope, OutboxSpec, OutboxStats, OutboxStore, PublishError, StoreError};
+use tidings_core::{
+    Envelope, OutboxSpec, OutboxStats, OutboxStore, PublishError, Requeue, StoreError,
+};
 use tidings_postgres::wal::{WalOptions, WalStore};
 use tidings_postgres::{LogTailing, PgOutboxOptions, PgOutboxStore, Retention, TailMode};
 use tidings_testing::eventually::eventually;
 use tidings_testing::names::unique_name;
 use tidings_testing::publisher::{PublishEach, PublishOne};
-use tidings_testing::services::{logical_database_url, service_missing};
+use tidings_testing::services::logical_database_url;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::support::{KEYED_EVENTS, ORDER_EVENTS, SCHEMA_PREFIX, drop_stale_schemas_on};
+use crate::support::{KEYED_EVENTS, ORDER_EVENTS, SCHEMA_PREFIX, connect, drop_stale_schemas_on};
 
 /// A pool on the cluster with `wal_level=logical`; fails the test with the
 /// setup command when it does not answer.
 pub(crate) async fn logical_pool() -> PgPool {
     let url = logical_database_url();
-    let pool = PgPoolOptions::new()
-        .max_connections(6)
-        .acquire_timeout(Duration::from_secs(10))
-        .connect(&url)
-        .await
-        .unwrap_or_else(|e| service_missing("PostgreSQL with wal_level=logical", &url, &e));
+    let pool = connect("PostgreSQL with wal_level=logical", &url, 6).await;
     drop_leftovers(&pool).await;
     pool
 }
@@ -173,6 +169,12 @@ impl Tailed {
             |n| n.len() >= count,
         )
         .await
+    }
+
+    /// Requeues every failed row of `route`; how many there were.
+    pub(crate) async fn requeue_all(&self, route: &str) -> u64 {
+        let requeued = self.store.requeue_failed(route, Requeue::All).await;
+        requeued.expect("requeue")
     }
 
     /// The stats of `route` once `done` holds, or after 20 s.
