@@ -44,11 +44,7 @@ pub(crate) async fn tailing_store(
     mode: TailMode,
 ) -> anyhow::Result<PgOutboxStore> {
     let schema = unique_name(&format!("bench_{prefix}"));
-    let tailing = match mode {
-        TailMode::Messages => LogTailing::messages(),
-        TailMode::Table => LogTailing::table(),
-    };
-    let tailing = tailing
+    let tailing = LogTailing::new(mode)
         .slot(format!("{schema}_slot"))
         .publication(format!("{schema}_pub"));
     let options = PgOutboxOptions::new().schema(schema).log_tailing(tailing);

@@ -71,7 +71,15 @@ impl LogTailing {
         Self::new(TailMode::Messages)
     }
 
-    fn new(mode: TailMode) -> Self {
+    /// Tails in `mode`, as [`table`](Self::table) or
+    /// [`messages`](Self::messages) do, for a mode chosen at run time.
+    ///
+    /// ```
+    /// use tidings_postgres::{LogTailing, TailMode};
+    ///
+    /// assert_eq!(LogTailing::new(TailMode::Table), LogTailing::table());
+    /// ```
+    pub fn new(mode: TailMode) -> Self {
         Self {
             mode,
             slot: None,

@@ -38,11 +38,7 @@ pub(crate) async fn tailing_store_on(
     options: PgOutboxOptions,
 ) -> PgOutboxStore {
     let schema = unique_name(SCHEMA_PREFIX);
-    let tailing = match mode {
-        TailMode::Table => LogTailing::table(),
-        TailMode::Messages => LogTailing::messages(),
-    };
-    let tailing = tailing
+    let tailing = LogTailing::new(mode)
         .slot(format!("{schema}_slot"))
         .publication(format!("{schema}_pub"));
     let options = options.schema(&schema).log_tailing(tailing);
