@@ -13,7 +13,7 @@ use crate::document::failed_row;
 use crate::error::store_error;
 use crate::filters;
 use crate::read::read_all;
-use crate::schema::{field, int64, micros};
+use crate::schema::{age, count, field, int64, micros};
 
 impl OutboxAdmin for MongoOutboxStore {
     #[instrument(skip_all, fields(db.system = "mongodb"), err)]
@@ -84,15 +84,8 @@ impl OutboxAdmin for MongoOutboxStore {
             .into_iter()
             .map(|group| ConsumerStats {
                 consumer: group.get_str("_id").unwrap_or_default().to_owned(),
-                marks: match group.get("marks") {
-                    Some(Bson::Int32(n)) => u64::try_from(*n).unwrap_or(0),
-                    Some(Bson::Int64(n)) => u64::try_from(*n).unwrap_or(0),
-                    _ => 0,
-                },
-                oldest_mark_age: group
-                    .get_i64("oldest")
-                    .ok()
-                    .map(|at| Duration::from_micros(u64::try_from(now - at).unwrap_or_default())),
+                marks: count(group.get("marks")),
+                oldest_mark_age: group.get_i64("oldest").ok().map(|at| age(now, at)),
             })
             .collect())
     }
@@ -109,10 +102,7 @@ impl OutboxAdmin for MongoOutboxStore {
             .await
             .map_err(store_error)?;
         let now = micros(self.now());
-        Ok(mark.map(|mark| {
-            let marked_at = mark.get_i64(field::MARKED_AT).unwrap_or(now);
-            Duration::from_micros(u64::try_from(now - marked_at).unwrap_or_default())
-        }))
+        Ok(mark.map(|mark| age(now, mark.get_i64(field::MARKED_AT).unwrap_or(now))))
     }
 }
 

@@ -2,7 +2,7 @@
 //! as a record, with a clear error naming the event when a document does
 //! not have the expected shape.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use mongodb::bson::spec::BinarySubtype;
@@ -115,7 +115,7 @@ fn read_failed_row(d: &Document, now: i64) -> Result<FailedRow, String> {
         ordering_key: read_opt_str(d, field::ORDERING_KEY)?,
         attempts: read_count(d, field::ATTEMPTS_STARTED)?,
         last_error: read_opt_str(d, field::LAST_ERROR)?,
-        failed_for: Duration::from_micros(u64::try_from(now - failed_at).unwrap_or_default()),
+        failed_for: crate::schema::age(now, failed_at),
         content_type: read_str(d, field::CONTENT_TYPE)?,
         payload: read_bytes(d, field::PAYLOAD)?,
     })

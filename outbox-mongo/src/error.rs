@@ -2,7 +2,7 @@
 
 use mongodb::error::{Error as MongoError, ErrorKind, WriteFailure};
 use tidings_core::port::{DriverErrorClass, caused_by};
-use tidings_core::{BoxError, InboxError, StageError, StoreError};
+use tidings_core::{BoxError, CommitFailure, InboxError, StageError, StoreError};
 
 pub(crate) use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 
@@ -146,25 +146,18 @@ pub enum CommitError {
     Abandoned(#[source] BoxError),
 }
 
+/// The database's failures are the store's; an invalid staged event and
+/// the caller's abandoning are the transaction's own.
+impl CommitFailure for CommitError {
+    fn into_store(self) -> Result<StoreError, Self> {
+        match self {
+            Self::Store(e) => Ok(e),
+            other => Err(other),
+        }
+    }
+}
+
 impl CommitError {
-    /// The store's error for a failed commit: the store's error as it is,
-    /// anything else an invalid transaction.
-    pub(crate) fn into_store_error(self) -> StoreError {
-        match self {
-            Self::Store(e) => e,
-            other => StoreError::Invalid(other.to_string()),
-        }
-    }
-
-    /// The inbox's error for a failed commit: the store's error as the
-    /// inbox reports it, anything else an invalid transaction.
-    pub(crate) fn into_inbox_error(self) -> InboxError {
-        match self {
-            Self::Store(e) => InboxError::from(e),
-            other => InboxError::Invalid(other.to_string()),
-        }
-    }
-
     /// An error of the caller's own, to end a transaction closure with.
     pub fn abandon(error: impl Into<BoxError>) -> Self {
         Self::Abandoned(error.into())

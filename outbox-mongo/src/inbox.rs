@@ -7,15 +7,15 @@ use mongodb::bson::Document;
 use mongodb::options::ReturnDocument;
 use tidings_core::port::caused_by;
 use tidings_core::{
-    Attempts, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark, InboxPurge, InboxStore,
-    IsolationLevel,
+    Attempts, CommitFailure, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark,
+    InboxPurge, InboxStore, IsolationLevel,
 };
 use tracing::debug;
 
-use crate::error::{CommitError, inbox_error, is_duplicate_key};
+use crate::error::{inbox_error, is_duplicate_key};
 use crate::filters;
-use crate::read::read_all;
-use crate::schema::{field, int64, micros};
+use crate::read::read_ids;
+use crate::schema::{count, field, int64, micros};
 use crate::{MongoContext, MongoOutboxStore};
 
 /// The inbox on MongoDB: `(consumer, event_id)` documents written in the
@@ -98,7 +98,7 @@ impl InboxStore for MongoInboxStore {
     }
 
     async fn commit(&self, tx: MongoContext) -> Result<(), InboxError> {
-        tx.commit().await.map_err(CommitError::into_inbox_error)
+        tx.commit().await.map_err(CommitFailure::into_inbox_error)
     }
 
     async fn rollback(&self, tx: MongoContext) -> Result<(), InboxError> {
@@ -222,14 +222,9 @@ fn stored_attempts(document: &Document) -> Attempts {
     }
 }
 
-/// A count as stored, whatever integer type the server kept it in.
+/// A count as stored; none where it is not a count of attempts.
 fn stored_count(document: &Document, name: &str) -> u32 {
-    let stored = match document.get(name) {
-        Some(mongodb::bson::Bson::Int32(n)) => i64::from(*n),
-        Some(mongodb::bson::Bson::Int64(n)) => *n,
-        _ => 0,
-    };
-    u32::try_from(stored).unwrap_or_default()
+    u32::try_from(count(document.get(name))).unwrap_or_default()
 }
 
 /// Deletes up to `limit` documents matching `filter`; returns how many went.
@@ -238,18 +233,9 @@ async fn purge(
     filter: Document,
     limit: usize,
 ) -> Result<u64, InboxError> {
-    let doomed: Vec<Document> = read_all(
-        collection
-            .find(filter)
-            .limit(int64(limit))
-            .projection(filters::id_only()),
-    )
-    .await
-    .map_err(inbox_error)?;
-    let ids = doomed
-        .into_iter()
-        .filter_map(|mut d| d.remove("_id"))
-        .collect();
+    let ids = read_ids(collection.find(filter).limit(int64(limit)))
+        .await
+        .map_err(inbox_error)?;
     let purged = collection
         .delete_many(filters::ids_in(ids))
         .await

@@ -1,11 +1,9 @@
 //! The relay's side: claims, sweeps, requeues, purges and stats.
 
-use std::time::Duration;
-
 use mongodb::bson::{Bson, Document};
 use tidings_core::{
-    ClaimRequest, LeaseToken, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus, Requeue,
-    StageEvents, StagedEvent, StoreError,
+    ClaimRequest, CommitFailure, LeaseToken, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus,
+    Requeue, StageEvents, StagedEvent, StoreError,
 };
 use tracing::{debug, info, instrument};
 
@@ -13,18 +11,16 @@ use crate::claim::claim;
 use crate::document::record;
 use crate::error::{is_type_mismatch, store_error};
 use crate::filters;
-use crate::read::read_all;
-use crate::schema::{int64, micros, status};
+use crate::read::{read_all, read_ids};
+use crate::schema::{age, count, int64, micros, status};
 use crate::unreadable;
 use crate::{MongoBatch, MongoOutboxStore};
 
 impl StageEvents for MongoOutboxStore {
     async fn stage_events(&self, events: Vec<StagedEvent>) -> Result<(), StoreError> {
         let mut ctx = self.begin().await?;
-        events
-            .into_iter()
-            .for_each(|event| ctx.outbox().push(event));
-        ctx.commit().await.map_err(|e| e.into_store_error())
+        ctx.outbox().extend(events);
+        ctx.commit().await.map_err(CommitFailure::into_store_error)
     }
 }
 
@@ -143,18 +139,11 @@ impl OutboxStore for MongoOutboxStore {
         let now = micros(self.now());
         let mut stats = OutboxStats::default();
         for group in groups {
-            let count = match group.get("count") {
-                Some(Bson::Int32(n)) => u64::try_from(*n).unwrap_or(0),
-                Some(Bson::Int64(n)) => u64::try_from(*n).unwrap_or(0),
-                _ => 0,
-            };
+            let count = count(group.get("count"));
             match group.get_str("_id").unwrap_or_default() {
                 status::PENDING => {
                     stats.pending = count;
-                    stats.oldest_pending_age = group
-                        .get_i64("oldest")
-                        .ok()
-                        .map(|at| Duration::from_micros(u64::try_from(now - at).unwrap_or(0)));
+                    stats.oldest_pending_age = group.get_i64("oldest").ok().map(|at| age(now, at));
                 }
                 status::IN_FLIGHT => stats.in_flight = count,
                 status::FAILED => stats.failed = count,
@@ -184,18 +173,11 @@ impl MongoOutboxStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let documents: Vec<Document> = read_all(
-            self.outbox()
-                .find(filter)
-                .sort(filters::claim_order(false))
-                .limit(int64(limit))
-                .projection(filters::id_only()),
-        )
-        .await
-        .map_err(store_error)?;
-        Ok(documents
-            .into_iter()
-            .filter_map(|mut d| d.remove("_id"))
-            .collect())
+        let find = self
+            .outbox()
+            .find(filter)
+            .sort(filters::claim_order(false))
+            .limit(int64(limit));
+        read_ids(find).await.map_err(store_error)
     }
 }

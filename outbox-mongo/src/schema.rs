@@ -86,6 +86,22 @@ pub(crate) fn micros_after(time: SystemTime, delay: Duration) -> i64 {
     micros(time).saturating_add(delay)
 }
 
+/// How long before `now` the time `at` was, both as microseconds since
+/// the Unix epoch; zero where `at` is later.
+pub(crate) fn age(now: i64, at: i64) -> Duration {
+    Duration::from_micros(u64::try_from(now.saturating_sub(at)).unwrap_or_default())
+}
+
+/// A count as stored, whatever integer type the server kept it in; zero
+/// where there is none.
+pub(crate) fn count(value: Option<&Bson>) -> u64 {
+    match value {
+        Some(Bson::Int32(n)) => u64::try_from(*n).unwrap_or_default(),
+        Some(Bson::Int64(n)) => u64::try_from(*n).unwrap_or_default(),
+        _ => 0,
+    }
+}
+
 /// A UUID as BSON binary subtype 4.
 pub(crate) fn uuid(id: Uuid) -> Bson {
     Bson::Binary(Binary {

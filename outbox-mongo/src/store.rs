@@ -143,11 +143,9 @@ impl MongoOutboxStore {
         &self,
         publisher: P,
     ) -> tidings_core::relay::Relays<Self, P> {
-        let wakeup = Wakeup::new();
-        let watcher: std::sync::Arc<dyn tidings_core::lifecycle::Step> =
-            std::sync::Arc::new(self.wakeup_source(wakeup.clone()));
-        tidings_core::relay::Relays::new(self.clone(), publisher)
-            .wakeup(wakeup, Some(("wakeup source", watcher)))
+        tidings_core::relay::Relays::woken_by(self.clone(), publisher, |wakeup| {
+            self.wakeup_source(wakeup)
+        })
     }
 
     /// A wake-up source: a change-stream watcher waking `wakeup` whenever an event is staged into this

@@ -63,31 +63,6 @@ impl MongoWakeupSource {
         }
     }
 
-    /// How long to wait between attempts to open the stream again after it
-    /// failed; defaults to [`DEFAULT_RECONNECT_BACKOFF`](Self::DEFAULT_RECONNECT_BACKOFF).
-    pub fn reconnect_backoff(mut self, backoff: Backoff) -> Self {
-        self.reconnect_backoff = backoff;
-        self
-    }
-
-    /// How long to rely on polling alone before trying again where the
-    /// server refused a change stream; defaults to
-    /// [`DEFAULT_UNSUPPORTED_RECHECK`](Self::DEFAULT_UNSUPPORTED_RECHECK).
-    pub fn unsupported_recheck(mut self, pause: Duration) -> Self {
-        self.unsupported_recheck = pause;
-        self
-    }
-
-    /// The [`reconnect_backoff`](Self::reconnect_backoff) setting.
-    pub fn get_reconnect_backoff(&self) -> Backoff {
-        self.reconnect_backoff
-    }
-
-    /// The [`unsupported_recheck`](Self::unsupported_recheck) setting.
-    pub fn get_unsupported_recheck(&self) -> Duration {
-        self.unsupported_recheck
-    }
-
     /// Runs [`watch`](Self::watch) on a new task.
     pub fn spawn(self, cancel: CancellationToken) -> JoinHandle<()> {
         tokio::spawn(async move { self.watch(cancel).await })
@@ -167,6 +142,16 @@ impl MongoWakeupSource {
         }
     }
 }
+
+tidings_core::settings!(MongoWakeupSource {
+    /// How long to wait between attempts to open the stream again after it
+    /// failed; defaults to [`DEFAULT_RECONNECT_BACKOFF`](Self::DEFAULT_RECONNECT_BACKOFF).
+    reconnect_backoff(backoff: Backoff), get_reconnect_backoff: Backoff;
+    /// How long to rely on polling alone before trying again where the
+    /// server refused a change stream; defaults to
+    /// [`DEFAULT_UNSUPPORTED_RECHECK`](Self::DEFAULT_UNSUPPORTED_RECHECK).
+    unsupported_recheck(pause: Duration), get_unsupported_recheck: Duration;
+});
 
 impl Step for MongoWakeupSource {
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'_, Result<(), StepError>> {

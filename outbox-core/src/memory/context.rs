@@ -7,7 +7,9 @@ use uuid::Uuid;
 
 use super::rows::{Row, Status};
 use super::store::MemoryStore;
-use crate::{CausalContext, Cause, OutboxBuffer, StageError, StagedEvent};
+use crate::{
+    CausalContext, Cause, CommitFailure, OutboxBuffer, StageError, StagedEvent, StoreError,
+};
 
 /// A commit that was refused. Nothing of the unit of work was applied.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +26,17 @@ pub enum CommitError {
         /// The event id.
         event_id: Uuid,
     },
+}
+
+/// A mark committed concurrently is the store's conflict; an invalid
+/// staged event is the transaction's own.
+impl CommitFailure for CommitError {
+    fn into_store(self) -> Result<StoreError, Self> {
+        match self {
+            Self::InboxConflict { .. } => Ok(StoreError::Conflict(self.into())),
+            other => Err(other),
+        }
+    }
 }
 
 /// A unit of work on a [`MemoryStore`]: staged events, inbox marks,

@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::context::{CommitError, MemoryContext};
+use super::context::MemoryContext;
 use super::store::{AttemptCount, MemoryStore};
 use crate::{
-    Attempts, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark, InboxPurge, InboxStore,
-    IsolationLevel,
+    Attempts, CommitFailure, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark,
+    InboxPurge, InboxStore, IsolationLevel,
 };
 
 impl InboxStore for MemoryStore {
@@ -44,10 +44,7 @@ impl InboxStore for MemoryStore {
     }
 
     async fn commit(&self, tx: MemoryContext) -> Result<(), InboxError> {
-        tx.commit().map_err(|e| match e {
-            CommitError::InboxConflict { .. } => InboxError::Conflict(e.into()),
-            other => InboxError::Invalid(other.to_string()),
-        })
+        tx.commit().map_err(CommitFailure::into_inbox_error)
     }
 
     async fn rollback(&self, tx: MemoryContext) -> Result<(), InboxError> {

@@ -11,17 +11,15 @@ use super::claim;
 use super::rows::Status;
 use super::store::MemoryStore;
 use crate::{
-    ClaimCursor, ClaimRequest, LeaseToken, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus,
-    Requeue, StageEvents, StagedEvent, StoreError,
+    ClaimCursor, ClaimRequest, CommitFailure, LeaseToken, OutboxStats, OutboxStore, PurgeRequest,
+    PurgeStatus, Requeue, StageEvents, StagedEvent, StoreError,
 };
 
 impl StageEvents for MemoryStore {
     async fn stage_events(&self, events: Vec<StagedEvent>) -> Result<(), StoreError> {
         let mut ctx = self.begin();
-        events
-            .into_iter()
-            .for_each(|event| ctx.outbox().push(event));
-        ctx.commit().map_err(|e| StoreError::Invalid(e.to_string()))
+        ctx.outbox().extend(events);
+        ctx.commit().map_err(CommitFailure::into_store_error)
     }
 }
 

@@ -78,6 +78,19 @@ impl<S: OutboxStore, P: Publisher + Clone> Relays<S, P> {
         }
     }
 
+    /// Relays of `store`'s routes to `publisher`, woken by the step
+    /// `source` makes of their wake-up signal (a store's listener or
+    /// watcher), which runs beside them as `wakeup source`.
+    pub fn woken_by<W: Step + 'static>(
+        store: S,
+        publisher: P,
+        source: impl FnOnce(Wakeup) -> W,
+    ) -> Self {
+        let wakeup = Wakeup::new();
+        let step: Arc<dyn Step> = Arc::new(source(wakeup.clone()));
+        Self::new(store, publisher).wakeup(wakeup, Some(("wakeup source", step)))
+    }
+
     /// Wakes every relay on `wakeup`, which the step `source` (named
     /// `name`, a store's listener or watcher) signals; `None` for a store
     /// that signals it itself.

@@ -216,5 +216,12 @@ impl OutboxBuffer {
     }
 }
 
+/// Buffers events built elsewhere, each as [`OutboxBuffer::push`] does.
+impl Extend<StagedEvent> for OutboxBuffer {
+    fn extend<I: IntoIterator<Item = StagedEvent>>(&mut self, events: I) {
+        events.into_iter().for_each(|event| self.push(event));
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -17,9 +17,7 @@ impl StoreHarness for Memory {
 
     async fn commit(&self, store: &MemoryStore, events: Vec<StagedEvent>) {
         let mut ctx = store.begin();
-        for event in events {
-            ctx.outbox().push(event);
-        }
+        ctx.outbox().extend(events);
         ctx.commit().expect("commit");
     }
 }

@@ -2,23 +2,19 @@
 //! handler's transaction, duplicates reported without breaking it, a
 //! concurrent mark refused as a transient conflict, attempt counts.
 
-use std::sync::Mutex;
-
-use crate::support::{drop_collections, store};
+use crate::support::{MadeStores, store};
 use tidings_core::OutboxStore;
-use tidings_mongo::{MongoContext, MongoInboxStore, MongoOutboxStore, Retention};
+use tidings_mongo::{MongoContext, MongoInboxStore, Retention};
 use tidings_testing::inbox::{InboxHarness, REACTIONS};
 
 /// Remembers the stores it made so their collections go after the case.
-struct Mongo(Mutex<Vec<MongoOutboxStore>>);
+struct Mongo(MadeStores);
 
 impl InboxHarness for Mongo {
     type Store = MongoInboxStore;
 
     async fn store(&self) -> MongoInboxStore {
-        let store = store(Retention::Delete).await;
-        self.0.lock().unwrap().push(store.clone());
-        store.inbox()
+        self.0.keep(store(Retention::Delete).await).inbox()
     }
 
     fn stage(tx: &mut MongoContext) {
@@ -30,11 +26,8 @@ impl InboxHarness for Mongo {
     }
 
     async fn teardown(&self) {
-        let stores = std::mem::take(&mut *self.0.lock().unwrap());
-        for store in &stores {
-            drop_collections(store).await;
-        }
+        self.0.drop_all().await;
     }
 }
 
-tidings_testing::inbox_conformance!(Mongo(Mutex::default()));
+tidings_testing::inbox_conformance!(Mongo(MadeStores::default()));

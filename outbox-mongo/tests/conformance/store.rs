@@ -3,17 +3,15 @@
 
 use crate::support;
 
-use std::sync::Mutex;
-
 use tidings_core::StagedEvent;
 use tidings_mongo::{MongoInboxStore, MongoOutboxStore, Retention};
 use tidings_testing::store::{InboxHarness, StoreHarness};
 
 /// Remembers the stores it made so their collections go after the case.
-struct Mongo(Retention, Mutex<Vec<MongoOutboxStore>>);
+struct Mongo(Retention, support::MadeStores);
 
 fn mongo(retention: Retention) -> Mongo {
-    Mongo(retention, Mutex::default())
+    Mongo(retention, support::MadeStores::default())
 }
 
 impl StoreHarness for Mongo {
@@ -24,9 +22,7 @@ impl StoreHarness for Mongo {
     const DRAIN_EVENTS: u32 = 500;
 
     async fn store(&self) -> MongoOutboxStore {
-        let store = support::store(self.0).await;
-        self.1.lock().unwrap().push(store.clone());
-        store
+        self.1.keep(support::store(self.0).await)
     }
 
     async fn commit(&self, store: &MongoOutboxStore, events: Vec<StagedEvent>) {
@@ -39,10 +35,7 @@ impl StoreHarness for Mongo {
     }
 
     async fn teardown(&self) {
-        let stores = std::mem::take(&mut *self.1.lock().unwrap());
-        for store in &stores {
-            support::drop_collections(store).await;
-        }
+        self.1.drop_all().await;
     }
 }
 

@@ -7,14 +7,31 @@ use std::time::Duration;
 
 use crate::support::{ORDER_EVENTS, claim, documents, drop_collections, store};
 use futures::FutureExt;
+use mongodb::Collection;
 use mongodb::bson::{Document, doc};
-use tidings_core::ClaimedBatch;
-use tidings_mongo::{CommitError, MongoOutboxStore, Retention};
+use tidings_core::{ClaimedBatch, Staged};
+use tidings_mongo::{CommitError, MongoContext, MongoOutboxStore, Retention};
 use uuid::Uuid;
 
-fn orders(store: &MongoOutboxStore) -> mongodb::Collection<Document> {
+fn orders(store: &MongoOutboxStore) -> Collection<Document> {
     let name = format!("{}_orders", store.outbox().name());
     store.database().collection(&name)
+}
+
+/// Inserts `order` into `orders` in the context's transaction.
+async fn insert_order(ctx: &mut MongoContext, orders: &Collection<Document>, order: Document) {
+    orders
+        .insert_one(order)
+        .session(ctx.session())
+        .await
+        .unwrap();
+}
+
+/// Stages an `order.placed` event of [`ORDER_EVENTS`].
+fn stage_placed(ctx: &mut MongoContext) -> Staged<'_> {
+    ctx.outbox()
+        .stage(&ORDER_EVENTS, "order.placed", &1)
+        .unwrap()
 }
 
 #[tokio::test]
@@ -22,15 +39,9 @@ async fn a_committed_context_writes_the_order_and_its_event_together() {
     let store = store(Retention::Delete).await;
     let orders = orders(&store);
     let mut ctx = store.begin().await.unwrap();
-    orders
-        .insert_one(doc! { "_id": 1 })
-        .session(ctx.session())
-        .await
-        .unwrap();
+    insert_order(&mut ctx, &orders, doc! { "_id": 1 }).await;
     let id = Uuid::now_v7();
-    ctx.outbox()
-        .stage(&ORDER_EVENTS, "order.placed", &1)
-        .unwrap()
+    stage_placed(&mut ctx)
         .event_id(id)
         .header("traceparent", "00-1-2-01");
     ctx.outbox().stage(&ORDER_EVENTS, "order.paid", &1).unwrap();
@@ -60,14 +71,8 @@ async fn a_rolled_back_or_dropped_context_leaves_nothing() {
     let orders = orders(&store);
     for rollback in [true, false] {
         let mut ctx = store.begin().await.unwrap();
-        orders
-            .insert_one(doc! { "rollback": rollback })
-            .session(ctx.session())
-            .await
-            .unwrap();
-        ctx.outbox()
-            .stage(&ORDER_EVENTS, "order.placed", &1)
-            .unwrap();
+        insert_order(&mut ctx, &orders, doc! { "rollback": rollback }).await;
+        stage_placed(&mut ctx);
         ctx.flush().await.unwrap();
         if rollback {
             ctx.rollback().await.unwrap();
@@ -90,15 +95,8 @@ async fn an_event_staged_again_is_skipped_and_the_rest_commits() {
     let id = Uuid::now_v7();
     for attempt in 0..2 {
         let mut ctx = store.begin().await.unwrap();
-        orders
-            .insert_one(doc! { "attempt": attempt as i64 })
-            .session(ctx.session())
-            .await
-            .unwrap();
-        ctx.outbox()
-            .stage(&ORDER_EVENTS, "order.placed", &1)
-            .unwrap()
-            .event_id(id);
+        insert_order(&mut ctx, &orders, doc! { "attempt": attempt as i64 }).await;
+        stage_placed(&mut ctx).event_id(id);
         ctx.outbox().stage(&ORDER_EVENTS, "fresh", &2).unwrap();
         assert_eq!(ctx.flush().await.unwrap(), 2 - attempt);
         ctx.commit().await.unwrap();
@@ -118,19 +116,11 @@ async fn an_event_staged_by_two_transactions_at_once_is_stored_once() {
     let store = store(Retention::Delete).await;
     let id = Uuid::now_v7();
     let mut first = store.begin().await.unwrap();
-    first
-        .outbox()
-        .stage(&ORDER_EVENTS, "order.placed", &1)
-        .unwrap()
-        .event_id(id);
+    stage_placed(&mut first).event_id(id);
     first.flush().await.unwrap();
 
     let mut second = store.begin().await.unwrap();
-    second
-        .outbox()
-        .stage(&ORDER_EVENTS, "order.placed", &1)
-        .unwrap()
-        .event_id(id);
+    stage_placed(&mut second).event_id(id);
     let err = second.flush().await.unwrap_err();
     assert!(err.is_transient(), "{err}");
     drop(second);

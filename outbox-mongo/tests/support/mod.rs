@@ -4,6 +4,7 @@
 // Each test file uses its own subset of these helpers.
 #![allow(dead_code)]
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -127,12 +128,31 @@ pub(crate) async fn drop_collections(store: &MongoOutboxStore) {
         .expect("drop inbox attempts");
 }
 
+/// The stores a conformance harness made, so their collections go after
+/// the case.
+#[derive(Debug, Default)]
+pub(crate) struct MadeStores(Mutex<Vec<MongoOutboxStore>>);
+
+impl MadeStores {
+    /// Remembers `store`, and gives it back.
+    pub(crate) fn keep(&self, store: MongoOutboxStore) -> MongoOutboxStore {
+        self.0.lock().unwrap().push(store.clone());
+        store
+    }
+
+    /// Drops the collections of every store made so far.
+    pub(crate) async fn drop_all(&self) {
+        let stores = std::mem::take(&mut *self.0.lock().unwrap());
+        for store in &stores {
+            drop_collections(store).await;
+        }
+    }
+}
+
 /// Commits `events` through the store's staging path.
 pub(crate) async fn commit(store: &MongoOutboxStore, events: Vec<StagedEvent>) {
     let mut ctx = store.begin().await.expect("begin");
-    for event in events {
-        ctx.outbox().push(event);
-    }
+    ctx.outbox().extend(events);
     ctx.commit().await.expect("commit");
 }
 

@@ -245,31 +245,41 @@ async fn claims_wider_than_the_publish_window_are_published_a_window_at_a_time()
     assert_eq!(windows, [100, 100, 100, 50, 100, 100, 50, 20]);
 }
 
+/// The numbers of `events` staged events in the order a relay with
+/// `drains` drains, claiming 100 at a time, published them.
+async fn published_by(drains: usize, events: u32) -> Vec<u32> {
+    let publisher = Keep::default();
+    let options = RelayOptions::default().batch_size(100).drains(drains);
+    drain_staged(events, publisher.clone(), options).await;
+    publisher.0.lock().unwrap().clone()
+}
+
 #[tokio::test]
 async fn a_pipelined_drain_publishes_every_event_once_in_staging_order() {
-    let publisher = Keep::default();
-    let options = RelayOptions::default().batch_size(100).drains(1);
-    drain_staged(250, publisher.clone(), options).await;
-    let published = publisher.0.lock().unwrap().clone();
+    let published = published_by(1, 250).await;
     assert_eq!(published, (0..250).collect::<Vec<_>>());
 }
 
 #[tokio::test]
 async fn parallel_drains_publish_every_event_once() {
-    let publisher = Keep::default();
-    let options = RelayOptions::default().batch_size(100).drains(3);
-    drain_staged(2_050, publisher.clone(), options).await;
-    let mut published = publisher.0.lock().unwrap().clone();
+    let mut published = published_by(3, 2_050).await;
     published.sort_unstable();
     assert_eq!(published, (0..2_050).collect::<Vec<_>>());
 }
 
-#[tokio::test]
-async fn the_next_batch_is_published_while_the_last_awaits_its_answers_in_order() {
+/// Drains 1,000 staged events in batches of 100 through an
+/// [`Overlapping`] publisher as `wrap` wraps it, and asserts that each
+/// batch was published while the one before awaited its answers.
+async fn assert_batches_overlap<P: Publisher>(wrap: impl FnOnce(Overlapping) -> P) {
     let publisher = Overlapping::default();
     let options = RelayOptions::default().batch_size(100).drains(1);
-    drain_staged(1_000, publisher.clone(), options).await;
+    drain_staged(1_000, wrap(publisher.clone()), options).await;
     publisher.assert_overlapped(1_000);
+}
+
+#[tokio::test]
+async fn the_next_batch_is_published_while_the_last_awaits_its_answers_in_order() {
+    assert_batches_overlap(|publisher| publisher).await;
 }
 
 /// A wrapper written the obvious way: it stamps a header on every envelope
@@ -297,13 +307,7 @@ impl<P: Publisher> Publisher for Stamping<P> {
 
 #[tokio::test]
 async fn a_wrapped_publisher_keeps_the_overlap_of_batches() {
-    let publisher = Overlapping::default();
-    let wrapped = Stamping {
-        inner: publisher.clone(),
-    };
-    let options = RelayOptions::default().batch_size(100).drains(1);
-    drain_staged(1_000, wrapped, options).await;
-    publisher.assert_overlapped(1_000);
+    assert_batches_overlap(|inner| Stamping { inner }).await;
 }
 
 #[tokio::test]

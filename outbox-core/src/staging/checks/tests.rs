@@ -2,6 +2,14 @@ use crate::staging::tests::{SPEC, buffer};
 
 use super::*;
 
+/// What taking a buffer gives that holds one event with the header
+/// `name: value`.
+fn take_with_header(name: &str, value: &str) -> Result<Vec<StagedEvent>, StageError> {
+    let mut buf = buffer();
+    buf.stage(&SPEC, "t", &1).unwrap().header(name, value);
+    buf.take()
+}
+
 #[test]
 fn bad_options_fail_at_take() {
     let reserved = [
@@ -15,10 +23,11 @@ fn bad_options_fail_at_take() {
         ("x-last-death-queue", "q"),
     ];
     for (name, value) in reserved {
-        let mut buf = buffer();
-        buf.stage(&SPEC, "t", &1).unwrap().header(name, value);
         assert!(
-            matches!(buf.take(), Err(StageError::ReservedHeader { .. })),
+            matches!(
+                take_with_header(name, value),
+                Err(StageError::ReservedHeader { .. })
+            ),
             "{name}"
         );
     }
@@ -31,10 +40,11 @@ fn bad_options_fail_at_take() {
         ("ok", long.as_str()),
     ];
     for (name, value) in invalid {
-        let mut buf = buffer();
-        buf.stage(&SPEC, "t", &1).unwrap().header(name, value);
         assert!(
-            matches!(buf.take(), Err(StageError::Header { .. })),
+            matches!(
+                take_with_header(name, value),
+                Err(StageError::Header { .. })
+            ),
             "{name:?}"
         );
     }
@@ -47,9 +57,7 @@ fn bad_options_fail_at_take() {
 
 #[test]
 fn reserved_headers_name_their_owner() {
-    let mut buf = buffer();
-    buf.stage(&SPEC, "t", &1).unwrap().header("BCC", "x");
-    let err = buf.take().unwrap_err();
+    let err = take_with_header("BCC", "x").unwrap_err();
     assert_eq!(
         err.to_string(),
         "header \"BCC\" is reserved: RabbitMQ gives it a meaning, as the broker routes by them, \
