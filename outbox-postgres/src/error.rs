@@ -1,7 +1,7 @@
 //! The one place where sqlx errors become port errors.
 
 use tidings_core::port::DriverErrorClass;
-use tidings_core::{InboxError, StageError, StoreError};
+use tidings_core::{CommitFailure, InboxError, StageError, StoreError};
 
 /// How a driver error should be reported, whatever the port.
 type Class = DriverErrorClass;
@@ -107,25 +107,16 @@ pub enum CommitError {
     Store(#[from] StoreError),
 }
 
+impl CommitFailure for CommitError {
+    fn into_store(self) -> Result<StoreError, Self> {
+        match self {
+            Self::Store(e) => Ok(e),
+            other => Err(other),
+        }
+    }
+}
+
 impl CommitError {
-    /// The store's error for a failed commit: the store's error as it is,
-    /// anything else an invalid transaction.
-    pub(crate) fn into_store_error(self) -> StoreError {
-        match self {
-            Self::Store(e) => e,
-            other => StoreError::Invalid(other.to_string()),
-        }
-    }
-
-    /// The inbox's error for a failed commit: the store's error as the
-    /// inbox reports it, anything else an invalid transaction.
-    pub(crate) fn into_inbox_error(self) -> InboxError {
-        match self {
-            Self::Store(e) => InboxError::from(e),
-            other => InboxError::Invalid(other.to_string()),
-        }
-    }
-
     /// Whether running the whole transaction again may succeed.
     pub fn is_transient(&self) -> bool {
         match self {

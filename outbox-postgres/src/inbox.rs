@@ -5,12 +5,12 @@ use std::time::Duration;
 use sqlx::Row;
 use tidings_core::port::caused_by;
 use tidings_core::{
-    Attempts, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark, InboxPurge, InboxStore,
-    IsolationLevel,
+    Attempts, CommitFailure, ConsumerName, InboxAttempts, InboxError, InboxKey, InboxMark,
+    InboxPurge, InboxStore, IsolationLevel,
 };
 use tracing::debug;
 
-use crate::error::{CommitError, inbox_error};
+use crate::error::inbox_error;
 use crate::params::{limit, micros};
 use crate::{PgContext, PgOutboxStore};
 
@@ -97,7 +97,7 @@ impl InboxStore for PgInboxStore {
     }
 
     async fn commit(&self, tx: PgContext<'static>) -> Result<(), InboxError> {
-        tx.commit().await.map_err(CommitError::into_inbox_error)
+        tx.commit().await.map_err(CommitFailure::into_inbox_error)
     }
 
     async fn rollback(&self, tx: PgContext<'static>) -> Result<(), InboxError> {

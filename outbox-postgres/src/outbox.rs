@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use sqlx::Row;
 use tidings_core::{
-    ClaimRequest, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus, Requeue, StageEvents,
-    StagedEvent, StoreError,
+    ClaimRequest, CommitFailure, OutboxStats, OutboxStore, PurgeRequest, PurgeStatus, Requeue,
+    StageEvents, StagedEvent, StoreError,
 };
 use tracing::{debug, info, instrument};
 use uuid::Uuid;
@@ -18,10 +18,8 @@ use crate::{PgBatch, PgOutboxStore};
 impl StageEvents for PgOutboxStore {
     async fn stage_events(&self, events: Vec<StagedEvent>) -> Result<(), StoreError> {
         let mut ctx = self.begin().await?;
-        events
-            .into_iter()
-            .for_each(|event| ctx.outbox().push(event));
-        ctx.commit().await.map_err(|e| e.into_store_error())
+        ctx.outbox().extend(events);
+        ctx.commit().await.map_err(CommitFailure::into_store_error)
     }
 }
 

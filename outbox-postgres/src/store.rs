@@ -212,11 +212,9 @@ impl PgOutboxStore {
         &self,
         publisher: P,
     ) -> tidings_core::relay::Relays<Self, P> {
-        let wakeup = Wakeup::new();
-        let listener: std::sync::Arc<dyn tidings_core::lifecycle::Step> =
-            std::sync::Arc::new(self.wakeup_source(wakeup.clone()));
-        tidings_core::relay::Relays::new(self.clone(), publisher)
-            .wakeup(wakeup, Some(("wakeup source", listener)))
+        tidings_core::relay::Relays::woken_by(self.clone(), publisher, |wakeup| {
+            self.wakeup_source(wakeup)
+        })
     }
 
     /// A wake-up source: a listener waking `wakeup` whenever a transaction staging into this
