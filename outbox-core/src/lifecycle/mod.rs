@@ -101,18 +101,6 @@ impl LifecyclePlan {
         self.steps.iter().map(|(name, _)| name.as_str()).collect()
     }
 
-    /// Sets how long to wait before restarting a failed step.
-    pub fn restart_backoff(mut self, backoff: Backoff) -> Self {
-        self.restart_backoff = backoff;
-        self
-    }
-
-    /// Sets how long all steps together get to stop after the signal.
-    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
-        self.shutdown_timeout = timeout;
-        self
-    }
-
     /// Runs every step until `signal` completes (or every step finishes on
     /// its own), then stops them in reverse order within the deadline.
     ///
@@ -175,6 +163,15 @@ impl LifecyclePlan {
         }
     }
 }
+
+crate::settings!(LifecyclePlan {
+    /// How long to wait before restarting a failed step; default
+    /// [`DEFAULT_RESTART_BACKOFF`](LifecyclePlan::DEFAULT_RESTART_BACKOFF).
+    restart_backoff(backoff: Backoff), get_restart_backoff: Backoff;
+    /// How long all steps together get to stop after the signal; default
+    /// [`DEFAULT_SHUTDOWN_TIMEOUT`](LifecyclePlan::DEFAULT_SHUTDOWN_TIMEOUT).
+    shutdown_timeout(timeout: Duration), get_shutdown_timeout: Duration;
+});
 
 /// Completes once every step has finished on its own.
 async fn all_finished(running: &[(String, CancellationToken, JoinHandle<Ended>)]) {
