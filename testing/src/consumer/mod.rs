@@ -14,6 +14,8 @@ pub mod memory_effects;
 mod order;
 mod parked;
 mod pg_effects;
+#[cfg(feature = "postgres")]
+mod pg_world;
 mod recovery;
 mod world;
 
@@ -24,6 +26,8 @@ pub use key_order::*;
 pub use order::*;
 pub use parked::{Parked, collect_parked};
 pub use pg_effects::PgEffects;
+#[cfg(feature = "postgres")]
+pub use pg_world::PgWorld;
 pub use recovery::*;
 pub use world::*;
 
