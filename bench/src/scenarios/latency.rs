@@ -7,7 +7,7 @@
 //!
 //! With `--wake wal` the scenario runs on the cluster with
 //! `wal_level=logical` instead: the NOTIFY-woken relay beside a
-//! log-tailing relay reading its slot (see [`latency_wal`](super::latency_wal)).
+//! log-tailing relay reading its slot (`latency_wal`).
 //!
 //! The publisher notes when each envelope reaches it, so the figure is the
 //! relay's own delay (wake-up, claim, hand-over), not the broker's confirm.
@@ -21,16 +21,13 @@ use tidings_postgres::{PgOutboxStore, Retention};
 use super::woken::{Plan, Run, WokenRelay};
 use crate::env::{Env, spec};
 use crate::report::{Figure, Goal, Report};
-use crate::sizes::{LatencyWake, Sizes};
+use crate::sizes::Sizes;
 
 pub(super) const NAME: &str = "latency";
 /// How long the relay gets to publish the last events after producing stops.
 pub(super) const SETTLE: Duration = Duration::from_secs(10);
 
 pub(super) async fn run(env: &Env, sizes: &Sizes, report: Report<'_>) -> anyhow::Result<()> {
-    if sizes.latency_wake == LatencyWake::Wal {
-        return super::latency_wal::run(env, sizes, report).await;
-    }
     for &rate in &sizes.latency_rates {
         for wake in [Wake::InProcess, Wake::Notify] {
             let store = env.store("latency", Retention::Delete).await?;

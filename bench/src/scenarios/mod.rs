@@ -39,7 +39,7 @@ use crate::env::Env;
 use crate::payload::Payload;
 use crate::publishers::NoopPublisher;
 use crate::report::Report;
-use crate::sizes::Sizes;
+use crate::sizes::{LatencyWake, Sizes};
 
 /// Runs one child process of a scenario: the chaos scenario's relay or
 /// consumer, the scale-out scenario's relay, or the memory scenario's.
@@ -242,6 +242,9 @@ impl Scenario {
             #[cfg(not(feature = "kafka"))]
             Scenario::DrainKafka => bail!("drain-kafka needs `--features kafka`"),
             Scenario::DrainWal => drain_wal::run(env, sizes, report).await,
+            Scenario::Latency if sizes.latency_wake == LatencyWake::Wal => {
+                latency_wal::run(env, sizes, report).await
+            }
             Scenario::Latency => latency::run(env, sizes, report).await,
             Scenario::Consume => consume::run(env, sizes, report).await,
             Scenario::ConsumeStored => consume_stored::run(env, sizes, report).await,

@@ -3,6 +3,7 @@
 
 mod consumer;
 mod options;
+mod pipeline;
 mod table;
 
 use std::collections::HashMap;

@@ -6,13 +6,14 @@ use std::time::Duration;
 
 use tidings_core::port::error_chain;
 use tidings_core::{
-    ClaimedBatch, ClaimedRows, Outcome, SettleReport, Settlement, StagedEvent, StoreError,
+    ClaimedBatch, ClaimedRows, Outcome, SettleReport, Settlement, StoreError,
 };
 use tracing::warn;
 use uuid::Uuid;
 
 use super::Shared;
-use super::window::{Claimed, Doomed};
+use super::outcomes::Failure;
+use super::window::Claimed;
 
 /// A batch of events taken from the slot's window.
 #[derive(Debug)]
@@ -51,30 +52,6 @@ impl WalBatch {
             rows,
             places,
             careful,
-        }
-    }
-}
-
-/// An event to write as failed: its place, row, event and why.
-pub(super) struct Failure {
-    pub(super) seq: u64,
-    pub(super) row: Option<i64>,
-    pub(super) event: StagedEvent,
-    pub(super) reason: String,
-    pub(super) attempts: u32,
-}
-
-impl Failure {
-    pub(super) fn doomed(doomed: Doomed) -> Self {
-        Self {
-            seq: doomed.seq,
-            row: doomed.incoming.row,
-            event: StagedEvent {
-                envelope: doomed.incoming.envelope,
-                delay: None,
-            },
-            reason: doomed.reason,
-            attempts: 0,
         }
     }
 }

@@ -11,11 +11,11 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use sqlx::{Acquire, PgConnection, SqlStr};
-use tidings_core::{Retention, StoreError};
+use tidings_core::{Retention, StagedEvent, StoreError};
 use tracing::warn;
 
 use super::Shared;
-use super::batch::Failure;
+use super::window::Doomed;
 use crate::context::Columns;
 use crate::error::store_error;
 use crate::tailing::TailMode;
@@ -33,6 +33,30 @@ const WAITS: [Duration; 8] = [
     Duration::from_secs(1),
     Duration::from_secs(3),
 ];
+
+/// An event to write as failed: its place, row, event and why.
+pub(super) struct Failure {
+    pub(super) seq: u64,
+    pub(super) row: Option<i64>,
+    pub(super) event: StagedEvent,
+    pub(super) reason: String,
+    pub(super) attempts: u32,
+}
+
+impl Failure {
+    pub(super) fn doomed(doomed: Doomed) -> Self {
+        Self {
+            seq: doomed.seq,
+            row: doomed.incoming.row,
+            event: StagedEvent {
+                envelope: doomed.incoming.envelope,
+                delay: None,
+            },
+            reason: doomed.reason,
+            attempts: 0,
+        }
+    }
+}
 
 /// Writes the outcomes that leave a trace in the table, in one
 /// transaction.

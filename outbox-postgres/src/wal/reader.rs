@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::Shared;
-use super::batch::Failure;
+use super::outcomes::Failure;
 use super::crashes::Crashes;
 use super::outcomes::write;
 use super::stream::Stream;
