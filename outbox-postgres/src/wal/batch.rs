@@ -5,9 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tidings_core::port::error_chain;
-use tidings_core::{
-    ClaimedBatch, ClaimedRows, Outcome, SettleReport, Settlement, StoreError,
-};
+use tidings_core::{ClaimedBatch, ClaimedRows, Outcome, SettleReport, Settlement, StoreError};
 use tracing::warn;
 use uuid::Uuid;
 

@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::Shared;
-use super::outcomes::Failure;
 use super::crashes::Crashes;
+use super::outcomes::Failure;
 use super::outcomes::write;
 use super::stream::Stream;
 
